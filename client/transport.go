@@ -1,0 +1,343 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+
+	"golang.org/x/oauth2"
+
+	"github.com/mcpguard/mcpguard/challenge"
+	"github.com/mcpguard/mcpguard/prm"
+)
+
+// maxChallengeScopes bounds the scope tokens of a challenge the transport
+// acts on; a challenge with more is returned to the caller as is.
+const maxChallengeScopes = 256
+
+// Transport is an http.RoundTripper that attaches the bearer token
+// (RFC 6750 §2.1 Authorization header) to requests for the MCP resource
+// and performs MCP step-up authorization (RFC 6750 §3.1 insufficient_scope;
+// MCP §Step-Up Authorization Flow).
+// It is safe for concurrent use. Create it with [New].
+type Transport struct {
+	cfg    Config
+	origin origin
+	md     mdCache
+
+	mu         sync.Mutex
+	gen        uint64 // incremented by every successful authorization
+	ts         oauth2.TokenSource
+	requested  []string      // the scopes last requested (or Config.GrantedScopes)
+	granted    []string      // the scopes of the current token, as far as known
+	grantedRaw string        // the token response "scope" granted was parsed from
+	inflight   chan struct{} // non-nil while an authorization runs
+}
+
+var _ http.RoundTripper = (*Transport)(nil)
+
+// New returns a Transport for cfg. It fails with an error wrapping
+// [ErrInvalidConfig] if Resource is missing or unusable, or MaxRetries is
+// negative or above 5.
+func New(cfg Config) (*Transport, error) {
+	o, err := parseResource(cfg.Resource)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MaxRetries < 0 || cfg.MaxRetries > hardMaxRetries {
+		return nil, fmt.Errorf("%w: MaxRetries must be between 0 and %d", ErrInvalidConfig, hardMaxRetries)
+	}
+	cfg = cfg.withDefaults()
+	return &Transport{
+		cfg:       cfg,
+		origin:    o,
+		ts:        cfg.TokenSource,
+		requested: cfg.GrantedScopes,
+		granted:   cfg.GrantedScopes,
+	}, nil
+}
+
+// GrantedScopes returns the scopes of the current token as far as the
+// transport knows them: the "scope" member of the token response
+// (RFC 6749 §5.1) if the token carries one, else the scopes last requested
+// from the [Authorizer], else [Config.GrantedScopes].
+func (t *Transport) GrantedScopes() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.granted)
+}
+
+// RoundTrip implements http.RoundTripper. It does not modify req.
+//
+// A request whose URL origin differs from [Config.Resource]'s (or whose
+// Host override does) is passed to Base unchanged, without the token. For
+// a request to the resource it sets "Authorization: Bearer <token>" from
+// the current token source (if there is one) and sends it. A 401 (no error
+// code, or invalid_token) or a 403 insufficient_scope with a usable Bearer
+// challenge makes it call the [Authorizer] and resend the request with the
+// new token; see the package documentation for the rules and limits. Every
+// other response, and every response when Authorizer is nil or the body
+// cannot be replayed, is returned as is.
+//
+// The request is resent whatever its method: a resource server answers
+// 401 or 403 before processing the request (MCP: tokens are validated
+// "before processing the request").
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !t.sameOrigin(req) {
+		return t.cfg.Base.RoundTrip(req)
+	}
+	body, err := newReplay(req)
+	if err != nil {
+		return nil, fmt.Errorf("client: read request body: %w", err)
+	}
+	defer body.close()
+
+	ctx := req.Context()
+	maxSends := 2*t.cfg.MaxRetries + 1
+	t.mu.Lock()
+	startGen := t.gen
+	t.mu.Unlock()
+	st := &opState{}
+	for sends := 1; ; sends++ {
+		t.mu.Lock()
+		gen, ts := t.gen, t.ts
+		t.mu.Unlock()
+
+		r2 := req.Clone(ctx)
+		if ts != nil {
+			tok, err := ts.Token()
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrTokenSource, err)
+			}
+			if tok == nil || tok.AccessToken == "" {
+				return nil, fmt.Errorf("%w: empty access token", ErrTokenSource)
+			}
+			t.noteScope(gen, tok)
+			r2.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+		}
+		if err := body.apply(r2); err != nil {
+			return nil, fmt.Errorf("client: replay request body: %w", err)
+		}
+		resp, err := t.cfg.Base.RoundTrip(r2)
+		if err != nil {
+			return nil, err
+		}
+		if t.cfg.Authorizer == nil || !body.replayable {
+			return resp, nil
+		}
+		c, reason, ok := decide(resp.StatusCode, resp.Header.Values("WWW-Authenticate"))
+		if !ok {
+			return resp, nil
+		}
+		discard(resp)
+		if c.ResourceMetadata != "" && !t.cfg.AllowCrossOriginMetadata && !t.sameOriginURL(c.ResourceMetadata) {
+			return nil, &ChallengeError{StatusCode: resp.StatusCode, Challenge: c, Err: ErrCrossOrigin}
+		}
+		if sends >= maxSends {
+			return nil, &ChallengeError{StatusCode: resp.StatusCode, Challenge: c, Err: ErrRetriesExhausted}
+		}
+		changed, err := t.lead(ctx, gen)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			continue // another RoundTrip re-authorized meanwhile: resend with its token
+		}
+		st.fresh = gen != startGen
+		if err := t.stepUpAndFinish(ctx, st, resp.StatusCode, c, reason); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// opState is the per-RoundTrip step-up state.
+type opState struct {
+	authorizations int
+	fresh          bool // the token just rejected was obtained during this RoundTrip
+}
+
+// newToken is the result of a successful authorization.
+type newToken struct {
+	ts                 oauth2.TokenSource
+	requested, granted []string
+	grantedRaw         string
+}
+
+// decide picks the challenge the transport acts on. It reports ok only for
+// a 401 whose first Bearer challenge has no error code or invalid_token,
+// and a 403 whose first Bearer challenge has error="insufficient_scope".
+// Malformed headers and responses without a Bearer challenge are not acted
+// on.
+func decide(status int, values []string) (challenge.Challenge, string, bool) {
+	if (status != http.StatusUnauthorized && status != http.StatusForbidden) || len(values) == 0 {
+		return challenge.Challenge{}, "", false
+	}
+	cs, err := challenge.ParseAll(values)
+	if err != nil {
+		return challenge.Challenge{}, "", false
+	}
+	i := slices.IndexFunc(cs, func(c challenge.Challenge) bool { return c.Scheme == "Bearer" })
+	if i < 0 || len(cs[i].Scope) > maxChallengeScopes {
+		return challenge.Challenge{}, "", false
+	}
+	c := cs[i]
+	switch {
+	case status == http.StatusUnauthorized && (c.Error == "" || c.Error == challenge.InvalidToken):
+		return c, ReasonUnauthorized, true
+	case status == http.StatusForbidden && c.Error == challenge.InsufficientScope:
+		return c, ReasonInsufficientScope, true
+	}
+	return challenge.Challenge{}, "", false
+}
+
+// lead waits for a running authorization to end. It reports changed if the
+// token generation is no longer gen; otherwise the caller now runs the
+// authorization and must call finish.
+func (t *Transport) lead(ctx context.Context, gen uint64) (changed bool, err error) {
+	t.mu.Lock()
+	for t.inflight != nil {
+		ch := t.inflight
+		t.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+		t.mu.Lock()
+	}
+	defer t.mu.Unlock()
+	if t.gen != gen {
+		return true, nil
+	}
+	t.inflight = make(chan struct{})
+	return false, nil
+}
+
+// finish installs n (if not nil) and ends the running authorization.
+func (t *Transport) finish(n *newToken) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n != nil {
+		t.gen++
+		t.ts, t.requested, t.granted, t.grantedRaw = n.ts, n.requested, n.granted, n.grantedRaw
+	}
+	close(t.inflight)
+	t.inflight = nil
+}
+
+// stepUpAndFinish runs stepUp as the leader and always ends the
+// authorization, even if the Authorizer panics.
+func (t *Transport) stepUpAndFinish(ctx context.Context, st *opState, status int, c challenge.Challenge, reason string) error {
+	var n *newToken
+	defer func() { t.finish(n) }()
+	var err error
+	n, err = t.stepUp(ctx, st, status, c, reason)
+	return err
+}
+
+// stepUp decides whether to re-authorize for challenge c and does so.
+func (t *Transport) stepUp(ctx context.Context, st *opState, status int, c challenge.Challenge, reason string) (*newToken, error) {
+	t.mu.Lock()
+	requested, granted := t.requested, t.granted
+	t.mu.Unlock()
+
+	var md *prm.Metadata
+	want := cleanScopes(c.Scope, false)
+	if len(want) == 0 { // MCP §Scope Selection Strategy: fall back to scopes_supported
+		var err error
+		if md, err = t.metadata(ctx, c.ResourceMetadata); err != nil {
+			return nil, err
+		}
+		want = cleanScopes(md.ScopesSupported, false)
+	}
+	next := union(requested, granted, want)
+	fail := func(sentinel error) error {
+		return &ChallengeError{StatusCode: status, Challenge: c, Scopes: next, Err: sentinel}
+	}
+	// A 403 that asks for nothing new cannot be cured by re-authorizing;
+	// neither can a 401 for a token this operation just obtained.
+	if (reason == ReasonInsufficientScope || st.fresh) && subset(want, requested, granted) {
+		return nil, fail(ErrStepUpLoop)
+	}
+	if st.authorizations >= t.cfg.MaxRetries {
+		return nil, fail(ErrRetriesExhausted)
+	}
+	if md == nil {
+		var err error
+		if md, err = t.metadata(ctx, c.ResourceMetadata); err != nil {
+			return nil, err
+		}
+	}
+	st.authorizations++
+	ts, err := t.cfg.Authorizer.Authorize(ctx, AuthorizeRequest{
+		Resource:         t.cfg.Resource,
+		ResourceMetadata: md,
+		Scopes:           slices.Clone(next),
+		Challenge:        c,
+		Reason:           reason,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrAuthorize, err)
+	}
+	if ts == nil {
+		return nil, fmt.Errorf("%w: authorizer returned no token source", ErrAuthorize)
+	}
+	ts = oauth2.ReuseTokenSource(nil, ts)
+	tok, err := ts.Token()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrAuthorize, err)
+	}
+	if tok == nil || tok.AccessToken == "" {
+		return nil, fmt.Errorf("%w: empty access token", ErrAuthorize)
+	}
+	n := &newToken{ts: ts, requested: next, granted: next}
+	if s, ok := tok.Extra("scope").(string); ok && s != "" {
+		n.granted, n.grantedRaw = splitScope(s), s
+	}
+	return n, nil
+}
+
+// noteScope records the "scope" member of the token response of the
+// current token (RFC 6749 §5.1), if present: a refresh may narrow it.
+func (t *Transport) noteScope(gen uint64, tok *oauth2.Token) {
+	s, ok := tok.Extra("scope").(string)
+	if !ok || s == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.gen == gen && s != t.grantedRaw {
+		t.granted, t.grantedRaw = splitScope(s), s
+	}
+}
+
+// sameOrigin reports whether req goes to the resource's origin: its URL
+// and, if set and different, its Host override.
+func (t *Transport) sameOrigin(req *http.Request) bool {
+	if req.URL == nil {
+		return false
+	}
+	if o, ok := originOf(req.URL.Scheme, req.URL.Host); !ok || o != t.origin {
+		return false
+	}
+	if req.Host != "" && req.Host != req.URL.Host {
+		if o, ok := originOf(req.URL.Scheme, req.Host); !ok || o != t.origin {
+			return false
+		}
+	}
+	return true
+}
+
+// sameOriginURL reports whether the absolute URL s is on the resource's
+// origin.
+func (t *Transport) sameOriginURL(s string) bool {
+	u, err := url.Parse(s)
+	if err != nil || !u.IsAbs() {
+		return false
+	}
+	o, ok := originOf(u.Scheme, u.Host)
+	return ok && o == t.origin
+}
