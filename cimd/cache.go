@@ -1,0 +1,156 @@
+package cimd
+
+import (
+	"container/list"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// lru is a size-bounded, mutex-protected least-recently-used map.
+type lru[K comparable, V any] struct {
+	mu  sync.Mutex
+	max int
+	ll  *list.List // front = most recently used; values are *lruEntry
+	m   map[K]*list.Element
+}
+
+type lruEntry[K comparable, V any] struct {
+	key K
+	val V
+}
+
+func newLRU[K comparable, V any](size int) *lru[K, V] {
+	return &lru[K, V]{max: size, ll: list.New(), m: make(map[K]*list.Element)}
+}
+
+// get returns the value for k and marks it recently used.
+func (c *lru[K, V]) get(k K) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[k]; ok {
+		c.ll.MoveToFront(e)
+		return e.Value.(*lruEntry[K, V]).val, true
+	}
+	var zero V
+	return zero, false
+}
+
+// getOrAdd returns the value for k, adding mk() first if k is absent.
+func (c *lru[K, V]) getOrAdd(k K, mk func() V) V {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[k]; ok {
+		c.ll.MoveToFront(e)
+		return e.Value.(*lruEntry[K, V]).val
+	}
+	v := mk()
+	c.addLocked(k, v)
+	return v
+}
+
+// add sets k to v, evicting the least recently used entry when full.
+func (c *lru[K, V]) add(k K, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.addLocked(k, v)
+}
+
+func (c *lru[K, V]) addLocked(k K, v V) {
+	if e, ok := c.m[k]; ok {
+		e.Value.(*lruEntry[K, V]).val = v
+		c.ll.MoveToFront(e)
+		return
+	}
+	c.m[k] = c.ll.PushFront(&lruEntry[K, V]{key: k, val: v})
+	for c.ll.Len() > c.max {
+		last := c.ll.Back()
+		c.ll.Remove(last)
+		delete(c.m, last.Value.(*lruEntry[K, V]).key)
+	}
+}
+
+func (c *lru[K, V]) remove(k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[k]; ok {
+		c.ll.Remove(e)
+		delete(c.m, k)
+	}
+}
+
+func (c *lru[K, V]) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ll.Len()
+}
+
+// cached is a validated document and the time it stops being fresh.
+type cached struct {
+	doc     *Document
+	expires time.Time
+}
+
+// cacheLifetime derives how long a document may be cached from its
+// response's Cache-Control (RFC 9111 §5.2.2):
+//
+//   - no-store or no-cache: not cached (ok is false); the document is
+//     still used for the lookup that fetched it;
+//   - max-age=N (token or quoted form): N seconds, clamped to [lo, hi];
+//     a value too large to represent counts as the largest (§1.2.2);
+//   - no max-age, a malformed one (negative, non-numeric) or conflicting
+//     repeated ones: lo.
+//
+// Expires, Age and other directives are ignored.
+func cacheLifetime(h http.Header, lo, hi time.Duration) (ttl time.Duration, ok bool) {
+	seconds := int64(-1)
+	invalid := false
+	for _, line := range h.Values("Cache-Control") {
+		for dir := range strings.SplitSeq(line, ",") {
+			name, val, _ := strings.Cut(strings.TrimSpace(dir), "=")
+			switch strings.ToLower(strings.TrimSpace(name)) {
+			case "no-store", "no-cache":
+				return 0, false
+			case "max-age":
+				n, good := parseDeltaSeconds(val)
+				if !good || (seconds >= 0 && n != seconds) {
+					invalid = true
+				}
+				seconds = n
+			}
+		}
+	}
+	if invalid || seconds < 0 {
+		return lo, true
+	}
+	ttl = hi
+	if seconds < int64(hi/time.Second) {
+		ttl = time.Duration(seconds) * time.Second
+	}
+	return max(lo, min(ttl, hi)), true
+}
+
+// parseDeltaSeconds parses RFC 9111 §1.2.2 delta-seconds, also accepting
+// the quoted form. Overflow yields the largest value.
+func parseDeltaSeconds(v string) (int64, bool) {
+	v = strings.TrimSpace(v)
+	if len(v) >= 2 && v[0] == '"' && v[len(v)-1] == '"' {
+		v = v[1 : len(v)-1]
+	}
+	if v == "" {
+		return -1, false
+	}
+	for i := 0; i < len(v); i++ {
+		if v[i] < '0' || v[i] > '9' {
+			return -1, false
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil { // only ErrRange is possible here
+		return math.MaxInt64, true
+	}
+	return n, true
+}

@@ -1,0 +1,333 @@
+package cimd
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strconv"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Dynamic registration defaults.
+const (
+	DefaultMaxBodyBytes   = 16 << 10
+	DefaultIPRate         = rate.Limit(1.0 / 60) // one per minute…
+	DefaultIPBurst        = 10                   // …after a burst of ten
+	DefaultDCRGlobalRate  = rate.Limit(5)
+	DefaultDCRGlobalBurst = 20
+	DefaultMaxTrackedIPs  = 4096
+	// ClientIDPrefix starts every issued client_id, so that it can never
+	// be mistaken for a Client ID Metadata Document URL.
+	ClientIDPrefix = "dcr_"
+)
+
+// DeprecationHeader is the RFC 9745 Deprecation header value on every
+// dynamic registration response: the MCP 2026-07-28 revision, which
+// deprecates dynamic registration, dated 2026-07-28T00:00:00Z.
+const DeprecationHeader = "@1785196800"
+
+// DCRConfig configures [NewDCRHandler].
+type DCRConfig struct {
+	// Store receives registered clients. Required; use the same Store in
+	// RegistryConfig.
+	Store Store
+	// AuthMethods are the token_endpoint_auth_method values accepted. Nil
+	// means none, client_secret_basic, client_secret_post and
+	// private_key_jwt. Secrets are issued for the client_secret_* methods.
+	// An absent method means client_secret_basic (RFC 7591 §2).
+	AuthMethods []string
+	// DefaultApplicationType applies to requests without
+	// application_type. Empty means "web" (OpenID Connect Dynamic Client
+	// Registration 1.0 §2), which refuses loopback redirect URIs; set
+	// "native" to accept pre-2026 MCP clients that register loopback
+	// redirects without saying so.
+	DefaultApplicationType string
+	// AllowPrivateUseSchemes accepts reverse-domain private-use redirect
+	// schemes (RFC 8252 §7.1) for native clients. Off by default.
+	AllowPrivateUseSchemes bool
+	// MaxBodyBytes caps the request body; larger requests get 413. Zero
+	// means [DefaultMaxBodyBytes] (16 KiB).
+	MaxBodyBytes int64
+	// SecretLifetime sets client_secret_expires_at for issued secrets.
+	// Zero means secrets do not expire (client_secret_expires_at 0).
+	SecretLifetime time.Duration
+	// IPRate and IPBurst bound registrations per client IP (IPv6 per /64).
+	// Zero means [DefaultIPRate] and [DefaultIPBurst].
+	IPRate  rate.Limit
+	IPBurst int
+	// GlobalRate and GlobalBurst bound registrations overall. Zero means
+	// [DefaultDCRGlobalRate] and [DefaultDCRGlobalBurst].
+	GlobalRate  rate.Limit
+	GlobalBurst int
+	// MaxTrackedIPs bounds the per-IP limiters kept (LRU). Zero means
+	// [DefaultMaxTrackedIPs].
+	MaxTrackedIPs int
+	// ClientIP returns the address to rate-limit a request by. If nil, the
+	// host of r.RemoteAddr. X-Forwarded-For and similar headers are never
+	// read unless this function does so: set it only behind a proxy you
+	// control, and take the address that proxy appended.
+	ClientIP func(r *http.Request) string
+	// Now returns the current time. If nil, time.Now.
+	Now func() time.Time
+	// Logger receives store failures (Error) and the internal reason for
+	// each refused registration (Debug). If nil, nothing is logged.
+	Logger *slog.Logger
+}
+
+func (c DCRConfig) withDefaults() DCRConfig {
+	if c.AuthMethods == nil {
+		c.AuthMethods = []string{AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT}
+	}
+	c.AuthMethods = slices.Clone(c.AuthMethods)
+	if c.DefaultApplicationType == "" {
+		c.DefaultApplicationType = ApplicationTypeWeb
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.IPRate == 0 {
+		c.IPRate = DefaultIPRate
+	}
+	if c.IPBurst == 0 {
+		c.IPBurst = DefaultIPBurst
+	}
+	if c.GlobalRate == 0 {
+		c.GlobalRate = DefaultDCRGlobalRate
+	}
+	if c.GlobalBurst == 0 {
+		c.GlobalBurst = DefaultDCRGlobalBurst
+	}
+	if c.MaxTrackedIPs == 0 {
+		c.MaxTrackedIPs = DefaultMaxTrackedIPs
+	}
+	if c.ClientIP == nil {
+		c.ClientIP = remoteHost
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// DCRHandler is an RFC 7591 dynamic client registration endpoint, for
+// MCP clients of the 2025-11-25 revision and earlier.
+//
+// The MCP 2026-07-28 revision deprecates dynamic client registration in
+// favour of Client ID Metadata Documents ([Resolver]); removal may come
+// with the first revision on or after 2027-07-28. Every response carries
+// a Deprecation header ([DeprecationHeader]). (The Go "Deprecated:" marker
+// is not used, because the protocol feature is still permitted.)
+//
+// Registration is unauthenticated: anyone can register any client. The
+// handler rate-limits per client IP and globally; the Store grows with
+// every registration and is never pruned by this package.
+type DCRHandler struct {
+	cfg    DCRConfig
+	pol    policy
+	limits *limiter
+}
+
+// NewDCRHandler returns a DCRHandler for cfg (copied). It fails with
+// [ErrConfig] without a Store, with an unknown auth method or application
+// type, or with negative limits.
+func NewDCRHandler(cfg DCRConfig) (*DCRHandler, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Store == nil {
+		return nil, fmt.Errorf("%w: DCRConfig.Store is required", ErrConfig)
+	}
+	for _, m := range cfg.AuthMethods {
+		switch m {
+		case AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT:
+		default:
+			return nil, fmt.Errorf("%w: unsupported auth method in DCRConfig.AuthMethods", ErrConfig)
+		}
+	}
+	if cfg.DefaultApplicationType != ApplicationTypeWeb && cfg.DefaultApplicationType != ApplicationTypeNative {
+		return nil, fmt.Errorf("%w: DefaultApplicationType must be web or native", ErrConfig)
+	}
+	if cfg.MaxBodyBytes < 0 || cfg.SecretLifetime < 0 || cfg.IPRate < 0 || cfg.IPBurst < 0 ||
+		cfg.GlobalRate < 0 || cfg.GlobalBurst < 0 || cfg.MaxTrackedIPs < 0 {
+		return nil, fmt.Errorf("%w: negative value in DCRConfig", ErrConfig)
+	}
+	return &DCRHandler{
+		cfg: cfg,
+		pol: policy{
+			defaultAppType:    cfg.DefaultApplicationType,
+			defaultAuthMethod: AuthMethodClientSecretBasic,
+			authMethods:       cfg.AuthMethods,
+			allowPrivateUse:   cfg.AllowPrivateUseSchemes,
+		},
+		limits: newLimiter(cfg.GlobalRate, cfg.GlobalBurst, cfg.IPRate, cfg.IPBurst, cfg.MaxTrackedIPs),
+	}, nil
+}
+
+// AuthMethods returns the token_endpoint_auth_method values the handler
+// accepts, for [ServerMetadataConfig].
+func (h *DCRHandler) AuthMethods() []string { return slices.Clone(h.cfg.AuthMethods) }
+
+// registration is the RFC 7591 §3.2.1 response body.
+type registration struct {
+	Document
+	ClientIDIssuedAt      int64  `json:"client_id_issued_at"`
+	ClientSecret          string `json:"client_secret,omitempty"`
+	ClientSecretExpiresAt *int64 `json:"client_secret_expires_at,omitempty"`
+}
+
+// ServeHTTP handles one registration request: POST, Content-Type
+// application/json, a body within MaxBodyBytes. Answers: 201 with the
+// registration (RFC 7591 §3.2.1); 400 with "invalid_redirect_uri" or
+// "invalid_client_metadata" (§3.2.2); 405, 413, 415 and 429 with a JSON
+// error body; 500 "server_error" if the Store fails. Every answer has
+// Cache-Control: no-store and the Deprecation header.
+func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	hdr.Set("Deprecation", DeprecationHeader)
+	hdr.Set("Cache-Control", "no-store")
+	hdr.Set("Pragma", "no-cache")
+	if r.Method != http.MethodPost {
+		hdr.Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, "invalid_request", "registration requires POST")
+		return
+	}
+	now := h.cfg.Now()
+	if ok, wait := h.limits.reserve(rateKey(h.cfg.ClientIP(r)), now); !ok {
+		hdr.Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+		writeError(w, http.StatusTooManyRequests, "temporarily_unavailable", "too many registration requests")
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		hdr.Set("Accept-Post", "application/json")
+		writeError(w, http.StatusUnsupportedMediaType, "invalid_client_metadata", "content type must be application/json")
+		return
+	}
+	if r.ContentLength > h.cfg.MaxBodyBytes {
+		writeError(w, http.StatusRequestEntityTooLarge, "invalid_client_metadata", "request body too large")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.cfg.MaxBodyBytes))
+	if err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			writeError(w, http.StatusRequestEntityTooLarge, "invalid_client_metadata", "request body too large")
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "unreadable request body")
+		return
+	}
+	d, err := parseDCRRequest(body, h.pol)
+	if err != nil {
+		h.cfg.Logger.DebugContext(r.Context(), "cimd: dynamic registration refused", "err", err)
+		if errors.Is(err, ErrInvalidRedirectURI) {
+			writeError(w, http.StatusBadRequest, "invalid_redirect_uri", "a redirect uri is not allowed")
+			return
+		}
+		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the client metadata is not acceptable")
+		return
+	}
+	c, resp := h.newClient(d, now)
+	if err := h.cfg.Store.Put(r.Context(), c); err != nil {
+		h.cfg.Logger.ErrorContext(r.Context(), "cimd: dynamic registration: store failed", "err", err)
+		writeError(w, http.StatusInternalServerError, "server_error", "registration failed")
+		return
+	}
+	writeJSON(w, http.StatusCreated, resp)
+}
+
+// newClient mints the client_id (and secret, for the client_secret_*
+// methods) for a validated registration request.
+func (h *DCRHandler) newClient(d *Document, now time.Time) (*Client, *registration) {
+	d.ClientID = ClientIDPrefix + randomToken(16)
+	c := &Client{Document: *d, IssuedAt: now.Truncate(time.Second), Source: SourceDCR}
+	resp := &registration{Document: *d, ClientIDIssuedAt: now.Unix()}
+	if d.TokenEndpointAuthMethod == AuthMethodClientSecretBasic || d.TokenEndpointAuthMethod == AuthMethodClientSecretPost {
+		resp.ClientSecret = randomToken(32)
+		c.SetSecret(resp.ClientSecret)
+		var exp int64
+		if h.cfg.SecretLifetime > 0 {
+			c.SecretExpiresAt = now.Add(h.cfg.SecretLifetime).Truncate(time.Second)
+			exp = c.SecretExpiresAt.Unix()
+		}
+		resp.ClientSecretExpiresAt = &exp
+	}
+	return c, resp
+}
+
+// parseDCRRequest parses and validates an RFC 7591 §3.1 registration
+// request body. client_id, client_secret and software_statement members
+// are ignored: the server assigns identifiers, and software statements
+// are not verified. Errors wrap ErrMalformed, ErrDuplicateMember,
+// ErrInvalidClientMetadata or ErrInvalidRedirectURI.
+func parseDCRRequest(body []byte, p policy) (*Document, error) {
+	m, err := decodeMembers(body)
+	if err != nil {
+		return nil, err
+	}
+	d, err := readMetadata(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.validate(d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// randomToken returns n random bytes from crypto/rand, base64url-encoded.
+func randomToken(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // never fails (crypto/rand, Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// remoteHost is the default DCRConfig.ClientIP: RemoteAddr without port.
+func remoteHost(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// rateKey groups IPv6 addresses by /64, the usual smallest assignment.
+func rateKey(ip string) string {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return ip
+	}
+	a = a.Unmap()
+	if a.Is6() {
+		p, _ := a.Prefix(64)
+		return p.String()
+	}
+	return a.String()
+}
+
+func writeError(w http.ResponseWriter, status int, code, description string) {
+	writeJSON(w, status, struct {
+		Error            string `json:"error"`
+		ErrorDescription string `json:"error_description"`
+	}{code, description})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil { // cannot happen for the types used here
+		status, b = http.StatusInternalServerError, []byte(`{"error":"server_error"}`)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,213 @@
+package cimd
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// Document is OAuth 2.0 client metadata (RFC 7591 §2), as published in a
+// Client ID Metadata Document (draft-ietf-oauth-client-id-metadata-document-00
+// §4), sent in a dynamic registration request, or held by a registered
+// [Client].
+//
+// A Document returned by this package has passed validation and carries
+// effective values: TokenEndpointAuthMethod, GrantTypes and ResponseTypes
+// are filled with their defaults when the source omitted them.
+type Document struct {
+	// ClientID is the client identifier. For a Client ID Metadata Document
+	// it is the document's URL, byte for byte (draft-00 §4.1).
+	ClientID string `json:"client_id"`
+	// ClientName is the human-readable name (RFC 7591 §2), at most 256
+	// bytes, with no control or bidirectional-formatting characters.
+	// Required in a Client ID Metadata Document.
+	ClientName string `json:"client_name,omitempty"`
+	// RedirectURIs are the registered redirect URIs (RFC 7591 §2), at most
+	// 20. Compare with [RedirectURIAllowed].
+	RedirectURIs []string `json:"redirect_uris,omitempty"`
+	// GrantTypes (RFC 7591 §2). Supported: authorization_code,
+	// refresh_token, and client_credentials for clients that authenticate.
+	// Defaults to ["authorization_code"].
+	GrantTypes []string `json:"grant_types,omitempty"`
+	// ResponseTypes (RFC 7591 §2). Only "code" is supported. Defaults to
+	// ["code"] when GrantTypes has authorization_code, else [].
+	ResponseTypes []string `json:"response_types,omitempty"`
+	// TokenEndpointAuthMethod (RFC 7591 §2). Client ID Metadata Documents
+	// allow "none" (the default) and "private_key_jwt"; dynamic
+	// registration defaults to "client_secret_basic" as RFC 7591 says.
+	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method,omitempty"`
+	// ApplicationType is "web" or "native" (OpenID Connect Dynamic Client
+	// Registration 1.0 §2). It restricts the redirect URIs; see
+	// [ApplicationTypeWeb] and [ApplicationTypeNative].
+	ApplicationType string `json:"application_type,omitempty"`
+	// Scope is the space-separated scope values the client may request
+	// (RFC 7591 §2, RFC 6749 §3.3 syntax), at most 1024 bytes.
+	Scope string `json:"scope,omitempty"`
+	// Contacts are ways to contact the people responsible for the client.
+	Contacts []string `json:"contacts,omitempty"`
+	// ClientURI is the client's home page. Never fetched by this package.
+	ClientURI string `json:"client_uri,omitempty"`
+	// LogoURI is the client's logo. Never fetched by this package (draft-00
+	// §6.7 suggests prefetching it yourself, with the same SSRF care).
+	LogoURI string `json:"logo_uri,omitempty"`
+	// TOSURI is the client's terms of service. Never fetched.
+	TOSURI string `json:"tos_uri,omitempty"`
+	// PolicyURI is the client's privacy policy. Never fetched.
+	PolicyURI string `json:"policy_uri,omitempty"`
+	// JWKSURI is where the client publishes its keys for private_key_jwt
+	// (RFC 7523). Never fetched by this package. Exclusive with JWKS.
+	JWKSURI string `json:"jwks_uri,omitempty"`
+	// JWKS is the client's JWK Set (RFC 7517 §5) by value, compacted: a
+	// JSON object with a "keys" array of at most 16 objects. Exclusive with
+	// JWKSURI.
+	JWKS json.RawMessage `json:"jwks,omitempty"`
+	// SoftwareID identifies the client software (RFC 7591 §2).
+	SoftwareID string `json:"software_id,omitempty"`
+	// SoftwareVersion is the client software's version (RFC 7591 §2).
+	SoftwareVersion string `json:"software_version,omitempty"`
+}
+
+// Clone returns a deep copy of d.
+func (d *Document) Clone() *Document {
+	c := *d
+	c.RedirectURIs = slices.Clone(d.RedirectURIs)
+	c.GrantTypes = slices.Clone(d.GrantTypes)
+	c.ResponseTypes = slices.Clone(d.ResponseTypes)
+	c.Contacts = slices.Clone(d.Contacts)
+	c.JWKS = slices.Clone(d.JWKS)
+	return &c
+}
+
+// Size caps on client metadata members.
+const (
+	maxNameBytes     = 256
+	maxRedirectURIs  = 20
+	maxListItems     = 10
+	maxScopeBytes    = 1024
+	maxJWKSKeys      = 16
+	maxAuthMethodLen = 64
+)
+
+// parseDocument parses and validates a fetched Client ID Metadata Document
+// whose URL is clientID. Errors wrap ErrClientIDMismatch, or
+// ErrInvalidDocument joined with the precise cause.
+func parseDocument(data []byte, clientID string, p policy) (*Document, error) {
+	d, err := parseDocumentMembers(data, clientID, p)
+	if err != nil && !errors.Is(err, ErrClientIDMismatch) {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidDocument, err)
+	}
+	return d, err
+}
+
+func parseDocumentMembers(data []byte, clientID string, p policy) (*Document, error) {
+	m, err := decodeMembers(data)
+	if err != nil {
+		return nil, err
+	}
+	var id string
+	if err := m.decode("client_id", &id); err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, fmt.Errorf("%w: client_id: required", ErrInvalidClientMetadata)
+	}
+	if id != clientID {
+		return nil, ErrClientIDMismatch
+	}
+	if _, ok := m["client_secret"]; ok {
+		return nil, fmt.Errorf("%w: client_secret present", ErrSharedSecret)
+	}
+	if _, ok := m["client_secret_expires_at"]; ok {
+		return nil, fmt.Errorf("%w: client_secret_expires_at present", ErrSharedSecret)
+	}
+	d, err := readMetadata(m)
+	if err != nil {
+		return nil, err
+	}
+	d.ClientID = id
+	if err := p.validate(d); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// readMetadata reads the RFC 7591 §2 members (except client_id) with their
+// JSON types and size caps. Unknown members are ignored (RFC 7591 §2).
+func readMetadata(m members) (*Document, error) {
+	d := new(Document)
+	var err error
+	str := func(name string, dst *string, max int) {
+		if err == nil {
+			*dst, err = m.text(name, max)
+		}
+	}
+	list := func(name string, dst *[]string, maxItems, maxLen int) {
+		if err == nil {
+			*dst, err = m.texts(name, maxItems, maxLen)
+		}
+	}
+	str("client_name", &d.ClientName, maxNameBytes)
+	list("redirect_uris", &d.RedirectURIs, maxRedirectURIs, maxURLBytes)
+	list("grant_types", &d.GrantTypes, maxListItems, maxAuthMethodLen*2)
+	list("response_types", &d.ResponseTypes, maxListItems, maxAuthMethodLen)
+	str("token_endpoint_auth_method", &d.TokenEndpointAuthMethod, maxAuthMethodLen)
+	str("application_type", &d.ApplicationType, maxAuthMethodLen)
+	str("scope", &d.Scope, maxScopeBytes)
+	list("contacts", &d.Contacts, maxListItems, maxNameBytes)
+	str("client_uri", &d.ClientURI, maxURLBytes)
+	str("logo_uri", &d.LogoURI, maxURLBytes)
+	str("tos_uri", &d.TOSURI, maxURLBytes)
+	str("policy_uri", &d.PolicyURI, maxURLBytes)
+	str("jwks_uri", &d.JWKSURI, maxURLBytes)
+	str("software_id", &d.SoftwareID, maxNameBytes)
+	str("software_version", &d.SoftwareVersion, maxNameBytes)
+	if err != nil {
+		return nil, err
+	}
+	// A present-but-empty list is kept non-nil, so that validation can tell
+	// "response_types": [] from an absent member.
+	if m.has("response_types") && d.ResponseTypes == nil {
+		d.ResponseTypes = []string{}
+	}
+	if m.has("jwks") {
+		if err := checkJWKS(m["jwks"]); err != nil {
+			return nil, err
+		}
+		// Keep the canonical form json.Marshal would produce (compact,
+		// HTML-escaped), so that stored and re-encoded bytes are stable.
+		var compact, b bytes.Buffer
+		if err := json.Compact(&compact, m["jwks"]); err != nil { // checked above
+			return nil, fmt.Errorf("%w: jwks: invalid json", ErrInvalidClientMetadata)
+		}
+		json.HTMLEscape(&b, compact.Bytes())
+		d.JWKS = b.Bytes()
+	}
+	return d, nil
+}
+
+// checkJWKS requires a JSON object whose "keys" member is an array of at
+// most maxJWKSKeys objects. The keys themselves are checked by whoever
+// verifies private_key_jwt assertions.
+func checkJWKS(raw json.RawMessage) error {
+	m, err := decodeMembers(raw)
+	if err != nil {
+		return fmt.Errorf("%w: jwks: must be a json object without duplicate members", ErrInvalidClientMetadata)
+	}
+	var keys []json.RawMessage
+	if err := m.decode("keys", &keys); err != nil || len(keys) == 0 {
+		return fmt.Errorf("%w: jwks: keys must be a non-empty array of objects", ErrInvalidClientMetadata)
+	}
+	if len(keys) > maxJWKSKeys {
+		return fmt.Errorf("%w: jwks: more than %d keys", ErrInvalidClientMetadata, maxJWKSKeys)
+	}
+	// A key with a repeated member ("x" twice) could be read differently by
+	// different JSON parsers; refuse it like a repeated top-level member.
+	for _, k := range keys {
+		if _, err := decodeMembers(k); err != nil {
+			return fmt.Errorf("%w: jwks: each key must be a json object without duplicate members", ErrInvalidClientMetadata)
+		}
+	}
+	return nil
+}

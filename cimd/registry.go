@@ -1,0 +1,123 @@
+package cimd
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// RegistryConfig configures [NewRegistry]. Each source is off when nil.
+type RegistryConfig struct {
+	// Resolver resolves URL client_ids as Client ID Metadata Documents. If
+	// nil, CIMD is off and such client_ids are unknown.
+	Resolver *Resolver
+	// Store holds dynamically registered clients (the one a [DCRHandler]
+	// writes to). If nil, only static and CIMD clients exist.
+	Store Store
+	// Static are pre-registered clients, copied. Their Source is set to
+	// [SourceStatic]. ClientIDs must be unique and at most 2048 bytes;
+	// redirect URIs follow the registration rules (private-use schemes
+	// allowed, since the operator vouches for them).
+	Static []Client
+	// Now returns the current time, for secret expiry. If nil, time.Now.
+	Now func() time.Time
+}
+
+// Registry looks clients up across pre-registered clients, Client ID
+// Metadata Documents and dynamic registrations. It is safe for concurrent
+// use.
+type Registry struct {
+	resolver *Resolver
+	store    Store
+	static   map[string]*Client
+	now      func() time.Time
+}
+
+// NewRegistry returns a Registry for cfg. It fails with [ErrConfig] if a
+// static client is invalid or duplicated.
+func NewRegistry(cfg RegistryConfig) (*Registry, error) {
+	r := &Registry{
+		resolver: cfg.Resolver,
+		store:    cfg.Store,
+		static:   make(map[string]*Client, len(cfg.Static)),
+		now:      cfg.Now,
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	for i := range cfg.Static {
+		c := cfg.Static[i].Clone()
+		if c.ClientID == "" || len(c.ClientID) > maxURLBytes {
+			return nil, fmt.Errorf("%w: static client %d: client_id empty or too long", ErrConfig, i)
+		}
+		if _, dup := r.static[c.ClientID]; dup {
+			return nil, fmt.Errorf("%w: static client %d: duplicate client_id", ErrConfig, i)
+		}
+		for _, u := range c.RedirectURIs {
+			if err := checkRedirectURI(u, c.ApplicationType, true); err != nil {
+				return nil, fmt.Errorf("%w: static client %d: %w", ErrConfig, i, err)
+			}
+		}
+		c.Source = SourceStatic
+		r.static[c.ClientID] = c
+	}
+	return r, nil
+}
+
+// Lookup returns the client with the given client_id:
+//
+//  1. a pre-registered (static) client with exactly that id, which lets an
+//     operator pin a CIMD client_id to local metadata;
+//  2. a client_id starting with "https://": the Client ID Metadata
+//     Document it names, through the Resolver;
+//  3. otherwise a dynamically registered client from the Store.
+//
+// The Client returned is the caller's to modify. Errors wrap
+// [ErrUnknownClient] or one of the [Resolver.Resolve] errors; answer the
+// client with [OAuthError] and log the error.
+func (r *Registry) Lookup(ctx context.Context, clientID string) (*Client, error) {
+	if c, ok := r.static[clientID]; ok {
+		return c.Clone(), nil
+	}
+	if strings.HasPrefix(clientID, "https://") {
+		if r.resolver == nil {
+			return nil, fmt.Errorf("%w: client id metadata documents are off", ErrUnknownClient)
+		}
+		d, err := r.resolver.Resolve(ctx, clientID)
+		if err != nil {
+			return nil, err
+		}
+		return &Client{Document: *d, Source: SourceCIMD}, nil
+	}
+	if r.store == nil || clientID == "" || len(clientID) > maxURLBytes {
+		return nil, fmt.Errorf("%w: no such client", ErrUnknownClient)
+	}
+	c, err := r.store.Get(ctx, clientID)
+	if err != nil {
+		return nil, err
+	}
+	c.Source = SourceDCR
+	return c, nil
+}
+
+// VerifySecret authenticates a confidential client by its secret
+// (client_secret_basic or client_secret_post, RFC 6749 §2.3.1): it looks
+// the client up, compares the secret's SHA-256 hash in constant time and
+// checks client_secret_expires_at. Errors wrap [ErrUnknownClient] (or a
+// lookup error), [ErrInvalidSecret] (including clients without a secret)
+// or [ErrSecretExpired]. The external answer is always "invalid_client"
+// ([OAuthError]).
+func (r *Registry) VerifySecret(ctx context.Context, clientID, secret string) error {
+	c, err := r.Lookup(ctx, clientID)
+	if err != nil {
+		return err
+	}
+	if !c.secretMatches(secret) {
+		return ErrInvalidSecret
+	}
+	if !c.SecretExpiresAt.IsZero() && !r.now().Before(c.SecretExpiresAt) {
+		return ErrSecretExpired
+	}
+	return nil
+}
