@@ -1,0 +1,247 @@
+package devas
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/mcpguard/mcpguard/asmeta"
+	"github.com/mcpguard/mcpguard/cimd"
+)
+
+// Server is the development authorization server. It is an http.Handler
+// and safe for concurrent use. All state (codes, consent requests, refresh
+// tokens) is in memory and bounded, and is lost with the process.
+type Server struct {
+	cfg      Config
+	log      *slog.Logger
+	registry *cimd.Registry
+	dcr      http.Handler // nil when dynamic registration is off
+	signer   jose.Signer
+	pub      jose.JSONWebKey
+	methods  []string // token_endpoint_auth_methods_supported
+
+	metaJSON []byte
+	jwksJSON []byte
+	routes   map[string]http.HandlerFunc
+	authzURL string // path of the authorization endpoint, for the consent form and cookie
+
+	codes   *store[codeRecord]
+	pending *store[pendingRecord]
+	refresh *store[refreshRecord]
+}
+
+// New returns a Server for cfg (copied; see [Config] for the defaults).
+// It fails with an error wrapping [ErrConfig] when the issuer or
+// resources are missing or invalid, the key does not suit the algorithm,
+// or a cimd constructor refuses its configuration.
+func New(cfg Config) (*Server, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	s := &Server{
+		cfg:     cfg,
+		log:     cfg.Logger,
+		codes:   newStore[codeRecord](maxCodes),
+		pending: newStore[pendingRecord](maxPending),
+		refresh: newStore[refreshRecord](maxRefreshTokens),
+	}
+	var err error
+	if s.signer, s.pub, err = newSigner(cfg); err != nil {
+		return nil, err
+	}
+	if err := s.buildRegistry(); err != nil {
+		return nil, err
+	}
+	s.methods = []string{cimd.AuthMethodNone}
+	secrets := cfg.EnableDCR || cfg.Registry != nil
+	for i := range cfg.Clients {
+		secrets = secrets || cfg.Clients[i].HasSecret()
+	}
+	if secrets {
+		s.methods = append(s.methods, cimd.AuthMethodClientSecretBasic, cimd.AuthMethodClientSecretPost)
+	}
+	if s.metaJSON, err = json.Marshal(s.Metadata()); err != nil {
+		return nil, fmt.Errorf("%w: metadata: %w", ErrConfig, err)
+	}
+	if s.jwksJSON, err = json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{s.pub}}); err != nil {
+		return nil, fmt.Errorf("%w: jwks: %w", ErrConfig, err)
+	}
+	if err := s.buildRoutes(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// buildRegistry sets s.registry and s.dcr.
+func (s *Server) buildRegistry() error {
+	cfg := s.cfg
+	store := cfg.DCRStore
+	if store == nil && cfg.EnableDCR {
+		store = cimd.NewMemoryStore()
+	}
+	s.registry = cfg.Registry
+	if s.registry == nil {
+		rc := cimd.RegistryConfig{Store: store, Static: cfg.Clients, Now: cfg.Now}
+		if !cfg.DisableCIMD {
+			res, err := cimd.NewResolver(cfg.CIMD)
+			if err != nil {
+				return fmt.Errorf("%w: %w", ErrConfig, err)
+			}
+			rc.Resolver = res
+		}
+		reg, err := cimd.NewRegistry(rc)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		s.registry = reg
+	}
+	if cfg.EnableDCR {
+		h, err := cimd.NewDCRHandler(cimd.DCRConfig{
+			Store:       store,
+			AuthMethods: []string{cimd.AuthMethodNone, cimd.AuthMethodClientSecretBasic, cimd.AuthMethodClientSecretPost},
+			// MCP clients before 2026-07-28 register loopback redirects
+			// without application_type.
+			DefaultApplicationType: cimd.ApplicationTypeNative,
+			// Generous limits: tests register many clients from loopback.
+			IPRate:  100,
+			IPBurst: 1000,
+			Now:     cfg.Now,
+			Logger:  cfg.Logger,
+		})
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		s.dcr = h
+	}
+	return nil
+}
+
+// buildRoutes maps the exact request paths to handlers. The paths come
+// from the issuer: metadata at every well-known URL clients try (RFC 8414
+// §3.1 path insertion, OpenID Connect Discovery 1.0 §4), endpoints under
+// the issuer's path.
+func (s *Server) buildRoutes() error {
+	wk, err := asmeta.WellKnownURLs(s.cfg.Issuer)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	s.routes = make(map[string]http.HandlerFunc)
+	for _, w := range wk {
+		u, err := url.Parse(w)
+		if err != nil {
+			return fmt.Errorf("%w: well-known url: %w", ErrConfig, err)
+		}
+		s.routes[u.Path] = s.serveMetadata
+	}
+	base := s.issuerPath()
+	s.authzURL = base + "/authorize"
+	s.routes[s.authzURL] = s.handleAuthorize
+	s.routes[base+"/token"] = s.handleToken
+	s.routes[base+"/jwks"] = s.serveJWKS
+	if s.dcr != nil {
+		s.routes[base+"/register"] = s.dcr.ServeHTTP
+	}
+	return nil
+}
+
+func (s *Server) issuerPath() string {
+	u, _ := url.Parse(s.cfg.Issuer) // checked in New
+	return u.Path
+}
+
+// ServeHTTP routes by exact URL path (mount the Server at the root of the
+// issuer's origin, or route these paths to it unchanged):
+//
+//   - /.well-known/oauth-authorization-server[/issuer-path] and the OpenID
+//     Connect Discovery locations: the metadata of [Server.Metadata]
+//     (the same document at each; no ID tokens are issued);
+//   - issuer-path/authorize: the authorization endpoint (GET; POST from
+//     the consent page);
+//   - issuer-path/token: the token endpoint (POST);
+//   - issuer-path/jwks: the public signing key (RFC 7517 JWK Set);
+//   - issuer-path/register: RFC 7591 registration, with EnableDCR.
+//
+// Anything else is 404.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h, ok := s.routes[r.URL.Path]
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	h(w, r)
+}
+
+// Metadata returns the server's RFC 8414 metadata, built with
+// [cimd.ServerMetadata]: code_challenge_methods_supported ["S256"],
+// authorization_response_iss_parameter_supported (RFC 9207; every
+// authorization response carries iss), response_types_supported
+// ["code"], client_id_metadata_document_supported unless DisableCIMD,
+// registration_endpoint with EnableDCR, scopes_supported (Config.Scopes,
+// plus offline_access with RefreshTokens), grant types authorization_code
+// (plus refresh_token with RefreshTokens), and the client authentication
+// methods the token endpoint implements: "none", plus client_secret_basic
+// and client_secret_post when a client can have a secret (EnableDCR, a
+// Registry, or a pre-registered client given one). private_key_jwt is not
+// implemented.
+func (s *Server) Metadata() asmeta.Metadata {
+	iss := s.cfg.Issuer
+	grants := []string{"authorization_code"}
+	if s.cfg.RefreshTokens {
+		grants = append(grants, "refresh_token")
+	}
+	mc := cimd.ServerMetadataConfig{
+		Issuer:                   iss,
+		AuthorizationEndpoint:    iss + "/authorize",
+		TokenEndpoint:            iss + "/token",
+		JWKSURI:                  iss + "/jwks",
+		CIMD:                     !s.cfg.DisableCIMD,
+		ScopesSupported:          slices.Clone(s.cfg.Scopes),
+		GrantTypes:               grants,
+		TokenEndpointAuthMethods: slices.Clone(s.methods),
+	}
+	if s.cfg.EnableDCR {
+		mc.RegistrationEndpoint = iss + "/register"
+	}
+	m := cimd.ServerMetadata(mc)
+	m.ResponseModesSupported = []string{"query"}
+	return m
+}
+
+// PublicKeys returns the public signing key, as served at /jwks.
+func (s *Server) PublicKeys() []jose.JSONWebKey {
+	return []jose.JSONWebKey{s.pub}
+}
+
+func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {
+	s.serveStatic(w, r, s.metaJSON, "application/json")
+}
+
+func (s *Server) serveJWKS(w http.ResponseWriter, r *http.Request) {
+	s.serveStatic(w, r, s.jwksJSON, "application/json")
+}
+
+// serveStatic answers GET and HEAD with body, readable cross-origin.
+func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request, body []byte, contentType string) {
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", "*")
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		h.Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	h.Set("Content-Type", contentType)
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if r.Method == http.MethodHead {
+		w.WriteHeader(http.StatusOK)
+		return
+	}
+	_, _ = w.Write(body)
+}
