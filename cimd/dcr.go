@@ -43,8 +43,10 @@ type DCRConfig struct {
 	// RegistryConfig.
 	Store Store
 	// AuthMethods are the token_endpoint_auth_method values accepted. Nil
-	// means none, client_secret_basic, client_secret_post and
-	// private_key_jwt. Secrets are issued for the client_secret_* methods.
+	// means none, client_secret_basic and client_secret_post.
+	// private_key_jwt must be listed explicitly, and only when your token
+	// endpoint verifies client assertions (this package does not). Secrets
+	// are issued for the client_secret_* methods.
 	// An absent method means client_secret_basic (RFC 7591 §2).
 	AuthMethods []string
 	// DefaultApplicationType applies to requests without
@@ -87,7 +89,7 @@ type DCRConfig struct {
 
 func (c DCRConfig) withDefaults() DCRConfig {
 	if c.AuthMethods == nil {
-		c.AuthMethods = []string{AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT}
+		c.AuthMethods = []string{AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost}
 	}
 	c.AuthMethods = slices.Clone(c.AuthMethods)
 	if c.DefaultApplicationType == "" {

@@ -149,12 +149,7 @@ func ExampleServerMetadata() {
 	//   "refresh_token"
 	//  ],
 	//  "token_endpoint_auth_methods_supported": [
-	//   "none",
-	//   "private_key_jwt"
-	//  ],
-	//  "token_endpoint_auth_signing_alg_values_supported": [
-	//   "RS256",
-	//   "ES256"
+	//   "none"
 	//  ],
 	//  "code_challenge_methods_supported": [
 	//   "S256"

@@ -34,8 +34,9 @@ type ServerMetadataConfig struct {
 	GrantTypes []string
 	// TokenEndpointAuthMethods is published as
 	// token_endpoint_auth_methods_supported. Nil derives it: "none", plus
-	// "private_key_jwt" when CIMD or registration is on, plus
 	// client_secret_basic and client_secret_post when registration is on.
+	// "private_key_jwt" is never derived, because this package does not
+	// verify client assertions: list it only if your token endpoint does.
 	// Set it to [DCRHandler.AuthMethods] (plus whatever static clients use)
 	// when the handler is restricted.
 	TokenEndpointAuthMethods []string
@@ -57,9 +58,6 @@ func ServerMetadata(cfg ServerMetadataConfig) asmeta.Metadata {
 	methods := slices.Clone(cfg.TokenEndpointAuthMethods)
 	if methods == nil {
 		methods = []string{AuthMethodNone}
-		if cfg.CIMD || cfg.RegistrationEndpoint != "" {
-			methods = append(methods, AuthMethodPrivateKeyJWT)
-		}
 		if cfg.RegistrationEndpoint != "" {
 			methods = append(methods, AuthMethodClientSecretBasic, AuthMethodClientSecretPost)
 		}

@@ -59,8 +59,8 @@ func TestServerMetadataRules(t *testing.T) {
 	if !m.ClientIDMetadataDocumentSupported || m.RegistrationEndpoint != "" ||
 		!slices.Equal(m.CodeChallengeMethodsSupported, []string{"S256"}) || !m.AuthorizationResponseISSParameterSupported ||
 		!slices.Equal(m.ResponseTypesSupported, []string{"code"}) ||
-		!slices.Equal(m.TokenEndpointAuthMethodsSupported, []string{"none", "private_key_jwt"}) ||
-		len(m.TokenEndpointAuthSigningAlgValuesSupported) == 0 {
+		!slices.Equal(m.TokenEndpointAuthMethodsSupported, []string{"none"}) ||
+		m.TokenEndpointAuthSigningAlgValuesSupported != nil {
 		t.Errorf("CIMD metadata = %+v", m)
 	}
 	m = ServerMetadata(ServerMetadataConfig{Issuer: "https://as.example.com", TokenEndpointAuthMethods: []string{"none"}})

@@ -54,10 +54,19 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 		if _, dup := r.static[c.ClientID]; dup {
 			return nil, fmt.Errorf("%w: static client %d: duplicate client_id", ErrConfig, i)
 		}
-		for _, u := range c.RedirectURIs {
-			if err := checkRedirectURI(u, c.ApplicationType, true); err != nil {
-				return nil, fmt.Errorf("%w: static client %d: %w", ErrConfig, i, err)
-			}
+		// Static clients get the same semantic checks and effective
+		// defaults (auth method, grant and response types) as dynamically
+		// registered ones, so the authorization endpoint sees one shape.
+		sp := policy{
+			defaultAuthMethod: AuthMethodNone,
+			authMethods:       []string{AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT},
+			allowPrivateUse:   true,
+		}
+		if c.HasSecret() {
+			sp.defaultAuthMethod = AuthMethodClientSecretBasic
+		}
+		if err := sp.validate(&c.Document); err != nil {
+			return nil, fmt.Errorf("%w: static client %d: %w", ErrConfig, i, err)
 		}
 		c.Source = SourceStatic
 		r.static[c.ClientID] = c

@@ -257,6 +257,7 @@ func TestPublicClientBasicAuth(t *testing.T) {
 func TestUnsupportedClientAuthMethod(t *testing.T) {
 	c := publicClient()
 	c.TokenEndpointAuthMethod = cimd.AuthMethodPrivateKeyJWT
+	c.JWKSURI = "https://client.example/jwks.json"
 	e := start(t, func(cfg *devas.Config) { cfg.Clients = []cimd.Client{c} })
 	resp, _ := e.authorize(authParams())
 	if got := e.redirected(resp, redirectURI); got.Get("error") != "unauthorized_client" {
