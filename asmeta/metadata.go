@@ -1,5 +1,13 @@
 package asmeta
 
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/mcpguard/mcpguard/internal/fetch"
+)
+
 // Metadata is OAuth 2.0 Authorization Server Metadata (RFC 8414 §2), with
 // the OpenID Connect Discovery and MCP members a resource server or client
 // needs. Unknown members are ignored when decoding.
@@ -55,4 +63,94 @@ type Metadata struct {
 	IDTokenSigningAlgValuesSupported []string `json:"id_token_signing_alg_values_supported,omitempty"`
 	// SubjectTypesSupported is an OIDC Discovery member.
 	SubjectTypesSupported []string `json:"subject_types_supported,omitempty"`
+}
+
+// Validate checks m against RFC 8414 §2 for the issuer identifier issuer:
+//
+//   - issuer is a valid issuer identifier ([ErrInvalidIssuer]) and m.Issuer
+//     is byte-identical to it ([ErrIssuerMismatch], §3.3);
+//   - response_types_supported is present and non-empty;
+//   - authorization_endpoint is present unless grant_types_supported (which
+//     defaults to ["authorization_code", "implicit"]) lists neither
+//     "authorization_code" nor "implicit";
+//   - token_endpoint is present unless "implicit" is the only grant type;
+//   - every URL member that is present (authorization, token, jwks,
+//     registration, revocation, introspection and userinfo endpoints) is an
+//     absolute https URL without fragment or userinfo (RFC 6749 §3.1 and
+//     §3.2 require TLS for the endpoints). http is accepted only on loopback
+//     hosts and only when the issuer itself is a loopback http URL, so a
+//     remote server cannot point a caller at its own loopback interface
+//     over plain http.
+//
+// Everything else wraps [ErrInvalidMetadata]. Validate does not check MCP's
+// additional client-side requirements (code_challenge_methods_supported
+// containing "S256"); [Discover] applies only the issuer and URL checks, so
+// that a resource server that needs nothing but jwks_uri can use an
+// otherwise incomplete document.
+func (m *Metadata) Validate(issuer string) error {
+	if err := m.checkIssuer(issuer); err != nil {
+		return err
+	}
+	if len(m.ResponseTypesSupported) == 0 {
+		return fmt.Errorf("%w: response_types_supported is required", ErrInvalidMetadata)
+	}
+	grants := m.GrantTypesSupported
+	if len(grants) == 0 {
+		grants = []string{"authorization_code", "implicit"}
+	}
+	if m.AuthorizationEndpoint == "" && (slices.Contains(grants, "authorization_code") || slices.Contains(grants, "implicit")) {
+		return fmt.Errorf("%w: authorization_endpoint is required", ErrInvalidMetadata)
+	}
+	if m.TokenEndpoint == "" && !(len(grants) == 1 && grants[0] == "implicit") {
+		return fmt.Errorf("%w: token_endpoint is required", ErrInvalidMetadata)
+	}
+	return m.checkURLs(issuer)
+}
+
+// checkIssuer validates issuer and compares it byte for byte with m.Issuer.
+func (m *Metadata) checkIssuer(issuer string) error {
+	if _, err := parseIssuer(issuer); err != nil {
+		return err
+	}
+	if m.Issuer != issuer {
+		return fmt.Errorf("%w: document names %s", ErrIssuerMismatch, quote(m.Issuer))
+	}
+	return nil
+}
+
+// checkURLs checks the URL members that are present. issuer must already be
+// valid.
+func (m *Metadata) checkURLs(issuer string) error {
+	u, err := parseIssuer(issuer)
+	if err != nil {
+		return err
+	}
+	allowHTTP := u.Scheme == "http"
+	for _, f := range []struct{ name, v string }{
+		{"authorization_endpoint", m.AuthorizationEndpoint},
+		{"token_endpoint", m.TokenEndpoint},
+		{"jwks_uri", m.JWKSURI},
+		{"registration_endpoint", m.RegistrationEndpoint},
+		{"revocation_endpoint", m.RevocationEndpoint},
+		{"introspection_endpoint", m.IntrospectionEndpoint},
+		{"userinfo_endpoint", m.UserinfoEndpoint},
+	} {
+		if f.v == "" {
+			continue
+		}
+		if _, err := fetch.CheckURL(f.v, allowHTTP); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrInvalidMetadata, f.name, err)
+		}
+	}
+	return nil
+}
+
+// quote renders an untrusted string for an error message: Go-quoted (so
+// control characters cannot forge log lines) and truncated.
+func quote(s string) string {
+	const limit = 128
+	if len(s) > limit {
+		return strconv.Quote(s[:limit]) + "..."
+	}
+	return strconv.Quote(s)
 }

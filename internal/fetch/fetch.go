@@ -23,10 +23,15 @@ type Response struct {
 
 // Get fetches rawURL with a GET request that accepts JSON and returns the
 // body, read up to maxBytes after decompression. It requires status 200 and
-// a JSON media type (application/json or any +json suffix). The caller's
-// client supplies the deadline, redirect policy and dial guard; ctx may
-// shorten the deadline.
+// a JSON media type (application/json or any +json suffix). rawURL must pass
+// [CheckURL] with loopback http allowed (https, or http to a loopback host);
+// otherwise the error wraps [ErrInsecureURL] and nothing is sent. The
+// caller's client supplies the deadline, redirect policy and dial guard; ctx
+// may shorten the deadline.
 func Get(ctx context.Context, c *http.Client, rawURL string, maxBytes int64) (*Response, error) {
+	if _, err := CheckURL(rawURL, true); err != nil {
+		return nil, err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInsecureURL, err)
@@ -42,8 +47,11 @@ func Get(ctx context.Context, c *http.Client, rawURL string, maxBytes int64) (*R
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
 		return nil, &StatusError{Code: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
 	}
-	if !IsJSONMediaType(resp.Header.Get("Content-Type")) {
-		return nil, ErrContentType
+	if ct := resp.Header.Get("Content-Type"); !IsJSONMediaType(ct) {
+		if len(ct) > 64 {
+			ct = ct[:64]
+		}
+		return nil, fmt.Errorf("%w: %q", ErrContentType, ct)
 	}
 	body, err := ReadBounded(resp.Body, maxBytes)
 	if err != nil {
@@ -108,7 +116,7 @@ func CheckURL(raw string, allowHTTPLoopback bool) (*url.URL, error) {
 		return nil, fmt.Errorf("%w: %w", ErrInsecureURL, err)
 	}
 	switch {
-	case u.Host == "" || u.Opaque != "":
+	case u.Host == "" || u.Hostname() == "" || u.Opaque != "":
 		return nil, fmt.Errorf("%w: not an absolute url", ErrInsecureURL)
 	case u.User != nil:
 		return nil, fmt.Errorf("%w: userinfo not allowed", ErrInsecureURL)

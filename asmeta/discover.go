@@ -1,0 +1,72 @@
+package asmeta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/mcpguard/mcpguard/internal/fetch"
+)
+
+// MaxMetadataBytes caps a metadata document's (decompressed) size.
+const MaxMetadataBytes = 256 << 10
+
+// Discover fetches the authorization server metadata for issuer, trying
+// [WellKnownURLs] in order, and returns the first document whose "issuer"
+// member is byte-identical to issuer (RFC 8414 §3.3, OIDC Discovery §4.3).
+//
+// A URL that answers with a non-200 status, a non-JSON media type, a body
+// over [MaxMetadataBytes] or invalid JSON is skipped. A document naming a
+// different issuer is never used (mix-up defence, RFC 8414 §3.3); Discover
+// then goes on to the next URL rather than failing at once. That is as safe
+// as failing hard: a mismatched document is discarded either way, and an
+// attacker able to serve a matching document at a later URL of the same
+// origin could do so whether or not an earlier URL mismatched. It is more
+// robust, because some servers route every path under /.well-known/… to one
+// handler and answer the path-inserted URL with the origin's own metadata.
+// If no URL yields a matching document and at least one mismatched, the
+// error wraps [ErrIssuerMismatch]; otherwise it wraps [ErrNotFound].
+//
+// The document that matches is then checked with the URL rules of
+// [Metadata.Validate] (https endpoints and jwks_uri); a failure there wraps
+// [ErrInvalidMetadata] and ends discovery, because that document is the
+// server's own statement about itself. Discover does not require the other
+// RFC 8414 members; call [Metadata.Validate] for full conformance.
+//
+// Discovery stops early when ctx is done or the dial guard of c refuses
+// the address (every URL shares the issuer's host). If c is nil, Discover
+// uses fetch.NewClient with its zero config (10 s timeout, no redirects,
+// no proxies). An invalid issuer wraps [ErrInvalidIssuer].
+func Discover(ctx context.Context, c *http.Client, issuer string) (*Metadata, error) {
+	urls, err := WellKnownURLs(issuer)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		c = fetch.NewClient(fetch.ClientConfig{})
+	}
+	var mismatch, last error
+	for _, u := range urls {
+		var m Metadata
+		if _, err := fetch.GetJSON(ctx, c, u, MaxMetadataBytes, &m); err != nil {
+			last = fmt.Errorf("%s: %w", u, err)
+			if ctx.Err() != nil || errors.Is(err, fetch.ErrForbiddenAddress) {
+				break
+			}
+			continue
+		}
+		if err := m.checkIssuer(issuer); err != nil {
+			mismatch = fmt.Errorf("%s: %w", u, err)
+			continue
+		}
+		if err := m.checkURLs(issuer); err != nil {
+			return nil, fmt.Errorf("%s: %w", u, err)
+		}
+		return &m, nil
+	}
+	if mismatch != nil {
+		return nil, mismatch
+	}
+	return nil, fmt.Errorf("%w: %w", ErrNotFound, last)
+}

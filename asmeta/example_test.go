@@ -1,0 +1,58 @@
+package asmeta_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/mcpguard/mcpguard/asmeta"
+)
+
+func ExampleWellKnownURLs() {
+	urls, err := asmeta.WellKnownURLs("https://auth.example.com/tenant1")
+	if err != nil {
+		panic(err)
+	}
+	for _, u := range urls {
+		fmt.Println(u)
+	}
+	// Output:
+	// https://auth.example.com/.well-known/oauth-authorization-server/tenant1
+	// https://auth.example.com/.well-known/openid-configuration/tenant1
+	// https://auth.example.com/tenant1/.well-known/openid-configuration
+}
+
+func ExampleDiscover() {
+	var issuer string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/tenant1/.well-known/openid-configuration" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"issuer":%q,"jwks_uri":%q,"response_types_supported":["code"]}`, issuer, issuer+"/keys")
+	}))
+	defer srv.Close()
+	issuer = srv.URL + "/tenant1" // loopback http is accepted for local development
+
+	md, err := asmeta.Discover(context.Background(), nil, issuer)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(md.Issuer == issuer, md.JWKSURI == issuer+"/keys")
+	// Output: true true
+}
+
+func ExampleDiscover_mixUp() {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"issuer":"https://honest.example","response_types_supported":["code"]}`)
+	}))
+	defer srv.Close()
+
+	_, err := asmeta.Discover(context.Background(), nil, srv.URL)
+	fmt.Println(errors.Is(err, asmeta.ErrIssuerMismatch))
+	// Output: true
+}

@@ -1,0 +1,197 @@
+package jwks
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/mcpguard/mcpguard/internal/fetch"
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+func TestOutageAtStartRecoversByItself(t *testing.T) {
+	k1 := ecJWK(t, "k1")
+	f := newFake(t, k1)
+	f.setStatus(503, "")
+	s := newSource(t, testConfig(t, f, newClock()))
+
+	start := time.Now()
+	_, err := s.Keys(t.Context(), "k1")
+	if !errors.Is(err, validate.ErrKeysUnavailable) || !errors.Is(err, fetch.ErrStatus) {
+		t.Fatalf("Keys during outage = %v, want %v wrapping %v", err, validate.ErrKeysUnavailable, fetch.ErrStatus)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Keys during outage took %v", d)
+	}
+
+	f.setKeys(t, k1) // the AS comes back; nobody calls Refresh
+	eventually(t, 10*time.Second, func() bool { return s.Stats().Keys == 1 })
+	if _, err := s.Keys(t.Context(), "k1"); err != nil {
+		t.Fatalf("Keys after recovery = %v", err)
+	}
+	st := s.Stats()
+	if st.Failures < 1 || st.LastError != nil || st.LastSuccess.IsZero() {
+		t.Errorf("Stats after recovery = %+v", st)
+	}
+	t.Logf("recovered after %d fetches (%d failed)", st.Fetches, st.Failures)
+}
+
+func TestOutageMidRun(t *testing.T) {
+	clk := newClock()
+	f := newFake(t, ecJWK(t, "k1"))
+	cfg := testConfig(t, f, clk)
+	s := newSource(t, cfg)
+	waitFirst(t, s)
+	f.setStatus(500, "")
+
+	// The first unknown kid triggers a (failing) refresh; later ones in the
+	// same interval fail at once.
+	if _, err := s.Keys(t.Context(), "new"); !errors.Is(err, validate.ErrKeyNotFound) {
+		t.Fatalf("Keys(new) = %v, want %v", err, validate.ErrKeyNotFound)
+	}
+	for range 100 {
+		start := time.Now()
+		_, err := s.Keys(t.Context(), "other")
+		if !errors.Is(err, validate.ErrKeyNotFound) || !errors.Is(err, ErrRateLimited) {
+			t.Fatalf("Keys(other) = %v, want %v and %v", err, validate.ErrKeyNotFound, ErrRateLimited)
+		}
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Fatalf("rate-limited Keys took %v", d)
+		}
+		if _, err := s.Keys(t.Context(), "k1"); err != nil {
+			t.Fatalf("Keys(k1) during outage = %v; the last good set must be kept", err)
+		}
+	}
+	if got := f.hits.Load(); got != 2 {
+		t.Errorf("fetches = %d, want 2", got)
+	}
+	if st := s.Stats(); st.Keys != 1 || st.Failures != 1 || !errors.Is(st.LastError, fetch.ErrStatus) {
+		t.Errorf("Stats = %+v", st)
+	}
+}
+
+func TestBadResponsesKeepGoodSet(t *testing.T) {
+	encOnly := jose.JSONWebKey{Key: ecJWK(t, "e").Key, KeyID: "e", Use: "enc"}
+	encJSON, err := encOnly.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	const maxBytes = 64 << 10
+	huge := `{"keys":[],"pad":"` + strings.Repeat("a", maxBytes) + `"}`
+	tests := []struct {
+		name    string
+		set     func(f *fakeJWKS)
+		wantErr error
+	}{
+		{name: "500", set: func(f *fakeJWKS) { f.setStatus(500, "") }, wantErr: fetch.ErrStatus},
+		{name: "502", set: func(f *fakeJWKS) { f.setStatus(502, "") }, wantErr: fetch.ErrStatus},
+		{name: "429 with Retry-After", set: func(f *fakeJWKS) { f.setStatus(429, "3600") }, wantErr: fetch.ErrStatus},
+		{name: "404", set: func(f *fakeJWKS) { f.setMode(modeNotFound) }, wantErr: fetch.ErrStatus},
+		{name: "garbage", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte("\x00\xffnot json")) }, wantErr: ErrInvalidSet},
+		{name: "empty body", set: func(f *fakeJWKS) { f.setRaw("application/json", nil) }, wantErr: ErrInvalidSet},
+		{name: "null", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte("null")) }, wantErr: ErrInvalidSet},
+		{name: "array", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte("[]")) }, wantErr: ErrInvalidSet},
+		{name: "no keys member", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(`{"kays":[]}`)) }, wantErr: ErrInvalidSet},
+		{name: "keys not an array", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(`{"keys":"x"}`)) }, wantErr: ErrInvalidSet},
+		{name: "keys null", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(`{"keys":null}`)) }, wantErr: ErrInvalidSet},
+		{name: "empty set", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(`{"keys":[]}`)) }, wantErr: ErrNoUsableKeys},
+		{name: "only unusable keys", set: func(f *fakeJWKS) {
+			f.setRaw("application/jwk-set+json", []byte(`{"keys":[`+string(encJSON)+`,{"kty":"oct","kid":"s","k":"AAAA"}]}`))
+		}, wantErr: ErrNoUsableKeys},
+		{name: "text/plain", set: func(f *fakeJWKS) { f.setRaw("text/plain", []byte(`{"keys":[]}`)) }, wantErr: fetch.ErrContentType},
+		{name: "no content type", set: func(f *fakeJWKS) { f.setRaw("", []byte(`{"keys":[]}`)) }, wantErr: fetch.ErrContentType},
+		{name: "html", set: func(f *fakeJWKS) { f.setRaw("text/html", []byte(`<html>`)) }, wantErr: fetch.ErrContentType},
+		{name: "huge body", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(huge)) }, wantErr: fetch.ErrTooLarge},
+		{name: "endless body", set: func(f *fakeJWKS) { f.setMode(modeEndless) }, wantErr: fetch.ErrTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"/mid-run", func(t *testing.T) {
+			clk := newClock()
+			f := newFake(t, ecJWK(t, "k1"))
+			cfg := testConfig(t, f, clk)
+			cfg.MaxBytes = maxBytes
+			s := newSource(t, cfg)
+			waitFirst(t, s)
+
+			tt.set(f)
+			start := time.Now()
+			err := s.Refresh(t.Context())
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Refresh = %v, want %v", err, tt.wantErr)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("Refresh took %v", d)
+			}
+			if _, err := s.Keys(t.Context(), "k1"); err != nil {
+				t.Errorf("Keys(k1) after bad response = %v; the good set must survive", err)
+			}
+			if st := s.Stats(); st.Keys != 1 || st.Failures != 1 {
+				t.Errorf("Stats = %+v", st)
+			}
+			if n, _ := s.Storage().KeyReadAll(t.Context()); len(n) != 1 {
+				t.Errorf("storage holds %d keys, want 1", len(n))
+			}
+		})
+		t.Run(tt.name+"/at start", func(t *testing.T) {
+			f := newFake(t)
+			tt.set(f)
+			cfg := testConfig(t, f, newClock())
+			cfg.MaxBytes = maxBytes
+			s := newSource(t, cfg)
+			_, err := s.Keys(t.Context(), "k1")
+			if !errors.Is(err, validate.ErrKeysUnavailable) || !errors.Is(err, tt.wantErr) {
+				t.Errorf("Keys = %v, want %v wrapping %v", err, validate.ErrKeysUnavailable, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestRetryAfterDelaysBackgroundRetry(t *testing.T) {
+	f := newFake(t, ecJWK(t, "k1"))
+	f.setStatus(429, "1")
+	cfg := testConfig(t, f, newClock())
+	cfg.RefreshRateLimit = 20 * time.Millisecond // backoff would retry after 20ms without Retry-After
+	s := newSource(t, cfg)
+	waitFirst(t, s)
+	time.Sleep(300 * time.Millisecond)
+	if got := f.hits.Load(); got != 1 {
+		t.Errorf("fetches within Retry-After = %d, want 1", got)
+	}
+	f.setKeys(t, ecJWK(t, "k1"))
+	eventually(t, 10*time.Second, func() bool { return s.Stats().Keys == 1 })
+}
+
+func TestNextDelay(t *testing.T) {
+	const (
+		minB     = time.Second
+		limit    = 30 * time.Second
+		interval = 15 * time.Minute
+	)
+	fail := errors.New("boom")
+	tests := []struct {
+		name               string
+		err                error
+		backoff            time.Duration
+		wantDelay, wantNxt time.Duration
+	}{
+		{name: "success", backoff: 8 * time.Second, wantDelay: interval, wantNxt: minB},
+		{name: "first failure", err: fail, backoff: minB, wantDelay: minB, wantNxt: 2 * time.Second},
+		{name: "doubling", err: fail, backoff: 8 * time.Second, wantDelay: 8 * time.Second, wantNxt: 16 * time.Second},
+		{name: "capped at limit", err: fail, backoff: 16 * time.Second, wantDelay: 16 * time.Second, wantNxt: limit},
+		{name: "stays at limit", err: fail, backoff: limit, wantDelay: limit, wantNxt: limit},
+		{name: "retry-after longer", err: &fetch.StatusError{Code: 429, RetryAfter: time.Minute}, backoff: minB, wantDelay: time.Minute, wantNxt: 2 * time.Second},
+		{name: "retry-after shorter", err: &fetch.StatusError{Code: 503, RetryAfter: time.Millisecond}, backoff: 4 * time.Second, wantDelay: 4 * time.Second, wantNxt: 8 * time.Second},
+		{name: "retry-after capped at interval", err: &fetch.StatusError{Code: 429, RetryAfter: 24 * time.Hour}, backoff: minB, wantDelay: interval, wantNxt: 2 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d, n := nextDelay(tt.err, tt.backoff, minB, limit, interval)
+			if d != tt.wantDelay || n != tt.wantNxt {
+				t.Errorf("nextDelay = %v, %v; want %v, %v", d, n, tt.wantDelay, tt.wantNxt)
+			}
+		})
+	}
+}

@@ -1,0 +1,175 @@
+package jwks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/MicahParks/jwkset"
+
+	"github.com/mcpguard/mcpguard/asmeta"
+	"github.com/mcpguard/mcpguard/internal/fetch"
+)
+
+// loop is the one long-lived goroutine: it runs the first refresh, then
+// refreshes every RefreshInterval, or sooner with backoff after a failure.
+func (s *Source) loop(first *flight) {
+	defer s.wg.Done()
+	minBackoff := min(time.Second, s.cfg.RefreshRateLimit)
+	backoff := minBackoff
+	f, owned := first, true
+	for {
+		if owned {
+			s.run(f)
+		} else {
+			select {
+			case <-f.done:
+			case <-s.stop:
+				return
+			}
+		}
+		var delay time.Duration
+		delay, backoff = nextDelay(f.err, backoff, minBackoff, s.cfg.RefreshRateLimit, s.cfg.RefreshInterval)
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-s.stop:
+			t.Stop()
+			return
+		}
+		var err error
+		if f, owned, err = s.begin(false, nil); err != nil {
+			return // closed
+		}
+	}
+}
+
+// nextDelay returns how long the loop sleeps after a refresh that ended
+// with err, and the next backoff. Success: interval, and the backoff resets.
+// Failure: the current backoff (at least the server's Retry-After, at most
+// interval), and the backoff doubles up to limit.
+func nextDelay(err error, backoff, minBackoff, limit, interval time.Duration) (delay, next time.Duration) {
+	if err == nil {
+		return interval, minBackoff
+	}
+	delay = backoff
+	var se *fetch.StatusError
+	if errors.As(err, &se) && se.RetryAfter > delay {
+		delay = se.RetryAfter
+	}
+	delay = min(delay, interval)
+	next = min(max(backoff*2, minBackoff), max(limit, minBackoff))
+	return delay, next
+}
+
+// run performs flight f with its own deadline (never a caller's context),
+// records the outcome and releases the waiters. Close aborts it.
+func (s *Source) run(f *flight) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.FetchTimeout)
+	defer cancel()
+	s.wg.Add(1) // the caller holds a count, so this cannot race with Wait
+	go func() {
+		defer s.wg.Done()
+		select {
+		case <-s.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+
+	s.fetches.Add(1)
+	set, err := s.refresh(ctx)
+	if err != nil {
+		s.failures.Add(1)
+		s.log.Warn("jwks: refresh failed; keeping the previous key set", "error", err, "have_keys", s.set.Load() != nil)
+	}
+	s.mu.Lock()
+	f.err = err
+	s.lastErr = err
+	if err == nil {
+		s.lastSuccess = s.cfg.Now()
+		s.set.Store(set) // under mu so that Stats is consistent
+	}
+	s.running = nil
+	s.mu.Unlock()
+	close(f.done)
+}
+
+// refresh discovers the jwks_uri if needed, fetches and filters the set,
+// and mirrors it to the storage. The caller publishes it; on any failure
+// the previous snapshot stays.
+func (s *Source) refresh(ctx context.Context) (*keySet, error) {
+	u := s.cfg.JWKSURL
+	if u == "" {
+		if s.discovered == "" {
+			md, err := asmeta.Discover(ctx, s.cfg.HTTPClient, s.cfg.Issuer)
+			if err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrDiscovery, err)
+			}
+			if md.JWKSURI == "" {
+				return nil, fmt.Errorf("%w: %w: metadata has no jwks_uri", ErrDiscovery, asmeta.ErrInvalidMetadata)
+			}
+			s.discovered = md.JWKSURI
+			s.log.Info("jwks: discovered jwks_uri", "jwks_uri", md.JWKSURI)
+		}
+		u = s.discovered
+	}
+	resp, err := fetch.Get(ctx, s.cfg.HTTPClient, u, s.cfg.MaxBytes)
+	if err != nil {
+		var se *fetch.StatusError
+		if s.cfg.JWKSURL == "" && errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusGone) {
+			s.discovered = "" // the AS may have moved its keys: discover again next time
+		}
+		return nil, fmt.Errorf("%s: %w", u, err)
+	}
+	set, good, dropped, err := parseSet(resp.Body)
+	for _, d := range dropped {
+		level := slog.LevelDebug
+		if d.warn {
+			level = slog.LevelWarn
+		}
+		s.log.Log(ctx, level, "jwks: key dropped", "kid", d.kid, "reason", d.reason)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", u, err)
+	}
+	s.mirror(ctx, good)
+	if s.set.Load() == nil {
+		s.log.Info("jwks: key set loaded", "keys", set.n, "dropped", len(dropped))
+	} else {
+		s.log.Debug("jwks: key set refreshed", "keys", set.n, "dropped", len(dropped))
+	}
+	return set, nil
+}
+
+// mirror writes the accepted keys to Config.Storage. Keys that jwkset cannot
+// represent are left out of the mirror only; they are still served.
+func (s *Source) mirror(ctx context.Context, good []parsedKey) {
+	out := make([]jwkset.JWK, 0, len(good))
+	for _, pk := range good {
+		ops := make([]jwkset.KEYOPS, len(pk.ops))
+		for i, o := range pk.ops {
+			ops[i] = jwkset.KEYOPS(o)
+		}
+		j, err := jwkset.NewJWKFromKey(pk.jwk.Key, jwkset.JWKOptions{
+			Metadata: jwkset.JWKMetadataOptions{
+				ALG:    jwkset.ALG(pk.jwk.Algorithm),
+				KID:    pk.jwk.KeyID,
+				KEYOPS: ops,
+				USE:    jwkset.USE(pk.jwk.Use),
+			},
+			X509: jwkset.JWKX509Options{X5C: pk.jwk.Certificates},
+		})
+		if err != nil {
+			s.log.Debug("jwks: key not mirrored to storage", "kid", pk.jwk.KeyID, "error", err)
+			continue
+		}
+		out = append(out, j)
+	}
+	if err := s.cfg.Storage.KeyReplaceAll(ctx, out); err != nil {
+		s.log.Warn("jwks: writing storage failed", "error", err)
+	}
+}

@@ -1,0 +1,292 @@
+package jwks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/MicahParks/jwkset"
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+var (
+	_ validate.KeySource = (*Source)(nil)
+	_ validate.Refresher = (*Source)(nil)
+)
+
+// Source is a remote JWK Set (RFC 7517) kept fresh in the background. It
+// implements [validate.KeySource] and [validate.Refresher]. Create it with
+// [New] and stop it with [Source.Close]. It is safe for concurrent use.
+type Source struct {
+	cfg         Config
+	ownClient   bool // cfg.HTTPClient was created by New; Close releases it
+	log         *slog.Logger
+	set         atomic.Pointer[keySet] // nil until the first good set
+	stop        chan struct{}
+	stopOnce    sync.Once
+	wg          sync.WaitGroup // the loop, on-demand refresh runners, fetch watchers
+	fetches     atomic.Int64
+	failures    atomic.Int64
+	discovered  string // cached jwks_uri; touched only by the running refresh (refreshes never overlap)
+	mu          sync.Mutex
+	running     *flight   // the refresh in progress, nil when idle
+	lastDemand  time.Time // start of the last on-demand refresh
+	closed      bool
+	lastErr     error
+	lastSuccess time.Time
+}
+
+// flight is one refresh. err is written before done is closed.
+type flight struct {
+	done chan struct{}
+	err  error
+}
+
+// Stats is a point-in-time view of a [Source], for tests and metrics.
+type Stats struct {
+	// Fetches counts refresh attempts started (discovery, when needed, and
+	// the JWKS GET count as one).
+	Fetches int
+	// Failures counts refresh attempts that did not produce a new key set.
+	Failures int
+	// Keys is the number of usable keys being served.
+	Keys int
+	// LastSuccess is when the served set was fetched (Config.Now); zero if
+	// never.
+	LastSuccess time.Time
+	// LastError is the error of the most recent refresh, nil if it
+	// succeeded.
+	LastError error
+}
+
+// New validates cfg and starts the source. It never blocks on the network:
+// one background goroutine performs the first fetch at once and then
+// refreshes every RefreshInterval (sooner after failures). [Source.Keys]
+// calls made while the first fetch runs wait for it up to WaitTimeout.
+// Call [Source.Close] to stop it. Errors wrap [ErrConfig].
+func New(cfg Config) (*Source, error) {
+	cfg, owned := cfg.withDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	s := &Source{
+		cfg:       cfg,
+		ownClient: owned,
+		log:       cfg.Logger.With("issuer", cfg.Issuer),
+		stop:      make(chan struct{}),
+	}
+	first := &flight{done: make(chan struct{})}
+	s.running = first
+	s.wg.Add(1)
+	go s.loop(first)
+	return s, nil
+}
+
+// Keys returns the usable keys published under kid. A kid in the current
+// set is answered from an immutable snapshot, without locks or allocation;
+// the returned slice and keys are shared and must not be modified.
+//
+// For an unknown kid (or when no set has been obtained yet), Keys waits up
+// to WaitTimeout (and at most until ctx is done) for a refresh that is
+// running; otherwise, if RefreshRateLimit allows, it starts one on-demand
+// refresh, which runs with its own FetchTimeout and survives ctx, and waits
+// for it the same way. If the rate limit refuses, it fails at once; if the
+// refresh it joined failed, it does not start another. Every waiter of one
+// refresh shares it, so a storm of unknown kids costs at most one fetch per
+// RefreshRateLimit, and the whole call lasts at most about WaitTimeout.
+//
+// Errors wrap [validate.ErrKeyNotFound] when a key set is being served, or
+// [validate.ErrKeysUnavailable] (with the last fetch error) when none has
+// ever been obtained; they may also wrap [ErrRateLimited], [ErrWaitTimeout],
+// [ErrClosed] or ctx's error. The empty kid is never found and never
+// triggers a refresh, because keys without a kid are dropped.
+func (s *Source) Keys(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
+	set := s.set.Load()
+	if ks, ok := set.lookup(kid); ok {
+		return ks, nil
+	}
+	if kid == "" {
+		return nil, s.missErr(nil)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, s.missErr(err) // a caller that is gone starts nothing
+	}
+	return s.keysSlow(ctx, kid, set)
+}
+
+// keysSlow handles a miss on the snapshot seen. It joins a refresh that is
+// running (it may predate the new kid); after a successful one it may start
+// its own if the limit allows; after a failed one it stops. If another
+// refresh replaced the snapshot in the meantime, it looks again first.
+func (s *Source) keysSlow(ctx context.Context, kid string, seen *keySet) ([]jose.JSONWebKey, error) {
+	deadline := time.NewTimer(s.cfg.WaitTimeout)
+	defer deadline.Stop()
+	for range 3 {
+		f, owned, err := s.begin(true, seen)
+		if err == errSetChanged {
+			seen = s.set.Load()
+			if ks, ok := seen.lookup(kid); ok {
+				return ks, nil
+			}
+			continue
+		}
+		if err != nil {
+			return nil, s.missErr(err)
+		}
+		select {
+		case <-f.done:
+		case <-deadline.C:
+			return nil, s.missErr(ErrWaitTimeout)
+		case <-ctx.Done():
+			return nil, s.missErr(ctx.Err())
+		}
+		seen = s.set.Load()
+		if ks, ok := seen.lookup(kid); ok {
+			return ks, nil
+		}
+		if owned || f.err != nil {
+			break
+		}
+	}
+	return nil, s.missErr(nil)
+}
+
+// lookup is a nil-safe snapshot read.
+func (set *keySet) lookup(kid string) ([]jose.JSONWebKey, bool) {
+	if set == nil {
+		return nil, false
+	}
+	ks, ok := set.byKID[kid]
+	return ks, ok
+}
+
+// Refresh fetches the key set now, for a caller that saw a signature fail
+// under a known kid (re-keying under an unchanged kid). It joins a refresh
+// that is already running; otherwise it starts one if RefreshRateLimit
+// allows and returns [ErrRateLimited] at once if not. It waits at most
+// WaitTimeout ([ErrWaitTimeout]; the refresh goes on) or until ctx is done.
+// It returns the refresh's error: a failed refresh keeps the previous set.
+func (s *Source) Refresh(ctx context.Context) error {
+	f, _, err := s.begin(true, s.set.Load())
+	if err == errSetChanged {
+		return nil // a refresh completed this very moment
+	}
+	if err != nil {
+		return err
+	}
+	t := time.NewTimer(s.cfg.WaitTimeout)
+	defer t.Stop()
+	select {
+	case <-f.done:
+		return f.err
+	case <-t.C:
+		return ErrWaitTimeout
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops the background goroutine, aborts a running fetch and waits
+// for every goroutine of the source to end. Keys already fetched are still
+// served afterwards; nothing is fetched again. Close is idempotent and
+// always returns nil.
+func (s *Source) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.stopOnce.Do(func() { close(s.stop) })
+	s.wg.Wait()
+	if s.ownClient {
+		s.cfg.HTTPClient.CloseIdleConnections()
+	}
+	return nil
+}
+
+// Stats returns counters and the state of the served set.
+func (s *Source) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{
+		Fetches:     int(s.fetches.Load()),
+		Failures:    int(s.failures.Load()),
+		LastSuccess: s.lastSuccess,
+		LastError:   s.lastErr,
+	}
+	if set := s.set.Load(); set != nil {
+		st.Keys = set.n
+	}
+	return st
+}
+
+// Storage returns the jwkset storage that mirrors the served keys
+// (Config.Storage, or the memory storage New created).
+func (s *Source) Storage() jwkset.Storage { return s.cfg.Storage }
+
+// errSetChanged tells an on-demand caller that the snapshot it missed on
+// has been replaced since it looked; it should look again before fetching.
+var errSetChanged = errors.New("jwks: key set changed")
+
+// begin returns the running refresh, or starts one. owned reports that the
+// caller's request started it. An on-demand start is refused with
+// [ErrRateLimited] within RefreshRateLimit of the previous one, with
+// errSetChanged if the snapshot is no longer seen (the one the caller
+// missed on), and any start with [ErrClosed] after Close. An on-demand
+// flight gets its own goroutine; the loop runs its own flights inline.
+func (s *Source) begin(onDemand bool, seen *keySet) (f *flight, owned bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running != nil {
+		return s.running, false, nil
+	}
+	if s.closed {
+		return nil, false, ErrClosed
+	}
+	if onDemand && s.set.Load() != seen {
+		return nil, false, errSetChanged
+	}
+	if onDemand {
+		now := s.cfg.Now()
+		if !s.lastDemand.IsZero() && now.Sub(s.lastDemand) < s.cfg.RefreshRateLimit {
+			return nil, false, ErrRateLimited
+		}
+		s.lastDemand = now
+	}
+	f = &flight{done: make(chan struct{})}
+	s.running = f
+	if onDemand {
+		s.wg.Add(1) // under mu and before closed: ordered before Close's Wait
+		go func() {
+			defer s.wg.Done()
+			s.run(f)
+		}()
+	}
+	return f, true, nil
+}
+
+// missErr builds the error for a kid that is not served.
+func (s *Source) missErr(cause error) error {
+	if s.set.Load() == nil {
+		s.mu.Lock()
+		last := s.lastErr
+		s.mu.Unlock()
+		switch {
+		case last != nil && cause != nil:
+			return fmt.Errorf("%w: %w (%w)", validate.ErrKeysUnavailable, last, cause)
+		case last != nil:
+			return fmt.Errorf("%w: %w", validate.ErrKeysUnavailable, last)
+		case cause != nil:
+			return fmt.Errorf("%w: %w", validate.ErrKeysUnavailable, cause)
+		}
+		return validate.ErrKeysUnavailable
+	}
+	if cause != nil {
+		return fmt.Errorf("%w: %w", validate.ErrKeyNotFound, cause)
+	}
+	return validate.ErrKeyNotFound
+}

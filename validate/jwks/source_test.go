@@ -1,0 +1,360 @@
+package jwks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+func TestRotationNeedsExactlyOneFetch(t *testing.T) {
+	clk := newClock()
+	k1, k2 := ecJWK(t, "k1"), ecJWK(t, "k2")
+	f := newFake(t, k1)
+	s := newSource(t, testConfig(t, f, clk))
+
+	if ks, err := s.Keys(t.Context(), "k1"); err != nil || len(ks) != 1 || ks[0].KeyID != "k1" {
+		t.Fatalf("Keys(k1) = %v, %v", ks, err)
+	}
+	if got := f.hits.Load(); got != 1 {
+		t.Fatalf("fetches after start = %d, want 1", got)
+	}
+
+	f.setKeys(t, k1, k2) // the AS rotates in k2
+	ks, err := s.Keys(t.Context(), "k2")
+	if err != nil || len(ks) != 1 || ks[0].KeyID != "k2" || ks[0].Algorithm != "ES256" {
+		t.Fatalf("Keys(k2) after rotation = %v, %v", ks, err)
+	}
+	if got := f.hits.Load(); got != 2 {
+		t.Errorf("fetches after rotation = %d, want 2 (exactly one more)", got)
+	}
+	for range 10 {
+		if _, err := s.Keys(t.Context(), "k2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := f.hits.Load(); got != 2 {
+		t.Errorf("fetches after repeated hits = %d, want 2", got)
+	}
+	if st := s.Stats(); st.Fetches != 2 || st.Failures != 0 || st.Keys != 2 || !st.LastSuccess.Equal(clk.Now()) {
+		t.Errorf("Stats = %+v", st)
+	}
+}
+
+func TestRemovedKeyStopsWorking(t *testing.T) {
+	t.Run("on-demand refresh", func(t *testing.T) {
+		clk := newClock()
+		k1, k2 := ecJWK(t, "k1"), ecJWK(t, "k2")
+		f := newFake(t, k1, k2)
+		s := newSource(t, testConfig(t, f, clk))
+		waitFirst(t, s)
+
+		f.setKeys(t, k2)
+		if err := s.Refresh(t.Context()); err != nil {
+			t.Fatalf("Refresh = %v", err)
+		}
+		if _, err := s.Keys(t.Context(), "k1"); !errors.Is(err, validate.ErrKeyNotFound) {
+			t.Errorf("Keys(removed k1) = %v, want %v", err, validate.ErrKeyNotFound)
+		}
+		if _, err := s.Keys(t.Context(), "k2"); err != nil {
+			t.Errorf("Keys(k2) = %v", err)
+		}
+	})
+	t.Run("periodic refresh", func(t *testing.T) {
+		clk := newClock()
+		k1, k2 := ecJWK(t, "k1"), ecJWK(t, "k2")
+		f := newFake(t, k1, k2)
+		cfg := testConfig(t, f, clk)
+		cfg.RefreshInterval = 50 * time.Millisecond
+		s := newSource(t, cfg)
+		waitFirst(t, s)
+
+		f.setKeys(t, k2)
+		eventually(t, 10*time.Second, func() bool {
+			_, err := s.Keys(t.Context(), "k1")
+			return errors.Is(err, validate.ErrKeyNotFound)
+		})
+		if _, err := s.Keys(t.Context(), "k2"); err != nil {
+			t.Errorf("Keys(k2) = %v", err)
+		}
+	})
+}
+
+func TestUnknownKidStorm(t *testing.T) {
+	clk := newClock()
+	f := newFake(t, ecJWK(t, "k1"))
+	f.setDelay(50 * time.Millisecond) // so that the storm overlaps the refresh
+	cfg := testConfig(t, f, clk)
+	s := newSource(t, cfg)
+	waitFirst(t, s)
+
+	storm := func() (maxLatency time.Duration) {
+		var (
+			wg sync.WaitGroup
+			mu sync.Mutex
+		)
+		for i := range 1000 {
+			wg.Go(func() {
+				start := time.Now()
+				_, err := s.Keys(context.Background(), fmt.Sprintf("random-%d", i))
+				d := time.Since(start)
+				if !errors.Is(err, validate.ErrKeyNotFound) {
+					t.Errorf("Keys(random) = %v, want %v", err, validate.ErrKeyNotFound)
+				}
+				mu.Lock()
+				maxLatency = max(maxLatency, d)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		return maxLatency
+	}
+
+	lat := storm()
+	if got := f.hits.Load(); got != 2 {
+		t.Errorf("fetches after first storm = %d, want 2 (start + one on-demand)", got)
+	}
+	lat2 := storm() // same rate-limit interval: no fetch at all
+	if got := f.hits.Load(); got != 2 {
+		t.Errorf("fetches after second storm in the same interval = %d, want 2", got)
+	}
+	clk.Advance(cfg.RefreshRateLimit)
+	lat3 := storm() // next interval: one more
+	if got := f.hits.Load(); got != 3 {
+		t.Errorf("fetches after storm in the next interval = %d, want 3", got)
+	}
+	t.Logf("max Keys latency per storm of 1000: %v, %v, %v (the refresh takes 50ms)", lat, lat2, lat3)
+	if _, err := s.Keys(t.Context(), "k1"); err != nil {
+		t.Errorf("Keys(k1) after storms = %v", err)
+	}
+}
+
+func TestHangingServer(t *testing.T) {
+	// The bound proven: a request waits about WaitTimeout, never the
+	// FetchTimeout of a minute. The margin absorbs a loaded -race machine.
+	const margin = 2 * time.Second
+	t.Run("mid-run", func(t *testing.T) {
+		clk := newClock()
+		f := newFake(t, ecJWK(t, "k1"))
+		cfg := testConfig(t, f, clk)
+		cfg.WaitTimeout = 150 * time.Millisecond
+		cfg.FetchTimeout = time.Minute
+		s := newSource(t, cfg)
+		waitFirst(t, s)
+		f.setMode(modeHang)
+
+		var (
+			wg    sync.WaitGroup
+			mu    sync.Mutex
+			worst time.Duration
+		)
+		for i := range 50 {
+			wg.Go(func() {
+				if i%2 == 0 {
+					clk.Advance(cfg.RefreshRateLimit) // let some of them try to start refreshes
+				}
+				start := time.Now()
+				_, err := s.Keys(context.Background(), fmt.Sprintf("new-%d", i))
+				d := time.Since(start)
+				if !errors.Is(err, validate.ErrKeyNotFound) {
+					t.Errorf("Keys(new) = %v, want %v", err, validate.ErrKeyNotFound)
+				}
+				mu.Lock()
+				worst = max(worst, d)
+				mu.Unlock()
+			})
+		}
+		wg.Wait()
+		t.Logf("worst Keys latency against a hanging server: %v (WaitTimeout %v)", worst, cfg.WaitTimeout)
+		if worst > cfg.WaitTimeout+margin {
+			t.Errorf("worst latency %v > WaitTimeout %v + %v", worst, cfg.WaitTimeout, margin)
+		}
+		start := time.Now()
+		if _, err := s.Keys(t.Context(), "k1"); err != nil || time.Since(start) > 500*time.Millisecond {
+			t.Errorf("Keys(k1) = %v after %v, want a fast hit", err, time.Since(start))
+		}
+		if got := f.hits.Load(); got != 2 {
+			t.Errorf("fetches = %d, want 2 (one hanging refresh shared by all)", got)
+		}
+		start = time.Now()
+		_ = s.Close()
+		t.Logf("Close with a hanging fetch took %v", time.Since(start))
+		if d := time.Since(start); d > margin {
+			t.Errorf("Close took %v with a hanging fetch", d)
+		}
+	})
+	t.Run("from start", func(t *testing.T) {
+		f := newFake(t)
+		f.setMode(modeHang)
+		cfg := testConfig(t, f, newClock())
+		cfg.WaitTimeout = 150 * time.Millisecond
+		cfg.FetchTimeout = time.Minute
+		start := time.Now()
+		s := newSource(t, cfg)
+		if d := time.Since(start); d > margin {
+			t.Errorf("New took %v; it must not block on the network", d)
+		}
+		start = time.Now()
+		_, err := s.Keys(t.Context(), "k1")
+		d := time.Since(start)
+		if !errors.Is(err, validate.ErrKeysUnavailable) || !errors.Is(err, ErrWaitTimeout) {
+			t.Errorf("Keys = %v, want %v and %v", err, validate.ErrKeysUnavailable, ErrWaitTimeout)
+		}
+		if d > cfg.WaitTimeout+margin {
+			t.Errorf("Keys took %v, want <= %v", d, cfg.WaitTimeout+margin)
+		}
+		t.Logf("Keys latency with no keys and a hanging server: %v", d)
+	})
+}
+
+func TestCancelledRequestDoesNotAbortRefresh(t *testing.T) {
+	clk := newClock()
+	k1, k2 := ecJWK(t, "k1"), ecJWK(t, "k2")
+	f := newFake(t, k1)
+	s := newSource(t, testConfig(t, f, clk))
+	waitFirst(t, s)
+
+	f.setKeys(t, k1, k2)
+	gate, entered := make(chan struct{}), make(chan struct{}, 1)
+	f.setGate(gate, entered)
+	ctx, cancel := context.WithCancel(t.Context())
+	go func() {
+		<-entered // the refresh this request started has reached the server
+		cancel()
+	}()
+	if _, err := s.Keys(ctx, "k2"); !errors.Is(err, validate.ErrKeyNotFound) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Keys with cancelled ctx = %v, want %v and %v", err, validate.ErrKeyNotFound, context.Canceled)
+	}
+	f.setGate(nil, nil)
+	close(gate)
+	// The refresh the request started finishes in the background.
+	eventually(t, 10*time.Second, func() bool {
+		_, err := s.Keys(context.Background(), "k2")
+		return err == nil
+	})
+	if got := f.hits.Load(); got != 2 {
+		t.Errorf("fetches = %d, want 2", got)
+	}
+
+	done, cancelDone := context.WithCancel(t.Context())
+	cancelDone()
+	if _, err := s.Keys(done, "k3"); !errors.Is(err, context.Canceled) {
+		t.Errorf("Keys with a done ctx = %v, want %v", err, context.Canceled)
+	}
+	clk.Advance(time.Hour)
+	if got := f.hits.Load(); got != 2 {
+		t.Errorf("a request with a done ctx started a fetch: %d", got)
+	}
+}
+
+func TestRefreshRateLimit(t *testing.T) {
+	clk := newClock()
+	f := newFake(t, ecJWK(t, "k1"))
+	cfg := testConfig(t, f, clk)
+	s := newSource(t, cfg)
+	waitFirst(t, s)
+
+	if err := s.Refresh(t.Context()); err != nil {
+		t.Fatalf("first Refresh = %v", err)
+	}
+	start := time.Now()
+	if err := s.Refresh(t.Context()); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("second Refresh = %v, want %v", err, ErrRateLimited)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("refused Refresh took %v, want immediate", d)
+	}
+	clk.Advance(cfg.RefreshRateLimit - time.Nanosecond)
+	if err := s.Refresh(t.Context()); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("Refresh just before the limit = %v, want %v", err, ErrRateLimited)
+	}
+	if got := f.hits.Load(); got != 2 {
+		t.Errorf("fetches = %d, want 2", got)
+	}
+
+	// Concurrent calls in a new interval share one fetch.
+	clk.Advance(time.Nanosecond)
+	f.setDelay(50 * time.Millisecond)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			if err := s.Refresh(context.Background()); err != nil {
+				t.Errorf("concurrent Refresh = %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := f.hits.Load(); got != 3 {
+		t.Errorf("fetches after concurrent Refresh = %d, want 3", got)
+	}
+
+	// A failing refresh reports its error and keeps the keys.
+	clk.Advance(cfg.RefreshRateLimit)
+	f.setStatus(500, "")
+	if err := s.Refresh(t.Context()); err == nil {
+		t.Errorf("Refresh against a 500 = nil, want an error")
+	}
+	if _, err := s.Keys(t.Context(), "k1"); err != nil {
+		t.Errorf("Keys(k1) after failed Refresh = %v", err)
+	}
+}
+
+func TestKeysHitDoesNotAllocate(t *testing.T) {
+	f := newFake(t, ecJWK(t, "k1"))
+	s := newSource(t, testConfig(t, f, newClock()))
+	waitFirst(t, s)
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(1000, func() {
+		if _, err := s.Keys(ctx, "k1"); err != nil {
+			t.Fatal(err)
+		}
+	}); n != 0 {
+		t.Errorf("Keys hit allocates %v times, want 0", n)
+	}
+}
+
+func TestReturnedSliceIsClipped(t *testing.T) {
+	f := newFake(t, ecJWK(t, "k1"), ecJWK(t, "k2"))
+	s := newSource(t, testConfig(t, f, newClock()))
+	ks, err := s.Keys(t.Context(), "k1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = append(ks, ecJWK(t, "evil"))
+	if again, _ := s.Keys(t.Context(), "k1"); len(again) != 1 || cap(again) != 1 {
+		t.Errorf("snapshot changed by a caller's append: %d keys, cap %d", len(again), cap(again))
+	}
+}
+
+func BenchmarkKeysHit(b *testing.B) {
+	s := &Source{}
+	s.set.Store(&keySet{byKID: map[string][]jose.JSONWebKey{"k1": {{KeyID: "k1"}}}, n: 1})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Keys(ctx, "k1"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestMissRacingACompletedRefresh covers a request that missed on an old
+// snapshot while a refresh replaced it: it must look again, not fetch.
+func TestMissRacingACompletedRefresh(t *testing.T) {
+	f := newFake(t, ecJWK(t, "k1"))
+	s := newSource(t, testConfig(t, f, newClock()))
+	waitFirst(t, s)
+	ks, err := s.keysSlow(t.Context(), "k1", nil) // it "saw" no set at all
+	if err != nil || len(ks) != 1 {
+		t.Fatalf("keysSlow = %v, %v", ks, err)
+	}
+	if got := f.hits.Load(); got != 1 {
+		t.Errorf("fetches = %d, want 1", got)
+	}
+}
