@@ -1,0 +1,115 @@
+package middleware
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+var (
+	errOtherScheme = fmt.Errorf("%w: authorization scheme is not Bearer", ErrNoToken)
+	errNoBearer    = fmt.Errorf("%w: bearer scheme without a token", ErrMalformedHeader)
+	errBearerChars = fmt.Errorf("%w: token is not an RFC 6750 b64token", ErrMalformedHeader)
+	errBearerSep   = fmt.Errorf("%w: scheme and token must be separated by spaces", ErrMalformedHeader)
+)
+
+// BearerToken returns the access token of r's Authorization header
+// (RFC 6750 §2.1: "Bearer" 1*SP b64token, the scheme case-insensitive).
+// Only the header is read: a form-encoded body parameter (RFC 6750 §2.2) is
+// never looked for, and the body is never consumed. It returns
+//
+//   - [ErrTokenInQuery] if the URL query has an access_token parameter
+//     (RFC 6750 §2.3), whether or not the header also has a token: MCP
+//     forbids tokens in the query string;
+//   - [ErrMultipleTokens] if there is more than one Authorization line;
+//   - [ErrNoToken] if there is no Authorization header, or its scheme is
+//     not Bearer (Basic, DPoP, …): such a request has no bearer
+//     credentials, and gets the plain 401 challenge;
+//   - [ErrMalformedHeader] if the scheme is Bearer but the rest is not
+//     1*SP followed by one b64token.
+func BearerToken(r *http.Request) (string, error) {
+	if r.URL != nil && r.URL.RawQuery != "" && queryHasToken(r.URL.RawQuery) {
+		return "", ErrTokenInQuery
+	}
+	vals := r.Header["Authorization"]
+	switch len(vals) {
+	case 0:
+		return "", ErrNoToken
+	case 1:
+		return parseBearer(vals[0])
+	default:
+		return "", ErrMultipleTokens
+	}
+}
+
+// parseBearer parses one Authorization field value.
+func parseBearer(v string) (string, error) {
+	i := strings.IndexAny(v, " \t")
+	scheme := v
+	if i >= 0 {
+		scheme = v[:i]
+	}
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", errOtherScheme
+	}
+	if i < 0 {
+		return "", errNoBearer
+	}
+	rest := v[i:]
+	j := 0
+	for j < len(rest) && rest[j] == ' ' {
+		j++
+	}
+	if j == 0 {
+		return "", errBearerSep
+	}
+	tok := rest[j:]
+	if tok == "" {
+		return "", errNoBearer
+	}
+	if !isB64Token(tok) {
+		return "", errBearerChars
+	}
+	return tok, nil
+}
+
+// isB64Token reports whether s is an RFC 6750 §2.1 b64token:
+// 1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"=".
+func isB64Token(s string) bool {
+	i := 0
+	for i < len(s) && isB64Char(s[i]) {
+		i++
+	}
+	if i == 0 {
+		return false
+	}
+	for i < len(s) && s[i] == '=' {
+		i++
+	}
+	return i == len(s)
+}
+
+func isB64Char(c byte) bool {
+	switch {
+	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		return true
+	}
+	switch c {
+	case '-', '.', '_', '~', '+', '/':
+		return true
+	}
+	return false
+}
+
+// queryHasToken reports whether the raw query has an access_token
+// parameter, in any percent-encoding of its name. It parses only when the
+// query could contain one.
+func queryHasToken(raw string) bool {
+	if !strings.Contains(raw, "access_token") && !strings.Contains(raw, "%") {
+		return false
+	}
+	q, _ := url.ParseQuery(raw) // keeps the well-formed pairs on error
+	_, ok := q["access_token"]
+	return ok
+}

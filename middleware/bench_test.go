@@ -1,0 +1,158 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/sha256"
+	"encoding/base64"
+	"io"
+	"math/big"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+// Benchmarks (run with -benchmem, compare with benchstat):
+//
+//   - BenchmarkFloor: SHA-256 and ecdsa.Verify of the token's signing input,
+//     the least any ES256 validation costs.
+//   - BenchmarkMiddleware/cache=off|on/op=validate: validate.Validator
+//     alone, with its verified-token cache disabled or enabled.
+//   - .../op=get: Handler on a GET, with httptest.NewRecorder per request.
+//   - .../op=tools_call: Handler on a 2026-07-28 tools/call POST (body
+//     peek, header checks, tool scopes).
+//   - .../op=get_discard and op=tools_call_discard: the same with a
+//     reusable ResponseWriter, to show the middleware's own cost.
+//
+// The target is op=get (cache=off) within 10% of op=validate (cache=off).
+
+type benchEnv struct {
+	iss   *authtest.Issuer
+	token string
+	body  []byte
+}
+
+func newBenchEnv(b *testing.B) *benchEnv {
+	b.Helper()
+	iss := authtest.NewIssuer(b, authtest.IssuerConfig{Audience: resource})
+	tok := iss.Token(b, authtest.WithScopes("mcp", "tools:read", "tools:call", "weather:read"))
+	return &benchEnv{iss: iss, token: tok, body: []byte(rpcBody(modernRev, "tools/call", "get_weather"))}
+}
+
+func (e *benchEnv) validator(b *testing.B, cacheSize int) *validate.Validator {
+	b.Helper()
+	v, err := validate.New(validate.Config{
+		Issuers:     []validate.Issuer{{Issuer: e.iss.URL(), Keys: &validate.StaticKeys{Set: e.iss.Keys()}}},
+		Audiences:   []string{resource},
+		TenantClaim: "tenant",
+		Now:         e.iss.Now,
+		CacheSize:   cacheSize,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v
+}
+
+// rewindBody is a request body that can be reset without allocating.
+type rewindBody struct{ bytes.Reader }
+
+func (*rewindBody) Close() error { return nil }
+
+// discardWriter is a reusable ResponseWriter.
+type discardWriter struct{ h http.Header }
+
+func (d *discardWriter) Header() http.Header         { return d.h }
+func (d *discardWriter) Write(p []byte) (int, error) { return len(p), nil }
+func (d *discardWriter) WriteHeader(int)             {}
+
+func BenchmarkMiddleware(b *testing.B) {
+	env := newBenchEnv(b)
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	})
+	for _, c := range []struct {
+		name string
+		size int
+	}{{"off", -1}, {"on", 0}} {
+		v := env.validator(b, c.size)
+		m, err := New(testConfig(v, env.iss))
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := m.Handler(next)
+		get := httptest.NewRequest(http.MethodGet, resource, nil)
+		get.Header.Set("Authorization", "Bearer "+env.token)
+		post := rpcRequest(modernRev, "tools/call", "get_weather", env.token)
+		body := &rewindBody{}
+		post.Body = body
+		post.ContentLength = int64(len(env.body))
+		ctx := context.Background()
+
+		b.Run("cache="+c.name+"/op=validate", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.Validate(ctx, env.token); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		run := func(name string, r *http.Request, w func() http.ResponseWriter, reset func()) {
+			b.Run("cache="+c.name+"/op="+name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					reset()
+					rw := w()
+					h.ServeHTTP(rw, r)
+					if rec, ok := rw.(*httptest.ResponseRecorder); ok && rec.Code != http.StatusNoContent {
+						b.Fatalf("status %d: %s", rec.Code, rec.Body)
+					}
+				}
+			})
+		}
+		rec := func() http.ResponseWriter { return httptest.NewRecorder() }
+		dw := &discardWriter{h: http.Header{}}
+		discard := func() http.ResponseWriter { return dw }
+		noReset := func() {}
+		resetBody := func() { body.Reset(env.body) }
+		run("get", get, rec, noReset)
+		run("tools_call", post, rec, resetBody)
+		run("get_discard", get, discard, noReset)
+		run("tools_call_discard", post, discard, resetBody)
+	}
+}
+
+// BenchmarkFloor is the raw ES256 check of the same token: SHA-256 of the
+// signing input and ecdsa.Verify.
+func BenchmarkFloor(b *testing.B) {
+	env := newBenchEnv(b)
+	var pub *ecdsa.PublicKey
+	for _, k := range env.iss.Keys() {
+		if k.KeyID == env.iss.SigningKID() {
+			pub, _ = k.Key.(*ecdsa.PublicKey)
+		}
+	}
+	if pub == nil {
+		b.Fatal("no ES256 signing key")
+	}
+	dot := strings.LastIndexByte(env.token, '.')
+	input := []byte(env.token[:dot])
+	sig, err := base64.RawURLEncoding.DecodeString(env.token[dot+1:])
+	if err != nil || len(sig) != 64 {
+		b.Fatalf("signature: %v", err)
+	}
+	r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+	b.ReportAllocs()
+	for b.Loop() {
+		sum := sha256.Sum256(input)
+		if !ecdsa.Verify(pub, sum[:], r, s) {
+			b.Fatal("verify failed")
+		}
+	}
+}

@@ -1,0 +1,339 @@
+package middleware
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/mcpguard/mcpguard/prm"
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+// Defaults applied by [New] to zero-valued [Config] fields.
+const (
+	// DefaultMaxBodyBytes bounds the JSON-RPC body read when
+	// Config.MaxBodyBytes is zero: 1 MiB.
+	DefaultMaxBodyBytes = 1 << 20
+	// DefaultStepUpLimit is the number of insufficient_scope challenges
+	// per principal and scope set within the window when
+	// Config.StepUpLimit is zero.
+	DefaultStepUpLimit = 3
+	// DefaultStepUpWindow is the step-up counting window when
+	// Config.StepUpWindow is zero.
+	DefaultStepUpWindow = 10 * time.Minute
+	// DefaultRetryAfter is the Retry-After of a 503 when Config.RetryAfter
+	// is zero.
+	DefaultRetryAfter = 30 * time.Second
+	// DefaultStepUpKeys is the capacity of the in-memory [StepUpStore].
+	DefaultStepUpKeys = 10000
+)
+
+// TokenValidator validates a raw bearer token and returns its verified
+// claims. [*validate.Validator] satisfies it. An error wrapping
+// validate.ErrKeysUnavailable (or a context error) is answered 503; any
+// other error, and nil claims, 401 invalid_token. Error text goes only to
+// Config.Logger.
+type TokenValidator interface {
+	Validate(ctx context.Context, raw string) (*validate.Claims, error)
+}
+
+var _ TokenValidator = (*validate.Validator)(nil)
+
+// LegacyScopeStrategy chooses the scope list of a 403 insufficient_scope
+// answer to a request of MCP revision 2025-11-25 or older (an
+// MCP-Protocol-Version header before 2026-07-28, or none). Requests of
+// 2026-07-28 or later always get [ScopeOperationOnly] (MCP 2026-07-28
+// §Scope Challenge Handling: the client accumulates scopes).
+type LegacyScopeStrategy int
+
+const (
+	// ScopeUnion lists the operation's scopes followed by every scope the
+	// token already has except offline_access: the "recommended approach"
+	// of MCP 2025-11-25 §Runtime Insufficient Scope Errors, so that
+	// clients that replace their scope set do not lose granted scopes.
+	ScopeUnion LegacyScopeStrategy = iota
+	// ScopeOperationOnly lists only the operation's scopes.
+	ScopeOperationOnly
+)
+
+// ResourceRule gives the scopes a resources/read of a URI needs.
+type ResourceRule struct {
+	// URI is compared byte for byte with params.uri. Required.
+	URI string
+	// Prefix makes URI a prefix: the rule matches every params.uri that
+	// starts with it. An exact rule wins over prefix rules, and the
+	// longest matching prefix wins among them. Prefixes are compared on
+	// the raw string: while any prefix rule exists, a URI with a "." or
+	// ".." path segment (also percent-encoded) is refused as
+	// [ErrInvalidMessage], so that "file:///public/../secret" cannot
+	// borrow the scopes of "file:///public/".
+	Prefix bool
+	// Scopes are the scopes needed, on top of the base and method scopes.
+	Scopes []string
+}
+
+// OperationPolicy gives the scopes each MCP operation needs, on top of
+// Config.Scopes. It is applied to POST bodies (the JSON-RPC message);
+// other requests need the base scopes only.
+//
+// A request whose method is not in Methods needs the base scopes only. A
+// tools/call, prompts/get or resources/read whose name (or URI) is not
+// listed needs the base and method scopes; with DenyUnlisted it is refused
+// with a terminal 403 instead. Names are compared byte for byte.
+type OperationPolicy struct {
+	// Methods maps a JSON-RPC method ("tools/list", "tools/call", …) to the
+	// scopes it needs. Nil means none.
+	Methods map[string][]string
+	// Tools maps a tools/call params.name to the scopes it needs.
+	Tools map[string][]string
+	// Prompts maps a prompts/get params.name to the scopes it needs.
+	Prompts map[string][]string
+	// Resources gives the scopes of resources/read by params.uri.
+	Resources []ResourceRule
+	// DenyUnlisted refuses tools/call, prompts/get and resources/read
+	// requests whose name or URI matches no entry of Tools, Prompts or
+	// Resources (403, [ErrNotListed], no challenge). Defaults to false:
+	// such requests need the base and method scopes, and the MCP server
+	// answers an unknown name itself.
+	DenyUnlisted bool
+}
+
+// Config configures a [Middleware]. [New] copies it, slices and maps
+// included, so later changes by the caller have no effect.
+type Config struct {
+	// Validator validates bearer tokens. Required. Configure it with
+	// Metadata.Resource among its audiences (RFC 8707 §2).
+	Validator TokenValidator
+
+	// Metadata is the RFC 9728 protected-resource metadata. Required and
+	// checked by [prm.Handler]. Metadata.Resource is the canonical resource
+	// identifier; the resource_metadata URL of every challenge is derived
+	// from it once, in New (RFC 9728 §3.1), never from the request's Host
+	// or X-Forwarded-* headers.
+	Metadata prm.Metadata
+
+	// Scopes are the base scopes every request needs, also sent as the
+	// "scope" of the 401 challenge (MCP §Scope Selection Strategy). Nil
+	// means none. "offline_access" is refused: it is not a resource
+	// requirement (MCP 2026-07-28 §Refresh Tokens).
+	Scopes []string
+
+	// Operations gives per-MCP-operation scopes. The zero value adds none.
+	Operations OperationPolicy
+
+	// ScopeImplies declares scope hierarchies: a key scope implies each
+	// listed scope, transitively (cycles are allowed). A token holding a
+	// broader scope satisfies every narrower one, for every revision (MCP
+	// 2026-07-28 §Step-Up Authorization Flow: servers MUST account for
+	// hierarchies). Challenges still list the narrower scopes the operation
+	// names. Nil means no implications.
+	ScopeImplies map[string][]string
+
+	// LegacyScopes is the 403 scope list strategy for requests older than
+	// MCP 2026-07-28. The zero value is [ScopeUnion].
+	LegacyScopes LegacyScopeStrategy
+
+	// StepUpLimit bounds the insufficient_scope challenges sent to one
+	// principal (issuer, subject, client) for one scope set within
+	// StepUpWindow; past it the answer is a terminal 403 without a
+	// challenge ([ErrStepUpExhausted]). Zero means [DefaultStepUpLimit]
+	// (3); negative disables the bound.
+	StepUpLimit int
+	// StepUpWindow is the fixed window of StepUpLimit, starting at the
+	// first challenge. Zero means [DefaultStepUpWindow] (10 minutes).
+	StepUpWindow time.Duration
+	// StepUpStore counts challenges. Nil means an in-memory store of
+	// [DefaultStepUpKeys] keys ([NewMemoryStepUpStore]); share a store
+	// between replicas to bound step-up across them.
+	StepUpStore StepUpStore
+
+	// MaxBodyBytes bounds the POST body read to find the JSON-RPC
+	// operation; larger bodies get 413. Zero means [DefaultMaxBodyBytes]
+	// (1 MiB).
+	MaxBodyBytes int64
+
+	// AllowedOrigins lists the origins ("https://app.example.com") allowed
+	// besides the origin of Metadata.Resource. A request with an Origin
+	// header matching neither gets 403 (DNS-rebinding protection, MCP
+	// Streamable HTTP §Security Warning); a request without Origin is
+	// allowed. The single entry "*" allows every origin, which DISABLES
+	// this protection: use it only behind a proxy that checks Origin.
+	// Nil means only the resource's origin.
+	AllowedOrigins []string
+
+	// Realm is the RFC 6750 §3 realm of every challenge. Empty omits it.
+	Realm string
+
+	// RetryAfter is sent in Retry-After (whole seconds, rounded up) with
+	// the 503 answered while token keys are unavailable. Zero means
+	// [DefaultRetryAfter] (30s).
+	RetryAfter time.Duration
+
+	// Logger receives refusals with their internal cause (Debug for client
+	// errors, Warn for 503s, exhausted step-ups and misconfiguration). Nil
+	// discards. Client responses never carry internal text.
+	Logger *slog.Logger
+
+	// Now returns the current time for the step-up window. Nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// withDefaults returns a deep copy of c with defaults filled in.
+func (c Config) withDefaults() Config {
+	c.Scopes = slices.Clone(c.Scopes)
+	c.Operations.Methods = cloneScopeMap(c.Operations.Methods)
+	c.Operations.Tools = cloneScopeMap(c.Operations.Tools)
+	c.Operations.Prompts = cloneScopeMap(c.Operations.Prompts)
+	rules := make([]ResourceRule, len(c.Operations.Resources))
+	for i, r := range c.Operations.Resources {
+		r.Scopes = slices.Clone(r.Scopes)
+		rules[i] = r
+	}
+	c.Operations.Resources = rules
+	c.ScopeImplies = cloneScopeMap(c.ScopeImplies)
+	c.AllowedOrigins = slices.Clone(c.AllowedOrigins)
+	if c.StepUpLimit == 0 {
+		c.StepUpLimit = DefaultStepUpLimit
+	}
+	if c.StepUpWindow == 0 {
+		c.StepUpWindow = DefaultStepUpWindow
+	}
+	if c.StepUpStore == nil {
+		c.StepUpStore = NewMemoryStepUpStore(DefaultStepUpKeys)
+	}
+	if c.MaxBodyBytes == 0 {
+		c.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if c.RetryAfter == 0 {
+		c.RetryAfter = DefaultRetryAfter
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+func cloneScopeMap(m map[string][]string) map[string][]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string][]string, len(m))
+	for k, v := range m {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+// check reports the first problem of a defaulted config (Metadata is
+// checked by prm.Handler in New).
+func (c Config) check() error {
+	if c.Validator == nil {
+		return fmt.Errorf("%w: no Validator", ErrConfig)
+	}
+	if err := checkScopes("Scopes", c.Scopes); err != nil {
+		return err
+	}
+	op := c.Operations
+	for _, m := range []struct {
+		name string
+		m    map[string][]string
+	}{{"Operations.Methods", op.Methods}, {"Operations.Tools", op.Tools}, {"Operations.Prompts", op.Prompts}} {
+		for _, k := range slices.Sorted(maps.Keys(m.m)) {
+			if k == "" {
+				return fmt.Errorf("%w: %s has an empty name", ErrConfig, m.name)
+			}
+			if err := checkScopes(m.name+"["+k+"]", m.m[k]); err != nil {
+				return err
+			}
+		}
+	}
+	type ruleKey struct {
+		uri    string
+		prefix bool
+	}
+	seen := map[ruleKey]bool{}
+	for i, r := range op.Resources {
+		if r.URI == "" {
+			return fmt.Errorf("%w: Operations.Resources[%d] has an empty URI", ErrConfig, i)
+		}
+		k := ruleKey{r.URI, r.Prefix}
+		if seen[k] {
+			return fmt.Errorf("%w: Operations.Resources[%d] repeats a rule", ErrConfig, i)
+		}
+		seen[k] = true
+		if err := checkScopes(fmt.Sprintf("Operations.Resources[%d]", i), r.Scopes); err != nil {
+			return err
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.ScopeImplies)) {
+		if !isScopeToken(k) {
+			return fmt.Errorf("%w: ScopeImplies has an invalid scope key", ErrConfig)
+		}
+		for _, s := range c.ScopeImplies[k] {
+			if !isScopeToken(s) {
+				return fmt.Errorf("%w: ScopeImplies[%s] has an invalid scope", ErrConfig, k)
+			}
+		}
+	}
+	switch {
+	case c.LegacyScopes != ScopeUnion && c.LegacyScopes != ScopeOperationOnly:
+		return fmt.Errorf("%w: unknown LegacyScopes strategy", ErrConfig)
+	case c.StepUpWindow < 0:
+		return fmt.Errorf("%w: negative StepUpWindow", ErrConfig)
+	case c.MaxBodyBytes < 0:
+		return fmt.Errorf("%w: negative MaxBodyBytes", ErrConfig)
+	case c.RetryAfter < 0:
+		return fmt.Errorf("%w: negative RetryAfter", ErrConfig)
+	case c.Realm != "" && !isVisible(c.Realm):
+		return fmt.Errorf("%w: Realm must be visible ASCII", ErrConfig)
+	}
+	return nil
+}
+
+// checkScopes refuses invalid scope tokens and offline_access in a
+// requirement: a challenge can never ask for offline_access (it is dropped
+// when rendering), so a client could never satisfy it.
+func checkScopes(field string, scopes []string) error {
+	for _, s := range scopes {
+		if !isScopeToken(s) {
+			return fmt.Errorf("%w: %s has an invalid scope token", ErrConfig, field)
+		}
+		if s == offlineAccess {
+			return fmt.Errorf("%w: %s requires offline_access, which is not a resource scope", ErrConfig, field)
+		}
+	}
+	return nil
+}
+
+const offlineAccess = "offline_access"
+
+// isScopeToken reports whether s is an RFC 6749 §3.3 scope-token:
+// 1*( %x21 / %x23-5B / %x5D-7E ).
+func isScopeToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
+}
+
+// isVisible reports whether s consists of SP and VCHAR only.
+func isVisible(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}

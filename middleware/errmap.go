@@ -1,0 +1,206 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/mcpguard/mcpguard/challenge"
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+// Fixed error_description texts (RFC 6750 §3 charset). They describe the
+// class of failure only; the cause goes to the log.
+const (
+	descInvalidToken      = "The access token is invalid"
+	descMultipleTokens    = "Send exactly one Authorization header"
+	descMalformedHeader   = "Malformed Bearer authorization header"
+	descTokenInQuery      = "Access tokens must not be sent in the URL query"
+	descInsufficientScope = "The operation requires additional scope"
+)
+
+// Fixed response bodies.
+const (
+	bodyUnauthorized   = `{"error":"unauthorized"}`
+	bodyInvalidToken   = `{"error":"invalid_token"}`
+	bodyInvalidRequest = `{"error":"invalid_request"}`
+	bodyInsufficient   = `{"error":"insufficient_scope"}`
+	bodyUnavailable    = `{"error":"temporarily_unavailable"}`
+	bodyAccessDenied   = `{"error":"access_denied"}`
+	// MCP Streamable HTTP §Security Warning: the 403 for an invalid Origin
+	// MAY carry "a JSON-RPC error response that has no id".
+	bodyOrigin         = `{"jsonrpc":"2.0","error":{"code":-32600,"message":"Origin not allowed"}}`
+	bodyTooLarge       = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Request body too large"}}`
+	bodyParseError     = `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`
+	bodyInvalidMessage = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`
+	bodyBatch          = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Batch requests are not supported"}}`
+	// MCP 2026-07-28 §Server Validation: 400 with JSON-RPC -32020
+	// (HeaderMismatch); the message is fixed and never quotes values.
+	bodyMismatchHead = `{"jsonrpc":"2.0","id":`
+	bodyMismatchTail = `,"error":{"code":-32020,"message":"Header mismatch"}}`
+)
+
+// kind is a class of refusal; each has one precomputed answer.
+type kind uint8
+
+const (
+	kindInvalidToken kind = iota // the default: any unrecognized error
+	kindNoToken
+	kindNoPrincipal
+	kindMultipleTokens
+	kindMalformedHeader
+	kindTokenInQuery
+	kindOrigin
+	kindUnavailable
+	kindTooLarge
+	kindMalformedBody
+	kindInvalidMessage
+	kindBatch
+	kindHeaderMismatch
+	kindInsufficientScope
+	kindStepUpExhausted
+	kindForbidden
+	numKinds
+)
+
+// errorKinds is THE mapping from errors to answers, tried in order with
+// errors.Is. Any error not listed, in particular every validate sentinel
+// except ErrKeysUnavailable and any error of a custom TokenValidator, is a
+// token failure: 401 invalid_token.
+var errorKinds = []struct {
+	err  error
+	kind kind
+}{
+	{ErrOrigin, kindOrigin},
+	{ErrNoToken, kindNoToken},
+	{ErrNoPrincipal, kindNoPrincipal},
+	{ErrMultipleTokens, kindMultipleTokens},
+	{ErrMalformedHeader, kindMalformedHeader},
+	{ErrTokenInQuery, kindTokenInQuery},
+	{validate.ErrKeysUnavailable, kindUnavailable},
+	{context.DeadlineExceeded, kindUnavailable},
+	{context.Canceled, kindUnavailable},
+	{ErrBodyTooLarge, kindTooLarge},
+	{ErrMalformedBody, kindMalformedBody},
+	{ErrBatch, kindBatch},
+	{ErrInvalidMessage, kindInvalidMessage},
+	{ErrHeaderMismatch, kindHeaderMismatch},
+	{ErrStepUpExhausted, kindStepUpExhausted},
+	{ErrInsufficientScope, kindInsufficientScope},
+	{ErrNotListed, kindForbidden},
+	{ErrNoTenant, kindForbidden},
+	{ErrTenantMismatch, kindForbidden},
+}
+
+func kindOf(err error) kind {
+	for _, e := range errorKinds {
+		if errors.Is(err, e.err) {
+			return e.kind
+		}
+	}
+	return kindInvalidToken
+}
+
+// answer is the public part of a refusal: what the client sees.
+type answer struct {
+	status     int
+	challenge  string // WWW-Authenticate value; "" sends none
+	retryAfter string // Retry-After value; "" sends none
+	body       string
+	level      slog.Level // of the log record
+}
+
+// buildAnswers renders every fixed answer once.
+func (m *Middleware) buildAnswers(base []string, retryAfter string) {
+	ch := func(code challenge.ErrorCode, desc string, scopes []string) string {
+		return challenge.Challenge{
+			Realm: m.realm, Error: code, ErrorDescription: desc,
+			Scope: scopes, ResourceMetadata: m.metadataURL,
+		}.String()
+	}
+	debug, warn := slog.LevelDebug, slog.LevelWarn
+	m.answers = [numKinds]answer{
+		kindInvalidToken:      {http.StatusUnauthorized, ch(challenge.InvalidToken, descInvalidToken, base), "", bodyInvalidToken, debug},
+		kindNoToken:           {http.StatusUnauthorized, ch("", "", base), "", bodyUnauthorized, debug},
+		kindNoPrincipal:       {http.StatusUnauthorized, ch("", "", base), "", bodyUnauthorized, warn},
+		kindMultipleTokens:    {http.StatusBadRequest, ch(challenge.InvalidRequest, descMultipleTokens, nil), "", bodyInvalidRequest, debug},
+		kindMalformedHeader:   {http.StatusBadRequest, ch(challenge.InvalidRequest, descMalformedHeader, nil), "", bodyInvalidRequest, debug},
+		kindTokenInQuery:      {http.StatusBadRequest, ch(challenge.InvalidRequest, descTokenInQuery, nil), "", bodyInvalidRequest, debug},
+		kindOrigin:            {http.StatusForbidden, "", "", bodyOrigin, debug},
+		kindUnavailable:       {http.StatusServiceUnavailable, "", retryAfter, bodyUnavailable, warn},
+		kindTooLarge:          {http.StatusRequestEntityTooLarge, "", "", bodyTooLarge, debug},
+		kindMalformedBody:     {http.StatusBadRequest, "", "", bodyParseError, debug},
+		kindInvalidMessage:    {http.StatusBadRequest, "", "", bodyInvalidMessage, debug},
+		kindBatch:             {http.StatusBadRequest, "", "", bodyBatch, debug},
+		kindHeaderMismatch:    {http.StatusBadRequest, "", "", "", debug}, // body carries the id
+		kindInsufficientScope: {http.StatusForbidden, "", "", bodyInsufficient, debug},
+		kindStepUpExhausted:   {http.StatusForbidden, "", "", bodyInsufficient, warn},
+		kindForbidden:         {http.StatusForbidden, "", "", bodyAccessDenied, debug},
+	}
+}
+
+// retryAfterValue renders d as whole seconds, rounded up, at least 1.
+func retryAfterValue(d time.Duration) string {
+	s := int64((d + time.Second - 1) / time.Second)
+	return strconv.FormatInt(max(s, 1), 10)
+}
+
+// refuse answers r with the fixed answer for err and logs err. id is the
+// raw JSON-RPC id, echoed only in the header-mismatch body.
+func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error, id []byte) {
+	k := kindOf(err)
+	a := &m.answers[k]
+	body := a.body
+	if k == kindHeaderMismatch {
+		body = bodyMismatchHead + echoID(id) + bodyMismatchTail
+	}
+	m.logRefusal(r, a.status, a.level, err)
+	writeAnswer(w, a.status, a.challenge, a.retryAfter, body)
+}
+
+// echoID returns id if it is a JSON string or number (JSON-RPC 2.0 §4) of
+// reasonable size, else null.
+func echoID(id []byte) string {
+	if len(id) == 0 || len(id) > 256 {
+		return "null"
+	}
+	if c := id[0]; c == '"' || c == '-' || ('0' <= c && c <= '9') {
+		return string(id)
+	}
+	return "null"
+}
+
+func (m *Middleware) logRefusal(r *http.Request, status int, level slog.Level, err error) {
+	ctx := r.Context()
+	if !m.log.Enabled(ctx, level) {
+		return
+	}
+	m.log.LogAttrs(ctx, level, "middleware: request refused",
+		slog.Int("status", status),
+		slog.String("reason", err.Error()),
+		slog.String("method", r.Method),
+		slog.String("path", r.URL.Path))
+}
+
+// writeAnswer writes a refusal the way challenge.Write does: at most one
+// WWW-Authenticate line, no-store, a small fixed JSON body.
+func writeAnswer(w http.ResponseWriter, status int, wwwAuth, retryAfter, body string) {
+	h := w.Header()
+	if wwwAuth != "" {
+		h.Set("WWW-Authenticate", wwwAuth)
+	} else {
+		h.Del("WWW-Authenticate")
+	}
+	if retryAfter != "" {
+		h.Set("Retry-After", retryAfter)
+	}
+	h.Set("Cache-Control", "no-store")
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = io.WriteString(w, body)
+}

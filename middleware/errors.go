@@ -1,0 +1,105 @@
+package middleware
+
+import (
+	"errors"
+	"strings"
+)
+
+// Sentinel errors. Every error the package returns wraps one of these (or,
+// for token failures, the validate sentinel the [TokenValidator] returned),
+// so callers branch with [errors.Is]. The text is part of the API and never
+// contains request values.
+var (
+	// ErrConfig: [New] was given an unusable [Config]. Only New returns it.
+	ErrConfig = errors.New("middleware: invalid config")
+
+	// ErrNoToken: the request carries no bearer credentials: no
+	// Authorization header, or one with another scheme (Basic, DPoP, …).
+	// Answered 401 with a challenge without an error code (RFC 6750 §3.1).
+	ErrNoToken = errors.New("middleware: no bearer token")
+	// ErrMultipleTokens: the request has more than one Authorization header
+	// line (RFC 6750 §2: one method, one token). Answered 400
+	// invalid_request.
+	ErrMultipleTokens = errors.New("middleware: multiple authorization headers")
+	// ErrMalformedHeader: the Authorization header names the Bearer scheme
+	// but is not "Bearer" 1*SP b64token (RFC 6750 §2.1). Answered 400
+	// invalid_request.
+	ErrMalformedHeader = errors.New("middleware: malformed bearer authorization header")
+	// ErrTokenInQuery: the URL query has an access_token parameter
+	// (RFC 6750 §2.3), which MCP forbids ("MUST NOT" in the query string),
+	// with or without an Authorization header. Answered 400
+	// invalid_request.
+	ErrTokenInQuery = errors.New("middleware: access token in URL query")
+
+	// ErrOrigin: the Origin header is present and neither the resource's
+	// origin nor listed in Config.AllowedOrigins (MCP Streamable HTTP
+	// §Security Warning, DNS rebinding). Answered 403 without a challenge.
+	ErrOrigin = errors.New("middleware: origin not allowed")
+
+	// ErrBodyTooLarge: a POST body exceeds Config.MaxBodyBytes. Answered
+	// 413.
+	ErrBodyTooLarge = errors.New("middleware: request body too large")
+	// ErrMalformedBody: a POST body is not valid JSON (RFC 8259), or could
+	// not be read. Answered 400 with JSON-RPC -32700.
+	ErrMalformedBody = errors.New("middleware: request body is not JSON")
+	// ErrInvalidMessage: a POST body is JSON but not a JSON-RPC message the
+	// middleware can authorize: not an object, a member it authorizes on
+	// ("method", "params", "id", "name", "uri", "_meta", the
+	// protocolVersion key) repeated or spelled in another case, one of them
+	// with the wrong type or a string that is not valid UTF-8, or a
+	// resources/read URI with dot segments while prefix rules are
+	// configured. Answered 400 with JSON-RPC -32600.
+	ErrInvalidMessage = errors.New("middleware: invalid JSON-RPC message")
+	// ErrBatch: a POST body is a JSON array, a JSON-RPC batch. MCP removed
+	// batching in 2025-06-18; the middleware refuses it for every revision.
+	// Answered 400 with JSON-RPC -32600.
+	ErrBatch = errors.New("middleware: JSON-RPC batch not supported")
+	// ErrHeaderMismatch: an MCP-Protocol-Version, Mcp-Method or Mcp-Name
+	// header is missing, repeated, has invalid characters, or differs from
+	// the body (MCP 2026-07-28 Streamable HTTP §Server Validation).
+	// Answered 400 with JSON-RPC -32020.
+	ErrHeaderMismatch = errors.New("middleware: header mismatch")
+
+	// ErrInsufficientScope: the token lacks a scope the operation needs.
+	// Errors carrying the scopes are [*ScopeError]. Answered 403
+	// insufficient_scope with the scopes (RFC 6750 §3.1).
+	ErrInsufficientScope = errors.New("middleware: insufficient scope")
+	// ErrStepUpExhausted: the principal was already sent Config.StepUpLimit
+	// insufficient_scope challenges for the same scopes within
+	// Config.StepUpWindow. Answered with a terminal 403 that carries no
+	// challenge.
+	ErrStepUpExhausted = errors.New("middleware: step-up limit reached")
+	// ErrNotListed: OperationPolicy.DenyUnlisted is set and the tool, prompt
+	// or resource named by the request is not in the policy. Answered with
+	// a terminal 403 that carries no challenge.
+	ErrNotListed = errors.New("middleware: operation not listed in policy")
+
+	// ErrNoPrincipal: the context carries no [Principal]: the handler is not
+	// behind [Middleware.Handler]. [Middleware.Challenge] answers it 401.
+	ErrNoPrincipal = errors.New("middleware: no principal in context")
+	// ErrNoTenant: the principal's token has no tenant claim
+	// (validate.Config.TenantClaim). [Middleware.Challenge] answers 403.
+	ErrNoTenant = errors.New("middleware: principal has no tenant")
+	// ErrTenantMismatch: a tenant supplied by the client differs from the
+	// principal's. [Middleware.Challenge] answers 403.
+	ErrTenantMismatch = errors.New("middleware: tenant mismatch")
+)
+
+// ScopeError reports the scopes an operation needs and the ones the token
+// lacks after scope implications (Config.ScopeImplies) are applied. It
+// matches [ErrInsufficientScope] with [errors.Is].
+type ScopeError struct {
+	// Required is every scope the operation needs, in policy order: the
+	// base scopes, then the method's, then the tool's, prompt's or
+	// resource's (and a route's, for [Middleware.RequireScopes]).
+	Required []string
+	// Missing is the subset of Required the token does not satisfy.
+	Missing []string
+}
+
+func (e *ScopeError) Error() string {
+	return "middleware: insufficient scope: missing " + strings.Join(e.Missing, " ")
+}
+
+// Unwrap returns [ErrInsufficientScope].
+func (e *ScopeError) Unwrap() error { return ErrInsufficientScope }

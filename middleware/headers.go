@@ -1,0 +1,144 @@
+package middleware
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// modernRevision is the first MCP revision with standard request headers
+// and operation-only scope challenges.
+const modernRevision = "2026-07-28"
+
+// Canonical header keys (net/http canonicalizes incoming names).
+const (
+	hdrProtocolVersion = "Mcp-Protocol-Version"
+	hdrMethod          = "Mcp-Method"
+	hdrName            = "Mcp-Name"
+)
+
+var (
+	errVersionRepeated = fmt.Errorf("%w: MCP-Protocol-Version repeated", ErrHeaderMismatch)
+	errVersionMismatch = fmt.Errorf("%w: MCP-Protocol-Version differs from _meta", ErrHeaderMismatch)
+	errVersionMissing  = fmt.Errorf("%w: _meta protocolVersion missing", ErrHeaderMismatch)
+	errMethodMissing   = fmt.Errorf("%w: Mcp-Method missing", ErrHeaderMismatch)
+	errMethodMismatch  = fmt.Errorf("%w: Mcp-Method differs from method", ErrHeaderMismatch)
+	errNameMissing     = fmt.Errorf("%w: Mcp-Name missing", ErrHeaderMismatch)
+	errNameMismatch    = fmt.Errorf("%w: Mcp-Name differs from params", ErrHeaderMismatch)
+	errHeaderRepeated  = fmt.Errorf("%w: Mcp-Method or Mcp-Name repeated", ErrHeaderMismatch)
+)
+
+// isModern reports whether the request's MCP-Protocol-Version names
+// 2026-07-28 or a later date. An absent or older version is legacy; an
+// absent header is treated as pre-2026 (MCP 2026-07-28 §Request Metadata
+// allows a server that supports old clients to assume 2025-03-26).
+func isModern(h http.Header) bool {
+	for _, v := range h[hdrProtocolVersion] {
+		if isModernVersion(v) {
+			return true
+		}
+	}
+	return false
+}
+
+func isModernVersion(v string) bool {
+	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
+		return false
+	}
+	for i := 0; i < len(v); i++ {
+		if i != 4 && i != 7 && (v[i] < '0' || v[i] > '9') {
+			return false
+		}
+	}
+	return v >= modernRevision
+}
+
+// checkHeaders compares the MCP request headers with the JSON-RPC message
+// (MCP 2026-07-28 Streamable HTTP §Server Validation):
+//
+//   - any revision: each of MCP-Protocol-Version, Mcp-Method and Mcp-Name
+//     appears at most once; a protocolVersion in params._meta equals the
+//     MCP-Protocol-Version header; a present Mcp-Method equals "method";
+//     a present Mcp-Name equals params.name (tools/call, prompts/get) or
+//     params.uri (resources/read) after decoding the =?base64?…?= form.
+//   - 2026-07-28 and later, for requests (a "method" and an "id"): the body
+//     has _meta protocolVersion, and Mcp-Method is present, as is Mcp-Name
+//     for tools/call, prompts/get and resources/read.
+//
+// Header values are case-sensitive; net/http has already trimmed OWS.
+// Mcp-Param-* headers need the tools' input schemas and are left to the
+// MCP server.
+func checkHeaders(h http.Header, msg *message) error {
+	vers, methods, names := h[hdrProtocolVersion], h[hdrMethod], h[hdrName]
+	if len(vers) > 1 {
+		return errVersionRepeated
+	}
+	if len(methods) > 1 || len(names) > 1 {
+		return errHeaderRepeated
+	}
+	if msg.hasVersion && (len(vers) == 0 || vers[0] != string(msg.version)) {
+		return errVersionMismatch
+	}
+	var want []byte
+	var hasWant, needsName bool
+	switch {
+	case !msg.hasMethod:
+	case string(msg.method) == methodToolsCall, string(msg.method) == methodPromptsGet:
+		needsName, want, hasWant = true, msg.name, msg.hasName && !msg.nameNotString
+	case string(msg.method) == methodResourceRead:
+		needsName, want, hasWant = true, msg.uri, msg.hasURI && !msg.uriNotString
+	}
+	if len(vers) == 1 && isModernVersion(vers[0]) && msg.hasMethod && msg.hasID {
+		switch {
+		case !msg.hasVersion:
+			return errVersionMissing
+		case len(methods) == 0:
+			return errMethodMissing
+		case needsName && len(names) == 0:
+			return errNameMissing
+		}
+	}
+	if len(methods) == 1 && (!msg.hasMethod || methods[0] != string(msg.method) || !isHeaderSafe(methods[0])) {
+		return errMethodMismatch
+	}
+	if len(names) == 1 && needsName {
+		got, ok := decodeHeaderValue(names[0])
+		if !ok || !hasWant || got != string(want) {
+			return errNameMismatch
+		}
+	}
+	return nil
+}
+
+// decodeHeaderValue decodes an Mcp-Name or Mcp-Param-* value: the
+// =?base64?{standard base64 of UTF-8}?= form (markers case-sensitive,
+// padding optional), or a plain value of visible ASCII, SP and HTAB
+// (MCP 2026-07-28 §Value Encoding).
+func decodeHeaderValue(v string) (string, bool) {
+	const pre, suf = "=?base64?", "?="
+	if strings.HasPrefix(v, pre) && strings.HasSuffix(v, suf) && len(v) >= len(pre)+len(suf) {
+		enc := v[len(pre) : len(v)-len(suf)]
+		b, err := base64.StdEncoding.DecodeString(enc)
+		if err != nil {
+			if b, err = base64.RawStdEncoding.DecodeString(enc); err != nil {
+				return "", false
+			}
+		}
+		return string(b), true
+	}
+	if !isHeaderSafe(v) {
+		return "", false
+	}
+	return v, true
+}
+
+// isHeaderSafe reports whether v has only visible ASCII, SP and HTAB.
+func isHeaderSafe(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if c := v[i]; c != '\t' && (c < 0x20 || c > 0x7e) {
+			return false
+		}
+	}
+	return true
+}

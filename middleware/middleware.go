@@ -1,0 +1,277 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+
+	"github.com/mcpguard/mcpguard/prm"
+)
+
+// Middleware authorizes requests to an MCP server. Create it with [New]; it
+// is safe for concurrent use and holds no per-request state except the
+// step-up counters.
+type Middleware struct {
+	cfg          Config
+	metadataURL  string
+	metadata     http.Handler
+	pathInserted string
+	rootPath     string
+	realm        string
+	origins      originPolicy
+	policy       policy
+	implies      map[string]map[string]struct{}
+	answers      [numKinds]answer
+	log          *slog.Logger
+}
+
+// New validates cfg and returns a Middleware. All parsing happens here:
+// the metadata document and its URL (RFC 9728 §3.1), the challenges
+// (every 401, 400 and per-operation 403 header value is rendered once),
+// the scope closure and the Origin list. It returns an error wrapping
+// [ErrConfig], or prm.ErrInvalidMetadata / prm.ErrInvalidResource for bad
+// Metadata.
+func New(cfg Config) (*Middleware, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	h, err := prm.Handler(cfg.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
+	}
+	m := &Middleware{cfg: cfg, metadata: h, realm: cfg.Realm, log: cfg.Logger}
+	if m.metadataURL, err = prm.MetadataURL(cfg.Metadata.Resource); err != nil {
+		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
+	}
+	if m.pathInserted, m.rootPath, err = prm.Paths(cfg.Metadata.Resource); err != nil {
+		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
+	}
+	if m.origins, err = newOriginPolicy(cfg.Metadata.Resource, cfg.AllowedOrigins); err != nil {
+		return nil, err
+	}
+	m.implies = compileImplies(cfg.ScopeImplies)
+	m.policy = m.compilePolicy(&cfg)
+	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
+	return m, nil
+}
+
+// Handler returns next protected by the middleware. It is a
+// mux.MiddlewareFunc for gorilla/mux and plain func(http.Handler)
+// http.Handler for net/http. Checks run in this order, each answering as
+// documented in docs/middleware.md:
+//
+//  1. Origin (403, no challenge);
+//  2. bearer token from the Authorization header ([BearerToken]: 401 or 400
+//     invalid_request);
+//  3. token validation (401 invalid_token; 503 when keys are unavailable);
+//  4. for POST only, the JSON-RPC body, read up to Config.MaxBodyBytes
+//     (413) and parsed (400);
+//  5. the MCP request headers against the body (400, JSON-RPC -32020);
+//  6. the scopes of the operation, base scopes included (403
+//     insufficient_scope, or a terminal 403).
+//
+// The body is never read before the token is valid. next receives a
+// shallow copy of the request carrying the [Principal] in its context and,
+// for POST, a body with exactly the bytes the client sent; the caller's
+// request is not modified. Requests other than POST are authorized with the
+// base scopes only. Handler panics if next is nil.
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	if next == nil {
+		panic("middleware: Handler(nil)")
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.serve(w, r, next)
+	})
+}
+
+func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	p, err := m.authenticate(r)
+	if err != nil {
+		m.refuse(w, r, err, nil)
+		return
+	}
+	var msg message
+	var body []byte
+	post := r.Method == http.MethodPost
+	if post {
+		if body, err = readBody(r, m.cfg.MaxBodyBytes); err != nil {
+			m.refuse(w, r, err, nil)
+			return
+		}
+		if err = parseMessage(body, &msg); err != nil {
+			m.refuse(w, r, err, nil)
+			return
+		}
+		if err = checkHeaders(r.Header, &msg); err != nil {
+			m.refuse(w, r, err, msg.id)
+			return
+		}
+	}
+	op, err := m.policy.lookup(&msg)
+	if err != nil {
+		m.refuse(w, r, err, nil)
+		return
+	}
+	if missing := m.missing(p.Scopes, op.scopes); missing != nil {
+		m.insufficient(w, r, p, op.scopes, missing, op.key, op.challenge)
+		return
+	}
+	p.op = op
+	r2 := r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+	if post {
+		b := &bodyReader{}
+		b.Reset(body)
+		r2.Body = b
+		r2.ContentLength = int64(len(body))
+		r2.TransferEncoding = nil
+	}
+	next.ServeHTTP(w, r2)
+}
+
+var errNilClaims = errors.New("middleware: validator returned no claims")
+
+// authenticate runs the checks that need no body: Origin, bearer, token.
+func (m *Middleware) authenticate(r *http.Request) (*Principal, error) {
+	if err := m.origins.check(r); err != nil {
+		return nil, err
+	}
+	tok, err := BearerToken(r)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.cfg.Validator.Validate(r.Context(), tok)
+	if err != nil {
+		return nil, err
+	}
+	if c == nil {
+		return nil, errNilClaims
+	}
+	return newPrincipal(c), nil
+}
+
+// Authenticate makes the decision of [Middleware.Handler] that needs no
+// body: Origin, bearer token, token validation and the base scopes
+// (Config.Scopes), as rs/cors exports OriginAllowed. It never reads the
+// body and never writes a response; answer a failure with
+// [Middleware.Challenge]. When only scopes are missing it returns the
+// principal together with a [*ScopeError].
+func (m *Middleware) Authenticate(r *http.Request) (*Principal, error) {
+	p, err := m.authenticate(r)
+	if err != nil {
+		return nil, err
+	}
+	if missing := m.missing(p.Scopes, m.policy.base.scopes); missing != nil {
+		return p, &ScopeError{Required: slices.Clone(m.policy.base.scopes), Missing: missing}
+	}
+	return p, nil
+}
+
+// RequireScopes returns a middleware that additionally requires scopes on
+// the routes it wraps (per-route step-up), for gorilla/mux subrouters
+// (sub.Use(m.RequireScopes("admin"))) or http.ServeMux handlers. It must
+// run behind [Middleware.Handler]: without a [Principal] in the context it
+// answers 401 and logs a warning. A token lacking a scope gets 403
+// insufficient_scope listing every scope the request needs: those the
+// operation needed in Handler plus scopes. It panics if a scope is not an
+// RFC 6749 §3.3 scope token or is offline_access, as regexp.MustCompile
+// does, since that is a programming error.
+func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Handler {
+	if err := checkScopes("RequireScopes", scopes); err != nil {
+		panic(err.Error())
+	}
+	route := appendUnique(nil, scopes...)
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			p, ok := PrincipalFromContext(r.Context())
+			if !ok {
+				m.refuse(w, r, ErrNoPrincipal, nil)
+				return
+			}
+			if missing := m.missing(p.Scopes, route); missing != nil {
+				base := m.policy.base.scopes
+				if p.op != nil {
+					base = p.op.scopes
+				}
+				required := appendUnique(slices.Clone(base), route...)
+				m.insufficient(w, r, p, required, missing, scopeKey(required), "")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// insufficient answers 403 insufficient_scope (RFC 6750 §3.1) for an
+// operation needing required, or the terminal 403 once the principal has
+// exhausted its step-ups for this scope set. pre is the precomputed
+// operation-only challenge, or "".
+func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Principal, required, missing []string, key, pre string) {
+	serr := &ScopeError{Required: required, Missing: missing}
+	if p != nil && m.cfg.StepUpLimit > 0 {
+		n, err := m.cfg.StepUpStore.Incr(r.Context(), p.stepUpID()+"\x00"+key, m.cfg.StepUpWindow, m.cfg.Now())
+		switch {
+		case err != nil:
+			m.log.LogAttrs(r.Context(), slog.LevelWarn, "middleware: step-up store failed", slog.String("error", err.Error()))
+		case n > m.cfg.StepUpLimit:
+			m.refuse(w, r, fmt.Errorf("%w: %w", ErrStepUpExhausted, serr), nil)
+			return
+		}
+	}
+	hdr := pre
+	switch {
+	case p != nil && m.cfg.LegacyScopes == ScopeUnion && !isModern(r.Header):
+		hdr = m.stepUpHeader(appendUnique(slices.Clone(required), p.Scopes...))
+	case hdr == "":
+		hdr = m.stepUpHeader(required)
+	}
+	a := &m.answers[kindInsufficientScope]
+	m.logRefusal(r, a.status, a.level, serr)
+	writeAnswer(w, a.status, hdr, "", a.body)
+}
+
+// Challenge answers r for err exactly as [Middleware.Handler] would, for
+// handlers that authenticate with [Middleware.Authenticate] or check
+// access themselves (err from [CheckTenant], a [*ScopeError], …). A
+// [*ScopeError] gets a 403 insufficient_scope listing its Required scopes
+// (with the revision's scope strategy and the step-up bound, using the
+// [Principal] in r's context if any). An error the middleware does not
+// recognize is treated as a token failure: 401 invalid_token. The error
+// text is only logged.
+func (m *Middleware) Challenge(w http.ResponseWriter, r *http.Request, err error) {
+	if kindOf(err) == kindInsufficientScope {
+		required := m.policy.base.scopes
+		var se *ScopeError
+		if errors.As(err, &se) {
+			required = se.Required
+		}
+		p, _ := PrincipalFromContext(r.Context())
+		var granted []string
+		if p != nil {
+			granted = p.Scopes
+		}
+		m.insufficient(w, r, p, required, m.missing(granted, required), scopeKey(required), "")
+		return
+	}
+	m.refuse(w, r, err, nil)
+}
+
+// MetadataHandler returns the RFC 9728 metadata handler built by
+// prm.Handler from Config.Metadata. Mount it, outside the middleware, at
+// both paths of [Middleware.MetadataPaths]: clients fetch it before they
+// have a token.
+func (m *Middleware) MetadataHandler() http.Handler { return m.metadata }
+
+// MetadataPaths returns the paths to mount [Middleware.MetadataHandler] at:
+// the RFC 9728 §3.1 path-inserted path and the root well-known path
+// (prm.Paths). They are equal when the resource has no path.
+func (m *Middleware) MetadataPaths() (pathInserted, root string) {
+	return m.pathInserted, m.rootPath
+}
+
+// ResourceMetadataURL returns the resource_metadata URL sent in every
+// challenge (RFC 9728 §5.1): prm.MetadataURL of Metadata.Resource.
+func (m *Middleware) ResourceMetadataURL() string { return m.metadataURL }

@@ -1,0 +1,186 @@
+package middleware
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+func stringsReader(s string) io.Reader { return strings.NewReader(s) }
+
+func TestParseMessage(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		want    message
+		wantErr error
+	}{
+		{
+			name: "tools/call",
+			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_weather","arguments":{"name":"x","method":"y"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+			want: message{method: []byte("tools/call"), id: []byte("1"), name: []byte("get_weather"), version: []byte("2026-07-28"),
+				hasMethod: true, hasID: true, hasName: true, hasVersion: true},
+		},
+		{
+			name: "whitespace and order",
+			body: " \r\n\t{ \"params\" : { \"uri\" : \"file:///a\" } , \"method\" : \"resources/read\" , \"id\" : \"x\" } ",
+			want: message{method: []byte("resources/read"), id: []byte(`"x"`), uri: []byte("file:///a"), hasMethod: true, hasID: true, hasURI: true},
+		},
+		{
+			name: "escapes decoded",
+			body: `{"method":"tools\/call","params":{"name":"caf\u00e9"}}`,
+			want: message{method: []byte("tools/call"), name: []byte("café"), hasMethod: true, hasName: true},
+		},
+		{
+			name: "escaped key",
+			body: `{"\u006dethod":"tools/list"}`,
+			want: message{method: []byte("tools/list"), hasMethod: true},
+		},
+		{
+			name: "unicode value",
+			body: `{"method":"tools/call","params":{"name":"世界"}}`,
+			want: message{method: []byte("tools/call"), name: []byte("世界"), hasMethod: true, hasName: true},
+		},
+		{name: "response", body: `{"jsonrpc":"2.0","id":1,"result":{"method":"x"}}`, want: message{id: []byte("1"), hasID: true}},
+		{name: "params array", body: `{"method":"tools/call","params":["name"]}`, want: message{method: []byte("tools/call"), hasMethod: true}},
+		{name: "name not string", body: `{"method":"tools/call","params":{"name":1}}`, want: message{method: []byte("tools/call"), hasMethod: true, hasName: true, nameNotString: true}},
+		{name: "nested same names ignored", body: `{"method":"a","params":{"arguments":{"name":"x","Name":"y","uri":"z"}}}`, want: message{method: []byte("a"), hasMethod: true}},
+		{name: "other keys in other case ok", body: `{"method":"a","JSONRPC":"2.0","Result":1}`, want: message{method: []byte("a"), hasMethod: true}},
+		{name: "empty", body: ``, wantErr: ErrMalformedBody},
+		{name: "truncated", body: `{"method":"a"`, wantErr: ErrMalformedBody},
+		{name: "trailing garbage", body: `{"method":"a"} x`, wantErr: ErrMalformedBody},
+		{name: "two objects", body: `{"method":"a"}{"method":"b"}`, wantErr: ErrMalformedBody},
+		{name: "bom", body: "\ufeff{\"method\":\"a\"}", wantErr: ErrMalformedBody},
+		{name: "batch", body: `[{"method":"a"}]`, wantErr: ErrBatch},
+		{name: "empty batch", body: ` [] `, wantErr: ErrBatch},
+		{name: "string", body: `"a"`, wantErr: ErrInvalidMessage},
+		{name: "null", body: `null`, wantErr: ErrInvalidMessage},
+		{name: "duplicate method", body: `{"method":"a","method":"b"}`, wantErr: ErrInvalidMessage},
+		{name: "duplicate id", body: `{"id":1,"method":"a","id":2}`, wantErr: ErrInvalidMessage},
+		{name: "duplicate params", body: `{"method":"a","params":{},"params":{"name":"x"}}`, wantErr: ErrInvalidMessage},
+		{name: "Method", body: `{"Method":"a"}`, wantErr: ErrInvalidMessage},
+		{name: "METHOD after method", body: `{"method":"a","METHOD":"b"}`, wantErr: ErrInvalidMessage},
+		{name: "escaped case variant", body: `{"method":"a","\u004dethod":"b"}`, wantErr: ErrInvalidMessage},
+		{name: "long s in params", body: `{"method":"a","paramſ":{}}`, wantErr: ErrInvalidMessage},
+		{name: "NAME", body: `{"method":"a","params":{"NAME":"x"}}`, wantErr: ErrInvalidMessage},
+		{name: "duplicate uri", body: `{"method":"a","params":{"uri":"x","uri":"y"}}`, wantErr: ErrInvalidMessage},
+		{name: "_META", body: `{"method":"a","params":{"_META":{}}}`, wantErr: ErrInvalidMessage},
+		{name: "duplicate version", body: `{"method":"a","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1","io.modelcontextprotocol/protocolVersion":"2"}}}`, wantErr: ErrInvalidMessage},
+		{name: "case variant version", body: `{"method":"a","params":{"_meta":{"io.modelcontextprotocol/protocolversion":"1"}}}`, wantErr: ErrInvalidMessage},
+		{name: "version not string", body: `{"method":"a","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}`, wantErr: ErrInvalidMessage},
+		{name: "method not string", body: `{"method":null}`, wantErr: ErrInvalidMessage},
+		{name: "invalid UTF-8 in method", body: "{\"method\":\"tools/call\xff\"}", wantErr: ErrInvalidMessage},
+		{name: "lone surrogate", body: `{"method":"tools/call\ud800"}`, wantErr: ErrInvalidMessage},
+		{name: "replacement char", body: `{"method":"a","params":{"name":"x\ufffd"}}`, wantErr: ErrInvalidMessage},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got message
+			err := parseMessage([]byte(tt.body), &got)
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Fatalf("parseMessage() error = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if d := diffMessage(got, tt.want); d != "" {
+				t.Errorf("parseMessage() %s", d)
+			}
+		})
+	}
+}
+
+func diffMessage(got, want message) string {
+	var b strings.Builder
+	cmp := func(name string, g, w []byte) {
+		if string(g) != string(w) {
+			b.WriteString(name + ": got " + string(g) + ", want " + string(w) + "; ")
+		}
+	}
+	cmp("method", got.method, want.method)
+	cmp("id", got.id, want.id)
+	cmp("name", got.name, want.name)
+	cmp("uri", got.uri, want.uri)
+	cmp("version", got.version, want.version)
+	flags := func(m message) [7]bool {
+		return [7]bool{m.hasMethod, m.hasID, m.hasName, m.hasURI, m.hasVersion, m.nameNotString, m.uriNotString}
+	}
+	if flags(got) != flags(want) {
+		b.WriteString("flags differ")
+	}
+	return b.String()
+}
+
+func TestReadBody(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    io.Reader
+		length  int64 // -1: unknown (chunked)
+		limit   int64
+		want    string
+		wantErr error
+	}{
+		{name: "exact limit", body: strings.NewReader("12345"), length: 5, limit: 5, want: "12345"},
+		{name: "over limit by length", body: strings.NewReader("123456"), length: 6, limit: 5, wantErr: ErrBodyTooLarge},
+		{name: "chunked at limit", body: strings.NewReader("12345"), length: -1, limit: 5, want: "12345"},
+		{name: "chunked over limit", body: strings.NewReader("123456"), length: -1, limit: 5, wantErr: ErrBodyTooLarge},
+		{name: "chunked large", body: strings.NewReader(strings.Repeat("x", 5000)), length: -1, limit: 1 << 20, want: strings.Repeat("x", 5000)},
+		{name: "one byte at a time", body: iotest.OneByteReader(strings.NewReader("abcdef")), length: -1, limit: 10, want: "abcdef"},
+		{name: "read error", body: iotest.ErrReader(errors.New("boom")), length: -1, limit: 10, wantErr: ErrMalformedBody},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := httptest.NewRequest(http.MethodPost, "/", tt.body)
+			r.ContentLength = tt.length
+			got, err := readBody(r, tt.limit)
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Fatalf("readBody() error = %v, want %v", err, tt.wantErr)
+			}
+			if string(got) != tt.want {
+				t.Errorf("readBody() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestReadBodyMaxBytesReader: an outer http.MaxBytesReader's limit is a
+// 413 as well.
+func TestReadBodyMaxBytesReader(t *testing.T) {
+	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("123456"))
+	r.ContentLength = -1
+	r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, 3)
+	if _, err := readBody(r, 100); !errors.Is(err, ErrBodyTooLarge) {
+		t.Fatalf("readBody() error = %v, want ErrBodyTooLarge", err)
+	}
+}
+
+func TestHasDotSegment(t *testing.T) {
+	tests := []struct {
+		uri  string
+		want bool
+	}{
+		{"file:///projects/a/b.txt", false},
+		{"file:///projects/../secret", true},
+		{"file:///projects/./secret", true},
+		{"file:///projects/..", true},
+		{"file:///projects/%2e%2e/secret", true},
+		{"file:///projects/%2E./secret", true},
+		{"file:///projects/.%2e", true},
+		{"file:///projects\\..\\secret", true},
+		{"file:///projects/...", false},
+		{"file:///projects/.hidden", false},
+		{"file:///projects/a..b", false},
+		{"file:///projects/%2e%2e%2e", false},
+		{"file:///projects/x?..", true},
+		{"https://h/p/%252e%252e/", false},
+	}
+	for _, tt := range tests {
+		if got := hasDotSegment([]byte(tt.uri)); got != tt.want {
+			t.Errorf("hasDotSegment(%q) = %t, want %t", tt.uri, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package middleware
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+// Principal is the authenticated caller of a request: the verified access
+// token's identity (RFC 9068 §2.2). [Middleware.Handler] puts it in the
+// request context; read it with [PrincipalFromContext]. Per MCP, derive
+// user identity from Subject (and Issuer), never from request arguments.
+type Principal struct {
+	// Subject is the token's "sub".
+	Subject string
+	// Issuer is the token's "iss".
+	Issuer string
+	// ClientID is the token's "client_id" (or "azp").
+	ClientID string
+	// Tenant is the token's tenant claim (validate.Config.TenantClaim), or
+	// empty. See [TenantFromContext] and [CheckTenant].
+	Tenant string
+	// Scopes are the granted scopes ("scope"), shared with Claims.Scopes.
+	Scopes []string
+	// Expiry is the token's "exp".
+	Expiry time.Time
+	// Claims are the verified claims, for claims not copied above
+	// ([validate.Claims.Decode]).
+	Claims *validate.Claims
+
+	// op is the operation Handler authorized, for RequireScopes.
+	op *operation
+}
+
+// HasScope reports whether the token grants s exactly (RFC 6749 §3.3
+// scope tokens are case-sensitive). It ignores Config.ScopeImplies; the
+// middleware's own checks apply them.
+func (p *Principal) HasScope(s string) bool {
+	return p != nil && s != "" && slices.Contains(p.Scopes, s)
+}
+
+// newPrincipal builds the principal of verified claims c.
+func newPrincipal(c *validate.Claims) *Principal {
+	return &Principal{
+		Subject:  c.Subject,
+		Issuer:   c.Issuer,
+		ClientID: c.ClientID,
+		Tenant:   c.Tenant,
+		Scopes:   c.Scopes,
+		Expiry:   c.Expiry,
+		Claims:   c,
+	}
+}
+
+// stepUpID identifies the principal for step-up counting: issuer, subject
+// and client, each length-prefixed so that no two principals share an ID.
+func (p *Principal) stepUpID() string {
+	return strconv.Itoa(len(p.Issuer)) + ":" + p.Issuer + "\x00" +
+		strconv.Itoa(len(p.Subject)) + ":" + p.Subject + "\x00" + p.ClientID
+}
+
+type principalKey struct{}
+
+// PrincipalFromContext returns the principal [Middleware.Handler] stored in
+// ctx, as go-sdk's auth.TokenInfoFromContext does for its TokenInfo. In an
+// MCP SDK tool handler, pass the request's context (for the go-sdk, the
+// context the handler receives).
+func PrincipalFromContext(ctx context.Context) (*Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(*Principal)
+	return p, ok && p != nil
+}
+
+// ContextWithPrincipal returns a copy of ctx carrying p, for tests and for
+// custom chains that authenticate with [Middleware.Authenticate].
+func ContextWithPrincipal(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}

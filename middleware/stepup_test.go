@@ -1,0 +1,150 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/authtest"
+)
+
+// TestStepUp: with a pinned clock, the fourth challenge within the window
+// for the same principal and scope set is the terminal 403, other
+// principals and scope sets count separately, and the window resets.
+func TestStepUp(t *testing.T) {
+	for _, rev := range []string{legacyRev, modernRev} {
+		t.Run(rev, func(t *testing.T) {
+			f := newFixture(t, nil)
+			do := func(name string, opts ...authtest.TokenOption) *httptest.ResponseRecorder {
+				t.Helper()
+				tok := f.iss.Token(t, append([]authtest.TokenOption{authtest.WithScopes("mcp", "tools:call")}, opts...)...)
+				rec := httptest.NewRecorder()
+				f.m.Handler(echoHandler()).ServeHTTP(rec, rpcRequest(rev, "tools/call", name, tok))
+				return rec
+			}
+			challenged := func(rec *httptest.ResponseRecorder) bool {
+				return rec.Code == http.StatusForbidden && rec.Header().Get("WWW-Authenticate") != ""
+			}
+			terminal := func(rec *httptest.ResponseRecorder) bool {
+				return rec.Code == http.StatusForbidden && len(rec.Header().Values("WWW-Authenticate")) == 0 &&
+					rec.Body.String() == bodyInsufficient
+			}
+			for i := 1; i <= DefaultStepUpLimit; i++ {
+				if rec := do("delete_repo"); !challenged(rec) {
+					t.Fatalf("attempt %d: got %d %q, want a 403 challenge", i, rec.Code, rec.Header().Get("WWW-Authenticate"))
+				}
+			}
+			if rec := do("delete_repo"); !terminal(rec) {
+				t.Fatalf("attempt %d: got %d %v %s, want the terminal 403", DefaultStepUpLimit+1, rec.Code, rec.Header(), rec.Body)
+			}
+			// The bound is per principal and per scope set.
+			if rec := do("delete_repo", authtest.WithSubject("user-2")); !challenged(rec) {
+				t.Errorf("other subject: got %d, want a challenge", rec.Code)
+			}
+			if rec := do("delete_repo", authtest.WithClientID("client-2")); !challenged(rec) {
+				t.Errorf("other client: got %d, want a challenge", rec.Code)
+			}
+			if rec := do("get_weather"); !challenged(rec) {
+				t.Errorf("other scope set: got %d, want a challenge", rec.Code)
+			}
+			// Still terminal just before the window ends.
+			f.iss.Advance(DefaultStepUpWindow - time.Second)
+			if rec := do("delete_repo"); !terminal(rec) {
+				t.Fatalf("before window end: got %d, want the terminal 403", rec.Code)
+			}
+			// The window started at the first challenge; one second later it
+			// is over and the counter restarts.
+			f.iss.Advance(time.Second)
+			if rec := do("delete_repo"); !challenged(rec) {
+				t.Fatalf("after window: got %d, want a challenge", rec.Code)
+			}
+		})
+	}
+}
+
+func TestStepUpDisabled(t *testing.T) {
+	m := newFake(t, fakeValidator{claims: fakeClaims()}, func(c *Config) { c.StepUpLimit = -1 })
+	for i := 0; i < 10; i++ {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, resource, nil)
+		r.Header.Set("Authorization", "Bearer x")
+		m.Handler(echoHandler()).ServeHTTP(rec, r)
+		if rec.Header().Get("WWW-Authenticate") == "" {
+			t.Fatalf("request %d: no challenge with the bound disabled", i)
+		}
+	}
+}
+
+type failingStore struct{}
+
+func (failingStore) Incr(context.Context, string, time.Duration, time.Time) (int, error) {
+	return 0, errors.New("store down")
+}
+
+// TestStepUpStoreError: a failing store costs the bound, not the
+// challenge (access is denied either way).
+func TestStepUpStoreError(t *testing.T) {
+	m := newFake(t, fakeValidator{claims: fakeClaims()}, func(c *Config) { c.StepUpStore = failingStore{} })
+	for i := 0; i < 5; i++ {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, resource, nil)
+		r.Header.Set("Authorization", "Bearer x")
+		m.Handler(echoHandler()).ServeHTTP(rec, r)
+		if rec.Code != http.StatusForbidden || rec.Header().Get("WWW-Authenticate") == "" {
+			t.Fatalf("request %d: got %d without challenge, want a 403 challenge", i, rec.Code)
+		}
+	}
+}
+
+func TestMemoryStepUpStore(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ctx := context.Background()
+	s := NewMemoryStepUpStore(3)
+	incr := func(key string, at time.Time) int {
+		t.Helper()
+		n, err := s.Incr(ctx, key, time.Minute, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if got := incr("a", t0); got != 1 {
+		t.Fatalf("first Incr = %d, want 1", got)
+	}
+	if got := incr("a", t0.Add(59*time.Second)); got != 2 {
+		t.Fatalf("second Incr = %d, want 2", got)
+	}
+	if got := incr("a", t0.Add(time.Minute)); got != 1 {
+		t.Fatalf("Incr at window end = %d, want 1 (restarted)", got)
+	}
+	incr("b", t0.Add(61*time.Second))
+	incr("c", t0.Add(62*time.Second))
+	incr("d", t0.Add(63*time.Second)) // full: evicts the oldest window ("a")
+	if got := s.Len(); got != 3 {
+		t.Fatalf("Len = %d, want 3", got)
+	}
+	if got := incr("a", t0.Add(64*time.Second)); got != 1 {
+		t.Errorf("evicted key Incr = %d, want 1", got)
+	}
+	// Expired counters are dropped before live ones.
+	s = NewMemoryStepUpStore(2)
+	incr("x", t0)
+	incr("y", t0.Add(30*time.Second))
+	incr("y", t0.Add(31*time.Second))
+	incr("z", t0.Add(time.Minute+time.Second)) // x expired
+	if got := incr("y", t0.Add(time.Minute+2*time.Second)); got != 3 {
+		t.Errorf("live key after eviction of expired = %d, want 3", got)
+	}
+	// Never more than maxKeys, whatever the load.
+	s = NewMemoryStepUpStore(100)
+	for i := range 1000 {
+		incr(fmt.Sprint(i), t0)
+	}
+	if got := s.Len(); got != 100 {
+		t.Errorf("Len after 1000 keys = %d, want 100", got)
+	}
+}
