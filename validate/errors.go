@@ -17,7 +17,8 @@ var (
 	// token is unsigned ("none") or HMAC-signed.
 	ErrUnsupportedAlgorithm = errors.New("validate: unsupported algorithm")
 	// ErrType: the JOSE "typ" header is not "at+jwt" (RFC 9068 §2.1), or a
-	// forbidden header ("crit", "b64", "jku", "x5u", "jwk", "x5c") is present.
+	// forbidden header ("crit", "b64", "jku", "x5u", "jwk", "x5c") is present,
+	// or a "cty" header marks a nested JWT or other non-claims payload.
 	ErrType = errors.New("validate: wrong token type")
 	// ErrKeyNotFound: no usable key of the token's issuer has the token's
 	// "kid" (after at most one rate-limited refresh).
@@ -48,4 +49,8 @@ var (
 	ErrKeysUnavailable = errors.New("validate: keys unavailable")
 	// ErrInactive: an introspection endpoint reported the token inactive.
 	ErrInactive = errors.New("validate: token inactive")
+	// ErrConfig: [New] was given an unusable [Config] (no issuer, no
+	// audience, no key source, a duplicate issuer, an HMAC or "none"
+	// algorithm, a negative limit, …). Only [New] returns it.
+	ErrConfig = errors.New("validate: invalid config")
 )

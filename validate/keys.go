@@ -16,6 +16,14 @@ type KeySource interface {
 	// set could be obtained at all, it returns an error wrapping
 	// [ErrKeysUnavailable]. Implementations must not block longer than their
 	// own bounded wait, and must honour ctx.
+	//
+	// kid is empty only when Config.AllowMissingKID is set and the token has
+	// no "kid"; the source then returns every key it would accept for such
+	// a token. [Validator] filters what is returned (type, size, curve,
+	// "use", "alg", kid), so a source need not. Errors must not quote kid:
+	// it is an unverified token value. Errors wrapping ErrKeyNotFound are
+	// replaced by a bare ErrKeyNotFound; other errors are wrapped in
+	// ErrKeysUnavailable and may reach logs.
 	Keys(ctx context.Context, kid string) ([]jose.JSONWebKey, error)
 }
 
@@ -29,23 +37,41 @@ type Refresher interface {
 
 // StaticKeys is a fixed key set, for tests and for deployments that pin keys.
 type StaticKeys struct {
-	// Set holds the public verification keys. Keys without a kid are never
-	// selected.
+	// Set holds the public verification keys. A key is tried for tokens
+	// whose kid equals its KeyID and, with Config.AllowMissingKID, for
+	// tokens without a kid.
 	Set []jose.JSONWebKey
 }
 
 var _ KeySource = (*StaticKeys)(nil)
 
-// Keys returns the keys of s whose KeyID equals kid.
+// Keys returns the keys of s whose KeyID equals kid; for an empty kid
+// (Config.AllowMissingKID), it returns every key of s.
+// The result may share memory with s.Set; callers must not modify it.
 func (s *StaticKeys) Keys(_ context.Context, kid string) ([]jose.JSONWebKey, error) {
-	var out []jose.JSONWebKey
-	for _, k := range s.Set {
-		if k.KeyID == kid && kid != "" {
-			out = append(out, k)
+	if kid == "" && len(s.Set) > 0 {
+		return s.Set[:len(s.Set):len(s.Set)], nil
+	}
+	first, n := -1, 0
+	for i := range s.Set {
+		if s.Set[i].KeyID == kid {
+			if first < 0 {
+				first = i
+			}
+			n++
 		}
 	}
-	if len(out) == 0 {
+	switch n {
+	case 0:
 		return nil, fmt.Errorf("%w", ErrKeyNotFound)
+	case 1: // the common case, without allocating
+		return s.Set[first : first+1 : first+1], nil
+	}
+	out := make([]jose.JSONWebKey, 0, n)
+	for _, k := range s.Set[first:] {
+		if k.KeyID == kid {
+			out = append(out, k)
+		}
 	}
 	return out, nil
 }

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// envPrefix starts the environment variable that may set each flag:
+// -dev-as-addr is also read from MCPGUARD_DEV_AS_ADDR.
+const envPrefix = "MCPGUARD_"
+
+// options are the parsed command-line flags.
+type options struct {
+	addr                 string
+	resource             string
+	issuer               string
+	devASAddr            string
+	scopes               []string
+	audiences            []string
+	tenantClaim          string
+	leeway               time.Duration
+	allowJWTType         bool
+	allowSCP             bool
+	allowMissingJTI      bool
+	allowMissingClientID bool
+	logLevel             slog.Level
+	devAutoApprove       bool
+}
+
+// listFlag is a flag.Value holding scope-like tokens separated by spaces
+// or commas. An empty value means an empty list.
+type listFlag struct{ list *[]string }
+
+func (f listFlag) String() string {
+	if f.list == nil {
+		return ""
+	}
+	return strings.Join(*f.list, " ")
+}
+
+func (f listFlag) Set(s string) error {
+	*f.list = splitList(s)
+	return nil
+}
+
+// splitList splits s on spaces and commas, dropping empty elements and
+// duplicates, keeping the first occurrence's order.
+func splitList(s string) []string {
+	out := []string{}
+	seen := map[string]bool{}
+	for _, v := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' || r == '\t' }) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// levelFlag is a flag.Value for a slog.Level ("debug", "info", "warn",
+// "error", or an offset such as "info+2").
+type levelFlag struct{ level *slog.Level }
+
+func (f levelFlag) String() string {
+	if f.level == nil {
+		return ""
+	}
+	return strings.ToLower(f.level.String())
+}
+
+func (f levelFlag) Set(s string) error { return f.level.UnmarshalText([]byte(s)) }
+
+// envName returns the environment variable for a flag name.
+func envName(flagName string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// parseFlags parses args (without the program name). Every flag can also
+// be given in the environment (see envName); the command line wins over the
+// environment, which wins over the default. An empty environment variable
+// counts as unset. -h prints the usage to stderr and returns flag.ErrHelp.
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+	o := options{
+		addr:           "127.0.0.1:8080",
+		devASAddr:      "127.0.0.1:9000",
+		scopes:         []string{"mcp:tools"},
+		tenantClaim:    "tenant",
+		logLevel:       slog.LevelInfo,
+		devAutoApprove: true,
+	}
+	fs := flag.NewFlagSet("mcpserver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", o.addr, "`host:port` to listen on for the MCP endpoint; port 0 picks a free port")
+	fs.StringVar(&o.resource, "resource", "", "canonical `URL` of the MCP endpoint, the token audience (default http://<addr>/mcp; required when -addr is not loopback)")
+	fs.StringVar(&o.issuer, "issuer", "", "issuer `URL` of an external authorization server (https, or http on loopback); empty starts the embedded development authorization server")
+	fs.StringVar(&o.devASAddr, "dev-as-addr", o.devASAddr, "`host:port` of the embedded development authorization server (loopback only)")
+	fs.Var(listFlag{&o.scopes}, "scopes", "base `scopes` every request needs, space- or comma-separated; empty means none")
+	fs.Var(listFlag{&o.audiences}, "audience", "extra accepted token `audiences`, space- or comma-separated, besides -resource")
+	fs.StringVar(&o.tenantClaim, "tenant-claim", o.tenantClaim, "token `claim` naming the principal's tenant (e.g. tid for Entra ID)")
+	fs.DurationVar(&o.leeway, "leeway", 0, "clock skew tolerated on exp/nbf/iat; 0 means the validator default (30s), negative means none")
+	fs.BoolVar(&o.allowJWTType, "allow-jwt-typ", false, "also accept tokens typed JWT or untyped, not only at+jwt (RFC 9068); WEAKENS validation, for issuers that cannot type access tokens")
+	fs.BoolVar(&o.allowSCP, "allow-scp", false, "read scopes from the scp claim when scope is absent (Microsoft Entra ID, Okta)")
+	fs.BoolVar(&o.allowMissingJTI, "allow-missing-jti", false, "accept tokens without jti (RFC 9068 requires it; Microsoft Entra ID omits it)")
+	fs.BoolVar(&o.allowMissingClientID, "allow-missing-client-id", false, "accept tokens without client_id or azp (RFC 9068 requires client_id; Okta sends cid)")
+	fs.Var(levelFlag{&o.logLevel}, "log-level", "log `level`: debug, info, warn or error")
+	fs.BoolVar(&o.devAutoApprove, "dev-auto-approve", o.devAutoApprove, "embedded authorization server: approve every authorization request without a consent page")
+
+	var envErrs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := envName(f.Name)
+		if v := getenv(name); v != "" {
+			if err := f.Value.Set(v); err != nil {
+				envErrs = append(envErrs, fmt.Errorf("invalid value for %s: %w", name, err))
+			}
+		}
+	})
+	if err := errors.Join(envErrs...); err != nil {
+		return options{}, err
+	}
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	return o, nil
+}

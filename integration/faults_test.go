@@ -1,0 +1,513 @@
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/internal/fetch"
+	"github.com/mcpguard/mcpguard/validate/jwks"
+)
+
+// The fault tests run the full HTTP path (middleware, validate,
+// validate/jwks) against an authtest issuer whose JWKS endpoint misbehaves.
+// They are not parallel, so that goroutine counts and latencies are the
+// test's own; each subtest compares the goroutine count after teardown
+// with the count before it started.
+
+// Key-source timings of the fault tests: short, so that recovery and
+// timeouts happen within the test's time budget.
+const (
+	hxFaultRateLimit = 200 * time.Millisecond // jwks.Config.RefreshRateLimit (and the failure backoff)
+	hxFaultWait      = time.Second            // jwks.Config.WaitTimeout
+	hxFaultFetch     = 1500 * time.Millisecond
+	hxFaultMaxBytes  = 64 << 10
+	// hxFastBound is the latency bound of a request that must not wait for
+	// the authorization server.
+	hxFastBound = time.Second
+	// hxWaitBound is the latency bound of a request that may wait for a
+	// running refresh: WaitTimeout plus slack for -race on two cores. The
+	// requirement is "no request waits more than about 2 s".
+	hxWaitBound = hxFaultWait + 500*time.Millisecond
+)
+
+func hxFaultEnv(t *testing.T, before func(iss *authtest.Issuer)) *hxEnv {
+	t.Helper()
+	return newHxEnv(t, hxEnvConfig{
+		JWKS: jwks.Config{
+			RefreshRateLimit: hxFaultRateLimit,
+			WaitTimeout:      hxFaultWait,
+			FetchTimeout:     hxFaultFetch,
+			MaxBytes:         hxFaultMaxBytes,
+		},
+		BeforeStart: before,
+	})
+}
+
+// hxFaultCases are the faults of a JWKS endpoint that answers (or resets)
+// promptly, with the error the key source must record for each.
+var hxFaultCases = []struct {
+	fault   authtest.Fault
+	wantErr error
+}{
+	{authtest.FaultUnavailable, fetch.ErrStatus},
+	{authtest.FaultServerError, fetch.ErrStatus},
+	{authtest.FaultTooManyRequests, fetch.ErrStatus},
+	{authtest.FaultNotFound, fetch.ErrStatus},
+	{authtest.FaultGarbage, jwks.ErrInvalidSet},
+	{authtest.FaultEmpty, jwks.ErrInvalidSet},
+	{authtest.FaultEmptyKeySet, jwks.ErrNoUsableKeys},
+	{authtest.FaultHuge, fetch.ErrTooLarge},
+	{authtest.FaultRefuse, fetch.ErrTransport},
+	{authtest.FaultWrongContentType, fetch.ErrContentType},
+}
+
+// hxResult is one request's outcome in a concurrent batch.
+type hxResult struct {
+	resp hxResp
+	err  error
+}
+
+// hxBatch sends reqs concurrently, released together, and returns the
+// answers in order.
+func (e *hxEnv) batch(t *testing.T, reqs []hxReq) []hxResult {
+	t.Helper()
+	ctx := hxContext(t, 30*time.Second)
+	out := make([]hxResult, len(reqs))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range reqs {
+		wg.Go(func() {
+			<-start
+			out[i].resp, out[i].err = e.try(ctx, reqs[i])
+		})
+	}
+	close(start)
+	wg.Wait()
+	return out
+}
+
+// checkBatch checks that every answer is want and within bound, and
+// returns the largest latency.
+func checkBatch(t *testing.T, what string, res []hxResult, want hxWant, bound time.Duration) time.Duration {
+	t.Helper()
+	var worst time.Duration
+	bad := 0
+	for i, r := range res {
+		if r.err != nil {
+			t.Errorf("%s #%d: %v", what, i, r.err)
+			continue
+		}
+		worst = max(worst, r.resp.latency)
+		if d := want.diff(r.resp); d != "" {
+			if bad++; bad <= 3 {
+				t.Errorf("%s #%d: %s", what, i, d)
+			}
+		}
+	}
+	if bad > 3 {
+		t.Errorf("%s: %d of %d answers wrong", what, bad, len(res))
+	}
+	if worst > bound {
+		t.Errorf("%s: slowest answer took %v, want <= %v", what, worst, bound)
+	}
+	return worst
+}
+
+// fetchDelta reports the key source's refresh attempts and the issuer's
+// JWKS requests since a previous snapshot.
+type fetchSnap struct{ stats, issuer int64 }
+
+func (e *hxEnv) fetchSnap() fetchSnap {
+	return fetchSnap{stats: int64(e.keys.Stats().Fetches), issuer: e.iss.JWKSFetches()}
+}
+
+// checkFetches asserts that exactly want refresh attempts were made since
+// s. The issuer must have seen exactly as many requests, except under
+// FaultRefuse: net/http retries a replayable GET once when a reused
+// connection is reset, so it may see up to twice as many.
+func (e *hxEnv) checkFetches(t *testing.T, what string, s fetchSnap, want int64, f authtest.Fault) {
+	t.Helper()
+	now := e.fetchSnap()
+	got, wire := now.stats-s.stats, now.issuer-s.issuer
+	if got != want {
+		t.Errorf("%s: key source refreshes = %d, want %d", what, got, want)
+	}
+	if wire != got && (f != authtest.FaultRefuse || wire < got || wire > 2*got) {
+		t.Errorf("%s: JWKS requests at the issuer = %d for %d refreshes", what, wire, got)
+	}
+}
+
+// TestFaultsAtStart: the authorization server's JWKS endpoint fails from
+// the start. Requests get 503 with Retry-After and no challenge (their
+// token was never judged), quickly; refreshes are bounded by the backoff
+// (and by Retry-After for 429); once the fault is cleared the server
+// recovers by itself, without a request having to trigger it.
+func TestFaultsAtStart(t *testing.T) {
+	cases := append([]struct {
+		fault   authtest.Fault
+		wantErr error
+	}{{authtest.FaultHang, fetch.ErrTransport}}, hxFaultCases...)
+	for _, tc := range cases {
+		t.Run(tc.fault.String(), func(t *testing.T) {
+			base := runtime.NumGoroutine()
+			e := hxFaultEnv(t, func(iss *authtest.Issuer) { iss.SetFault(tc.fault) })
+			start := time.Now()
+			ctx := hxContext(t, 30*time.Second)
+
+			// Requests while no key set was ever obtained: exactly 503.
+			bound, gap, recovery := hxFastBound, hxFaultRateLimit, hxFaultRateLimit
+			switch tc.fault {
+			case authtest.FaultHang:
+				// They wait for the running first fetch, at most WaitTimeout.
+				bound, gap, recovery = hxWaitBound, hxFaultFetch, hxFaultFetch+hxFaultRateLimit
+			case authtest.FaultTooManyRequests:
+				gap, recovery = time.Second, time.Second // authtest's Retry-After
+			}
+			reqs := make([]hxReq, 4)
+			for i := range reqs {
+				reqs[i] = hxReq{authz: hxBearer(e.tok(t)), text: "down"}
+			}
+			worst := checkBatch(t, "during outage", e.batch(t, reqs), e.wantUnavailable(), bound)
+
+			// A token refused before key selection is judged without keys:
+			// 401, not 503, and no fetch.
+			s := e.fetchSnap()
+			r := e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.WithType("JWT")))})
+			e.wantInvalidToken().check(t, r)
+			worst = max(worst, r.latency)
+			e.checkFetches(t, "typ JWT during outage", s, 0, tc.fault)
+
+			// The key source records why.
+			if !hxWaitFor(hxFaultFetch+time.Second, func() bool { return e.keys.Stats().Failures > 0 }) {
+				t.Fatalf("no failed refresh recorded: %+v", e.keys.Stats())
+			}
+			if st := e.keys.Stats(); !errors.Is(st.LastError, tc.wantErr) || st.Keys != 0 {
+				t.Errorf("Stats = %+v, want LastError wrapping %v and no keys", st, tc.wantErr)
+			}
+
+			// Let the outage last a little, then clear it and poll with
+			// valid tokens until the background loop has recovered.
+			time.Sleep(300 * time.Millisecond)
+			outage := time.Since(start)
+			attempts := e.keys.Stats().Fetches
+			// Loop refreshes are spaced by at least gap; on-demand ones by
+			// the rate limit, which on the pinned clock allows one.
+			if limit := int(outage/gap) + 2; attempts > limit {
+				t.Errorf("refresh attempts during a %v outage = %d, want <= %d", outage.Round(time.Millisecond), attempts, limit)
+			}
+			e.iss.SetFault(authtest.FaultNone)
+			cleared := time.Now()
+			var last hxResp
+			recovered := hxWaitFor(recovery+2*time.Second, func() bool {
+				last = e.whoami(ctx, t, e.tok(t))
+				worst = max(worst, last.latency)
+				if last.status != http.StatusOK {
+					e.wantUnavailable().check(t, last)
+				}
+				return last.status == http.StatusOK
+			})
+			took := time.Since(cleared)
+			if !recovered {
+				t.Fatalf("not recovered %v after the fault was cleared: last answer %d %s", took, last.status, last.body)
+			}
+			if took > recovery+time.Second {
+				t.Errorf("recovered %v after the fault was cleared, want <= %v", took, recovery+time.Second)
+			}
+			e.wantOK().check(t, last)
+			// Now an unknown kid is an invalid token, not an outage.
+			r = e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.UnknownKID()))})
+			e.wantInvalidToken().check(t, r)
+			t.Logf("outage %v: %d refresh attempts; recovered %v after clearing; slowest answer %v",
+				outage.Round(time.Millisecond), attempts, took.Round(time.Millisecond), max(worst, r.latency).Round(time.Millisecond))
+
+			e.close()
+			hxSettleGoroutines(t, base, 0)
+		})
+	}
+}
+
+// TestFaultsMidRun: the JWKS endpoint fails after a good key set was
+// fetched. Tokens signed with known keys keep working on the last good
+// set; unknown kids fail fast with 401 after one (failed) refresh; the
+// failure never replaces the served keys; after the fault is cleared a
+// rotated key is picked up by one refresh.
+func TestFaultsMidRun(t *testing.T) {
+	for _, tc := range hxFaultCases {
+		t.Run(tc.fault.String(), func(t *testing.T) {
+			base := runtime.NumGoroutine()
+			e := hxFaultEnv(t, nil)
+			ctx := hxContext(t, 30*time.Second)
+			e.wantOK().check(t, e.whoami(ctx, t, e.tok(t)))
+			keys := e.keys.Stats().Keys
+			if keys != 3 {
+				t.Fatalf("served keys = %d, want the issuer's 3", keys)
+			}
+
+			e.iss.SetFault(tc.fault)
+			e.iss.Advance(hxFaultRateLimit) // open the on-demand rate limit
+			s := e.fetchSnap()
+			r := e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.UnknownKID()))})
+			e.wantInvalidToken().check(t, r)
+			worst := r.latency
+			e.checkFetches(t, "first unknown kid", s, 1, tc.fault)
+			if st := e.keys.Stats(); !errors.Is(st.LastError, tc.wantErr) || st.Keys != keys {
+				t.Errorf("Stats = %+v, want LastError wrapping %v and %d keys", st, tc.wantErr, keys)
+			}
+
+			// Within the rate limit: no refresh at all, answers at once.
+			s = e.fetchSnap()
+			reqs := []hxReq{
+				{authz: hxBearer(e.tok(t, authtest.UnknownKID()))},
+				{authz: hxBearer(e.tok(t, authtest.WithKID("another-unknown-kid")))},
+				{authz: hxBearer(e.tok(t, authtest.WrongKey()))}, // known kid, bad signature: Refresh is refused
+			}
+			worst = max(worst, checkBatch(t, "unknown kids", e.batch(t, reqs), e.wantInvalidToken(), hxFastBound))
+			valid := make([]hxReq, 6)
+			for i := range valid {
+				valid[i] = hxReq{authz: hxBearer(e.tok(t)), text: fmt.Sprint("mid-run ", i)}
+			}
+			worst = max(worst, checkBatch(t, "valid tokens", e.batch(t, valid), e.wantOK(), hxFastBound))
+			e.checkFetches(t, "within the rate limit", s, 0, tc.fault)
+			if st := e.keys.Stats(); st.Keys != keys {
+				t.Errorf("served keys = %d after the fault, want %d", st.Keys, keys)
+			}
+
+			// Cleared: a key rotated meanwhile is found with one refresh.
+			e.iss.SetFault(authtest.FaultNone)
+			kid := e.iss.Rotate()
+			e.iss.Advance(hxFaultRateLimit)
+			s = e.fetchSnap()
+			r = e.whoami(ctx, t, e.tok(t))
+			e.wantOK().check(t, r)
+			e.checkFetches(t, "rotated key "+kid, s, 1, authtest.FaultNone)
+			t.Logf("slowest answer %v", max(worst, r.latency).Round(time.Millisecond))
+
+			e.close()
+			hxSettleGoroutines(t, base, 0)
+		})
+	}
+}
+
+// TestFaultHang: the JWKS endpoint hangs after a good key set was
+// fetched. Requests with an unknown kid share one refresh and give up
+// after WaitTimeout with 401; requests with known keys are answered at
+// once while the refresh hangs. It runs with a short WaitTimeout and with
+// the package defaults (WaitTimeout 2s, FetchTimeout 10s) that the example
+// server uses.
+func TestFaultHang(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		wait, fetch time.Duration
+	}{
+		{"wait_1s", hxFaultWait, hxFaultFetch},
+		{"default_wait_2s", jwks.DefaultWaitTimeout, jwks.DefaultFetchTimeout},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := runtime.NumGoroutine()
+			e := newHxEnv(t, hxEnvConfig{JWKS: jwks.Config{
+				RefreshRateLimit: hxFaultRateLimit, WaitTimeout: tc.wait, FetchTimeout: tc.fetch,
+			}})
+			wait := e.jwksCfg.WaitTimeout
+			ctx := hxContext(t, 30*time.Second)
+			e.wantOK().check(t, e.whoami(ctx, t, e.tok(t)))
+
+			e.iss.SetFault(authtest.FaultHang)
+			e.iss.Advance(hxFaultRateLimit)
+			s := e.fetchSnap()
+			unknown := make([]hxReq, 4)
+			for i := range unknown {
+				unknown[i] = hxReq{authz: hxBearer(e.tok(t, authtest.UnknownKID()))}
+			}
+			unknown = append(unknown, hxReq{authz: hxBearer(e.tok(t, authtest.WrongKey()))}) // joins the hung refresh via Refresh
+			var (
+				wg     sync.WaitGroup
+				hung   []hxResult
+				during []hxResp
+			)
+			wg.Go(func() { hung = e.batch(t, unknown) })
+			// While those wait on the hung refresh, valid tokens are served
+			// from the key set in memory.
+			if !hxWaitFor(wait, func() bool { return e.iss.JWKSFetches() > s.issuer }) {
+				t.Fatal("the unknown kids started no refresh")
+			}
+			for i := range 5 {
+				during = append(during, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t)), text: fmt.Sprint("during hang ", i)}))
+			}
+			wg.Wait()
+			// "No request waits more than about 2 s": WaitTimeout plus
+			// half a second of scheduling slack.
+			worst := checkBatch(t, "unknown kids during the hang", hung, e.wantInvalidToken(), wait+500*time.Millisecond)
+			fastest := time.Hour
+			for _, r := range hung {
+				fastest = min(fastest, r.resp.latency)
+			}
+			if fastest < wait-100*time.Millisecond {
+				t.Errorf("an unknown kid was answered after %v, before WaitTimeout (%v): the hung refresh was not waited for", fastest, wait)
+			}
+			var worstValid time.Duration
+			for i, r := range during {
+				e.wantOK().check(t, r)
+				worstValid = max(worstValid, r.latency)
+				if r.latency > 500*time.Millisecond {
+					t.Errorf("valid token #%d during the hang took %v, want < 500ms", i, r.latency)
+				}
+			}
+			e.checkFetches(t, "hang", s, 1, authtest.FaultHang)
+			t.Logf("WaitTimeout %v: unknown kids answered after %v-%v; valid tokens during the hang: at most %v",
+				wait, fastest.Round(time.Millisecond), worst.Round(time.Millisecond), worstValid.Round(time.Millisecond))
+
+			e.close()
+			hxSettleGoroutines(t, base, 0)
+		})
+	}
+}
+
+// TestFaultRotation: a token signed with a newly rotated key succeeds after
+// exactly one extra fetch, as soon as the on-demand rate limit allows it;
+// within the limit it fails fast; tokens of the previous keys keep working.
+func TestFaultRotation(t *testing.T) {
+	base := runtime.NumGoroutine()
+	e := hxFaultEnv(t, nil)
+	ctx := hxContext(t, 30*time.Second)
+	e.wantOK().check(t, e.whoami(ctx, t, e.tok(t)))
+	oldTok := e.tok(t) // es256-1, not yet used (not cached)
+
+	// Spend the on-demand refresh of this interval on an unknown kid.
+	e.iss.Advance(hxFaultRateLimit)
+	s := e.fetchSnap()
+	e.wantInvalidToken().check(t, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.UnknownKID()))}))
+	e.checkFetches(t, "unknown kid", s, 1, authtest.FaultNone)
+
+	kid := e.iss.Rotate()
+	newTok := e.tok(t)
+	s = e.fetchSnap()
+	r := e.do(ctx, t, hxReq{authz: hxBearer(newTok), text: "rate limited"})
+	e.wantInvalidToken().check(t, r)
+	if r.latency > hxFastBound {
+		t.Errorf("rate-limited new kid took %v, want <= %v", r.latency, hxFastBound)
+	}
+	e.checkFetches(t, "new kid "+kid+" within the rate limit", s, 0, authtest.FaultNone)
+
+	e.iss.Advance(hxFaultRateLimit)
+	s = e.fetchSnap()
+	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(newTok), text: "new kid"}))
+	e.checkFetches(t, "first token with new kid "+kid, s, 1, authtest.FaultNone)
+	s = e.fetchSnap()
+	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t)), text: "new kid again"}))
+	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(oldTok), text: "old kid"}))
+	e.checkFetches(t, "after rotation", s, 0, authtest.FaultNone)
+
+	e.close()
+	hxSettleGoroutines(t, base, 0)
+}
+
+// TestFaultKeyRemoval: a key withdrawn from the JWKS keeps working until
+// the next refresh, for cached and fresh tokens alike, and stops working
+// right after it.
+func TestFaultKeyRemoval(t *testing.T) {
+	base := runtime.NumGoroutine()
+	e := hxFaultEnv(t, nil)
+	ctx := hxContext(t, 30*time.Second)
+	cached := e.tok(t)
+	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(cached), text: "cached 1"}))
+
+	if !e.iss.RemoveKey(authtest.KIDES256) {
+		t.Fatal("RemoveKey: no such key")
+	}
+	fresh := e.tok(t) // still signed with the withdrawn key
+	s := e.fetchSnap()
+	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(cached), text: "cached 2"}))
+	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(fresh), text: "fresh 1"}))
+	e.checkFetches(t, "before the refresh", s, 0, authtest.FaultNone)
+
+	// The next refresh (here on demand, for an unknown kid) drops it.
+	e.iss.Advance(hxFaultRateLimit)
+	s = e.fetchSnap()
+	e.wantInvalidToken().check(t, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.UnknownKID()))}))
+	e.checkFetches(t, "refresh", s, 1, authtest.FaultNone)
+	if n := e.keys.Stats().Keys; n != 2 {
+		t.Errorf("served keys = %d after removal, want 2", n)
+	}
+	s = e.fetchSnap()
+	for _, tok := range []string{cached, fresh, e.tok(t)} {
+		r := e.do(ctx, t, hxReq{authz: hxBearer(tok), text: "after removal"})
+		e.wantInvalidToken().check(t, r)
+		if r.latency > hxFastBound {
+			t.Errorf("withdrawn key took %v, want <= %v", r.latency, hxFastBound)
+		}
+	}
+	e.checkFetches(t, "after the refresh", s, 0, authtest.FaultNone)
+	// Other keys are unaffected.
+	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.WithAlgorithm("RS256"))), text: "rs256"}))
+
+	e.close()
+	hxSettleGoroutines(t, base, 0)
+}
+
+// TestFaultFloodRandomKids: 500 concurrent requests, each with a random
+// kid, cost at most one JWKS fetch per rate-limit interval, and every one
+// gets the exact 401.
+func TestFaultFloodRandomKids(t *testing.T) {
+	const n = 500
+	for _, wall := range []bool{false, true} {
+		name := "pinned_clock"
+		if wall {
+			name = "wall_clock"
+		}
+		t.Run(name, func(t *testing.T) {
+			base := runtime.NumGoroutine()
+			rl := 10 * time.Second // pinned: never elapses unless advanced
+			if wall {
+				rl = 250 * time.Millisecond
+			}
+			e := newHxEnv(t, hxEnvConfig{
+				JWKS:          jwks.Config{RefreshRateLimit: rl, WaitTimeout: hxFaultWait, FetchTimeout: hxFaultFetch},
+				WallClockJWKS: wall,
+			})
+			ctx := hxContext(t, 30*time.Second)
+			e.wantOK().check(t, e.whoami(ctx, t, e.tok(t)))
+			if !wall {
+				e.iss.Advance(rl)
+			}
+			reqs := make([]hxReq, n)
+			for i := range reqs {
+				reqs[i] = hxReq{authz: hxBearer(e.tok(t, authtest.WithKID("flood-"+hxRandomHex(8))))}
+			}
+			// Pinned clock: one wave. Wall clock: waves of n concurrent
+			// requests for about four rate-limit intervals.
+			waves := 1
+			if wall {
+				waves = 4
+			}
+			s := e.fetchSnap()
+			start := time.Now()
+			var worst time.Duration
+			for w := range waves {
+				if w > 0 {
+					time.Sleep(rl / 2)
+				}
+				worst = max(worst, checkBatch(t, fmt.Sprint("flood wave ", w), e.batch(t, reqs), e.wantInvalidToken(), 3*time.Second))
+			}
+			took := time.Since(start)
+			got := e.fetchSnap().stats - s.stats
+			want := int64(1) // pinned clock: the one interval never elapses
+			if wall {
+				want = int64(took/rl) + 1
+			}
+			if got > want || got < 1 {
+				t.Errorf("%d waves of %d requests in %v caused %d refreshes, want 1..%d", waves, n, took, got, want)
+			}
+			e.checkFetches(t, "flood", s, got, authtest.FaultNone)
+			t.Logf("%d waves of %d concurrent requests in %v: %d refreshes, slowest answer %v", waves, n, took.Round(time.Millisecond), got, worst.Round(time.Millisecond))
+
+			e.close()
+			hxSettleGoroutines(t, base, 0)
+		})
+	}
+}

@@ -1,0 +1,167 @@
+package validate
+
+import (
+	"container/list"
+	"context"
+	"crypto"
+	"hash/maphash"
+	"sync"
+	"time"
+)
+
+// Cache keys are 64-bit maphash values of the raw token under a random
+// per-Validator seed, and each entry keeps the raw token it was verified
+// from; a hit requires the stored token to equal the presented one, so a
+// hash collision can only cost a miss, never return another token's claims.
+// maphash was chosen over SHA-256 by measurement: on the reference machine
+// SHA-256 of a 600-byte token took about 0.7µs, more than half the cached
+// budget for RS256, against about 0.1µs for maphash.String. The price is
+// that cached tokens stay in memory until evicted (at most CacheSize of
+// them, each at most MaxTokenBytes long).
+type cacheKey = uint64
+
+// cacheEntry is immutable once added, so it is read outside the lock.
+type cacheEntry struct {
+	key    cacheKey
+	raw    string  // the token this entry was verified from
+	claims *Claims // private copy; callers get clones
+	issuer *issuerState
+	alg    *algSpec
+	kid    string // "kid" header as sent (may be empty with AllowMissingKID)
+	pub    crypto.PublicKey
+}
+
+// tokenCache is a bounded, sharded LRU of verified tokens. Each shard is a
+// mutex-protected map plus container/list; sharding by the first key byte
+// keeps parallel validations of different tokens off one lock. Recency is
+// tracked per shard, so eviction is LRU within a shard.
+type tokenCache struct {
+	seed   maphash.Seed
+	shards []cacheShard
+	mask   uint64
+}
+
+type cacheShard struct {
+	mu  sync.Mutex
+	cap int
+	ll  list.List // front = most recently used; values are *cacheEntry
+	m   map[cacheKey]*list.Element
+}
+
+// minShardEntries keeps small caches in one shard, so that a cache of n
+// entries evicts exactly the least recently used of n.
+const minShardEntries = 256
+
+func newTokenCache(size int) *tokenCache {
+	n := 1
+	for n < 16 && size/(n*2) >= minShardEntries {
+		n *= 2
+	}
+	c := &tokenCache{seed: maphash.MakeSeed(), shards: make([]cacheShard, n), mask: uint64(n - 1)}
+	for i := range c.shards {
+		c.shards[i].cap = size / n
+		c.shards[i].m = make(map[cacheKey]*list.Element)
+	}
+	return c
+}
+
+func (c *tokenCache) keyOf(raw string) cacheKey { return maphash.String(c.seed, raw) }
+
+func (c *tokenCache) shard(k cacheKey) *cacheShard { return &c.shards[k&c.mask] }
+
+// get returns the entry for raw, whose key is k, and marks it most
+// recently used.
+func (c *tokenCache) get(k cacheKey, raw string) *cacheEntry {
+	s := c.shard(k)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el, ok := s.m[k]
+	if !ok {
+		return nil
+	}
+	e := el.Value.(*cacheEntry)
+	if e.raw != raw {
+		return nil
+	}
+	s.ll.MoveToFront(el)
+	return e
+}
+
+// add inserts e, evicting the shard's least recently used entry when full.
+func (c *tokenCache) add(e *cacheEntry) {
+	s := c.shard(e.key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el, ok := s.m[e.key]; ok {
+		el.Value = e
+		s.ll.MoveToFront(el)
+		return
+	}
+	if s.ll.Len() >= s.cap {
+		if old := s.ll.Back(); old != nil {
+			delete(s.m, old.Value.(*cacheEntry).key)
+			s.ll.Remove(old)
+		}
+	}
+	s.m[e.key] = s.ll.PushFront(e)
+}
+
+// remove deletes the entry for k if it is still e.
+func (c *tokenCache) remove(e *cacheEntry) {
+	s := c.shard(e.key)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el, ok := s.m[e.key]; ok && el.Value.(*cacheEntry) == e {
+		delete(s.m, e.key)
+		s.ll.Remove(el)
+	}
+}
+
+// len returns the number of cached entries.
+func (c *tokenCache) len() int {
+	n := 0
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		n += s.ll.Len()
+		s.mu.Unlock()
+	}
+	return n
+}
+
+// fromCache answers Validate from the cache. It reports done=false on a
+// miss, or when the entry was dropped because its key is no longer
+// published; the caller then validates in full. A hit re-checks exp, nbf,
+// iat and lifetime against now, and asks the issuer's KeySource whether
+// the verifying key is still published under the token's kid. Entries
+// that fail are evicted, so none is served after its token expired.
+func (v *Validator) fromCache(ctx context.Context, k cacheKey, raw string, now time.Time) (c *Claims, done bool, err error) {
+	e := v.cache.get(k, raw)
+	if e == nil {
+		return nil, false, nil
+	}
+	if err := v.checkTimes(e.claims, now); err != nil {
+		v.cache.remove(e)
+		return nil, true, err
+	}
+	if !v.stillPublished(ctx, e) {
+		v.cache.remove(e)
+		return nil, false, nil
+	}
+	return e.claims.clone(), true, nil
+}
+
+// stillPublished reports whether e's verifying key is still among the
+// usable keys the issuer publishes under e's kid.
+func (v *Validator) stillPublished(ctx context.Context, e *cacheEntry) bool {
+	keys, err := e.issuer.keys.Keys(ctx, e.kid)
+	if err != nil {
+		return false
+	}
+	for i := range keys {
+		if pub, ok := usableKey(&keys[i], e.alg, e.kid); ok && sameKey(pub, e.pub) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,292 @@
+package validate
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Claims is a verified JWT access token (RFC 9068 §2.2). Every value comes
+// from a token whose signature, issuer, audience, type and time claims have
+// been checked. Each call to [Validator.Validate] returns a Claims of its
+// own: callers may modify it without affecting other requests or the cache.
+type Claims struct {
+	// Issuer is "iss", equal to one of Config.Issuers.
+	Issuer string
+	// Subject is "sub" (empty only with Config.AllowMissingSubject).
+	Subject string
+	// ClientID is "client_id" (RFC 9068 §2.2, RFC 8693 §4.3), or "azp" when
+	// "client_id" is absent.
+	ClientID string
+	// ID is "jti" (empty only with Config.AllowMissingJTI).
+	ID string
+	// Tenant is the value of Config.TenantClaim, or empty.
+	Tenant string
+	// Audience is "aud" as an array (RFC 7519 §4.1.3).
+	Audience []string
+	// Scopes is "scope" split on spaces (RFC 9068 §2.2.3, RFC 8693 §4.2),
+	// or "scp" when Config.AllowSCP is set and "scope" is absent. Nil when
+	// the token carries no scope.
+	Scopes []string
+	// Expiry is "exp", in UTC.
+	Expiry time.Time
+	// NotBefore is "nbf" in UTC, or the zero time.
+	NotBefore time.Time
+	// IssuedAt is "iat" in UTC, or the zero time.
+	IssuedAt time.Time
+	// KeyID is the "kid" header of the token, or empty.
+	KeyID string
+
+	payload string // the verified claims set, JSON
+}
+
+// Decode unmarshals the verified claims set into dst with encoding/json, for
+// claims this package does not interpret. Member names in the claims set
+// are unique even under case folding, so Decode cannot observe a different
+// value for a claim than the one [Validator.Validate] checked. Duplicate
+// names inside nested objects are not checked (encoding/json keeps the
+// last). A Claims built by hand, not returned by Validate, has no claims
+// set, and Decode returns an encoding/json error.
+func (c *Claims) Decode(dst any) error {
+	return json.Unmarshal([]byte(c.payload), dst)
+}
+
+// clone returns a copy of c that shares no mutable memory with it.
+func (c *Claims) clone() *Claims {
+	d := *c
+	d.Audience = slices.Clone(c.Audience)
+	d.Scopes = slices.Clone(c.Scopes)
+	return &d
+}
+
+// Wrapped errors for claim checks. They name claims, never values.
+var (
+	errMissingIss       = fmt.Errorf("%w: iss", ErrMissingClaim)
+	errMissingSub       = fmt.Errorf("%w: sub", ErrMissingClaim)
+	errMissingAud       = fmt.Errorf("%w: aud", ErrMissingClaim)
+	errMissingExp       = fmt.Errorf("%w: exp", ErrMissingClaim)
+	errMissingIat       = fmt.Errorf("%w: iat", ErrMissingClaim)
+	errMissingJTI       = fmt.Errorf("%w: jti", ErrMissingClaim)
+	errMissingClientID  = fmt.Errorf("%w: client_id", ErrMissingClaim)
+	errIssType          = fmt.Errorf("%w: iss is not a string", ErrMalformed)
+	errStringClaim      = fmt.Errorf("%w: sub, jti, client_id or azp is not a string", ErrMalformed)
+	errAudType          = fmt.Errorf("%w: aud is not a string or an array of strings", ErrMalformed)
+	errTimeClaim        = fmt.Errorf("%w: exp, nbf or iat is not a NumericDate in range", ErrMalformed)
+	errTenantType       = fmt.Errorf("%w: tenant claim is not a string", ErrMalformed)
+	errIssuerMismatch   = fmt.Errorf("%w: verified iss differs", ErrIssuer)
+	errUnknownIssuer    = fmt.Errorf("%w: iss is not configured", ErrIssuer)
+	errAudience         = fmt.Errorf("%w: no configured audience in aud", ErrAudience)
+	errMultipleAudience = fmt.Errorf("%w: aud holds several values", ErrAudience)
+	errClient           = fmt.Errorf("%w: client_id/azp not in AllowedClients", ErrClient)
+)
+
+// rawClaims holds the raw JSON values of the members this package reads;
+// an empty string means absent.
+type rawClaims struct {
+	iss, sub, aud, exp, nbf, iat, jti, clientID, azp, scope, scp, tenant string
+}
+
+// collect scans the claims set once and picks out the members this package
+// reads, without allocating. An exact repeat of one of them is refused at
+// once; other repeats, and repeats that differ only in case, are refused by
+// uniqueNames after the signature has been checked.
+func (v *Validator) collect(payload string) (rawClaims, error) {
+	var rc rawClaims
+	it := iterMembers(payload)
+	for m, ok := it.next(); ok; m, ok = it.next() {
+		var dst *string
+		switch m.name {
+		case "iss":
+			dst = &rc.iss
+		case "sub":
+			dst = &rc.sub
+		case "aud":
+			dst = &rc.aud
+		case "exp":
+			dst = &rc.exp
+		case "nbf":
+			dst = &rc.nbf
+		case "iat":
+			dst = &rc.iat
+		case "jti":
+			dst = &rc.jti
+		case "client_id":
+			dst = &rc.clientID
+		case "azp":
+			dst = &rc.azp
+		case "scope":
+			dst = &rc.scope
+		case "scp":
+			dst = &rc.scp
+		}
+		if dst != nil {
+			if *dst != "" {
+				return rc, errDuplicateMember
+			}
+			*dst = m.value
+		}
+		if v.cfg.TenantClaim != "" && m.name == v.cfg.TenantClaim {
+			rc.tenant = m.value
+		}
+	}
+	return rc, it.err
+}
+
+// issuerOf returns the "iss" string. It runs before the signature check, to
+// choose the key source, so its errors never contain the value.
+func issuerOf(rc *rawClaims) (string, error) {
+	if rc.iss == "" {
+		return "", errMissingIss
+	}
+	iss, ok := jsonString(rc.iss)
+	if !ok {
+		return "", errIssType
+	}
+	if iss == "" {
+		return "", errMissingIss
+	}
+	return iss, nil
+}
+
+// decodeClaims decodes and type-checks the verified claims. Check order:
+// types (ErrMalformed), presence (ErrMissingClaim), then checkClaims.
+func (v *Validator) decodeClaims(rc *rawClaims, c *Claims) error {
+	var ok bool
+	if c.Subject, ok = optString(rc.sub); !ok {
+		return errStringClaim
+	}
+	if c.ID, ok = optString(rc.jti); !ok {
+		return errStringClaim
+	}
+	if c.ClientID, ok = optString(rc.clientID); !ok {
+		return errStringClaim
+	}
+	azp, ok := optString(rc.azp)
+	if !ok {
+		return errStringClaim
+	}
+	if c.Tenant, ok = optString(rc.tenant); !ok {
+		return errTenantType
+	}
+	if rc.aud != "" {
+		if c.Audience, ok = audience(rc.aud); !ok {
+			return errAudType
+		}
+	}
+	if err := v.decodeTimes(rc, c); err != nil {
+		return err
+	}
+	var err error
+	if c.Scopes, err = v.scopes(rc); err != nil {
+		return err
+	}
+	return v.requireClaims(c, azp)
+}
+
+func (v *Validator) decodeTimes(rc *rawClaims, c *Claims) error {
+	var ok bool
+	if rc.exp == "" {
+		return errMissingExp
+	}
+	if c.Expiry, ok = numericDate(rc.exp); !ok {
+		return errTimeClaim
+	}
+	if rc.nbf != "" {
+		if c.NotBefore, ok = numericDate(rc.nbf); !ok {
+			return errTimeClaim
+		}
+	}
+	if rc.iat != "" {
+		if c.IssuedAt, ok = numericDate(rc.iat); !ok {
+			return errTimeClaim
+		}
+	}
+	return nil
+}
+
+// requireClaims applies RFC 9068 §2.2 with the configured relaxations.
+// azp is used for ClientID only when client_id is absent.
+func (v *Validator) requireClaims(c *Claims, azp string) error {
+	if len(c.Audience) == 0 || (len(c.Audience) == 1 && c.Audience[0] == "") {
+		return errMissingAud
+	}
+	if c.Subject == "" && !v.cfg.AllowMissingSubject {
+		return errMissingSub
+	}
+	if c.ID == "" && !v.cfg.AllowMissingJTI {
+		return errMissingJTI
+	}
+	if c.IssuedAt.IsZero() && (!v.cfg.AllowMissingIssuedAt || v.cfg.MaxTokenLifetime > 0) {
+		return errMissingIat
+	}
+	if c.ClientID == "" {
+		if !v.cfg.AllowMissingClientID {
+			return errMissingClientID
+		}
+		c.ClientID = azp
+	}
+	return nil
+}
+
+// checkClaims checks audience, client and time claims, in that order.
+func (v *Validator) checkClaims(c *Claims, now time.Time) error {
+	if v.cfg.RejectMultipleAudiences && len(c.Audience) > 1 {
+		return errMultipleAudience
+	}
+	if !v.audienceOK(c.Audience) {
+		return errAudience
+	}
+	if v.cfg.AllowedClients != nil && (c.ClientID == "" || !slices.Contains(v.cfg.AllowedClients, c.ClientID)) {
+		return errClient
+	}
+	return v.checkTimes(c, now)
+}
+
+func (v *Validator) audienceOK(aud []string) bool {
+	for _, a := range aud {
+		if slices.Contains(v.cfg.Audiences, a) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkTimes applies RFC 7519 §4.1.4-4.1.6 with the configured leeway, and
+// Config.MaxTokenLifetime. It also runs on every cache hit.
+func (v *Validator) checkTimes(c *Claims, now time.Time) error {
+	lw := v.cfg.Leeway
+	if !now.Before(c.Expiry.Add(lw)) {
+		return ErrExpired
+	}
+	if !c.NotBefore.IsZero() && now.Add(lw).Before(c.NotBefore) {
+		return ErrNotYetValid
+	}
+	if !c.IssuedAt.IsZero() && now.Add(lw).Before(c.IssuedAt) {
+		return ErrIssuedAt
+	}
+	if v.cfg.MaxTokenLifetime > 0 && c.Expiry.Sub(c.IssuedAt) > v.cfg.MaxTokenLifetime {
+		return ErrLifetime
+	}
+	return nil
+}
+
+// optString decodes an optional string claim; absent gives "".
+func optString(raw string) (string, bool) {
+	if raw == "" {
+		return "", true
+	}
+	return jsonString(raw)
+}
+
+// audience decodes "aud": a string or an array of strings.
+func audience(raw string) ([]string, bool) {
+	if raw[0] == '"' {
+		s, ok := jsonString(raw)
+		if !ok {
+			return nil, false
+		}
+		return []string{s}, true
+	}
+	return jsonStrings(raw)
+}

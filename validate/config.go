@@ -1,0 +1,221 @@
+package validate
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+// Defaults applied by [New] to zero-valued [Config] fields.
+const (
+	// DefaultLeeway is the clock skew tolerated on "exp", "nbf" and "iat"
+	// when Config.Leeway is zero.
+	DefaultLeeway = 30 * time.Second
+	// DefaultMaxTokenBytes is the largest raw token accepted when
+	// Config.MaxTokenBytes is zero.
+	DefaultMaxTokenBytes = 8192
+	// DefaultCacheSize is the number of verified tokens cached when
+	// Config.CacheSize is zero.
+	DefaultCacheSize = 4096
+)
+
+// DefaultAlgorithms is the asymmetric allow-list used when Config.Algorithms
+// is nil (RFC 7518 §3.1 and RFC 8037 §3.1). New returns a copy, so changing
+// this slice after New has no effect on a [Validator].
+func DefaultAlgorithms() []jose.SignatureAlgorithm {
+	return []jose.SignatureAlgorithm{
+		jose.RS256, jose.RS384, jose.RS512,
+		jose.PS256, jose.PS384, jose.PS512,
+		jose.ES256, jose.ES384, jose.ES512,
+		jose.EdDSA,
+	}
+}
+
+// Issuer is one trusted authorization server: its exact "iss" value (RFC 8414
+// §2 issuer identifier, RFC 9068 §4) and its own key source. A token whose
+// "iss" equals Issuer is verified only with keys from Keys; the keys of one
+// issuer never validate another issuer's token.
+type Issuer struct {
+	// Issuer is compared byte for byte with the token's "iss". Required.
+	Issuer string
+	// Keys supplies this issuer's verification keys. Required.
+	Keys KeySource
+}
+
+// Config configures a [Validator]. [New] copies it, so later changes by the
+// caller have no effect. No zero value disables a check: every relaxation is
+// a named Allow… field that defaults to false.
+type Config struct {
+	// Issuers lists the trusted authorization servers. Required, at least
+	// one, with unique Issuer strings. The token's "iss" is read from the
+	// unverified payload only to choose the key source, then checked again
+	// once the signature has verified.
+	Issuers []Issuer
+
+	// Audiences lists the identifiers of this resource server (RFC 8707 §2
+	// resource, RFC 9728 §2 "resource"). Required. A token is accepted when
+	// any of its "aud" values (a string or an array, RFC 7519 §4.1.3)
+	// equals any of these exactly.
+	Audiences []string
+
+	// RejectMultipleAudiences refuses tokens whose "aud" holds more than one
+	// value, even if one of them matches. Defaults to false.
+	RejectMultipleAudiences bool
+
+	// AllowedClients, if non-nil, lists the OAuth client identifiers whose
+	// tokens are accepted, matched against "client_id" (RFC 9068 §2.2) or,
+	// when that is absent, "azp". If nil, any client is accepted. A non-nil
+	// empty slice is a configuration error.
+	AllowedClients []string
+
+	// Algorithms is the JWS "alg" allow-list (RFC 7515 §4.1.1, RFC 8725
+	// §3.1). If nil, [DefaultAlgorithms] is used: RS256/384/512,
+	// PS256/384/512, ES256/384/512 and EdDSA (Ed25519). HMAC algorithms and
+	// "none" are refused by New, as is any algorithm this package cannot
+	// verify. A non-nil empty slice is a configuration error.
+	Algorithms []jose.SignatureAlgorithm
+
+	// AllowJWTType additionally accepts a JOSE "typ" of "JWT" or
+	// "application/jwt", or no "typ" at all. By default only "at+jwt" and
+	// "application/at+jwt" (case-insensitive, RFC 9068 §2.1) are accepted.
+	// Setting it WEAKENS validation: ID tokens and other JWTs from the same
+	// issuer can then be replayed as access tokens if their other claims
+	// pass. Use it only for legacy issuers that cannot type their tokens.
+	AllowJWTType bool
+
+	// AllowMissingJTI accepts tokens without "jti". RFC 9068 §2.2 requires
+	// it; defaults to false.
+	AllowMissingJTI bool
+	// AllowMissingClientID accepts tokens without "client_id" (RFC 9068
+	// §2.2). Claims.ClientID then falls back to "azp". Defaults to false.
+	AllowMissingClientID bool
+	// AllowMissingIssuedAt accepts tokens without "iat" (RFC 9068 §2.2).
+	// Ignored when MaxTokenLifetime is set, which needs "iat". Defaults to
+	// false.
+	AllowMissingIssuedAt bool
+	// AllowMissingSubject accepts tokens without "sub" (RFC 9068 §2.2), as
+	// some issuers send for client-credentials grants. Defaults to false.
+	// "iss", "aud" and "exp" can never be relaxed.
+	AllowMissingSubject bool
+
+	// Leeway is the clock skew tolerated on "exp", "nbf" and "iat". If zero,
+	// [DefaultLeeway] (30s) is used. A negative value means no leeway.
+	Leeway time.Duration
+
+	// MaxTokenLifetime, if positive, rejects tokens whose exp - iat exceeds
+	// it, and then requires "iat". If zero, the lifetime is not checked.
+	// Negative is a configuration error.
+	MaxTokenLifetime time.Duration
+
+	// AllowSCP also reads scopes from "scp" (a space-delimited string or an
+	// array of strings, as Azure AD and Okta emit) when "scope" (RFC 8693
+	// §4.2, RFC 9068 §2.2.3) is absent. Defaults to false: "scp" is ignored.
+	AllowSCP bool
+
+	// TenantClaim names a claim copied into Claims.Tenant, for example "tid"
+	// or "org_id". It must be a JSON string when present. If empty, no
+	// tenant is read.
+	TenantClaim string
+
+	// Now returns the current time. If nil, time.Now is used.
+	Now func() time.Time
+
+	// MaxTokenBytes bounds the length of the raw token, checked before any
+	// decoding. If zero, [DefaultMaxTokenBytes] (8192) is used. Negative is
+	// a configuration error.
+	MaxTokenBytes int
+
+	// AllowMissingKID accepts tokens without a "kid" header (or with an
+	// empty one). The issuer's
+	// KeySource is then asked for Keys(ctx, "") and each usable key it
+	// returns (at most 8) is tried. By default a token without "kid" fails
+	// with [ErrKeyNotFound], so that one token costs at most one signature
+	// verification per key published under its kid.
+	AllowMissingKID bool
+
+	// CacheSize is the number of verified tokens remembered, keyed by a
+	// seeded hash of the raw token. If zero, [DefaultCacheSize] (4096) is used;
+	// if negative, caching is disabled. Each entry holds a copy of the raw
+	// token and its claims, so memory is bounded by about CacheSize ×
+	// 2 × MaxTokenBytes. See [Validator] for what a cache hit re-checks and
+	// for the revocation trade-off.
+	CacheSize int
+}
+
+// withDefaults returns a copy of c with zero values replaced by defaults and
+// every slice cloned, so that the caller cannot change a Validator later.
+func (c Config) withDefaults() Config {
+	c.Issuers = slices.Clone(c.Issuers)
+	c.Audiences = slices.Clone(c.Audiences)
+	c.AllowedClients = slices.Clone(c.AllowedClients)
+	if c.Algorithms == nil {
+		c.Algorithms = DefaultAlgorithms()
+	} else {
+		c.Algorithms = slices.Clone(c.Algorithms)
+	}
+	switch {
+	case c.Leeway == 0:
+		c.Leeway = DefaultLeeway
+	case c.Leeway < 0:
+		c.Leeway = 0
+	}
+	if c.MaxTokenBytes == 0 {
+		c.MaxTokenBytes = DefaultMaxTokenBytes
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultCacheSize
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// check reports the first problem with a defaulted config, wrapping ErrConfig.
+func (c Config) check() error {
+	if len(c.Issuers) == 0 {
+		return fmt.Errorf("%w: no issuers", ErrConfig)
+	}
+	seen := make(map[string]bool, len(c.Issuers))
+	for i, is := range c.Issuers {
+		if is.Issuer == "" {
+			return fmt.Errorf("%w: issuer %d has an empty Issuer", ErrConfig, i)
+		}
+		if is.Keys == nil {
+			return fmt.Errorf("%w: issuer %q has no key source", ErrConfig, is.Issuer)
+		}
+		if seen[is.Issuer] {
+			return fmt.Errorf("%w: duplicate issuer %q", ErrConfig, is.Issuer)
+		}
+		seen[is.Issuer] = true
+	}
+	if len(c.Audiences) == 0 {
+		return fmt.Errorf("%w: no audiences", ErrConfig)
+	}
+	if slices.Contains(c.Audiences, "") {
+		return fmt.Errorf("%w: empty audience", ErrConfig)
+	}
+	if c.AllowedClients != nil && len(c.AllowedClients) == 0 {
+		return fmt.Errorf("%w: AllowedClients is empty; use nil to allow any client", ErrConfig)
+	}
+	if slices.Contains(c.AllowedClients, "") {
+		return fmt.Errorf("%w: empty client in AllowedClients", ErrConfig)
+	}
+	if len(c.Algorithms) == 0 {
+		return fmt.Errorf("%w: Algorithms is empty; use nil for the default set", ErrConfig)
+	}
+	for _, a := range c.Algorithms {
+		if _, ok := lookupAlg(string(a)); !ok {
+			return fmt.Errorf("%w: algorithm %q is not an allowed asymmetric JWS algorithm", ErrConfig, string(a))
+		}
+	}
+	if c.MaxTokenBytes < 0 {
+		return fmt.Errorf("%w: negative MaxTokenBytes", ErrConfig)
+	}
+	if c.MaxTokenLifetime < 0 {
+		return fmt.Errorf("%w: negative MaxTokenLifetime", ErrConfig)
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+package validate
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/sha512"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+// Key-size limits for RSA verification keys. Smaller keys are too weak
+// (RFC 7518 §3.3 requires 2048 bits); larger ones make each verification a
+// denial-of-service lever.
+const (
+	minRSABits = 2048
+	maxRSABits = 8192
+	// maxCandidateKeys bounds the signature verifications spent on one
+	// token (per attempt) when a kid maps to several usable keys.
+	maxCandidateKeys = 8
+)
+
+type keyKind uint8
+
+const (
+	kindRSA keyKind = iota + 1
+	kindEC
+	kindEd25519
+)
+
+// algSpec describes one supported JWS algorithm (RFC 7518 §3.1, RFC 8037).
+type algSpec struct {
+	name  jose.SignatureAlgorithm
+	kind  keyKind
+	hash  crypto.Hash    // zero for EdDSA, which hashes internally
+	pss   bool           // RSASSA-PSS rather than PKCS #1 v1.5
+	curve elliptic.Curve // for ECDSA
+	size  int            // ECDSA coordinate size in bytes (r and s each)
+}
+
+// lookupAlg returns the spec of a supported asymmetric algorithm. HMAC, "none"
+// and anything unknown are not supported.
+func lookupAlg(alg string) (algSpec, bool) {
+	switch jose.SignatureAlgorithm(alg) {
+	case jose.RS256:
+		return algSpec{name: jose.RS256, kind: kindRSA, hash: crypto.SHA256}, true
+	case jose.RS384:
+		return algSpec{name: jose.RS384, kind: kindRSA, hash: crypto.SHA384}, true
+	case jose.RS512:
+		return algSpec{name: jose.RS512, kind: kindRSA, hash: crypto.SHA512}, true
+	case jose.PS256:
+		return algSpec{name: jose.PS256, kind: kindRSA, hash: crypto.SHA256, pss: true}, true
+	case jose.PS384:
+		return algSpec{name: jose.PS384, kind: kindRSA, hash: crypto.SHA384, pss: true}, true
+	case jose.PS512:
+		return algSpec{name: jose.PS512, kind: kindRSA, hash: crypto.SHA512, pss: true}, true
+	case jose.ES256:
+		return algSpec{name: jose.ES256, kind: kindEC, hash: crypto.SHA256, curve: elliptic.P256(), size: 32}, true
+	case jose.ES384:
+		return algSpec{name: jose.ES384, kind: kindEC, hash: crypto.SHA384, curve: elliptic.P384(), size: 48}, true
+	case jose.ES512:
+		return algSpec{name: jose.ES512, kind: kindEC, hash: crypto.SHA512, curve: elliptic.P521(), size: 66}, true
+	case jose.EdDSA:
+		return algSpec{name: jose.EdDSA, kind: kindEd25519}, true
+	}
+	return algSpec{}, false
+}
+
+// usableKey returns k's public key if k may verify a token signed with alg
+// under kid: a signing key ("use" absent or "sig"), whose "alg" is absent or
+// equal to alg, whose kid matches (any kid when the token has none), and
+// whose type, curve and size fit alg. Symmetric, private, opaque and
+// unknown key types are never usable.
+func usableKey(k *jose.JSONWebKey, alg *algSpec, kid string) (crypto.PublicKey, bool) {
+	if k.Use != "" && k.Use != "sig" {
+		return nil, false
+	}
+	if k.Algorithm != "" && k.Algorithm != string(alg.name) {
+		return nil, false
+	}
+	if kid != "" && k.KeyID != kid {
+		return nil, false
+	}
+	// Return k.Key itself, not pub, to avoid boxing the key again.
+	switch pub := k.Key.(type) {
+	case *rsa.PublicKey:
+		if alg.kind != kindRSA || pub == nil || pub.N == nil {
+			return nil, false
+		}
+		if bits := pub.N.BitLen(); bits < minRSABits || bits > maxRSABits {
+			return nil, false
+		}
+		return k.Key, true
+	case *ecdsa.PublicKey:
+		if alg.kind != kindEC || pub == nil || pub.Curve != alg.curve {
+			return nil, false
+		}
+		return k.Key, true
+	case ed25519.PublicKey:
+		if alg.kind != kindEd25519 || len(pub) != ed25519.PublicKeySize {
+			return nil, false
+		}
+		return k.Key, true
+	}
+	return nil, false
+}
+
+// pssOptions follows RFC 7518 §3.5: the salt is as long as the hash output.
+var pssOptions = rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash}
+
+// scratchSize is the scratch space verifySignature needs: a SHA-512 digest
+// and a P-521 DER signature (2 × (66 + 3) + 3 bytes).
+const scratchSize = sha512.Size + 2*(66+3) + 3
+
+// verifySignature reports whether sig is a valid alg signature of input
+// under pub, which usableKey has already matched to alg. scratch must hold
+// scratchSize bytes; it saves two allocations per token.
+func verifySignature(alg *algSpec, pub crypto.PublicKey, input, sig, scratch []byte) bool {
+	if alg.kind == kindEd25519 {
+		k := pub.(ed25519.PublicKey)
+		return len(sig) == ed25519.SignatureSize && ed25519.Verify(k, input, sig)
+	}
+	digest := appendHash(scratch[:0:sha512.Size], alg.hash, input)
+	switch k := pub.(type) {
+	case *rsa.PublicKey:
+		if alg.pss {
+			return rsa.VerifyPSS(k, alg.hash, digest, sig, &pssOptions) == nil
+		}
+		return rsa.VerifyPKCS1v15(k, alg.hash, digest, sig) == nil
+	case *ecdsa.PublicKey:
+		// RFC 7518 §3.4: the JWS signature is R || S, each exactly the
+		// coordinate size. DER (ASN.1) signatures are refused here.
+		if len(sig) != 2*alg.size {
+			return false
+		}
+		der := rawToDER(scratch[sha512.Size:sha512.Size], sig[:alg.size], sig[alg.size:])
+		return ecdsa.VerifyASN1(k, digest, der)
+	}
+	return false
+}
+
+// appendHash appends the h digest of input to dst.
+func appendHash(dst []byte, h crypto.Hash, input []byte) []byte {
+	switch h {
+	case crypto.SHA256:
+		d := sha256.Sum256(input)
+		return append(dst, d[:]...)
+	case crypto.SHA384:
+		d := sha512.Sum384(input)
+		return append(dst, d[:]...)
+	default:
+		d := sha512.Sum512(input)
+		return append(dst, d[:]...)
+	}
+}
+
+// rawToDER appends to dst the ASN.1 DER encoding of the ECDSA signature
+// SEQUENCE { INTEGER r, INTEGER s } given big-endian r and s (RFC 3279 §2.2.3).
+// It avoids math/big; crypto/ecdsa.Verify builds the same bytes internally.
+func rawToDER(dst, r, s []byte) []byte {
+	r, s = trimInt(r), trimInt(s)
+	rl, sl := intLen(r), intLen(s)
+	body := 2 + rl + 2 + sl // tag and one-byte length each: rl, sl <= 67
+	dst = append(dst, 0x30)
+	if body >= 0x80 {
+		dst = append(dst, 0x81)
+	}
+	dst = append(dst, byte(body))
+	dst = appendInt(dst, r, rl)
+	return appendInt(dst, s, sl)
+}
+
+// trimInt strips leading zero bytes, keeping at least one byte.
+func trimInt(b []byte) []byte {
+	for len(b) > 1 && b[0] == 0 {
+		b = b[1:]
+	}
+	return b
+}
+
+// intLen is the DER content length of the non-negative integer b.
+func intLen(b []byte) int {
+	if b[0]&0x80 != 0 {
+		return len(b) + 1
+	}
+	return len(b)
+}
+
+func appendInt(dst, b []byte, n int) []byte {
+	dst = append(dst, 0x02, byte(n))
+	if n > len(b) {
+		dst = append(dst, 0)
+	}
+	return append(dst, b...)
+}
+
+// sameKey reports whether a and b are the same public key: pointer identity
+// first, then value equality, so a key set that was re-fetched with the
+// same keys still matches.
+func sameKey(a, b crypto.PublicKey) bool {
+	switch ka := a.(type) {
+	case *rsa.PublicKey:
+		kb, ok := b.(*rsa.PublicKey)
+		return ok && (ka == kb || ka.Equal(kb))
+	case *ecdsa.PublicKey:
+		kb, ok := b.(*ecdsa.PublicKey)
+		return ok && (ka == kb || ka.Equal(kb))
+	case ed25519.PublicKey:
+		kb, ok := b.(ed25519.PublicKey)
+		return ok && string(ka) == string(kb)
+	}
+	return false
+}

@@ -1,0 +1,93 @@
+package validate
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+var (
+	errScopeType = fmt.Errorf("%w: scope is not a string, or scp is not a string or an array of strings", ErrMalformed)
+	errScopeChar = fmt.Errorf("%w: scope token has a character outside RFC 6749 §3.3", ErrMalformed)
+)
+
+// HasScope reports whether the token grants scope s (exact, case-sensitive
+// comparison, RFC 6749 §3.3).
+func (c *Claims) HasScope(s string) bool {
+	return s != "" && slices.Contains(c.Scopes, s)
+}
+
+// scopes decodes "scope" (RFC 8693 §4.2: a JSON string of space-delimited
+// scope tokens), or, when Config.AllowSCP is set and "scope" is absent,
+// "scp" as such a string or as an array of single scope tokens. Runs of
+// spaces are tolerated; any other character outside the RFC 6749 §3.3
+// scope-token grammar is ErrMalformed.
+func (v *Validator) scopes(rc *rawClaims) ([]string, error) {
+	switch {
+	case rc.scope != "":
+		s, ok := jsonString(rc.scope)
+		if !ok {
+			return nil, errScopeType
+		}
+		return splitScope(s)
+	case v.cfg.AllowSCP && rc.scp != "":
+		if s, ok := jsonString(rc.scp); ok {
+			return splitScope(s)
+		}
+		list, ok := jsonStrings(rc.scp)
+		if !ok {
+			return nil, errScopeType
+		}
+		for _, s := range list {
+			if s == "" || !scopeToken(s) {
+				return nil, errScopeChar
+			}
+		}
+		if len(list) == 0 {
+			return nil, nil
+		}
+		return list, nil
+	}
+	return nil, nil
+}
+
+// splitScope splits a space-delimited scope string into sub-strings of s.
+func splitScope(s string) ([]string, error) {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' {
+			continue
+		}
+		if !scopeByte(s[i]) {
+			return nil, errScopeChar
+		}
+		if i == 0 || s[i-1] == ' ' {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	out := make([]string, 0, n)
+	for f := range strings.SplitSeq(s, " ") {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// scopeToken reports whether every byte of s is allowed in an RFC 6749 §3.3
+// scope-token: %x21 / %x23-5B / %x5D-7E.
+func scopeToken(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if !scopeByte(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func scopeByte(c byte) bool {
+	return c >= 0x21 && c <= 0x7e && c != '"' && c != '\\'
+}

@@ -1,0 +1,197 @@
+package validate
+
+import (
+	"context"
+	"crypto"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"strings"
+)
+
+// Validator verifies JWT access tokens (RFC 9068) for one resource server.
+// It is safe for concurrent use.
+//
+// # Verified-token cache
+//
+// Unless Config.CacheSize is negative, a Validator remembers up to
+// CacheSize verified tokens, keyed by a seeded hash of the raw token, so a
+// client that sends the same token on every request pays for one signature
+// verification, not one per request. Failures are never cached. A hit
+// re-checks "exp", "nbf", "iat" and Config.MaxTokenLifetime against
+// Config.Now, and asks the issuer's [KeySource] whether the key that
+// verified the token is still published under its kid; if not, the entry is
+// dropped and the token validated again in full, which then fails. An
+// entry is never served once its token has expired: the first lookup after
+// "exp" (plus leeway) evicts it, and otherwise least recently used entries
+// make room for new ones.
+//
+// Revocation trade-off: a JWT access token is self-contained, so this
+// package cannot learn that an unexpired token was revoked, cached or not;
+// the cache adds no delay beyond that, because removing the signing key
+// from the issuer's key set takes effect on the very next request. Issuers
+// that need faster revocation should issue short-lived tokens or use
+// introspection (RFC 7662).
+type Validator struct {
+	cfg     Config
+	algs    []algSpec
+	issuers map[string]*issuerState
+	seed    maphash.Seed // for uniqueNames
+	cache   *tokenCache  // nil when disabled
+}
+
+// issuerState is one configured issuer.
+type issuerState struct {
+	name      string
+	keys      KeySource
+	refresher Refresher // nil if keys does not implement Refresher
+}
+
+// New returns a Validator for cfg. It returns an error wrapping [ErrConfig]
+// if an issuer, an audience or a key source is missing, an issuer is
+// repeated, an algorithm is not an allowed asymmetric one, or a limit is
+// negative.
+func New(cfg Config) (*Validator, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	v := &Validator{cfg: cfg, issuers: make(map[string]*issuerState, len(cfg.Issuers)), seed: maphash.MakeSeed()}
+	for _, a := range cfg.Algorithms {
+		spec, _ := lookupAlg(string(a))
+		v.algs = append(v.algs, spec)
+	}
+	for _, is := range cfg.Issuers {
+		st := &issuerState{name: is.Issuer, keys: is.Keys}
+		st.refresher, _ = is.Keys.(Refresher)
+		v.issuers[is.Issuer] = st
+	}
+	if cfg.CacheSize > 0 {
+		v.cache = newTokenCache(cfg.CacheSize)
+	}
+	return v, nil
+}
+
+// Validate verifies raw, a JWT access token in JWS compact serialization
+// (RFC 7515 §7.1, RFC 9068 §4), and returns its claims. Every error wraps
+// exactly one sentinel of this package and never contains a value read
+// from the token. Checks run cheapest first:
+//
+//  1. size (ErrTooLarge), then the cache, if enabled;
+//  2. three strict base64url segments, header and claims set JSON objects
+//     in UTF-8, at most 32 header parameters, header names unique under
+//     case folding, no repeated claim among those read (ErrMalformed);
+//  3. "alg" in the allow-list (ErrUnsupportedAlgorithm); no "crit", "b64",
+//     "jku", "x5u", "jwk", "x5c" or "cty" header; "typ" is at+jwt
+//     (ErrType); a "kid" header (ErrKeyNotFound);
+//  4. unverified "iss" routes to a configured issuer (ErrMissingClaim,
+//     ErrMalformed, ErrIssuer);
+//  5. usable keys under kid (ErrKeyNotFound, ErrKeysUnavailable) and the
+//     signature (ErrSignature), retried once after Refresher.Refresh;
+//  6. claims set member names unique under case folding, claim types
+//     and required claims (ErrMalformed, ErrMissingClaim);
+//  7. audience (ErrAudience), client (ErrClient), then exp, nbf, iat and
+//     lifetime (ErrExpired, ErrNotYetValid, ErrIssuedAt, ErrLifetime).
+func (v *Validator) Validate(ctx context.Context, raw string) (*Claims, error) {
+	if len(raw) > v.cfg.MaxTokenBytes {
+		return nil, ErrTooLarge
+	}
+	if raw == "" {
+		return nil, errSegments
+	}
+	now := v.cfg.Now()
+	var key cacheKey
+	if v.cache != nil {
+		key = v.cache.keyOf(raw)
+		if c, done, err := v.fromCache(ctx, key, raw, now); done {
+			return c, err
+		}
+	}
+	var tok token
+	if err := v.parse(raw, &tok); err != nil {
+		return nil, err
+	}
+	rc, err := v.collect(tok.payload)
+	if err != nil {
+		return nil, err
+	}
+	iss, err := issuerOf(&rc)
+	if err != nil {
+		return nil, err
+	}
+	is := v.issuers[iss]
+	if is == nil {
+		return nil, errUnknownIssuer
+	}
+	pub, err := v.verify(ctx, is, &tok)
+	if err != nil {
+		return nil, err
+	}
+	// The claims set is now authentic. A duplicated "iss" (or any other
+	// duplicated name) is refused here; iss was read from these same bytes,
+	// so the re-check can only fail if routing above is ever changed.
+	if err := uniqueNames(tok.payload, v.seed); err != nil {
+		return nil, err
+	}
+	if iss != is.name {
+		return nil, errIssuerMismatch
+	}
+	c := &Claims{Issuer: iss, KeyID: tok.kid, payload: tok.payload}
+	if err := v.decodeClaims(&rc, c); err != nil {
+		return nil, err
+	}
+	if err := v.checkClaims(c, now); err != nil {
+		return nil, err
+	}
+	if v.cache != nil {
+		v.cache.add(&cacheEntry{key: key, raw: strings.Clone(raw), claims: c.clone(), issuer: is, alg: tok.alg, kid: tok.kid, pub: pub})
+	}
+	return c, nil
+}
+
+var errKeySource = fmt.Errorf("%w: key source error", ErrKeysUnavailable)
+
+// verify checks tok's signature with is's usable keys under tok's kid and
+// returns the key that verified it. If a signature fails under a known kid
+// and the key source implements Refresher, it refreshes once and retries.
+func (v *Validator) verify(ctx context.Context, is *issuerState, tok *token) (crypto.PublicKey, error) {
+	pub, err := tryKeys(ctx, is, tok)
+	if !errors.Is(err, ErrSignature) || is.refresher == nil || !tok.hasKID {
+		return pub, err
+	}
+	if is.refresher.Refresh(ctx) != nil {
+		return nil, err
+	}
+	return tryKeys(ctx, is, tok)
+}
+
+func tryKeys(ctx context.Context, is *issuerState, tok *token) (crypto.PublicKey, error) {
+	keys, err := is.keys.Keys(ctx, tok.kid)
+	switch {
+	case err == nil:
+	case errors.Is(err, ErrKeyNotFound):
+		// The source's text may quote the unverified kid; drop it.
+		return nil, ErrKeyNotFound
+	case errors.Is(err, ErrKeysUnavailable):
+		return nil, err
+	default:
+		return nil, fmt.Errorf("%w: %w", errKeySource, err)
+	}
+	tried := 0
+	for i := range keys {
+		pub, ok := usableKey(&keys[i], tok.alg, tok.kid)
+		if !ok {
+			continue
+		}
+		if verifySignature(tok.alg, pub, tok.input, tok.sig, tok.scratch) {
+			return pub, nil
+		}
+		if tried++; tried == maxCandidateKeys {
+			break
+		}
+	}
+	if tried == 0 {
+		return nil, ErrKeyNotFound
+	}
+	return nil, ErrSignature
+}
