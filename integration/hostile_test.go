@@ -365,14 +365,16 @@ func TestHostileTokens(t *testing.T) {
 
 		// --- signatures: each fails verification under a known kid, so
 		// the validator refreshes once (rate-limited) and retries.
-		{class: "signatures", name: "zero_length", want: invalid, wantErr: validate.ErrSignature, fetches: 1,
+		{class: "signatures", name: "zero_length", want: invalid, wantErr: validate.ErrSignature, fetches: 0, // implausible length: no refresh
+
 			req: func(t *testing.T) hxReq { h, p, _ := hxSegments(t, e.tok(t)); return bearer(h + "." + p + ".") }},
 		{class: "signatures", name: "all_zeros", want: invalid, wantErr: validate.ErrSignature, fetches: 1,
 			req: func(t *testing.T) hxReq {
 				h, p, _ := hxSegments(t, e.tok(t))
 				return bearer(h + "." + p + "." + hxB64(make([]byte, 64)))
 			}},
-		{class: "signatures", name: "truncated_63_bytes", want: invalid, wantErr: validate.ErrSignature, fetches: 1,
+		{class: "signatures", name: "truncated_63_bytes", want: invalid, wantErr: validate.ErrSignature, fetches: 0, // implausible length: no refresh
+
 			req: func(t *testing.T) hxReq {
 				h, p, s := hxSegments(t, e.tok(t))
 				sig, err := base64.RawURLEncoding.DecodeString(s)
@@ -381,7 +383,8 @@ func TestHostileTokens(t *testing.T) {
 				}
 				return bearer(h + "." + p + "." + hxB64(sig[:63]))
 			}},
-		{class: "signatures", name: "ecdsa_der_encoded", want: invalid, wantErr: validate.ErrSignature, fetches: 1,
+		{class: "signatures", name: "ecdsa_der_encoded", want: invalid, wantErr: validate.ErrSignature, fetches: 0, // implausible length: no refresh
+
 			req: func(t *testing.T) hxReq {
 				input := hxB64(hxJSON(t, hdr(nil))) + "." + hxB64(hxJSON(t, e.claims()))
 				return bearer(input + "." + hxB64(es.sigBytes(t, "ES256", []byte(input), hxSigDER)))
@@ -574,6 +577,10 @@ func TestHostileTokens(t *testing.T) {
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iss", []string{e.iss.URL()}))) }},
 		{class: "issuer_audience", name: "iss_missing", want: invalid, wantErr: validate.ErrMissingClaim, req: tokReq(authtest.WithoutClaim("iss"))},
 		{class: "issuer_audience", name: "iss_other_issuer", want: invalid, wantErr: validate.ErrIssuer, req: tokReq(authtest.WrongIssuer())},
+		// MCP Canonical Server URI: uppercase scheme and host SHOULD be
+		// accepted; the path is case-sensitive.
+		{class: "issuer_audience", name: "aud_uppercase_scheme_host", want: ok,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(upperSchemeHost(e.mcpURL)))) }},
 		{class: "issuer_audience", name: "aud_uppercase", want: invalid, wantErr: validate.ErrAudience,
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(strings.ToUpper(e.mcpURL)))) }},
 		{class: "issuer_audience", name: "aud_trailing_slash", want: invalid, wantErr: validate.ErrAudience,
@@ -758,4 +765,11 @@ func hxClasses(cases []hxCase) []string {
 		}
 	}
 	return out
+}
+
+// upperSchemeHost upper-cases the scheme and authority of an absolute URL.
+func upperSchemeHost(u string) string {
+	i := strings.Index(u, "://") + 3
+	j := strings.IndexByte(u[i:], '/')
+	return strings.ToUpper(u[:i+j]) + u[i+j:]
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 )
 
 // Benchmarks. BenchmarkFloor is the physical floor: hashing the signing
@@ -169,6 +170,34 @@ func BenchmarkValidateCached(b *testing.B) {
 		}
 		run(b, a.name, func(int) {
 			if _, err := v.Validate(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+		})
+	}
+}
+
+// BenchmarkGoJose is the road not taken: go-jose's jwt.ParseSigned and
+// Claims into jwt.Claims plus scope and client_id, with none of this
+// package's checks. It is the lower bound of a validator built on go-jose's
+// parse-and-verify path, kept to show why Validate verifies directly.
+func BenchmarkGoJose(b *testing.B) {
+	k := keys(b)
+	algs := DefaultAlgorithms()
+	for _, a := range benchAlgs {
+		key := a.key(k)
+		toks := ring(b, key)
+		pub := key.priv.Public()
+		run(b, a.name, func(i int) {
+			tok, err := jwt.ParseSigned(toks[i%benchRing], algs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var c struct {
+				jwt.Claims
+				Scope    string `json:"scope"`
+				ClientID string `json:"client_id"`
+			}
+			if err := tok.Claims(pub, &c); err != nil {
 				b.Fatal(err)
 			}
 		})

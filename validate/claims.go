@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -249,7 +250,34 @@ func (v *Validator) audienceOK(aud []string) bool {
 			return true
 		}
 	}
+	// MCP (Canonical Server URI): implementations SHOULD accept uppercase
+	// scheme and host components. Scheme and host are case-insensitive
+	// (RFC 3986 §6.2.2.1); the path stays case-sensitive. Only reached on a
+	// mismatch, so the exact match costs nothing extra.
+	for _, a := range aud {
+		if c, ok := canonicalURI(a); ok && slices.Contains(v.canonAud, c) {
+			return true
+		}
+	}
 	return false
+}
+
+// canonicalURI lower-cases the scheme and host of an absolute URI of the
+// form scheme://host[:port][path…], leaving everything after the authority
+// untouched. It reports false for anything else.
+func canonicalURI(s string) (string, bool) {
+	i := strings.Index(s, "://")
+	if i <= 0 {
+		return "", false
+	}
+	end := len(s)
+	if j := strings.IndexAny(s[i+3:], "/?#"); j >= 0 {
+		end = i + 3 + j
+	}
+	if strings.ContainsAny(s[:end], "@") {
+		return "", false // userinfo is case-sensitive and never a resource
+	}
+	return strings.ToLower(s[:end]) + s[end:], true
 }
 
 // checkTimes applies RFC 7519 §4.1.4-4.1.6 with the configured leeway, and

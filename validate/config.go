@@ -40,7 +40,8 @@ func DefaultAlgorithms() []jose.SignatureAlgorithm {
 type Issuer struct {
 	// Issuer is compared byte for byte with the token's "iss". Required.
 	Issuer string
-	// Keys supplies this issuer's verification keys. Required.
+	// Keys supplies this issuer's verification keys. Required. Give each
+	// issuer its own source: issuers that share one also share keys.
 	Keys KeySource
 }
 

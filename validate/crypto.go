@@ -8,6 +8,7 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/sha512"
+	"math/big"
 
 	"github.com/go-jose/go-jose/v4"
 )
@@ -111,9 +112,8 @@ func usableKey(k *jose.JSONWebKey, alg *algSpec, kid string) (crypto.PublicKey, 
 // pssOptions follows RFC 7518 §3.5: the salt is as long as the hash output.
 var pssOptions = rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash}
 
-// scratchSize is the scratch space verifySignature needs: a SHA-512 digest
-// and a P-521 DER signature (2 × (66 + 3) + 3 bytes).
-const scratchSize = sha512.Size + 2*(66+3) + 3
+// scratchSize is the scratch space verifySignature needs: a SHA-512 digest.
+const scratchSize = sha512.Size
 
 // verifySignature reports whether sig is a valid alg signature of input
 // under pub, which usableKey has already matched to alg. scratch must hold
@@ -136,10 +136,26 @@ func verifySignature(alg *algSpec, pub crypto.PublicKey, input, sig, scratch []b
 		if len(sig) != 2*alg.size {
 			return false
 		}
-		der := rawToDER(scratch[sha512.Size:sha512.Size], sig[:alg.size], sig[alg.size:])
-		return ecdsa.VerifyASN1(k, digest, der)
+		r := new(big.Int).SetBytes(sig[:alg.size])
+		ss := new(big.Int).SetBytes(sig[alg.size:])
+		return ecdsa.Verify(k, digest, r, ss)
 	}
 	return false
+}
+
+// plausibleSignature reports whether sig has a length some usable alg key
+// could produce: exactly 2 × the coordinate size for ECDSA (RFC 7518 §3.4),
+// 64 bytes for Ed25519, and the modulus size of a 2048- to 8192-bit key
+// for RSA.
+func plausibleSignature(alg *algSpec, sig []byte) bool {
+	switch {
+	case alg.kind == kindEd25519:
+		return len(sig) == ed25519.SignatureSize
+	case alg.size > 0:
+		return len(sig) == 2*alg.size
+	default:
+		return len(sig) >= minRSABits/8 && len(sig) <= maxRSABits/8
+	}
 }
 
 // appendHash appends the h digest of input to dst.
@@ -155,46 +171,6 @@ func appendHash(dst []byte, h crypto.Hash, input []byte) []byte {
 		d := sha512.Sum512(input)
 		return append(dst, d[:]...)
 	}
-}
-
-// rawToDER appends to dst the ASN.1 DER encoding of the ECDSA signature
-// SEQUENCE { INTEGER r, INTEGER s } given big-endian r and s (RFC 3279 §2.2.3).
-// It avoids math/big; crypto/ecdsa.Verify builds the same bytes internally.
-func rawToDER(dst, r, s []byte) []byte {
-	r, s = trimInt(r), trimInt(s)
-	rl, sl := intLen(r), intLen(s)
-	body := 2 + rl + 2 + sl // tag and one-byte length each: rl, sl <= 67
-	dst = append(dst, 0x30)
-	if body >= 0x80 {
-		dst = append(dst, 0x81)
-	}
-	dst = append(dst, byte(body))
-	dst = appendInt(dst, r, rl)
-	return appendInt(dst, s, sl)
-}
-
-// trimInt strips leading zero bytes, keeping at least one byte.
-func trimInt(b []byte) []byte {
-	for len(b) > 1 && b[0] == 0 {
-		b = b[1:]
-	}
-	return b
-}
-
-// intLen is the DER content length of the non-negative integer b.
-func intLen(b []byte) int {
-	if b[0]&0x80 != 0 {
-		return len(b) + 1
-	}
-	return len(b)
-}
-
-func appendInt(dst, b []byte, n int) []byte {
-	dst = append(dst, 0x02, byte(n))
-	if n > len(b) {
-		dst = append(dst, 0)
-	}
-	return append(dst, b...)
 }
 
 // sameKey reports whether a and b are the same public key: pointer identity

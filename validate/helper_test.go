@@ -9,9 +9,11 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/sha256"
+	"crypto/x509"
 	"encoding/asn1"
 	"encoding/base64"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -177,7 +179,7 @@ func claimsJSON(c map[string]any) string {
 func b64enc(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
 
 // signRaw signs input per RFC 7518 for alg with k's private key. For HS256
-// the key is k's public key in PKIX DER form, the classic confusion attack.
+// the key is k's public key in PEM form, the classic confusion attack.
 func signRaw(t testing.TB, k *testKey, alg string, input []byte) []byte {
 	t.Helper()
 	if strings.EqualFold(alg, "none") {
@@ -185,7 +187,7 @@ func signRaw(t testing.TB, k *testKey, alg string, input []byte) []byte {
 	}
 	switch alg {
 	case "HS256":
-		m := hmac.New(sha256.New, publicDER(k))
+		m := hmac.New(sha256.New, publicPEM(k))
 		m.Write(input)
 		return m.Sum(nil)
 	}
@@ -237,12 +239,14 @@ func derSignature(t testing.TB, raw []byte) []byte {
 	return der
 }
 
-func publicDER(k *testKey) []byte {
-	p, ok := k.priv.Public().(*rsa.PublicKey)
-	if !ok {
-		return []byte("not-rsa")
+// publicPEM is k's public key as PEM-encoded PKIX, the bytes an HMAC
+// key-confusion attacker feeds to a verifier that trusts "alg".
+func publicPEM(k *testKey) []byte {
+	der, err := x509.MarshalPKIXPublicKey(k.priv.Public())
+	if err != nil {
+		panic(err)
 	}
-	return p.N.Bytes()
+	return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der})
 }
 
 // segments splits a compact token.

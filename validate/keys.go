@@ -20,10 +20,13 @@ type KeySource interface {
 	// kid is empty only when Config.AllowMissingKID is set and the token has
 	// no "kid"; the source then returns every key it would accept for such
 	// a token. [Validator] filters what is returned (type, size, curve,
-	// "use", "alg", kid), so a source need not. Errors must not quote kid:
-	// it is an unverified token value. Errors wrapping ErrKeyNotFound are
-	// replaced by a bare ErrKeyNotFound; other errors are wrapped in
-	// ErrKeysUnavailable and may reach logs.
+	// "use", "alg", kid), so a source need not, and never modifies the
+	// returned slice, so a source may return its own storage.
+	//
+	// Errors must not quote kid: it is an unverified token value. Errors
+	// wrapping ErrKeyNotFound are replaced by a bare ErrKeyNotFound; errors
+	// wrapping ErrKeysUnavailable are returned as they are, and any other
+	// error is wrapped in ErrKeysUnavailable; both may reach logs.
 	Keys(ctx context.Context, kid string) ([]jose.JSONWebKey, error)
 }
 

@@ -1,13 +1,10 @@
 package validate
 
 import (
-	"crypto/rand"
-	"encoding/asn1"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/maphash"
-	"math/big"
 	"slices"
 	"strings"
 	"testing"
@@ -137,32 +134,6 @@ func TestUniqueNamesFolding(t *testing.T) {
 			for _, doc := range []string{obj(a, b), obj(append(append(slices.Clone(filler), a, b), "last")...)} {
 				if got := uniqueNames(doc, maphash.MakeSeed()) != nil; got != want {
 					t.Errorf("%s: duplicate %v, EqualFold(%q, %q) says %v", doc, got, a, b, want)
-				}
-			}
-		}
-	}
-}
-
-// TestRawToDER compares rawToDER with encoding/asn1 on edge and random values.
-func TestRawToDER(t *testing.T) {
-	for _, size := range []int{32, 48, 66} {
-		vals := [][]byte{make([]byte, size), append(make([]byte, size-1), 1), fill(size, 0xff), fill(size, 0x7f)}
-		for range 50 {
-			b := make([]byte, size)
-			rand.Read(b)
-			vals = append(vals, b)
-			b2 := make([]byte, size)
-			rand.Read(b2[size/2:])
-			vals = append(vals, b2)
-		}
-		for _, r := range vals {
-			for _, s := range vals[:6] {
-				want, err := asn1.Marshal(struct{ R, S *big.Int }{new(big.Int).SetBytes(r), new(big.Int).SetBytes(s)})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got := rawToDER(nil, r, s); string(got) != string(want) {
-					t.Fatalf("size %d: rawToDER(%x, %x) = %x, want %x", size, r, s, got, want)
 				}
 			}
 		}

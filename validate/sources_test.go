@@ -122,6 +122,14 @@ func TestValidateRefresh(t *testing.T) {
 			}
 		})
 	}
+	t.Run("no refresh for an implausible signature", func(t *testing.T) {
+		src := &rotatingKeys{before: []jose.JSONWebKey{old}, after: []jose.JSONWebKey{cur}}
+		v := newTestValidator(t, func(c *Config) { c.Issuers[0].Keys = src })
+		short := tok[:strings.LastIndexByte(tok, '.')+1] + "AAAA"
+		if _, err := v.Validate(t.Context(), short); !errors.Is(err, ErrSignature) || src.refreshCalls != 0 {
+			t.Errorf("got err %v and %d refreshes, want ErrSignature and none", err, src.refreshCalls)
+		}
+	})
 	t.Run("no refresh without kid", func(t *testing.T) {
 		src := &rotatingKeys{before: []jose.JSONWebKey{old}, after: []jose.JSONWebKey{cur}}
 		v := newTestValidator(t, func(c *Config) { c.Issuers[0].Keys = src; c.AllowMissingKID = true })

@@ -38,6 +38,9 @@ type Validator struct {
 	issuers map[string]*issuerState
 	seed    maphash.Seed // for uniqueNames
 	cache   *tokenCache  // nil when disabled
+	// canonAud holds Config.Audiences with scheme and host lower-cased, for
+	// the case-insensitive fallback in audienceOK.
+	canonAud []string
 }
 
 // issuerState is one configured issuer.
@@ -57,6 +60,11 @@ func New(cfg Config) (*Validator, error) {
 		return nil, err
 	}
 	v := &Validator{cfg: cfg, issuers: make(map[string]*issuerState, len(cfg.Issuers)), seed: maphash.MakeSeed()}
+	for _, a := range cfg.Audiences {
+		if c, ok := canonicalURI(a); ok {
+			v.canonAud = append(v.canonAud, c)
+		}
+	}
 	for _, a := range cfg.Algorithms {
 		spec, _ := lookupAlg(string(a))
 		v.algs = append(v.algs, spec)
@@ -156,7 +164,9 @@ var errKeySource = fmt.Errorf("%w: key source error", ErrKeysUnavailable)
 // and the key source implements Refresher, it refreshes once and retries.
 func (v *Validator) verify(ctx context.Context, is *issuerState, tok *token) (crypto.PublicKey, error) {
 	pub, err := tryKeys(ctx, is, tok)
-	if !errors.Is(err, ErrSignature) || is.refresher == nil || !tok.hasKID {
+	// A signature whose length no key of the algorithm could produce can
+	// never verify, so it must not cost the authorization server a fetch.
+	if !errors.Is(err, ErrSignature) || is.refresher == nil || !tok.hasKID || !plausibleSignature(tok.alg, tok.sig) {
 		return pub, err
 	}
 	if is.refresher.Refresh(ctx) != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,7 +130,7 @@ func runCases(t *testing.T, cases []vcase) {
 					}
 					if err != nil {
 						if c != nil || !wrapsOneSentinel(err) {
-							t.Fatalf("cache=%v: got claims %v, err %v wrapping %s", cached, c, err, "≠1 sentinel")
+							t.Fatalf("cache=%v: got claims %v and err %v, want nil claims and one sentinel", cached, c, err)
 						}
 						continue
 					}
@@ -266,6 +267,11 @@ func TestValidateAudienceAndClient(t *testing.T) {
 		{name: "second configured audience", cfg: multi, tok: es(baseClaims())},
 		{name: "wrong aud", tok: es(with("aud", "https://other.example")), wantErr: ErrAudience},
 		{name: "aud prefix is not a match", tok: es(with("aud", testAud+"/x")), wantErr: ErrAudience},
+		// MCP Canonical Server URI: uppercase scheme and host SHOULD be
+		// accepted; the path stays case-sensitive.
+		{name: "aud uppercase scheme and host", tok: es(with("aud", upperAuthority(testAud)))},
+		{name: "aud uppercase path", tok: es(with("aud", strings.ToUpper(testAud))), wantErr: ErrAudience},
+		{name: "aud with userinfo", tok: es(with("aud", strings.Replace(testAud, "://", "://u@", 1))), wantErr: ErrAudience},
 		{name: "aud array without match", tok: es(with("aud", []string{"a", "b"})), wantErr: ErrAudience},
 		{name: "missing aud", tok: es(with("aud", nil)), wantErr: ErrMissingClaim},
 		{name: "empty aud array", tok: es(with("aud", []string{})), wantErr: ErrMissingClaim},
@@ -323,3 +329,13 @@ func TestValidateRequiredClaims(t *testing.T) {
 type jsonNull struct{}
 
 func (jsonNull) MarshalJSON() ([]byte, error) { return []byte("null"), nil }
+
+// upperAuthority upper-cases the scheme and host of an absolute URI.
+func upperAuthority(u string) string {
+	i := strings.Index(u, "://") + 3
+	j := strings.IndexByte(u[i:], '/')
+	if j < 0 {
+		return strings.ToUpper(u)
+	}
+	return strings.ToUpper(u[:i+j]) + u[i+j:]
+}

@@ -1,0 +1,90 @@
+package validate
+
+import "slices"
+
+// This file holds the exported helpers for validators that live outside
+// this package, such as validate/introspect (RFC 7662), and for code that
+// routes a token to one of several validators.
+
+// NewClaims returns a copy of c whose [Claims.Decode] unmarshals
+// claimsJSON. It is meant for validators outside this package, such as
+// token introspection (RFC 7662 §2.2), that obtained a claims set over a
+// trusted, authenticated channel and have already checked the members
+// they copied into c. NewClaims checks nothing itself: the caller vouches
+// for both c and claimsJSON. claimsJSON is copied, and so are c.Audience
+// and c.Scopes, so the result shares no mutable memory with the arguments.
+// If claimsJSON is nil, Decode returns an encoding/json error, as it does
+// for a Claims built by hand.
+func NewClaims(c Claims, claimsJSON []byte) *Claims {
+	c.Audience = slices.Clone(c.Audience)
+	c.Scopes = slices.Clone(c.Scopes)
+	c.payload = string(claimsJSON)
+	return &c
+}
+
+// Trusts reports whether raw looks like a JWT that v is responsible for: a
+// compact JWS (RFC 7515 §7.1) with three dot-separated segments, whose
+// first segment decodes to a JSON object with an "alg" member, and whose
+// second decodes to a JSON object with an "iss" member (RFC 7519 §4.1.1)
+// equal to one of the configured issuers. The signature segment may be
+// empty (an unsecured JWT still names its issuer). Tokens longer than
+// Config.MaxTokenBytes are not trusted.
+//
+// Trusts verifies nothing: no signature, no claim, no "alg" allow-list,
+// and the "iss" it reads is unverified. It is a cheap routing decision
+// for callers that accept both JWTs and other tokens (see
+// validate/introspect.Hybrid): a token for which Trusts is true must be
+// validated with [Validator.Validate] and nothing else, so that a forged
+// or expired token naming a trusted issuer is refused rather than handed
+// to a more lenient path. It allocates twice, about three times the size
+// of the header and claims set.
+func (v *Validator) Trusts(raw string) bool {
+	if raw == "" || len(raw) > v.cfg.MaxTokenBytes {
+		return false
+	}
+	d1, d2, ok := splitCompact(raw)
+	if !ok || d1 == 0 || d2 == d1+1 {
+		return false
+	}
+	// The encoded header and claims set, then room for both decoded.
+	hl := b64.DecodedLen(d1)
+	buf := make([]byte, d2+hl+b64.DecodedLen(d2-d1-1))
+	copy(buf, raw[:d2])
+	hdr, err := decodeSegment(buf[d2:d2+hl], buf[:d1])
+	if err != nil {
+		return false
+	}
+	pay, err := decodeSegment(buf[d2+hl:], buf[d1+1:d2])
+	if err != nil || !validJSON(hdr) || !validJSON(pay) {
+		return false
+	}
+	// One string for both, so the scanners below allocate nothing more.
+	doc := string(buf[d2 : d2+hl+len(pay)])
+	if !hasMember(doc[:len(hdr)], "alg") {
+		return false
+	}
+	it := iterMembers(doc[hl:])
+	for m, ok := it.next(); ok; m, ok = it.next() {
+		if m.name != "iss" {
+			continue
+		}
+		// Any trusted "iss" member routes the token here, even one of
+		// several: Validate then refuses the duplicate.
+		if iss, ok := jsonString(m.value); ok && v.issuers[iss] != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// hasMember reports whether the JSON object doc has a top-level member
+// named name.
+func hasMember(doc, name string) bool {
+	it := iterMembers(doc)
+	for m, ok := it.next(); ok; m, ok = it.next() {
+		if m.name == name {
+			return true
+		}
+	}
+	return false
+}

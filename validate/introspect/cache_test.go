@@ -1,0 +1,350 @@
+package introspect_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/validate"
+	"github.com/mcpguard/mcpguard/validate/introspect"
+)
+
+// asIntro returns an authtest issuer and an Introspector for it that
+// shares the issuer's pinned clock and uses its Basic credentials.
+func asIntro(t *testing.T, mut func(*introspect.Config)) (*authtest.Issuer, *introspect.Introspector) {
+	t.Helper()
+	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
+	id, secret := iss.IntrospectionCredentials()
+	cfg := introspect.Config{
+		Issuer: iss.URL(), Endpoint: iss.IntrospectionURL(), Audiences: []string{iss.Audience()},
+		ClientID: id, ClientSecret: secret, Now: iss.Now, TenantClaim: "tenant",
+	}
+	if mut != nil {
+		mut(&cfg)
+	}
+	return iss, newIntro(t, cfg)
+}
+
+// step is one Validate call in a cache scenario.
+type step struct {
+	advance   time.Duration // clock advance before the call
+	mode      *authtest.IntrospectionMode
+	token     int // index into the scenario's tokens
+	wantErr   error
+	wantCalls int64 // total introspection calls after the step
+}
+
+func mode(m authtest.IntrospectionMode) *authtest.IntrospectionMode { return &m }
+
+func TestCache(t *testing.T) {
+	tests := []struct {
+		name   string
+		mut    func(*introspect.Config)
+		tokens []authtest.TokenOption // one token per option (nil: defaults)
+		steps  []step
+	}{
+		{
+			name: "hit until MaxCacheTTL",
+			mut:  func(c *introspect.Config) { c.MaxCacheTTL = 5 * time.Minute },
+			steps: []step{
+				{wantCalls: 1},
+				{wantCalls: 1},
+				{advance: 5*time.Minute - time.Second, wantCalls: 1},
+				{advance: time.Second, wantCalls: 2},
+				{wantCalls: 2},
+			},
+		},
+		{
+			name:   "entry expires at exp, then the endpoint says inactive",
+			tokens: []authtest.TokenOption{authtest.WithExpiry(time.Date(2026, 1, 2, 3, 6, 5, 0, time.UTC))}, // now+2m
+			steps: []step{
+				{wantCalls: 1},
+				{advance: 2*time.Minute - time.Second, wantCalls: 1},
+				{advance: time.Second, wantErr: validate.ErrInactive, wantCalls: 2},
+			},
+		},
+		{
+			name: "revocation seen after MaxCacheTTL only",
+			mut:  func(c *introspect.Config) { c.MaxCacheTTL = time.Minute },
+			steps: []step{
+				{wantCalls: 1},
+				{mode: mode(authtest.IntrospectionInactive), advance: 30 * time.Second, wantCalls: 1},
+				{advance: 30 * time.Second, wantErr: validate.ErrInactive, wantCalls: 2},
+			},
+		},
+		{
+			name: "inactive not cached by default",
+			steps: []step{
+				{mode: mode(authtest.IntrospectionInactive), wantErr: validate.ErrInactive, wantCalls: 1},
+				{wantErr: validate.ErrInactive, wantCalls: 2},
+				{mode: mode(authtest.IntrospectionActive), wantCalls: 3},
+			},
+		},
+		{
+			name: "inactive cached for InactiveCacheTTL",
+			mut:  func(c *introspect.Config) { c.InactiveCacheTTL = time.Minute },
+			steps: []step{
+				{mode: mode(authtest.IntrospectionInactive), wantErr: validate.ErrInactive, wantCalls: 1},
+				{mode: mode(authtest.IntrospectionActive), advance: time.Minute - time.Second, wantErr: validate.ErrInactive, wantCalls: 1},
+				{advance: time.Second, wantCalls: 2},
+			},
+		},
+		{
+			name: "errors not cached",
+			steps: []step{
+				{mode: mode(authtest.IntrospectionError), wantErr: validate.ErrKeysUnavailable, wantCalls: 1},
+				{wantErr: validate.ErrKeysUnavailable, wantCalls: 2},
+				{mode: mode(authtest.IntrospectionActive), wantCalls: 3},
+				{wantCalls: 3},
+			},
+		},
+		{
+			name:   "rejected response not cached",
+			tokens: []authtest.TokenOption{authtest.WrongAudience()},
+			steps: []step{
+				{wantErr: validate.ErrAudience, wantCalls: 1},
+				{wantErr: validate.ErrAudience, wantCalls: 2},
+			},
+		},
+		{
+			name: "cache disabled",
+			mut:  func(c *introspect.Config) { c.CacheSize = -1 },
+			steps: []step{
+				{wantCalls: 1},
+				{wantCalls: 2},
+			},
+		},
+		{
+			name:   "least recently used evicted",
+			mut:    func(c *introspect.Config) { c.CacheSize = 2 },
+			tokens: []authtest.TokenOption{nil, nil, nil},
+			steps: []step{
+				{token: 0, wantCalls: 1},
+				{token: 1, wantCalls: 2},
+				{token: 0, wantCalls: 2},
+				{token: 2, wantCalls: 3}, // evicts 1
+				{token: 0, wantCalls: 3},
+				{token: 1, wantCalls: 4},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			iss, in := asIntro(t, tt.mut)
+			opts := tt.tokens
+			if opts == nil {
+				opts = []authtest.TokenOption{nil}
+			}
+			toks := make([]string, len(opts))
+			for i, o := range opts {
+				if o == nil {
+					toks[i] = iss.OpaqueToken(t)
+				} else {
+					toks[i] = iss.OpaqueToken(t, o)
+				}
+			}
+			for n, s := range tt.steps {
+				iss.Advance(s.advance)
+				if s.mode != nil {
+					iss.SetIntrospection(*s.mode)
+				}
+				_, err := in.Validate(t.Context(), toks[s.token])
+				if !errors.Is(err, s.wantErr) || (err == nil) != (s.wantErr == nil) {
+					t.Fatalf("step %d: err = %v, want %v", n, err, s.wantErr)
+				}
+				if got := iss.IntrospectionCalls(); got != s.wantCalls {
+					t.Fatalf("step %d: introspection calls = %d, want %d", n, got, s.wantCalls)
+				}
+			}
+		})
+	}
+}
+
+// TestCacheHitIsolated: callers may change the claims they get.
+func TestCacheHitIsolated(t *testing.T) {
+	iss, in := asIntro(t, nil)
+	tok := iss.OpaqueToken(t, authtest.WithScopes("a", "b"))
+	c1, err := in.Validate(t.Context(), tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c1.Scopes[0], c1.Subject = "changed", "changed"
+	c2, err := in.Validate(t.Context(), tok)
+	if err != nil || c2.Scopes[0] != "a" || c2.Subject != authtest.DefaultSubject || iss.IntrospectionCalls() != 1 {
+		t.Fatalf("cached claims = %+v, %v (calls %d)", c2, err, iss.IntrospectionCalls())
+	}
+	var m map[string]any
+	if err := c2.Decode(&m); err != nil || m["active"] != true {
+		t.Errorf("Decode on a hit = %v %v", m, err)
+	}
+}
+
+// gate is an http.RoundTripper that holds every request until open is
+// closed, counting them.
+type gate struct {
+	next    http.RoundTripper
+	waiting atomic.Int64
+	open    chan struct{}
+}
+
+func (g *gate) RoundTrip(r *http.Request) (*http.Response, error) {
+	g.waiting.Add(1)
+	<-g.open
+	return g.next.RoundTrip(r)
+}
+
+// TestSingleFlight: N concurrent validations of one token make one call,
+// with the cache disabled so that only single-flight can explain it. A
+// caller who gives up does not fail the others.
+func TestSingleFlight(t *testing.T) {
+	const n = 32
+	g := &gate{next: http.DefaultTransport, open: make(chan struct{})}
+	iss, in := asIntro(t, func(c *introspect.Config) {
+		c.CacheSize = -1
+		c.HTTPClient = &http.Client{Transport: g}
+	})
+	tok := iss.OpaqueToken(t)
+
+	impatient, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	var entered atomic.Int64
+	errs := make([]error, n)
+	subs := make([]string, n)
+	for i := range n {
+		wg.Go(func() {
+			ctx := t.Context()
+			if i == 0 {
+				ctx = impatient
+			}
+			entered.Add(1)
+			c, err := in.Validate(ctx, tok)
+			errs[i] = err
+			if c != nil {
+				subs[i] = c.Subject
+			}
+		})
+	}
+	// Let every goroutine reach the flight, then have the first give up.
+	for entered.Load() < n || g.waiting.Load() < 1 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	time.Sleep(10 * time.Millisecond)
+	close(g.open)
+	wg.Wait()
+
+	if got := iss.IntrospectionCalls(); got != 1 {
+		t.Errorf("introspection calls = %d, want 1", got)
+	}
+	if !errors.Is(errs[0], context.Canceled) || !errors.Is(errs[0], validate.ErrKeysUnavailable) {
+		t.Errorf("impatient caller: err = %v, want context.Canceled and ErrKeysUnavailable", errs[0])
+	}
+	for i := 1; i < n; i++ {
+		if errs[i] != nil || subs[i] != authtest.DefaultSubject {
+			t.Errorf("caller %d: %q, %v", i, subs[i], errs[i])
+		}
+	}
+}
+
+// TestAuthtestFaults: every fault of the authorization server is a 503
+// (ErrKeysUnavailable), except 200 answers with a JSON media type whose
+// body is not an introspection response (ErrMalformed).
+func TestAuthtestFaults(t *testing.T) {
+	for _, f := range authtest.Faults() {
+		t.Run(f.String(), func(t *testing.T) {
+			iss, in := asIntro(t, func(c *introspect.Config) { c.Timeout = 200 * time.Millisecond })
+			iss.SetFaultFor(iss.IntrospectionURL(), f)
+			start := time.Now()
+			_, err := in.Validate(t.Context(), iss.OpaqueToken(t))
+			want := validate.ErrKeysUnavailable
+			switch f {
+			case authtest.FaultGarbage, authtest.FaultEmpty, authtest.FaultEmptyKeySet:
+				want = validate.ErrMalformed
+			}
+			checkErr(t, err, want)
+			if d := time.Since(start); d > 3*time.Second {
+				t.Errorf("took %v", d)
+			}
+		})
+	}
+}
+
+func TestWrongCredentials(t *testing.T) {
+	var logs logBuffer
+	iss, in := asIntro(t, func(c *introspect.Config) { c.ClientSecret, c.Logger = "wrong", logs.logger() })
+	_, err := in.Validate(t.Context(), iss.OpaqueToken(t))
+	checkErr(t, err, validate.ErrKeysUnavailable)
+	if !errors.Is(err, introspect.ErrClientAuth) {
+		t.Errorf("err = %v, want %v", err, introspect.ErrClientAuth)
+	}
+	if got := logs.String(); !containsAll(got, "level=ERROR", "status=401", "client_id=rs-client", "auth_method=client_secret_basic") {
+		t.Errorf("log lacks a loud client-authentication error:\n%s", got)
+	}
+}
+
+func TestDiscovery(t *testing.T) {
+	var logs logBuffer
+	iss, in := asIntro(t, func(c *introspect.Config) { c.Endpoint, c.Logger = "", logs.logger() })
+	if _, err := in.Validate(t.Context(), iss.OpaqueToken(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Validate(t.Context(), iss.OpaqueToken(t)); err != nil {
+		t.Fatal(err)
+	}
+	if m, c := iss.MetadataFetches(), iss.IntrospectionCalls(); m != 1 || c != 2 {
+		t.Errorf("metadata fetches %d, introspection calls %d; want 1 and 2", m, c)
+	}
+	if !containsAll(logs.String(), "level=INFO", "discovered introspection_endpoint", iss.IntrospectionURL()) {
+		t.Errorf("log:\n%s", logs.String())
+	}
+}
+
+func TestDiscoveryFailure(t *testing.T) {
+	iss, in := asIntro(t, func(c *introspect.Config) { c.Endpoint = "" })
+	iss.SetMetadataFault(authtest.FaultUnavailable)
+	tok := iss.OpaqueToken(t)
+	_, err := in.Validate(t.Context(), tok)
+	checkErr(t, err, validate.ErrKeysUnavailable)
+	first := iss.MetadataFetches()
+	if first == 0 {
+		t.Fatalf("no metadata fetched")
+	}
+	// Within the backoff: no new attempt.
+	iss.SetMetadataFault(authtest.FaultNone)
+	iss.Advance(4 * time.Second)
+	_, err = in.Validate(t.Context(), tok)
+	checkErr(t, err, validate.ErrKeysUnavailable)
+	if got := iss.MetadataFetches(); got != first {
+		t.Errorf("metadata fetches = %d within the backoff, want %d", got, first)
+	}
+	iss.Advance(time.Second)
+	if _, err := in.Validate(t.Context(), tok); err != nil {
+		t.Fatalf("after the backoff: %v", err)
+	}
+}
+
+func TestDiscoveryNoEndpoint(t *testing.T) {
+	iss := authtest.NewIssuer(t, authtest.IssuerConfig{ExtraMetadata: map[string]any{"introspection_endpoint": nil}})
+	in := newIntro(t, introspect.Config{Issuer: iss.URL(), Audiences: []string{iss.Audience()}, Now: iss.Now})
+	_, err := in.Validate(t.Context(), iss.OpaqueToken(t))
+	checkErr(t, err, validate.ErrKeysUnavailable)
+	if iss.IntrospectionCalls() != 0 {
+		t.Errorf("introspection called without a discovered endpoint")
+	}
+}
+
+func containsAll(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

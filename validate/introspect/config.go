@@ -1,0 +1,271 @@
+package introspect
+
+import (
+	"crypto"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"golang.org/x/oauth2"
+
+	"github.com/mcpguard/mcpguard/asmeta"
+	"github.com/mcpguard/mcpguard/internal/fetch"
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+// Defaults for the zero values of [Config].
+const (
+	// DefaultTimeout bounds one introspection call (discovery included).
+	DefaultTimeout = 5 * time.Second
+	// DefaultMaxBytes caps the introspection response body.
+	DefaultMaxBytes = 64 << 10
+	// DefaultCacheSize is the number of introspection results cached.
+	DefaultCacheSize = 4096
+	// DefaultMaxCacheTTL is the longest an active result is reused.
+	DefaultMaxCacheTTL = 5 * time.Minute
+	// AssertionLifetime is the validity of a private_key_jwt client
+	// assertion (RFC 7523 §3 "exp").
+	AssertionLifetime = 60 * time.Second
+)
+
+// AuthMethod is how the resource server authenticates itself to the
+// introspection endpoint (RFC 7662 §2.1, which leaves the choice to the
+// authorization server). The zero value is [ClientSecretBasic].
+type AuthMethod int
+
+const (
+	// ClientSecretBasic sends ClientID and ClientSecret with HTTP Basic
+	// authentication, each form-urlencoded first (RFC 6749 §2.3.1).
+	ClientSecretBasic AuthMethod = iota
+	// ClientSecretPost sends client_id and client_secret as form
+	// parameters of the request body (RFC 6749 §2.3.1).
+	ClientSecretPost
+	// PrivateKeyJWT sends client_id and a client assertion signed with
+	// PrivateKey (RFC 7523 §2.2, OpenID Connect Core §9 private_key_jwt):
+	// iss and sub are ClientID, aud the introspection endpoint URL, a
+	// random jti, iat now and exp [AssertionLifetime] later.
+	PrivateKeyJWT
+	// BearerToken sends "Authorization: Bearer" with an access token from
+	// TokenSource (RFC 6750 §2.1), for authorization servers that protect
+	// their introspection endpoint that way, for instance with a token the
+	// resource server obtains through the client credentials grant
+	// (golang.org/x/oauth2/clientcredentials).
+	BearerToken
+)
+
+// String returns the RFC 7591 §2 token_endpoint_auth_method name, or
+// "bearer" for [BearerToken].
+func (m AuthMethod) String() string {
+	switch m {
+	case ClientSecretBasic:
+		return "client_secret_basic"
+	case ClientSecretPost:
+		return "client_secret_post"
+	case PrivateKeyJWT:
+		return "private_key_jwt"
+	case BearerToken:
+		return "bearer"
+	}
+	return fmt.Sprintf("AuthMethod(%d)", int(m))
+}
+
+// Config configures an [Introspector]. [New] copies it, so later changes
+// by the caller have no effect. No zero value disables a check; the one
+// relaxation is the named AllowMissingAudience.
+type Config struct {
+	// Issuer is the authorization server's issuer identifier (RFC 8414 §2).
+	// Required. A response's "iss" must equal it byte for byte; a response
+	// without "iss" is taken to be about a token of this issuer, because
+	// the answer comes over an authenticated channel from this issuer's
+	// own endpoint. When Endpoint is empty, Issuer is also where the
+	// endpoint is discovered, so it must then be an https URL (http only
+	// on a loopback host).
+	Issuer string
+	// Endpoint is the introspection endpoint URL (RFC 7662 §2). Empty
+	// means discover the "introspection_endpoint" member of Issuer's
+	// metadata (RFC 8414 §2, with the issuer mix-up check of
+	// [asmeta.Discover]) on first use; the result is kept for the life of
+	// the Introspector, and a failed discovery is retried at most every
+	// 5 s. It must be https, or http on a loopback host.
+	Endpoint string
+	// Audiences lists the identifiers of this resource server (RFC 8707
+	// §2). Required. A response's "aud" (a string or an array of strings)
+	// must contain one of them exactly, as for a JWT.
+	Audiences []string
+	// AllowMissingAudience accepts active responses that have no "aud"
+	// member (or an empty one), as many authorization servers send. This
+	// WEAKENS validation: a token the authorization server issued for a
+	// different resource server is then accepted here too, which is the
+	// token-redirect attack that audience restriction (RFC 8707, MCP
+	// authorization §Token Audience Binding) exists to stop. A present
+	// "aud" must still match. Defaults to false.
+	AllowMissingAudience bool
+
+	// ClientID and ClientSecret authenticate this resource server to the
+	// endpoint. ClientID is required except with [BearerToken];
+	// ClientSecret is required with [ClientSecretBasic] and
+	// [ClientSecretPost].
+	ClientID, ClientSecret string
+	// AuthMethod selects the client authentication. The zero value is
+	// [ClientSecretBasic].
+	AuthMethod AuthMethod
+	// PrivateKey signs the client assertions of [PrivateKeyJWT]; required
+	// with it. Any crypto.Signer works (an HSM or KMS key too) whose public
+	// key is ECDSA (P-256/384/521), RSA (2048 bits or more) or Ed25519.
+	PrivateKey crypto.Signer
+	// KeyID is the "kid" header of the client assertions, as registered
+	// with the authorization server. Empty sends none.
+	KeyID string
+	// Algorithm is the JWS algorithm of the client assertions. If empty it
+	// follows from PrivateKey: ES256, ES384 or ES512 for the ECDSA curves,
+	// RS256 for RSA, EdDSA for Ed25519. It must fit the key.
+	Algorithm jose.SignatureAlgorithm
+	// TokenSource supplies the access token of [BearerToken]; required
+	// with it. It is called on every introspection request, so it should
+	// cache its token (clientcredentials.Config.TokenSource and
+	// oauth2.ReuseTokenSource do).
+	TokenSource oauth2.TokenSource
+
+	// HTTPClient sends the requests. If nil, a client from internal/fetch
+	// is used: Timeout per request, no environment proxies, TLS 1.2+. It
+	// has no SSRF address guard, because the endpoint is operator
+	// configuration. Redirects are never followed, whatever the client's
+	// policy: a redirected POST would resend the token and the
+	// credentials.
+	HTTPClient *http.Client
+	// Timeout bounds one introspection call, endpoint discovery included.
+	// Zero means [DefaultTimeout] (5 s). Negative is a configuration
+	// error.
+	Timeout time.Duration
+	// MaxBytes caps the response body after decompression. Zero means
+	// [DefaultMaxBytes] (64 KiB). Negative is a configuration error.
+	MaxBytes int64
+	// MaxTokenBytes bounds the raw token; a longer one is refused with
+	// [validate.ErrTooLarge] and never sent. Zero means
+	// [validate.DefaultMaxTokenBytes] (8192). Negative is a configuration
+	// error.
+	MaxTokenBytes int
+
+	// Leeway is the clock skew tolerated on "exp", "nbf" and "iat". Zero
+	// means [validate.DefaultLeeway] (30 s); negative means none.
+	Leeway time.Duration
+
+	// CacheSize is the number of results remembered, keyed by the SHA-256
+	// of the token (the token itself is never stored). Zero means
+	// [DefaultCacheSize] (4096); negative disables caching. See
+	// [Introspector] for what is cached and for how long.
+	CacheSize int
+	// MaxCacheTTL is the longest an active result is reused without asking
+	// the endpoint again; it is the longest a revoked token can still be
+	// accepted here. An entry also expires at the token's "exp". Zero
+	// means [DefaultMaxCacheTTL] (5 min). Negative is a configuration
+	// error.
+	MaxCacheTTL time.Duration
+	// InactiveCacheTTL is how long an inactive result is remembered. Zero
+	// means inactive results are not cached: each presentation of an
+	// inactive token asks the endpoint again. Negative is a configuration
+	// error. See [Introspector] for why zero is the default.
+	InactiveCacheTTL time.Duration
+
+	// TenantClaim names a response member copied into Claims.Tenant, for
+	// example "tid" or "org_id". It must be a JSON string when present.
+	// If empty, no tenant is read.
+	TenantClaim string
+
+	// Now returns the current time. If nil, time.Now is used.
+	Now func() time.Time
+	// Logger receives the endpoint's refusals of our client credentials
+	// (Error), malformed responses (Warn) and discovery (Info). If nil,
+	// nothing is logged. Tokens are never logged.
+	Logger *slog.Logger
+}
+
+// withDefaults returns a copy of c with zero values replaced by defaults.
+func (c Config) withDefaults() Config {
+	c.Audiences = slices.Clone(c.Audiences)
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.MaxTokenBytes == 0 {
+		c.MaxTokenBytes = validate.DefaultMaxTokenBytes
+	}
+	switch {
+	case c.Leeway == 0:
+		c.Leeway = validate.DefaultLeeway
+	case c.Leeway < 0:
+		c.Leeway = 0
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultCacheSize
+	}
+	if c.MaxCacheTTL == 0 {
+		c.MaxCacheTTL = DefaultMaxCacheTTL
+	}
+	if c.AuthMethod == PrivateKeyJWT && c.Algorithm == "" && c.PrivateKey != nil {
+		c.Algorithm = defaultAlgorithm(c.PrivateKey.Public())
+	}
+	if c.HTTPClient == nil && c.Timeout > 0 {
+		c.HTTPClient = fetch.NewClient(fetch.ClientConfig{Timeout: c.Timeout})
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c
+}
+
+// check reports the first problem with a defaulted config, wrapping
+// ErrConfig.
+func (c Config) check() error {
+	switch {
+	case c.Issuer == "":
+		return fmt.Errorf("%w: Issuer is required", ErrConfig)
+	case len(c.Audiences) == 0:
+		return fmt.Errorf("%w: no audiences", ErrConfig)
+	case slices.Contains(c.Audiences, ""):
+		return fmt.Errorf("%w: empty audience", ErrConfig)
+	case c.Timeout < 0, c.MaxCacheTTL < 0, c.InactiveCacheTTL < 0:
+		return fmt.Errorf("%w: negative duration", ErrConfig)
+	case c.MaxBytes < 0, c.MaxTokenBytes < 0:
+		return fmt.Errorf("%w: negative size limit", ErrConfig)
+	}
+	if c.Endpoint != "" {
+		if _, err := fetch.CheckURL(c.Endpoint, true); err != nil {
+			return fmt.Errorf("%w: Endpoint: %w", ErrConfig, err)
+		}
+	} else if _, err := asmeta.WellKnownURLs(c.Issuer); err != nil {
+		return fmt.Errorf("%w: Issuer (needed to discover the endpoint): %w", ErrConfig, err)
+	}
+	return c.checkAuth()
+}
+
+func (c Config) checkAuth() error {
+	switch c.AuthMethod {
+	case ClientSecretBasic, ClientSecretPost:
+		if c.ClientID == "" || c.ClientSecret == "" {
+			return fmt.Errorf("%w: %s needs ClientID and ClientSecret", ErrConfig, c.AuthMethod)
+		}
+	case PrivateKeyJWT:
+		if c.ClientID == "" || c.PrivateKey == nil {
+			return fmt.Errorf("%w: private_key_jwt needs ClientID and PrivateKey", ErrConfig)
+		}
+		if err := checkKey(c.PrivateKey.Public(), c.Algorithm); err != nil {
+			return fmt.Errorf("%w: PrivateKey: %w", ErrConfig, err)
+		}
+	case BearerToken:
+		if c.TokenSource == nil {
+			return fmt.Errorf("%w: bearer needs a TokenSource", ErrConfig)
+		}
+	default:
+		return fmt.Errorf("%w: unknown AuthMethod %d", ErrConfig, int(c.AuthMethod))
+	}
+	return nil
+}

@@ -1,0 +1,29 @@
+package introspect
+
+import "errors"
+
+// Sentinel errors of this package. Every error returned by
+// [Introspector.Validate] wraps a sentinel of package validate, so that
+// middleware maps it to an HTTP answer (see the package documentation);
+// failures of the endpoint additionally wrap [ErrEndpoint] or
+// [ErrClientAuth], for logs and tests. Error text never contains the token
+// or a value read from the response. The text is part of the API.
+var (
+	// ErrConfig: [New] or [NewHybrid] was given an unusable configuration.
+	ErrConfig = errors.New("introspect: invalid config")
+	// ErrEndpoint: the introspection endpoint could not be reached or did
+	// not answer 200 with a JSON body within Config.Timeout and
+	// Config.MaxBytes (transport error, timeout, 3xx, 429, 5xx, any other
+	// status but 401/403, wrong media type, oversized body), or its URL
+	// could not be discovered. Always wrapped together with
+	// [validate.ErrKeysUnavailable]: the token was not judged.
+	ErrEndpoint = errors.New("introspect: endpoint unavailable")
+	// ErrClientAuth: the endpoint answered 401 or 403, refusing this
+	// resource server's own client authentication (RFC 7662 §2.1), or that
+	// authentication could not be produced (the TokenSource of
+	// [BearerToken] failed, or signing the client assertion of
+	// [PrivateKeyJWT] failed). That is a misconfiguration or an outage on
+	// our side, not a bad token: it is logged at Error level and wrapped
+	// together with [validate.ErrKeysUnavailable].
+	ErrClientAuth = errors.New("introspect: client authentication rejected")
+)

@@ -1,0 +1,213 @@
+package introspect_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/validate"
+	"github.com/mcpguard/mcpguard/validate/introspect"
+)
+
+// Fixed test values. Fixtures never call time.Now.
+var testNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+const (
+	testIss    = "https://as.example.com"
+	testAud    = "https://mcp.example.com/mcp"
+	testClient = "rs-client"
+	testSecret = "rs-secret"
+	testToken  = "opaque-token-1"
+)
+
+// clock is a pinned, advanceable clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *clock { return &clock{t: testNow} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// stub is an introspection endpoint on 127.0.0.1 whose answer the test
+// sets. It records the last request's form and Authorization header.
+type stub struct {
+	ts    *httptest.Server
+	calls atomic.Int64
+
+	mu       sync.Mutex
+	h        http.HandlerFunc
+	form     url.Values
+	authz    string
+	accept   string
+	ctype    string
+	lastPath string
+}
+
+func newStub(t testing.TB, h http.HandlerFunc) *stub {
+	t.Helper()
+	s := &stub{h: h}
+	s.ts = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.calls.Add(1)
+		_ = r.ParseForm()
+		s.mu.Lock()
+		s.form, s.authz, s.accept, s.ctype, s.lastPath = r.PostForm, r.Header.Get("Authorization"), r.Header.Get("Accept"), r.Header.Get("Content-Type"), r.URL.Path
+		h := s.h
+		s.mu.Unlock()
+		h(w, r)
+	}))
+	t.Cleanup(s.ts.Close)
+	return s
+}
+
+func (s *stub) URL() string { return s.ts.URL + "/introspect" }
+
+func (s *stub) set(h http.HandlerFunc) {
+	s.mu.Lock()
+	s.h = h
+	s.mu.Unlock()
+}
+
+func (s *stub) last() (form url.Values, authz string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.form, s.authz
+}
+
+func answer(status int, contentType, body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if contentType != "" {
+			w.Header().Set("Content-Type", contentType)
+		}
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, body)
+	}
+}
+
+func jsonAnswer(body string) http.HandlerFunc { return answer(http.StatusOK, "application/json", body) }
+
+// activeJSON is a valid active response at testNow, changed by kv pairs
+// (a nil value deletes the member).
+func activeJSON(kv ...any) string {
+	m := map[string]any{
+		"active":     true,
+		"iss":        testIss,
+		"aud":        testAud,
+		"sub":        "alice",
+		"client_id":  "client-1",
+		"jti":        "jti-1",
+		"scope":      "mcp:tools notes:read",
+		"token_type": "Bearer",
+		"iat":        testNow.Add(-time.Minute).Unix(),
+		"nbf":        testNow.Add(-time.Minute).Unix(),
+		"exp":        testNow.Add(time.Hour).Unix(),
+		"tenant":     "tenant-a",
+	}
+	for i := 0; i < len(kv); i += 2 {
+		if kv[i+1] == nil {
+			delete(m, kv[i].(string))
+			continue
+		}
+		m[kv[i].(string)] = kv[i+1]
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+// newIntro returns an Introspector for cfg with test defaults for the
+// zero fields: testIss, testAud, Basic credentials, a pinned clock.
+func newIntro(t testing.TB, cfg introspect.Config) *introspect.Introspector {
+	t.Helper()
+	if cfg.Issuer == "" {
+		cfg.Issuer = testIss
+	}
+	if cfg.Audiences == nil {
+		cfg.Audiences = []string{testAud}
+	}
+	if cfg.ClientID == "" && cfg.AuthMethod != introspect.BearerToken {
+		cfg.ClientID = testClient
+	}
+	if cfg.ClientSecret == "" && (cfg.AuthMethod == introspect.ClientSecretBasic || cfg.AuthMethod == introspect.ClientSecretPost) {
+		cfg.ClientSecret = testSecret
+	}
+	if cfg.Now == nil {
+		cfg.Now = func() time.Time { return testNow }
+	}
+	in, err := introspect.New(cfg)
+	if err != nil {
+		t.Fatalf("introspect.New: %v", err)
+	}
+	return in
+}
+
+// logBuffer is a concurrency-safe log sink.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// sentinels are the validate sentinels an Introspector may return.
+var sentinels = []error{
+	validate.ErrMalformed, validate.ErrTooLarge, validate.ErrType, validate.ErrIssuer, validate.ErrAudience,
+	validate.ErrExpired, validate.ErrNotYetValid, validate.ErrIssuedAt, validate.ErrMissingClaim,
+	validate.ErrKeysUnavailable, validate.ErrInactive,
+}
+
+// checkErr fails unless err wraps want and no other validate sentinel (nil
+// want: err must be nil).
+func checkErr(t testing.TB, err, want error) {
+	t.Helper()
+	if want == nil {
+		if err != nil {
+			t.Fatalf("err = %v, want nil", err)
+		}
+		return
+	}
+	if !errors.Is(err, want) {
+		t.Fatalf("err = %v, want %v", err, want)
+	}
+	for _, s := range sentinels {
+		if s != want && errors.Is(err, s) {
+			t.Errorf("err = %v also wraps %v", err, s)
+		}
+	}
+}

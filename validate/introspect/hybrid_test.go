@@ -1,0 +1,77 @@
+package introspect_test
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/validate"
+	"github.com/mcpguard/mcpguard/validate/introspect"
+)
+
+func newHybrid(t *testing.T, iss *authtest.Issuer, in *introspect.Introspector) *introspect.Hybrid {
+	t.Helper()
+	v, err := validate.New(validate.Config{
+		Issuers:     []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Audiences:   []string{iss.Audience()},
+		TenantClaim: "tenant",
+		Now:         iss.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := introspect.NewHybrid(v, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+// TestHybrid: JWTs of the trusted issuer are validated locally only, even
+// when the (lax) introspection endpoint would call them active; every
+// other token is introspected.
+func TestHybrid(t *testing.T) {
+	tests := []struct {
+		name      string
+		mint      func(t *testing.T, iss *authtest.Issuer) string
+		wantErr   error
+		wantCalls int64
+	}{
+		{name: "jwt", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t) }},
+		{name: "jwt, forged signature", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.WrongKey()) }, wantErr: validate.ErrSignature},
+		{name: "jwt, unknown kid", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.UnknownKID()) }, wantErr: validate.ErrKeyNotFound},
+		{name: "jwt, expired", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.Expired()) }, wantErr: validate.ErrExpired},
+		{name: "jwt, wrong audience", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.WrongAudience()) }, wantErr: validate.ErrAudience},
+		{name: "jwt, unsigned", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.Unsigned()) }, wantErr: validate.ErrUnsupportedAlgorithm},
+		{name: "jwt, HS256", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.WithAlgorithm(jose.HS256)) }, wantErr: validate.ErrUnsupportedAlgorithm},
+		{name: "jwt of another issuer", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.WrongIssuer()) }, wantErr: validate.ErrIssuer, wantCalls: 1},
+		{name: "opaque", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.OpaqueToken(t) }, wantCalls: 1},
+		{name: "opaque, expired", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.OpaqueToken(t, authtest.Expired()) }, wantErr: validate.ErrExpired, wantCalls: 1},
+		{name: "unknown opaque", mint: func(*testing.T, *authtest.Issuer) string { return "never-issued" }, wantErr: validate.ErrMissingClaim, wantCalls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			iss, in := asIntro(t, nil)
+			iss.SetIntrospection(authtest.IntrospectionAlwaysActive)
+			h := newHybrid(t, iss, in)
+			_, err := h.Validate(t.Context(), tt.mint(t, iss))
+			checkErr(t, err, tt.wantErr)
+			if got := iss.IntrospectionCalls(); got != tt.wantCalls {
+				t.Errorf("introspection calls = %d, want %d", got, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestNewHybridConfig(t *testing.T) {
+	iss, in := asIntro(t, nil)
+	if _, err := introspect.NewHybrid(nil, in); !errors.Is(err, introspect.ErrConfig) {
+		t.Errorf("NewHybrid(nil, in) = %v, want %v", err, introspect.ErrConfig)
+	}
+	h := newHybrid(t, iss, in)
+	if _, err := introspect.NewHybrid(nil, nil); !errors.Is(err, introspect.ErrConfig) || h == nil {
+		t.Errorf("NewHybrid(nil, nil) = %v", err)
+	}
+}

@@ -1,0 +1,306 @@
+package introspect
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/mcpguard/mcpguard/asmeta"
+	"github.com/mcpguard/mcpguard/internal/fetch"
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+// discoveryBackoff is the shortest time between two attempts to discover
+// the endpoint after one failed.
+const discoveryBackoff = 5 * time.Second
+
+var (
+	// errUnavailable: the token was not judged; 503 at the HTTP layer.
+	errUnavailable = fmt.Errorf("%w: %w", ErrEndpoint, validate.ErrKeysUnavailable)
+	// errRejected: the endpoint refused our client authentication.
+	errRejected    = fmt.Errorf("%w: %w", ErrClientAuth, validate.ErrKeysUnavailable)
+	errTooLarge    = fmt.Errorf("%w: token longer than MaxTokenBytes", validate.ErrTooLarge)
+	errTokenSyntax = fmt.Errorf("%w: token is empty or has a character outside visible ASCII", validate.ErrMalformed)
+)
+
+// Introspector validates access tokens by asking the authorization
+// server's introspection endpoint (RFC 7662) whether they are active, and
+// then checking the answer as strictly as [validate.Validator] checks a
+// JWT: issuer, audience and expiry are required. It is safe for
+// concurrent use and starts no goroutine.
+//
+// # Result cache
+//
+// Unless Config.CacheSize is negative, an Introspector remembers up to
+// CacheSize results, least recently used first out, keyed by the SHA-256
+// of the token; the token itself is never stored. An active result is
+// reused until the token's "exp" or for Config.MaxCacheTTL, whichever
+// comes first, and every hit re-checks exp, nbf and iat. Errors (an
+// unreachable endpoint, a malformed response, a wrong audience, …) are
+// never cached. Concurrent validations of the same token share one
+// request to the endpoint (single-flight); a caller whose context ends
+// stops waiting, but the request goes on, bounded by Config.Timeout, and
+// its result is cached for the others.
+//
+// Inactive results are not cached by default (Config.InactiveCacheTTL
+// zero). A negative cache buys little: an attacker who floods the server
+// with junk tokens varies them, so every one is a miss anyway; that needs
+// rate limiting, not caching. And it can cost correctness: an
+// authorization server whose introspection lags its token endpoint (a
+// replicated token store) may briefly call a freshly issued token
+// inactive, and a cached "inactive" would lock its client out for the TTL.
+// Set InactiveCacheTTL when clients are known to retry revoked tokens in a
+// loop.
+//
+// Revocation trade-off: introspection exists so that revocation takes
+// effect, and every cached result delays it. A token revoked at the
+// authorization server is still accepted here until its entry expires:
+// at most MaxCacheTTL (5 minutes by default) after this server last asked.
+// Lower MaxCacheTTL for faster revocation at the price of more requests
+// to the endpoint; a negative CacheSize asks on every request.
+type Introspector struct {
+	cfg        Config
+	client     *http.Client
+	basicAuth  string      // precomputed Authorization value for ClientSecretBasic
+	signer     jose.Signer // for PrivateKeyJWT
+	cache      *resultCache
+	flights    singleflight.Group
+	discovered atomic.Pointer[string]
+
+	discMu     sync.Mutex // serializes discovery
+	discFailed time.Time  // when discovery last failed
+	discErr    error      // and why
+}
+
+// New returns an Introspector for cfg. It does no I/O: the endpoint, when
+// not configured, is discovered on first use. It returns an error wrapping
+// [ErrConfig] if Issuer or Audiences is missing, a limit is negative, the
+// endpoint or issuer URL is not https (or http on loopback), or the
+// credentials of Config.AuthMethod are missing or do not fit.
+func New(cfg Config) (*Introspector, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	i := &Introspector{cfg: cfg, client: cfg.HTTPClient}
+	switch cfg.AuthMethod {
+	case ClientSecretBasic:
+		i.basicAuth = "Basic " + base64.StdEncoding.EncodeToString(
+			[]byte(url.QueryEscape(cfg.ClientID)+":"+url.QueryEscape(cfg.ClientSecret)))
+	case PrivateKeyJWT:
+		s, err := newAssertionSigner(cfg)
+		if err != nil {
+			return nil, fmt.Errorf("%w: PrivateKey: %w", ErrConfig, err)
+		}
+		i.signer = s
+	}
+	if cfg.CacheSize > 0 {
+		i.cache = newResultCache(cfg.CacheSize)
+	}
+	return i, nil
+}
+
+// Validate asks the introspection endpoint about raw, an access token of
+// any format, and returns its claims if the endpoint reports it active and
+// the response passes every check. It satisfies middleware.TokenValidator.
+// Every error wraps one sentinel of package validate:
+//
+//   - ErrTooLarge, ErrMalformed: raw is too long, empty or not visible
+//     ASCII; nothing is sent.
+//   - ErrKeysUnavailable (also [ErrEndpoint] or [ErrClientAuth], or the
+//     caller's context error): no answer about the token; 503.
+//   - ErrMalformed: the response is not a JSON object with unique member
+//     names, "active" is missing or not a JSON boolean, or a member has
+//     the wrong type.
+//   - ErrInactive: "active" is false.
+//   - ErrType: "token_type" is present and neither "Bearer" nor
+//     "access_token", or "cnf" binds the token to a key (DPoP, mTLS).
+//   - ErrMissingClaim: no "exp", or no "aud" without AllowMissingAudience.
+//   - ErrIssuer, ErrAudience, ErrExpired, ErrNotYetValid, ErrIssuedAt.
+func (i *Introspector) Validate(ctx context.Context, raw string) (*validate.Claims, error) {
+	if len(raw) > i.cfg.MaxTokenBytes {
+		return nil, errTooLarge
+	}
+	if !visibleASCII(raw) {
+		return nil, errTokenSyntax
+	}
+	// Hashing through a stack buffer keeps a cache hit free of allocations
+	// other than the caller's copy of the claims.
+	var buf [512]byte
+	var key cacheKey
+	if len(raw) <= len(buf) {
+		key = sha256.Sum256(append(buf[:0], raw...))
+	} else {
+		key = sha256.Sum256([]byte(raw))
+	}
+	if i.cache != nil {
+		if c, done, err := i.fromCache(key, i.cfg.Now()); done {
+			return c, err
+		}
+	}
+	return i.shared(ctx, raw, key)
+}
+
+// shared runs or joins the single flight for key. The request is detached
+// from the caller's cancellation so that one impatient caller cannot fail
+// the others waiting on the same flight; Config.Timeout bounds it.
+func (i *Introspector) shared(ctx context.Context, raw string, key cacheKey) (*validate.Claims, error) {
+	ch := i.flights.DoChan(string(key[:]), func() (any, error) {
+		return i.introspect(context.WithoutCancel(ctx), raw, key)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return nil, r.Err
+		}
+		return cloneClaims(r.Val.(*validate.Claims)), nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: %w", errUnavailable, context.Cause(ctx))
+	}
+}
+
+// visibleASCII reports whether s is non-empty and every byte is %x21-7E,
+// a superset of RFC 6750 §2.1 b64token.
+func visibleASCII(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x21 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// introspect makes one request about raw and caches the outcome.
+func (i *Introspector) introspect(ctx context.Context, raw string, key cacheKey) (*validate.Claims, error) {
+	ctx, cancel := context.WithTimeout(ctx, i.cfg.Timeout)
+	defer cancel()
+	endpoint, err := i.endpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	form := url.Values{"token": {raw}, "token_type_hint": {"access_token"}}
+	header := http.Header{}
+	if err := i.authenticate(endpoint, form, header); err != nil {
+		i.cfg.Logger.ErrorContext(ctx, "introspect: cannot authenticate to the introspection endpoint; every token is refused with 503 until this is fixed",
+			"endpoint", endpoint, "auth_method", i.cfg.AuthMethod.String(), "err", err)
+		return nil, fmt.Errorf("%w: %w", errRejected, err)
+	}
+	resp, err := fetch.PostForm(ctx, i.client, endpoint, form, header, i.cfg.MaxBytes)
+	if err != nil {
+		return nil, i.endpointError(ctx, endpoint, err)
+	}
+	now := i.cfg.Now()
+	c, err := i.parseResponse(resp.Body, now)
+	switch {
+	case err == nil:
+		i.store(key, c, now)
+	case errors.Is(err, validate.ErrInactive):
+		i.store(key, nil, now)
+	case errors.Is(err, validate.ErrMalformed):
+		i.cfg.Logger.WarnContext(ctx, "introspect: malformed introspection response", "endpoint", endpoint, "err", err)
+	}
+	return c, err
+}
+
+// endpointError classifies a failed request. 401 and 403 mean the
+// endpoint refused our own credentials: a misconfiguration that refuses
+// every token, so it is logged at Error level.
+func (i *Introspector) endpointError(ctx context.Context, endpoint string, err error) error {
+	var se *fetch.StatusError
+	if errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden) {
+		i.cfg.Logger.ErrorContext(ctx, "introspect: the introspection endpoint rejected this resource server's client authentication; check the client credentials. Every token is refused with 503 until this is fixed",
+			"endpoint", endpoint, "status", se.Code, "auth_method", i.cfg.AuthMethod.String(), "client_id", i.cfg.ClientID)
+		return fmt.Errorf("%w: %w", errRejected, err)
+	}
+	return fmt.Errorf("%w: %w", errUnavailable, err)
+}
+
+// authenticate adds the client authentication of Config.AuthMethod to the
+// request's form or header.
+func (i *Introspector) authenticate(endpoint string, form url.Values, header http.Header) error {
+	switch i.cfg.AuthMethod {
+	case ClientSecretBasic:
+		header.Set("Authorization", i.basicAuth)
+	case ClientSecretPost:
+		form.Set("client_id", i.cfg.ClientID)
+		form.Set("client_secret", i.cfg.ClientSecret)
+	case PrivateKeyJWT:
+		a, err := i.assertion(endpoint, i.cfg.Now())
+		if err != nil {
+			return fmt.Errorf("signing the client assertion: %w", err)
+		}
+		form.Set("client_id", i.cfg.ClientID)
+		form.Set("client_assertion_type", clientAssertionType)
+		form.Set("client_assertion", a)
+	case BearerToken:
+		t, err := i.cfg.TokenSource.Token()
+		if err != nil {
+			return fmt.Errorf("token source: %w", err)
+		}
+		if !t.Valid() {
+			return errors.New("token source returned an invalid or expired token")
+		}
+		// Always Bearer, whatever t.TokenType says: no proof of possession
+		// is sent, so any other scheme would be refused anyway.
+		header.Set("Authorization", "Bearer "+t.AccessToken)
+	}
+	return nil
+}
+
+// endpoint returns the configured endpoint, or discovers it from the
+// issuer's metadata once. A failed discovery is retried at most every
+// discoveryBackoff; until then its error is returned at once.
+func (i *Introspector) endpoint(ctx context.Context) (string, error) {
+	if i.cfg.Endpoint != "" {
+		return i.cfg.Endpoint, nil
+	}
+	if p := i.discovered.Load(); p != nil {
+		return *p, nil
+	}
+	i.discMu.Lock()
+	defer i.discMu.Unlock()
+	if p := i.discovered.Load(); p != nil {
+		return *p, nil
+	}
+	now := i.cfg.Now()
+	if i.discErr != nil && now.Sub(i.discFailed) < discoveryBackoff && !now.Before(i.discFailed) {
+		return "", i.discErr
+	}
+	ep, err := i.discover(ctx)
+	if err != nil {
+		i.discFailed, i.discErr = now, fmt.Errorf("%w: discovering the endpoint: %w", errUnavailable, err)
+		i.cfg.Logger.WarnContext(ctx, "introspect: discovery of the introspection endpoint failed", "issuer", i.cfg.Issuer, "err", err)
+		return "", i.discErr
+	}
+	i.discovered.Store(&ep)
+	i.discErr = nil
+	i.cfg.Logger.InfoContext(ctx, "introspect: discovered introspection_endpoint", "issuer", i.cfg.Issuer, "endpoint", ep)
+	return ep, nil
+}
+
+func (i *Introspector) discover(ctx context.Context) (string, error) {
+	md, err := asmeta.Discover(ctx, i.client, i.cfg.Issuer)
+	if err != nil {
+		return "", err
+	}
+	if md.IntrospectionEndpoint == "" {
+		return "", fmt.Errorf("%w: metadata has no introspection_endpoint", asmeta.ErrInvalidMetadata)
+	}
+	if _, err := fetch.CheckURL(md.IntrospectionEndpoint, true); err != nil {
+		return "", fmt.Errorf("%w: introspection_endpoint: %w", asmeta.ErrInvalidMetadata, err)
+	}
+	return md.IntrospectionEndpoint, nil
+}

@@ -1,0 +1,352 @@
+package introspect_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"golang.org/x/oauth2"
+
+	"github.com/mcpguard/mcpguard/validate"
+	"github.com/mcpguard/mcpguard/validate/introspect"
+)
+
+func TestNewConfig(t *testing.T) {
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	small, _ := rsa.GenerateKey(rand.Reader, 1024)
+	base := func(mut func(*introspect.Config)) introspect.Config {
+		c := introspect.Config{Issuer: testIss, Endpoint: "https://as.example.com/introspect", Audiences: []string{testAud}, ClientID: testClient, ClientSecret: testSecret}
+		mut(&c)
+		return c
+	}
+	tests := []struct {
+		name    string
+		cfg     introspect.Config
+		wantErr error
+	}{
+		{name: "valid", cfg: base(func(*introspect.Config) {})},
+		{name: "discovery", cfg: base(func(c *introspect.Config) { c.Endpoint = "" })},
+		{name: "http loopback endpoint", cfg: base(func(c *introspect.Config) { c.Endpoint = "http://127.0.0.1:9/introspect" })},
+		{name: "no issuer", cfg: base(func(c *introspect.Config) { c.Issuer = "" }), wantErr: introspect.ErrConfig},
+		{name: "no audiences", cfg: base(func(c *introspect.Config) { c.Audiences = nil }), wantErr: introspect.ErrConfig},
+		{name: "empty audience", cfg: base(func(c *introspect.Config) { c.Audiences = []string{testAud, ""} }), wantErr: introspect.ErrConfig},
+		{name: "http endpoint", cfg: base(func(c *introspect.Config) { c.Endpoint = "http://as.example.com/introspect" }), wantErr: introspect.ErrConfig},
+		{name: "endpoint with userinfo", cfg: base(func(c *introspect.Config) { c.Endpoint = "https://u:p@as.example.com/i" }), wantErr: introspect.ErrConfig},
+		{name: "http issuer for discovery", cfg: base(func(c *introspect.Config) { c.Endpoint, c.Issuer = "", "http://as.example.com" }), wantErr: introspect.ErrConfig},
+		{name: "negative timeout", cfg: base(func(c *introspect.Config) { c.Timeout = -1 }), wantErr: introspect.ErrConfig},
+		{name: "negative max bytes", cfg: base(func(c *introspect.Config) { c.MaxBytes = -1 }), wantErr: introspect.ErrConfig},
+		{name: "negative max token bytes", cfg: base(func(c *introspect.Config) { c.MaxTokenBytes = -1 }), wantErr: introspect.ErrConfig},
+		{name: "negative max cache ttl", cfg: base(func(c *introspect.Config) { c.MaxCacheTTL = -1 }), wantErr: introspect.ErrConfig},
+		{name: "negative inactive ttl", cfg: base(func(c *introspect.Config) { c.InactiveCacheTTL = -1 }), wantErr: introspect.ErrConfig},
+		{name: "negative cache size disables", cfg: base(func(c *introspect.Config) { c.CacheSize = -1 })},
+		{name: "negative leeway means none", cfg: base(func(c *introspect.Config) { c.Leeway = -1 })},
+		{name: "basic without secret", cfg: base(func(c *introspect.Config) { c.ClientSecret = "" }), wantErr: introspect.ErrConfig},
+		{name: "post without client", cfg: base(func(c *introspect.Config) { c.AuthMethod, c.ClientID = introspect.ClientSecretPost, "" }), wantErr: introspect.ErrConfig},
+		{name: "private_key_jwt", cfg: base(func(c *introspect.Config) { c.AuthMethod, c.PrivateKey = introspect.PrivateKeyJWT, ec })},
+		{name: "private_key_jwt without key", cfg: base(func(c *introspect.Config) { c.AuthMethod = introspect.PrivateKeyJWT }), wantErr: introspect.ErrConfig},
+		{name: "private_key_jwt wrong alg", cfg: base(func(c *introspect.Config) {
+			c.AuthMethod, c.PrivateKey, c.Algorithm = introspect.PrivateKeyJWT, ec, jose.RS256
+		}), wantErr: introspect.ErrConfig},
+		{name: "private_key_jwt hmac", cfg: base(func(c *introspect.Config) {
+			c.AuthMethod, c.PrivateKey, c.Algorithm = introspect.PrivateKeyJWT, ec, jose.HS256
+		}), wantErr: introspect.ErrConfig},
+		{name: "private_key_jwt short rsa", cfg: base(func(c *introspect.Config) { c.AuthMethod, c.PrivateKey = introspect.PrivateKeyJWT, small }), wantErr: introspect.ErrConfig},
+		{name: "bearer", cfg: base(func(c *introspect.Config) {
+			c.AuthMethod, c.TokenSource = introspect.BearerToken, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "x"})
+		})},
+		{name: "bearer without token source", cfg: base(func(c *introspect.Config) { c.AuthMethod = introspect.BearerToken }), wantErr: introspect.ErrConfig},
+		{name: "unknown auth method", cfg: base(func(c *introspect.Config) { c.AuthMethod = 42 }), wantErr: introspect.ErrConfig},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := introspect.New(tt.cfg)
+			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
+				t.Errorf("New = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// TestResponse drives every response check from one table.
+func TestResponse(t *testing.T) {
+	tests := []struct {
+		name    string
+		body    string
+		mut     func(*introspect.Config)
+		wantErr error
+	}{
+		{name: "active", body: activeJSON()},
+		{name: "minimal", body: `{"active":true,"aud":"` + testAud + `","exp":` + unix(time.Hour) + `}`},
+		{name: "whitespace", body: " {\n\"active\" : true ,\"aud\":\"" + testAud + "\", \"exp\":\t" + unix(time.Hour) + " } \n"},
+		{name: "malformed JSON", body: `{"active":true,`, wantErr: validate.ErrMalformed},
+		{name: "empty body", body: ``, wantErr: validate.ErrMalformed},
+		{name: "array", body: `[{"active":true}]`, wantErr: validate.ErrMalformed},
+		{name: "trailing data", body: activeJSON() + `{}`, wantErr: validate.ErrMalformed},
+		{name: "invalid UTF-8 raw", body: strings.Replace(activeJSON(), `"alice"`, "\"al\xffice\"", 1), wantErr: validate.ErrMalformed},
+		{name: "missing active", body: activeJSON("active", nil), wantErr: validate.ErrMalformed},
+		{name: "active string", body: activeJSON("active", "true"), wantErr: validate.ErrMalformed},
+		{name: "active number", body: activeJSON("active", 1), wantErr: validate.ErrMalformed},
+		{name: "active null", body: strings.Replace(activeJSON(), `"active":true`, `"active":null`, 1), wantErr: validate.ErrMalformed},
+		{name: "inactive", body: `{"active":false}`, wantErr: validate.ErrInactive},
+		{name: "inactive with stale claims", body: activeJSON("active", false), wantErr: validate.ErrInactive},
+		{name: "duplicate active", body: `{"active":false,"active":true,"aud":"` + testAud + `","exp":` + unix(time.Hour) + `}`, wantErr: validate.ErrMalformed},
+		{name: "duplicate exp", body: strings.Replace(activeJSON(), `"active":true`, `"active":true,"exp":99999999999`, 1), wantErr: validate.ErrMalformed},
+		{name: "duplicate aud by case", body: strings.Replace(activeJSON(), `"active":true`, `"active":true,"AUD":"x"`, 1), wantErr: validate.ErrMalformed},
+		{name: "duplicate unknown member", body: strings.Replace(activeJSON(), `"active":true`, `"active":true,"x":1,"X":2`, 1), wantErr: validate.ErrMalformed},
+		{name: "other issuer", body: activeJSON("iss", "https://evil.example.com"), wantErr: validate.ErrIssuer},
+		{name: "issuer differs by slash", body: activeJSON("iss", testIss+"/"), wantErr: validate.ErrIssuer},
+		{name: "no issuer assumes configured", body: activeJSON("iss", nil)},
+		{name: "issuer not a string", body: activeJSON("iss", 1), wantErr: validate.ErrMalformed},
+		{name: "other resource", body: activeJSON("aud", "https://other.example.com/mcp"), wantErr: validate.ErrAudience},
+		{name: "audience array", body: activeJSON("aud", []string{"https://other.example.com", testAud})},
+		{name: "audience array without ours", body: activeJSON("aud", []string{"https://other.example.com"}), wantErr: validate.ErrAudience},
+		{name: "missing audience", body: activeJSON("aud", nil), wantErr: validate.ErrMissingClaim},
+		{name: "empty audience array", body: activeJSON("aud", []string{}), wantErr: validate.ErrMissingClaim},
+		{name: "empty audience string", body: activeJSON("aud", ""), wantErr: validate.ErrMissingClaim},
+		{name: "audience number", body: activeJSON("aud", 5), wantErr: validate.ErrMalformed},
+		{name: "audience mixed array", body: activeJSON("aud", []any{testAud, 5}), wantErr: validate.ErrMalformed},
+		{name: "missing audience allowed", body: activeJSON("aud", nil), mut: allowMissingAud},
+		{name: "wrong audience not allowed by relaxation", body: activeJSON("aud", "https://other.example.com"), mut: allowMissingAud, wantErr: validate.ErrAudience},
+		{name: "missing exp", body: activeJSON("exp", nil), wantErr: validate.ErrMissingClaim},
+		{name: "exp string", body: activeJSON("exp", "1767326645"), wantErr: validate.ErrMalformed},
+		{name: "exp negative", body: activeJSON("exp", -1), wantErr: validate.ErrMalformed},
+		{name: "exp after year 9999", body: activeJSON("exp", 253402300800), wantErr: validate.ErrMalformed},
+		{name: "exp huge", body: strings.Replace(activeJSON(), `"exp":`+unix(time.Hour), `"exp":1e400`, 1), wantErr: validate.ErrMalformed},
+		{name: "exp fractional", body: activeJSON("exp", float64(testNow.Add(time.Hour).Unix())+0.5)},
+		{name: "expired", body: activeJSON("exp", testNow.Add(-time.Hour).Unix()), wantErr: validate.ErrExpired},
+		{name: "expired within leeway", body: activeJSON("exp", testNow.Add(-10*time.Second).Unix())},
+		{name: "expired, no leeway", body: activeJSON("exp", testNow.Add(-10*time.Second).Unix()), mut: func(c *introspect.Config) { c.Leeway = -1 }, wantErr: validate.ErrExpired},
+		{name: "exp now", body: activeJSON("exp", testNow.Unix()), mut: func(c *introspect.Config) { c.Leeway = -1 }, wantErr: validate.ErrExpired},
+		{name: "not yet valid", body: activeJSON("nbf", testNow.Add(time.Minute).Unix()), wantErr: validate.ErrNotYetValid},
+		{name: "nbf within leeway", body: activeJSON("nbf", testNow.Add(10*time.Second).Unix())},
+		{name: "nbf string", body: activeJSON("nbf", "soon"), wantErr: validate.ErrMalformed},
+		{name: "issued in the future", body: activeJSON("iat", testNow.Add(time.Minute).Unix()), wantErr: validate.ErrIssuedAt},
+		{name: "token_type DPoP", body: activeJSON("token_type", "DPoP"), wantErr: validate.ErrType},
+		{name: "token_type N_A", body: activeJSON("token_type", "N_A"), wantErr: validate.ErrType},
+		{name: "token_type refresh_token", body: activeJSON("token_type", "refresh_token"), wantErr: validate.ErrType},
+		{name: "token_type bearer lower case", body: activeJSON("token_type", "bearer")},
+		{name: "token_type access_token", body: activeJSON("token_type", "ACCESS_TOKEN")},
+		{name: "token_type absent", body: activeJSON("token_type", nil)},
+		{name: "token_type number", body: activeJSON("token_type", 1), wantErr: validate.ErrMalformed},
+		{name: "cnf (sender-constrained)", body: activeJSON("cnf", map[string]string{"jkt": "abc"}), wantErr: validate.ErrType},
+		{name: "scope array", body: activeJSON("scope", []string{"a"}), wantErr: validate.ErrMalformed},
+		{name: "scope bad character", body: activeJSON("scope", "a\tb"), wantErr: validate.ErrMalformed},
+		{name: "scope quote", body: activeJSON("scope", `a"b`), wantErr: validate.ErrMalformed},
+		{name: "scope empty", body: activeJSON("scope", "")},
+		{name: "sub number", body: activeJSON("sub", 7), wantErr: validate.ErrMalformed},
+		{name: "client_id null", body: strings.Replace(activeJSON(), `"client_id":"client-1"`, `"client_id":null`, 1), wantErr: validate.ErrMalformed},
+		{name: "jti object", body: activeJSON("jti", map[string]any{}), wantErr: validate.ErrMalformed},
+		{name: "tenant not a string", body: activeJSON("tenant", 3), wantErr: validate.ErrMalformed},
+		{name: "tenant ignored without TenantClaim", body: activeJSON("tenant", 3), mut: func(c *introspect.Config) { c.TenantClaim = "" }},
+		{name: "deeply nested extension", body: strings.Replace(activeJSON(), `"active":true`, `"active":true,"x":`+strings.Repeat("[", 500)+strings.Repeat("]", 500), 1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStub(t, jsonAnswer(tt.body))
+			cfg := introspect.Config{Endpoint: s.URL(), TenantClaim: "tenant"}
+			if tt.mut != nil {
+				tt.mut(&cfg)
+			}
+			c, err := newIntro(t, cfg).Validate(t.Context(), testToken)
+			checkErr(t, err, tt.wantErr)
+			if err == nil && (c.Issuer != testIss || c.Expiry.IsZero()) {
+				t.Errorf("claims = %+v, want issuer %q and an expiry", c, testIss)
+			}
+			if err != nil && c != nil {
+				t.Errorf("claims = %+v with error", c)
+			}
+		})
+	}
+}
+
+func unix(d time.Duration) string { return strconv.FormatInt(testNow.Add(d).Unix(), 10) }
+
+func allowMissingAud(c *introspect.Config) { c.AllowMissingAudience = true }
+
+func TestClaims(t *testing.T) {
+	s := newStub(t, jsonAnswer(activeJSON("ext", map[string]any{"n": 1})))
+	in := newIntro(t, introspect.Config{Endpoint: s.URL(), TenantClaim: "tenant"})
+	c, err := in.Validate(t.Context(), testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := validate.Claims{
+		Issuer: testIss, Subject: "alice", ClientID: "client-1", ID: "jti-1", Tenant: "tenant-a",
+		Audience: []string{testAud}, Scopes: []string{"mcp:tools", "notes:read"},
+		Expiry: testNow.Add(time.Hour), NotBefore: testNow.Add(-time.Minute), IssuedAt: testNow.Add(-time.Minute),
+	}
+	got := *c
+	if got.Issuer != want.Issuer || got.Subject != want.Subject || got.ClientID != want.ClientID || got.ID != want.ID ||
+		got.Tenant != want.Tenant || !slices.Equal(got.Audience, want.Audience) || !slices.Equal(got.Scopes, want.Scopes) ||
+		!got.Expiry.Equal(want.Expiry) || !got.NotBefore.Equal(want.NotBefore) || !got.IssuedAt.Equal(want.IssuedAt) || got.KeyID != "" {
+		t.Errorf("claims:\n got %+v\nwant %+v", got, want)
+	}
+	var ext struct {
+		Active bool `json:"active"`
+		Ext    struct{ N int } `json:"ext"`
+	}
+	if err := c.Decode(&ext); err != nil || !ext.Active || ext.Ext.N != 1 {
+		t.Errorf("Decode = %v %+v, want the whole response", err, ext)
+	}
+}
+
+func TestRequest(t *testing.T) {
+	s := newStub(t, jsonAnswer(activeJSON()))
+	in := newIntro(t, introspect.Config{Endpoint: s.URL()})
+	if _, err := in.Validate(t.Context(), testToken); err != nil {
+		t.Fatal(err)
+	}
+	form, _ := s.last()
+	if form.Get("token") != testToken || form.Get("token_type_hint") != "access_token" || len(form) != 2 {
+		t.Errorf("form = %v, want token and token_type_hint only", form)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.accept != "application/json" || s.ctype != "application/x-www-form-urlencoded" || s.lastPath != "/introspect" {
+		t.Errorf("Accept %q Content-Type %q path %q", s.accept, s.ctype, s.lastPath)
+	}
+}
+
+// TestTokenInput: tokens that are refused before any request.
+func TestTokenInput(t *testing.T) {
+	s := newStub(t, jsonAnswer(activeJSON()))
+	in := newIntro(t, introspect.Config{Endpoint: s.URL(), MaxTokenBytes: 64})
+	tests := []struct {
+		name    string
+		raw     string
+		wantErr error
+	}{
+		{name: "empty", raw: "", wantErr: validate.ErrMalformed},
+		{name: "space", raw: "a b", wantErr: validate.ErrMalformed},
+		{name: "control", raw: "a\x00b", wantErr: validate.ErrMalformed},
+		{name: "non-ASCII", raw: "tøken", wantErr: validate.ErrMalformed},
+		{name: "too large", raw: strings.Repeat("a", 65), wantErr: validate.ErrTooLarge},
+		{name: "at the limit", raw: strings.Repeat("a", 64)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := s.calls.Load()
+			_, err := in.Validate(t.Context(), tt.raw)
+			checkErr(t, err, tt.wantErr)
+			if got := s.calls.Load() - before; (err == nil) != (got == 1) {
+				t.Errorf("endpoint calls = %d with err %v", got, err)
+			}
+		})
+	}
+}
+
+// TestEndpointFailures: every failure to get an answer is
+// ErrKeysUnavailable (503), never an accepted token, and 401/403 are also
+// ErrClientAuth and logged at Error level.
+func TestEndpointFailures(t *testing.T) {
+	huge := `{"active":true,"pad":"` + strings.Repeat("x", 70<<10) + `"}`
+	tests := []struct {
+		name       string
+		h          http.HandlerFunc
+		wantAlso   error
+		wantLogErr bool
+	}{
+		{name: "500", h: answer(500, "application/json", `{}`), wantAlso: introspect.ErrEndpoint},
+		{name: "502 html", h: answer(502, "text/html", `<html>`), wantAlso: introspect.ErrEndpoint},
+		{name: "503", h: answer(503, "", ``), wantAlso: introspect.ErrEndpoint},
+		{name: "429", h: answer(429, "application/json", `{}`), wantAlso: introspect.ErrEndpoint},
+		{name: "404", h: answer(404, "text/plain", `not found`), wantAlso: introspect.ErrEndpoint},
+		{name: "400", h: answer(400, "application/json", `{"error":"invalid_request"}`), wantAlso: introspect.ErrEndpoint},
+		{name: "401", h: answer(401, "application/json", `{"error":"invalid_client"}`), wantAlso: introspect.ErrClientAuth, wantLogErr: true},
+		{name: "403", h: answer(403, "application/json", `{}`), wantAlso: introspect.ErrClientAuth, wantLogErr: true},
+		{name: "204", h: answer(204, "", ``), wantAlso: introspect.ErrEndpoint},
+		{name: "wrong content type", h: answer(200, "text/html", activeJSON()), wantAlso: introspect.ErrEndpoint},
+		{name: "no content type", h: func(w http.ResponseWriter, r *http.Request) {
+			w.Header()["Content-Type"] = nil
+			_, _ = w.Write([]byte(activeJSON()))
+		}, wantAlso: introspect.ErrEndpoint},
+		{name: "huge body", h: jsonAnswer(huge), wantAlso: introspect.ErrEndpoint},
+		{name: "redirect", h: func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/other", http.StatusTemporaryRedirect) }, wantAlso: introspect.ErrEndpoint},
+		{name: "connection reset", h: func(w http.ResponseWriter, r *http.Request) {
+			c, _, _ := w.(http.Hijacker).Hijack()
+			_ = c.Close()
+		}, wantAlso: introspect.ErrEndpoint},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newStub(t, tt.h)
+			var logs logBuffer
+			in := newIntro(t, introspect.Config{Endpoint: s.URL(), Logger: logs.logger()})
+			_, err := in.Validate(t.Context(), testToken)
+			checkErr(t, err, validate.ErrKeysUnavailable)
+			if !errors.Is(err, tt.wantAlso) {
+				t.Errorf("err = %v, want it to wrap %v", err, tt.wantAlso)
+			}
+			if got := strings.Contains(logs.String(), "level=ERROR"); got != tt.wantLogErr {
+				t.Errorf("error logged = %v, want %v; log:\n%s", got, tt.wantLogErr, logs.String())
+			}
+			if strings.Contains(logs.String(), testToken) || strings.Contains(err.Error(), testToken) {
+				t.Errorf("token leaked into log or error")
+			}
+		})
+	}
+}
+
+// TestRedirectNotFollowed: neither the default client nor a caller's
+// client that follows redirects sends the token on.
+func TestRedirectNotFollowed(t *testing.T) {
+	target := newStub(t, jsonAnswer(activeJSON()))
+	for _, code := range []int{http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		for _, client := range []*http.Client{nil, {}} {
+			s := newStub(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, target.URL(), code) })
+			in := newIntro(t, introspect.Config{Endpoint: s.URL(), HTTPClient: client})
+			_, err := in.Validate(t.Context(), testToken)
+			checkErr(t, err, validate.ErrKeysUnavailable)
+			if n := target.calls.Load(); n != 0 {
+				t.Fatalf("redirect %d followed (%d requests reached the target)", code, n)
+			}
+		}
+	}
+}
+
+// TestHangingEndpoint measures that a hanging endpoint costs at most
+// Config.Timeout, and a caller's shorter deadline less.
+func TestHangingEndpoint(t *testing.T) {
+	release := make(chan struct{})
+	s := newStub(t, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	defer close(release)
+	const timeout = 300 * time.Millisecond
+	in := newIntro(t, introspect.Config{Endpoint: s.URL(), Timeout: timeout})
+
+	start := time.Now()
+	_, err := in.Validate(t.Context(), testToken)
+	elapsed := time.Since(start)
+	checkErr(t, err, validate.ErrKeysUnavailable)
+	t.Logf("hanging endpoint: Validate returned after %v (Timeout %v)", elapsed, timeout)
+	if elapsed < timeout || elapsed > timeout+2*time.Second {
+		t.Errorf("Validate took %v, want about %v", elapsed, timeout)
+	}
+
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	start = time.Now()
+	_, err = in.Validate(ctx, "opaque-token-2")
+	elapsed = time.Since(start)
+	checkErr(t, err, validate.ErrKeysUnavailable)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("err = %v, want it to wrap the caller's %v", err, context.DeadlineExceeded)
+	}
+	if elapsed > timeout {
+		t.Errorf("Validate with a 50ms deadline took %v", elapsed)
+	}
+}
