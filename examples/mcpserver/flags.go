@@ -30,6 +30,12 @@ type options struct {
 	allowMissingClientID bool
 	logLevel             slog.Level
 	devAutoApprove       bool
+
+	// Token validation mode and RFC 7662 introspection (introspect.go).
+	tokenMode                 tokenMode
+	introspectionEndpoint     string
+	introspectionClientID     string
+	introspectionClientSecret string
 }
 
 // listFlag is a flag.Value holding scope-like tokens separated by spaces
@@ -109,6 +115,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.BoolVar(&o.allowMissingClientID, "allow-missing-client-id", false, "accept tokens without client_id or azp (RFC 9068 requires client_id; Okta sends cid)")
 	fs.Var(levelFlag{&o.logLevel}, "log-level", "log `level`: debug, info, warn or error")
 	fs.BoolVar(&o.devAutoApprove, "dev-auto-approve", o.devAutoApprove, "embedded authorization server: approve every authorization request without a consent page")
+	fs.Var(tokenModeFlag{&o.tokenMode}, "token-mode", "how access tokens are validated: `mode` jwt (JWTs checked locally against the issuer's keys), introspect (every token sent to the issuer's RFC 7662 introspection endpoint) or hybrid (JWTs of -issuer locally, any other token by introspection); introspect and hybrid need -issuer")
+	fs.StringVar(&o.introspectionEndpoint, "introspection-endpoint", "", "RFC 7662 introspection endpoint `URL` (https, or http on loopback); empty means the introspection_endpoint of -issuer's metadata. Only with -token-mode introspect or hybrid")
+	fs.StringVar(&o.introspectionClientID, "introspection-client-id", "", "client `id` this server authenticates with (HTTP Basic) at the introspection endpoint; required with -token-mode introspect or hybrid")
+	fs.StringVar(&o.introspectionClientSecret, "introspection-client-secret", "", "client `secret` for the introspection endpoint; prefer the environment (MCPGUARD_INTROSPECTION_CLIENT_SECRET): command lines are visible to other local users")
 
 	var envErrs []error
 	fs.VisitAll(func(f *flag.Flag) {

@@ -72,6 +72,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if o.issuer == "" && !isLoopbackAddr(o.devASAddr) {
 		return errDevASNotLoopback
 	}
+	if err := checkTokenMode(o); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on -addr: %w", err)
@@ -122,28 +125,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		keys = &validate.StaticKeys{Set: dev.PublicKeys()}
 	} else {
 		issuer = o.issuer
-		src, err := jwks.New(jwks.Config{Issuer: issuer, Logger: logger.With("component", "jwks")})
-		if err != nil {
-			return fmt.Errorf("-issuer: %w", err)
+		if o.tokenMode != modeIntrospect { // introspection alone needs no keys
+			src, err := jwks.New(jwks.Config{Issuer: issuer, Logger: logger.With("component", "jwks")})
+			if err != nil {
+				return fmt.Errorf("-issuer: %w", err)
+			}
+			closers = append(closers, src)
+			keys = src
 		}
-		closers = append(closers, src)
-		keys = src
 	}
 
-	if o.allowJWTType || o.allowSCP || o.allowMissingJTI || o.allowMissingClientID {
-		logger.Warn("token validation relaxed", "allow-jwt-typ", o.allowJWTType, "allow-scp", o.allowSCP,
-			"allow-missing-jti", o.allowMissingJTI, "allow-missing-client-id", o.allowMissingClientID)
-	}
-	v, err := validate.New(validate.Config{
-		Issuers:              []validate.Issuer{{Issuer: issuer, Keys: keys}},
-		Audiences:            union([]string{resource}, o.audiences),
-		AllowJWTType:         o.allowJWTType,
-		AllowSCP:             o.allowSCP,
-		AllowMissingJTI:      o.allowMissingJTI,
-		AllowMissingClientID: o.allowMissingClientID,
-		Leeway:               o.leeway,
-		TenantClaim:          o.tenantClaim,
-	})
+	v, err := newValidator(o, issuer, keys, union([]string{resource}, o.audiences), logger)
 	if err != nil {
 		return err
 	}
@@ -247,11 +239,12 @@ mcpguard example MCP server
 `, ep.MCP, ep.Metadata, ep.Issuer, scopes, server.ScopeNotesRead, server.ScopeNotesWrite)
 	if dev == nil {
 		fmt.Fprintf(w, `
-Tokens must come from %s, with audience %s.
+Tokens must come from %s, with audience %s;
+%s.
 Try: curl -i -X POST %s -H 'Content-Type: application/json' -d '{}'
 and follow the resource_metadata URL of the 401. See docs/example.md.
 
-`, ep.Issuer, ep.MCP, ep.MCP)
+`, ep.Issuer, ep.MCP, describeTokenMode(o), ep.MCP)
 		return
 	}
 	approve := "it approves every authorization request at once (-dev-auto-approve)"

@@ -113,7 +113,6 @@ func (k keySigner) SignPayload(payload []byte, alg jose.SignatureAlgorithm) ([]b
 		return k.key.Sign(rand.Reader, payload, crypto.Hash(0))
 	}
 	var h crypto.Hash
-	var opts crypto.SignerOpts
 	switch alg {
 	case jose.ES256:
 		h = crypto.SHA256
@@ -127,7 +126,7 @@ func (k keySigner) SignPayload(payload []byte, alg jose.SignatureAlgorithm) ([]b
 			return nil, jose.ErrUnsupportedAlgorithm
 		}
 	}
-	opts = h
+	var opts crypto.SignerOpts = h
 	if alg == jose.PS256 || alg == jose.PS384 || alg == jose.PS512 {
 		opts = &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash, Hash: h}
 	}

@@ -3,6 +3,8 @@ package introspect_test
 import (
 	"testing"
 
+	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/introspect"
 )
 
@@ -53,5 +55,38 @@ func BenchmarkIntrospectUncached(b *testing.B) {
 		if _, err := in.Validate(b.Context(), testToken); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkHybridJWTCached is a cached JWT through a Hybrid: the cost of
+// Trusts (routing) on top of the JWT validator's cache hit.
+func BenchmarkHybridJWTCached(b *testing.B) {
+	iss := authtest.NewIssuer(b, authtest.IssuerConfig{})
+	id, secret := iss.IntrospectionCredentials()
+	in := newIntro(b, introspect.Config{Issuer: iss.URL(), Endpoint: iss.IntrospectionURL(), Audiences: []string{iss.Audience()}, ClientID: id, ClientSecret: secret, Now: iss.Now})
+	v, err := validate.New(validate.Config{
+		Issuers:   []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Audiences: []string{iss.Audience()},
+		Now:       iss.Now,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := introspect.NewHybrid(v, in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok := iss.Token(b)
+	if _, err := h.Validate(b.Context(), tok); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := h.Validate(b.Context(), tok); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if n := iss.IntrospectionCalls(); n != 0 {
+		b.Fatalf("introspection calls = %d, want 0", n)
 	}
 }

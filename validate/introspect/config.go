@@ -93,7 +93,9 @@ type Config struct {
 	Endpoint string
 	// Audiences lists the identifiers of this resource server (RFC 8707
 	// §2). Required. A response's "aud" (a string or an array of strings)
-	// must contain one of them exactly, as for a JWT.
+	// must contain one of them, compared as package validate compares a
+	// JWT's: exactly, or with the scheme and host case-insensitive (MCP
+	// Canonical Server URI); the path is always case-sensitive.
 	Audiences []string
 	// AllowMissingAudience accepts active responses that have no "aud"
 	// member (or an empty one), as many authorization servers send. This

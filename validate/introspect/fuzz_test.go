@@ -3,6 +3,7 @@ package introspect
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +13,8 @@ import (
 // FuzzParseResponse feeds arbitrary bodies to the response parser. The
 // properties: no panic; every error wraps exactly one validate sentinel;
 // an accepted response had "active": true, names the configured issuer
-// (or none), contains a configured audience and an unexpired "exp", and
+// (or none), contains the configured audience (scheme and host in any
+// case) and an unexpired "exp", and
 // Decode reads the same body.
 func FuzzParseResponse(f *testing.F) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -58,7 +60,10 @@ func FuzzParseResponse(f *testing.F) {
 			}
 			return
 		}
-		if c.Issuer != "https://as.example.com" || !slices.Contains(c.Audience, "https://mcp.example.com/mcp") || !now.Before(c.Expiry.Add(in.cfg.Leeway)) {
+		audOK := slices.ContainsFunc(c.Audience, func(a string) bool {
+			return len(a) == len("https://mcp.example.com/mcp") && strings.EqualFold(a[:len(a)-4], "https://mcp.example.com") && strings.HasSuffix(a, "/mcp")
+		})
+		if c.Issuer != "https://as.example.com" || !audOK || !now.Before(c.Expiry.Add(in.cfg.Leeway)) {
 			t.Fatalf("accepted %q as %+v", body, c)
 		}
 		var m map[string]any

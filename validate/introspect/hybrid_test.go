@@ -45,7 +45,9 @@ func TestHybrid(t *testing.T) {
 		{name: "jwt, expired", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.Expired()) }, wantErr: validate.ErrExpired},
 		{name: "jwt, wrong audience", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.WrongAudience()) }, wantErr: validate.ErrAudience},
 		{name: "jwt, unsigned", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.Unsigned()) }, wantErr: validate.ErrUnsupportedAlgorithm},
-		{name: "jwt, HS256", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.WithAlgorithm(jose.HS256)) }, wantErr: validate.ErrUnsupportedAlgorithm},
+		{name: "jwt, HS256", mint: func(t *testing.T, iss *authtest.Issuer) string {
+			return iss.Token(t, authtest.WithAlgorithm(jose.HS256))
+		}, wantErr: validate.ErrUnsupportedAlgorithm},
 		{name: "jwt of another issuer", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.WrongIssuer()) }, wantErr: validate.ErrIssuer, wantCalls: 1},
 		{name: "opaque", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.OpaqueToken(t) }, wantCalls: 1},
 		{name: "opaque, expired", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.OpaqueToken(t, authtest.Expired()) }, wantErr: validate.ErrExpired, wantCalls: 1},

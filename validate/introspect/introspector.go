@@ -74,6 +74,7 @@ type Introspector struct {
 	basicAuth  string      // precomputed Authorization value for ClientSecretBasic
 	signer     jose.Signer // for PrivateKeyJWT
 	cache      *resultCache
+	canonAud   []string // Config.Audiences with scheme and host lower-cased
 	flights    singleflight.Group
 	discovered atomic.Pointer[string]
 
@@ -106,6 +107,11 @@ func New(cfg Config) (*Introspector, error) {
 	}
 	if cfg.CacheSize > 0 {
 		i.cache = newResultCache(cfg.CacheSize)
+	}
+	for _, a := range cfg.Audiences {
+		if c, ok := canonicalURI(a); ok {
+			i.canonAud = append(i.canonAud, c)
+		}
 	}
 	return i, nil
 }

@@ -110,6 +110,9 @@ func TestResponse(t *testing.T) {
 		{name: "other resource", body: activeJSON("aud", "https://other.example.com/mcp"), wantErr: validate.ErrAudience},
 		{name: "audience array", body: activeJSON("aud", []string{"https://other.example.com", testAud})},
 		{name: "audience array without ours", body: activeJSON("aud", []string{"https://other.example.com"}), wantErr: validate.ErrAudience},
+		{name: "audience with uppercase scheme and host", body: activeJSON("aud", "HTTPS://MCP.Example.COM/mcp")},
+		{name: "audience with uppercase path", body: activeJSON("aud", "https://mcp.example.com/MCP"), wantErr: validate.ErrAudience},
+		{name: "audience with userinfo", body: activeJSON("aud", "https://x@mcp.example.com/mcp"), wantErr: validate.ErrAudience},
 		{name: "missing audience", body: activeJSON("aud", nil), wantErr: validate.ErrMissingClaim},
 		{name: "empty audience array", body: activeJSON("aud", []string{}), wantErr: validate.ErrMissingClaim},
 		{name: "empty audience string", body: activeJSON("aud", ""), wantErr: validate.ErrMissingClaim},
@@ -192,7 +195,7 @@ func TestClaims(t *testing.T) {
 		t.Errorf("claims:\n got %+v\nwant %+v", got, want)
 	}
 	var ext struct {
-		Active bool `json:"active"`
+		Active bool            `json:"active"`
 		Ext    struct{ N int } `json:"ext"`
 	}
 	if err := c.Decode(&ext); err != nil || !ext.Active || ext.Ext.N != 1 {
@@ -271,7 +274,9 @@ func TestEndpointFailures(t *testing.T) {
 			_, _ = w.Write([]byte(activeJSON()))
 		}, wantAlso: introspect.ErrEndpoint},
 		{name: "huge body", h: jsonAnswer(huge), wantAlso: introspect.ErrEndpoint},
-		{name: "redirect", h: func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/other", http.StatusTemporaryRedirect) }, wantAlso: introspect.ErrEndpoint},
+		{name: "redirect", h: func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/other", http.StatusTemporaryRedirect)
+		}, wantAlso: introspect.ErrEndpoint},
 		{name: "connection reset", h: func(w http.ResponseWriter, r *http.Request) {
 			c, _, _ := w.(http.Hijacker).Hijack()
 			_ = c.Close()
