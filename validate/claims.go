@@ -255,17 +255,20 @@ func (v *Validator) audienceOK(aud []string) bool {
 	// (RFC 3986 §6.2.2.1); the path stays case-sensitive. Only reached on a
 	// mismatch, so the exact match costs nothing extra.
 	for _, a := range aud {
-		if c, ok := canonicalURI(a); ok && slices.Contains(v.canonAud, c) {
+		if c, ok := CanonicalURI(a); ok && slices.Contains(v.canonAud, c) {
 			return true
 		}
 	}
 	return false
 }
 
-// canonicalURI lower-cases the scheme and host of an absolute URI of the
+// CanonicalURI lower-cases the scheme and host of an absolute URI of the
 // form scheme://host[:port][path…], leaving everything after the authority
-// untouched. It reports false for anything else.
-func canonicalURI(s string) (string, bool) {
+// untouched, and reports false for anything else (including URIs with
+// userinfo). Audience matching uses it as a fallback after the exact
+// comparison: the MCP authorization spec (Canonical Server URI) says
+// implementations SHOULD accept uppercase scheme and host components.
+func CanonicalURI(s string) (string, bool) {
 	i := strings.Index(s, "://")
 	if i <= 0 {
 		return "", false

@@ -61,7 +61,7 @@ func New(cfg Config) (*Validator, error) {
 	}
 	v := &Validator{cfg: cfg, issuers: make(map[string]*issuerState, len(cfg.Issuers)), seed: maphash.MakeSeed()}
 	for _, a := range cfg.Audiences {
-		if c, ok := canonicalURI(a); ok {
+		if c, ok := CanonicalURI(a); ok {
 			v.canonAud = append(v.canonAud, c)
 		}
 	}

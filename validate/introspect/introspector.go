@@ -109,7 +109,7 @@ func New(cfg Config) (*Introspector, error) {
 		i.cache = newResultCache(cfg.CacheSize)
 	}
 	for _, a := range cfg.Audiences {
-		if c, ok := canonicalURI(a); ok {
+		if c, ok := validate.CanonicalURI(a); ok {
 			i.canonAud = append(i.canonAud, c)
 		}
 	}

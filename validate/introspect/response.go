@@ -267,30 +267,11 @@ func (i *Introspector) audienceOK(aud []string) bool {
 		}
 	}
 	for _, a := range aud {
-		if c, ok := canonicalURI(a); ok && slices.Contains(i.canonAud, c) {
+		if c, ok := validate.CanonicalURI(a); ok && slices.Contains(i.canonAud, c) {
 			return true
 		}
 	}
 	return false
-}
-
-// canonicalURI lower-cases the scheme and host of an absolute URI of the
-// form scheme://host[:port][path…], leaving the rest untouched, and
-// reports false for anything else (userinfo included). It must stay in
-// step with the function of the same name in package validate.
-func canonicalURI(s string) (string, bool) {
-	i := strings.Index(s, "://")
-	if i <= 0 {
-		return "", false
-	}
-	end := len(s)
-	if j := strings.IndexAny(s[i+3:], "/?#"); j >= 0 {
-		end = i + 3 + j
-	}
-	if strings.Contains(s[:end], "@") {
-		return "", false
-	}
-	return strings.ToLower(s[:end]) + s[end:], true
 }
 
 // checkTimes applies RFC 7519 §4.1.4-4.1.6 with the configured leeway. It
