@@ -180,6 +180,23 @@ type Config struct {
 	// Now returns the current time for the step-up window. Nil means
 	// time.Now.
 	Now func() time.Time
+
+	// OnDecision, if set, receives every decision, for metrics, logs and
+	// traces: once for each request [Middleware.Handler] passes to the
+	// next handler (Status 0, [ReasonAuthorized]), and once for each
+	// refusal the middleware answers, from Handler, from
+	// [Middleware.RequireScopes] and from [Middleware.Challenge]. So a
+	// request that Handler authorized and a route or tool handler then
+	// refused is reported twice; count refusals as Status != 0.
+	// [Middleware.Authenticate] and the metadata handler report nothing.
+	//
+	// It is called synchronously on the request's goroutine, with the
+	// request's context, after the answer is decided and before it is
+	// written (for an authorized request, before next is called). It must
+	// be fast and must not block: it delays every request. It must not
+	// retain or modify the Decision's slices or Principal. Nil means no
+	// reporting; it then costs nothing.
+	OnDecision func(ctx context.Context, d Decision)
 }
 
 // withDefaults returns a deep copy of c with defaults filled in.

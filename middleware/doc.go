@@ -67,4 +67,13 @@
 //
 // The metadata document must be reachable without a token: mount
 // [Middleware.MetadataHandler] outside the middleware.
+//
+// # Observability
+//
+// Config.OnDecision receives a [Decision] for every authorized request and
+// every refusal: the status, a stable [Reason] code (expired, audience,
+// insufficient_scope, …), the MCP method, tool, prompt or resource rule,
+// the protocol revision, the [Principal] and the internal cause. Its string
+// fields are bounded by the configuration, so they can label metrics
+// directly. A nil OnDecision costs nothing.
 package middleware

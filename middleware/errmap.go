@@ -67,42 +67,58 @@ const (
 	numKinds
 )
 
-// errorKinds is THE mapping from errors to answers, tried in order with
-// errors.Is. Any error not listed, in particular every validate sentinel
-// except ErrKeysUnavailable and any error of a custom TokenValidator, is a
-// token failure: 401 invalid_token.
+// errorKinds is THE mapping from errors to answers and [Reason] codes,
+// tried in order with errors.Is. Any error not listed, in particular
+// every validate sentinel except ErrKeysUnavailable and any error of a
+// custom TokenValidator, is a token failure: 401 invalid_token. The
+// validate rows at the end only refine the Reason of that answer.
 var errorKinds = []struct {
-	err  error
-	kind kind
+	err    error
+	kind   kind
+	reason Reason
 }{
-	{ErrOrigin, kindOrigin},
-	{ErrNoToken, kindNoToken},
-	{ErrNoPrincipal, kindNoPrincipal},
-	{ErrMultipleTokens, kindMultipleTokens},
-	{ErrMalformedHeader, kindMalformedHeader},
-	{ErrTokenInQuery, kindTokenInQuery},
-	{validate.ErrKeysUnavailable, kindUnavailable},
-	{context.DeadlineExceeded, kindUnavailable},
-	{context.Canceled, kindUnavailable},
-	{ErrBodyTooLarge, kindTooLarge},
-	{ErrMalformedBody, kindMalformedBody},
-	{ErrBatch, kindBatch},
-	{ErrInvalidMessage, kindInvalidMessage},
-	{ErrHeaderMismatch, kindHeaderMismatch},
-	{ErrStepUpExhausted, kindStepUpExhausted},
-	{ErrInsufficientScope, kindInsufficientScope},
-	{ErrNotListed, kindForbidden},
-	{ErrNoTenant, kindForbidden},
-	{ErrTenantMismatch, kindForbidden},
+	{ErrOrigin, kindOrigin, ReasonOrigin},
+	{ErrNoToken, kindNoToken, ReasonNoToken},
+	{ErrNoPrincipal, kindNoPrincipal, ReasonNoPrincipal},
+	{ErrMultipleTokens, kindMultipleTokens, ReasonMalformedRequest},
+	{ErrMalformedHeader, kindMalformedHeader, ReasonMalformedRequest},
+	{ErrTokenInQuery, kindTokenInQuery, ReasonMalformedRequest},
+	{validate.ErrKeysUnavailable, kindUnavailable, ReasonKeysUnavailable},
+	{context.DeadlineExceeded, kindUnavailable, ReasonKeysUnavailable},
+	{context.Canceled, kindUnavailable, ReasonKeysUnavailable},
+	{ErrBodyTooLarge, kindTooLarge, ReasonBodyTooLarge},
+	{ErrMalformedBody, kindMalformedBody, ReasonParseError},
+	{ErrBatch, kindBatch, ReasonBatch},
+	{ErrInvalidMessage, kindInvalidMessage, ReasonInvalidMessage},
+	{ErrHeaderMismatch, kindHeaderMismatch, ReasonHeaderMismatch},
+	{ErrStepUpExhausted, kindStepUpExhausted, ReasonStepUpExhausted},
+	{ErrInsufficientScope, kindInsufficientScope, ReasonInsufficientScope},
+	{ErrNotListed, kindForbidden, ReasonNotListed},
+	{ErrNoTenant, kindForbidden, ReasonTenant},
+	{ErrTenantMismatch, kindForbidden, ReasonTenant},
+	{validate.ErrExpired, kindInvalidToken, ReasonExpired},
+	{validate.ErrNotYetValid, kindInvalidToken, ReasonNotYetValid},
+	{validate.ErrIssuedAt, kindInvalidToken, ReasonNotYetValid},
+	{validate.ErrAudience, kindInvalidToken, ReasonAudience},
+	{validate.ErrIssuer, kindInvalidToken, ReasonIssuer},
+	{validate.ErrSignature, kindInvalidToken, ReasonSignature},
+	{validate.ErrKeyNotFound, kindInvalidToken, ReasonUnknownKey},
+	{validate.ErrType, kindInvalidToken, ReasonType},
+}
+
+// errorKind returns the answer kind and the Reason of err.
+func errorKind(err error) (kind, Reason) {
+	for _, e := range errorKinds {
+		if errors.Is(err, e.err) {
+			return e.kind, e.reason
+		}
+	}
+	return kindInvalidToken, ReasonInvalidToken
 }
 
 func kindOf(err error) kind {
-	for _, e := range errorKinds {
-		if errors.Is(err, e.err) {
-			return e.kind
-		}
-	}
-	return kindInvalidToken
+	k, _ := errorKind(err)
+	return k
 }
 
 // answer is the public part of a refusal: what the client sees.
@@ -149,17 +165,31 @@ func retryAfterValue(d time.Duration) string {
 	return strconv.FormatInt(max(s, 1), 10)
 }
 
-// refuse answers r with the fixed answer for err and logs err. id is the
-// raw JSON-RPC id, echoed only in the header-mismatch body.
-func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error, id []byte) {
-	k := kindOf(err)
+// refuse answers r with the fixed answer for err, logs err and reports
+// the decision with principal p and labels g (each nil when unknown). id
+// is the raw JSON-RPC id, echoed only in the header-mismatch body.
+func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error, p *Principal, g *grant, id []byte) {
+	k, reason := errorKind(err)
 	a := &m.answers[k]
 	body := a.body
 	if k == kindHeaderMismatch {
 		body = bodyMismatchHead + echoID(id) + bodyMismatchTail
 	}
 	m.logRefusal(r, a.status, a.level, err)
+	if m.onDecision != nil {
+		required, missing := scopesOf(err)
+		m.report(r.Context(), r.Header, a.status, reason, p, g, required, missing, err)
+	}
 	writeAnswer(w, a.status, a.challenge, a.retryAfter, body)
+}
+
+// scopesOf returns the scopes of a [*ScopeError] in err's chain.
+func scopesOf(err error) (required, missing []string) {
+	var se *ScopeError
+	if errors.As(err, &se) {
+		return se.Required, se.Missing
+	}
+	return nil, nil
 }
 
 // echoID returns id if it is a JSON string or number (JSON-RPC 2.0 §4) of

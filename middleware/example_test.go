@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/gorilla/mux"
 
@@ -202,4 +205,51 @@ func ExampleCheckTenant() {
 	// 200 invoices of acme for alice
 	// 200 invoices of acme for alice
 	// 200 tool error: tenant not allowed
+}
+
+// Config.OnDecision feeds metrics and logs: here a counter per reason,
+// method and tool, as a Prometheus CounterVec would be labelled. Tool names
+// the policy does not list are counted as "(unlisted)", so a client cannot
+// grow the label set.
+func ExampleConfig_onDecision() {
+	var mu sync.Mutex
+	counts := map[string]int{}
+	cfg := middleware.Config{
+		Validator: exampleTokens,
+		Metadata: prm.Metadata{
+			Resource:             "https://mcp.example.com/mcp",
+			AuthorizationServers: []string{"https://auth.example.com"},
+		},
+		Scopes:     []string{"mcp:tools"},
+		Operations: middleware.OperationPolicy{Tools: map[string][]string{"delete_repo": {"repo:admin"}}},
+		OnDecision: func(_ context.Context, d middleware.Decision) {
+			mu.Lock()
+			defer mu.Unlock()
+			counts[fmt.Sprintf("reason=%s method=%s tool=%s", d.Reason, d.Method, d.Name)]++
+		},
+	}
+	m, err := middleware.New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	srv := httptest.NewServer(m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })))
+	defer srv.Close()
+
+	post(srv.URL, "", "tools/call", "delete_repo")
+	post(srv.URL, "reader", "tools/call", "delete_repo")
+	post(srv.URL, "reader", "tools/call", "get_weather")
+	post(srv.URL, "reader", "tools/call", "made_up_tool_9f2c")
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		fmt.Println(counts[k], k)
+	}
+	// Output:
+	// 401 {"error":"unauthorized"}
+	//   WWW-Authenticate: Bearer scope="mcp:tools", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
+	// 403 {"error":"insufficient_scope"}
+	//   WWW-Authenticate: Bearer error="insufficient_scope", scope="mcp:tools repo:admin", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", error_description="The operation requires additional scope"
+	// 200 ok
+	// 200 ok
+	// 2 reason=authorized method=tools/call tool=(unlisted)
+	// 1 reason=insufficient_scope method=tools/call tool=delete_repo
+	// 1 reason=no_token method= tool=
 }

@@ -2,11 +2,13 @@ package middleware
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 )
 
@@ -41,7 +43,9 @@ func FuzzBearerToken(f *testing.F) {
 
 // FuzzPeek sends arbitrary bodies through Handler (with a fixed, valid
 // token). Nothing panics; a request that reaches the next handler carries
-// exactly the bytes sent; anything else gets a documented status.
+// exactly the bytes sent; anything else gets a documented status. Each
+// request gets exactly one Decision, whose labels stay within the policy,
+// the MCP methods and revisions, and Unlisted, whatever the client sends.
 func FuzzPeek(f *testing.F) {
 	seeds := []string{
 		// spec-auth.md §5.8
@@ -59,7 +63,9 @@ func FuzzPeek(f *testing.F) {
 		f.Add([]byte(s), "2026-07-28", "tools/call", "get_weather")
 		f.Add([]byte(s), "", "", "")
 	}
+	var decisions []Decision // reset by each run; runs within a process are sequential
 	m := newFake(f, fakeValidator{claims: fakeClaims("mcp", "tools:call", "files:read", "res:read")}, func(c *Config) {
+		c.OnDecision = func(_ context.Context, d Decision) { decisions = append(decisions, d) }
 		c.MaxBodyBytes = 4096
 		c.StepUpLimit = -1
 		c.Operations = OperationPolicy{
@@ -68,7 +74,11 @@ func FuzzPeek(f *testing.F) {
 			Resources: []ResourceRule{{URI: "file:///projects/", Prefix: true, Scopes: []string{"files:read"}}},
 		}
 	})
+	methods := append([]string{"", Unlisted}, mcpMethods...)
+	names := []string{"", Unlisted, "get_weather", "file:///projects/"}
+	versions := []string{"", Unlisted, "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
 	f.Fuzz(func(t *testing.T, body []byte, version, method, name string) {
+		decisions = decisions[:0]
 		var got []byte
 		reached := false
 		next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -98,6 +108,16 @@ func FuzzPeek(f *testing.F) {
 			}
 		default:
 			t.Fatalf("unexpected status %d", rec.Code)
+		}
+		if len(decisions) != 1 {
+			t.Fatalf("%d decisions, want 1", len(decisions))
+		}
+		d := decisions[0]
+		if want := rec.Code; d.Status != want && !(want == http.StatusOK && d.Status == 0) {
+			t.Errorf("decision status %d, answered %d", d.Status, want)
+		}
+		if !slices.Contains(methods, d.Method) || !slices.Contains(names, d.Name) || !slices.Contains(versions, d.ProtocolVersion) {
+			t.Errorf("unbounded label: method %q name %q version %q", d.Method, d.Name, d.ProtocolVersion)
 		}
 	})
 }

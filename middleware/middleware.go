@@ -26,6 +26,7 @@ type Middleware struct {
 	implies      map[string]map[string]struct{}
 	answers      [numKinds]answer
 	log          *slog.Logger
+	onDecision   func(context.Context, Decision)
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -43,7 +44,7 @@ func New(cfg Config) (*Middleware, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
 	}
-	m := &Middleware{cfg: cfg, metadata: h, realm: cfg.Realm, log: cfg.Logger}
+	m := &Middleware{cfg: cfg, metadata: h, realm: cfg.Realm, log: cfg.Logger, onDecision: cfg.OnDecision}
 	if m.metadataURL, err = prm.MetadataURL(cfg.Metadata.Resource); err != nil {
 		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
 	}
@@ -78,7 +79,9 @@ func New(cfg Config) (*Middleware, error) {
 // shallow copy of the request carrying the [Principal] in its context and,
 // for POST, a body with exactly the bytes the client sent; the caller's
 // request is not modified. Requests other than POST are authorized with the
-// base scopes only. Handler panics if next is nil.
+// base scopes only. Each request's decision, authorized or not, is reported
+// to Config.OnDecision before the answer is written or next runs. Handler
+// panics if next is nil.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	if next == nil {
 		panic("middleware: Handler(nil)")
@@ -91,7 +94,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	p, err := m.authenticate(r)
 	if err != nil {
-		m.refuse(w, r, err, nil)
+		m.refuse(w, r, err, nil, nil, nil)
 		return
 	}
 	var msg message
@@ -99,28 +102,30 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	post := r.Method == http.MethodPost
 	if post {
 		if body, err = readBody(r, m.cfg.MaxBodyBytes); err != nil {
-			m.refuse(w, r, err, nil)
+			m.refuse(w, r, err, p, nil, nil)
 			return
 		}
 		if err = parseMessage(body, &msg); err != nil {
-			m.refuse(w, r, err, nil)
+			m.refuse(w, r, err, p, nil, nil)
 			return
 		}
 		if err = checkHeaders(r.Header, &msg); err != nil {
-			m.refuse(w, r, err, msg.id)
+			g, _ := m.policy.lookup(&msg) // labels only
+			m.refuse(w, r, err, p, g, msg.id)
 			return
 		}
 	}
-	op, err := m.policy.lookup(&msg)
+	g, err := m.policy.lookup(&msg)
 	if err != nil {
-		m.refuse(w, r, err, nil)
+		m.refuse(w, r, err, p, g, nil)
 		return
 	}
+	op := g.op
 	if missing := m.missing(p.Scopes, op.scopes); missing != nil {
-		m.insufficient(w, r, p, op.scopes, missing, op.key, op.challenge)
+		m.insufficient(w, r, p, g, op.scopes, missing, op.key, op.challenge)
 		return
 	}
-	p.op = op
+	p.grant = g
 	r2 := r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
 	if post {
 		b := &bodyReader{}
@@ -128,6 +133,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		r2.Body = b
 		r2.ContentLength = int64(len(body))
 		r2.TransferEncoding = nil
+	}
+	if m.onDecision != nil {
+		m.report(r2.Context(), r.Header, 0, ReasonAuthorized, p, g, op.scopes, nil, nil)
 	}
 	next.ServeHTTP(w, r2)
 }
@@ -158,7 +166,8 @@ func (m *Middleware) authenticate(r *http.Request) (*Principal, error) {
 // (Config.Scopes), as rs/cors exports OriginAllowed. It never reads the
 // body and never writes a response; answer a failure with
 // [Middleware.Challenge]. When only scopes are missing it returns the
-// principal together with a [*ScopeError].
+// principal together with a [*ScopeError]. It reports nothing to
+// Config.OnDecision.
 func (m *Middleware) Authenticate(r *http.Request) (*Principal, error) {
 	p, err := m.authenticate(r)
 	if err != nil {
@@ -178,7 +187,8 @@ func (m *Middleware) Authenticate(r *http.Request) (*Principal, error) {
 // insufficient_scope listing every scope the request needs: those the
 // operation needed in Handler plus scopes. It panics if a scope is not an
 // RFC 6749 §3.3 scope token or is offline_access, as regexp.MustCompile
-// does, since that is a programming error.
+// does, since that is a programming error. Its refusals are reported to
+// Config.OnDecision, with the labels of the operation Handler authorized.
 func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Handler {
 	if err := checkScopes("RequireScopes", scopes); err != nil {
 		panic(err.Error())
@@ -188,16 +198,16 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p, ok := PrincipalFromContext(r.Context())
 			if !ok {
-				m.refuse(w, r, ErrNoPrincipal, nil)
+				m.refuse(w, r, ErrNoPrincipal, nil, nil, nil)
 				return
 			}
 			if missing := m.missing(p.Scopes, route); missing != nil {
 				base := m.policy.base.scopes
-				if p.op != nil {
-					base = p.op.scopes
+				if p.grant != nil {
+					base = p.grant.op.scopes
 				}
 				required := appendUnique(slices.Clone(base), route...)
-				m.insufficient(w, r, p, required, missing, scopeKey(required), "")
+				m.insufficient(w, r, p, p.grant, required, missing, scopeKey(required), "")
 				return
 			}
 			next.ServeHTTP(w, r)
@@ -207,9 +217,10 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 
 // insufficient answers 403 insufficient_scope (RFC 6750 §3.1) for an
 // operation needing required, or the terminal 403 once the principal has
-// exhausted its step-ups for this scope set. pre is the precomputed
-// operation-only challenge, or "".
-func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Principal, required, missing []string, key, pre string) {
+// exhausted its step-ups for this scope set. g labels the operation for
+// the decision (nil: unknown). pre is the precomputed operation-only
+// challenge, or "".
+func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Principal, g *grant, required, missing []string, key, pre string) {
 	serr := &ScopeError{Required: required, Missing: missing}
 	if p != nil && m.cfg.StepUpLimit > 0 {
 		n, err := m.cfg.StepUpStore.Incr(r.Context(), p.stepUpID()+"\x00"+key, m.cfg.StepUpWindow, m.cfg.Now())
@@ -217,7 +228,7 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Pri
 		case err != nil:
 			m.log.LogAttrs(r.Context(), slog.LevelWarn, "middleware: step-up store failed", slog.String("error", err.Error()))
 		case n > m.cfg.StepUpLimit:
-			m.refuse(w, r, fmt.Errorf("%w: %w", ErrStepUpExhausted, serr), nil)
+			m.refuse(w, r, fmt.Errorf("%w: %w", ErrStepUpExhausted, serr), p, g, nil)
 			return
 		}
 	}
@@ -230,6 +241,7 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Pri
 	}
 	a := &m.answers[kindInsufficientScope]
 	m.logRefusal(r, a.status, a.level, serr)
+	m.report(r.Context(), r.Header, a.status, ReasonInsufficientScope, p, g, required, missing, serr)
 	writeAnswer(w, a.status, hdr, "", a.body)
 }
 
@@ -240,23 +252,25 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Pri
 // (with the revision's scope strategy and the step-up bound, using the
 // [Principal] in r's context if any). An error the middleware does not
 // recognize is treated as a token failure: 401 invalid_token. The error
-// text is only logged.
+// text is only logged. The refusal is reported to Config.OnDecision, with
+// the labels of the operation Handler authorized.
 func (m *Middleware) Challenge(w http.ResponseWriter, r *http.Request, err error) {
+	p, _ := PrincipalFromContext(r.Context())
+	var granted []string
+	var g *grant
+	if p != nil {
+		granted, g = p.Scopes, p.grant
+	}
 	if kindOf(err) == kindInsufficientScope {
 		required := m.policy.base.scopes
 		var se *ScopeError
 		if errors.As(err, &se) {
 			required = se.Required
 		}
-		p, _ := PrincipalFromContext(r.Context())
-		var granted []string
-		if p != nil {
-			granted = p.Scopes
-		}
-		m.insufficient(w, r, p, required, m.missing(granted, required), scopeKey(required), "")
+		m.insufficient(w, r, p, g, required, m.missing(granted, required), scopeKey(required), "")
 		return
 	}
-	m.refuse(w, r, err, nil)
+	m.refuse(w, r, err, p, g, nil)
 }
 
 // MetadataHandler returns the RFC 9728 metadata handler built by

@@ -56,7 +56,9 @@ func rawPost(body string, headers ...string) func(t *testing.T, f *fixture) *htt
 	}
 }
 
-func TestAnswers(t *testing.T) {
+// answerCases are the requests of TestAnswers, one or more per row of
+// the table in docs/middleware.md; TestDecisions replays them.
+func answerCases() []answerCase {
 	cases := []answerCase{
 		// Origin (403, no challenge).
 		{name: "origin_denied", req: get("Origin", "http://evil.example"), wantStatus: 403},
@@ -135,10 +137,12 @@ func TestAnswers(t *testing.T) {
 		{name: "deny_unlisted_tool", mutate: func(c *Config) { c.Operations.DenyUnlisted = true }, req: rpc(modernRev, "tools/call", "no_such_tool", "mcp:all"), wantStatus: 403},
 	}
 	cases = append(cases, headerMismatchCases()...)
-	cases = append(cases, scopeCases()...)
+	return append(cases, scopeCases()...)
+}
 
+func TestAnswers(t *testing.T) {
 	shared := newFixture(t, nil)
-	for _, tc := range cases {
+	for _, tc := range answerCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			// A fresh Middleware per case, so that step-up counters of one
 			// case do not reach another (TestStepUp covers the bound).

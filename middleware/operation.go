@@ -19,20 +19,33 @@ type operation struct {
 	challenge string   // the operation-only 403 WWW-Authenticate value
 }
 
+// grant is an operation together with the labels a [Decision] reports
+// for it. Every grant is built in New, so that labelling a request never
+// allocates.
+type grant struct {
+	op           *operation
+	method, name string
+}
+
 type prefixRule struct {
 	prefix []byte
-	op     *operation
+	g      *grant
 }
 
 // policy is the compiled OperationPolicy.
 type policy struct {
-	base         *operation
-	methods      map[string]*operation
-	tools        map[string]*operation
-	prompts      map[string]*operation
-	resExact     map[string]*operation
-	resPrefix    []prefixRule // longest first
-	denyUnlisted bool
+	base      *operation
+	none      *grant            // no method: requests other than POST, responses
+	other     *grant            // a method neither listed nor defined by MCP
+	methods   map[string]*grant // listed and MCP-defined methods
+	tools     map[string]*grant
+	prompts   map[string]*grant
+	resExact  map[string]*grant
+	resPrefix []prefixRule // longest first
+	// unlisted*: a name or URI that no entry matches, with the method's
+	// operation.
+	unlistedTool, unlistedPrompt, unlistedResource *grant
+	denyUnlisted                                   bool
 }
 
 const (
@@ -42,35 +55,50 @@ const (
 )
 
 // compilePolicy precomputes every operation of cfg, rendering each 403
-// challenge once.
+// challenge once, and the grant of every label.
 func (m *Middleware) compilePolicy(cfg *Config) policy {
 	op := cfg.Operations
+	base := m.newOperation(cfg.Scopes)
 	p := policy{
-		base:         m.newOperation(cfg.Scopes),
-		methods:      map[string]*operation{},
-		tools:        map[string]*operation{},
-		prompts:      map[string]*operation{},
-		resExact:     map[string]*operation{},
+		base:         base,
+		none:         &grant{op: base},
+		other:        &grant{op: base, method: Unlisted},
+		methods:      map[string]*grant{},
+		tools:        map[string]*grant{},
+		prompts:      map[string]*grant{},
+		resExact:     map[string]*grant{},
 		denyUnlisted: op.DenyUnlisted,
 	}
+	for _, name := range mcpMethods {
+		p.methods[name] = &grant{op: base, method: name}
+	}
 	for name, s := range op.Methods {
-		p.methods[name] = m.newOperation(cfg.Scopes, s)
+		p.methods[name] = &grant{op: m.newOperation(cfg.Scopes, s), method: name}
+	}
+	named := func(method string, scopes []string, name string) *grant {
+		return &grant{op: m.newOperation(cfg.Scopes, op.Methods[method], scopes), method: method, name: name}
 	}
 	for name, s := range op.Tools {
-		p.tools[name] = m.newOperation(cfg.Scopes, op.Methods[methodToolsCall], s)
+		p.tools[name] = named(methodToolsCall, s, name)
 	}
 	for name, s := range op.Prompts {
-		p.prompts[name] = m.newOperation(cfg.Scopes, op.Methods[methodPromptsGet], s)
+		p.prompts[name] = named(methodPromptsGet, s, name)
 	}
 	for _, r := range op.Resources {
-		o := m.newOperation(cfg.Scopes, op.Methods[methodResourceRead], r.Scopes)
+		g := named(methodResourceRead, r.Scopes, r.URI)
 		if r.Prefix {
-			p.resPrefix = append(p.resPrefix, prefixRule{[]byte(r.URI), o})
+			p.resPrefix = append(p.resPrefix, prefixRule{[]byte(r.URI), g})
 		} else {
-			p.resExact[r.URI] = o
+			p.resExact[r.URI] = g
 		}
 	}
 	slices.SortStableFunc(p.resPrefix, func(a, b prefixRule) int { return cmp.Compare(len(b.prefix), len(a.prefix)) })
+	unlisted := func(method string) *grant {
+		return &grant{op: p.methods[method].op, method: method, name: Unlisted}
+	}
+	p.unlistedTool = unlisted(methodToolsCall)
+	p.unlistedPrompt = unlisted(methodPromptsGet)
+	p.unlistedResource = unlisted(methodResourceRead)
 	return p
 }
 
@@ -92,62 +120,69 @@ func (m *Middleware) stepUpHeader(scopes []string) string {
 	return c.String()
 }
 
-// lookup returns the operation of msg. A message without "method" (a
-// response) needs the base scopes only.
-func (p *policy) lookup(msg *message) (*operation, error) {
+// lookup returns the grant of msg. A message without "method" (a
+// response) needs the base scopes only. The grant is never nil, even with
+// an error, so that a refusal can still be labelled.
+func (p *policy) lookup(msg *message) (*grant, error) {
 	if !msg.hasMethod {
-		return p.base, nil
+		return p.none, nil
 	}
-	mop := p.methods[string(msg.method)]
-	if mop == nil {
-		mop = p.base
+	mg := p.methods[string(msg.method)]
+	if mg == nil {
+		mg = p.other
 	}
 	switch {
 	case string(msg.method) == methodToolsCall:
-		return p.named(p.tools, msg.hasName, msg.nameNotString, msg.name, mop)
+		return p.named(p.tools, msg.hasName, msg.nameNotString, msg.name, mg, p.unlistedTool)
 	case string(msg.method) == methodPromptsGet:
-		return p.named(p.prompts, msg.hasName, msg.nameNotString, msg.name, mop)
+		return p.named(p.prompts, msg.hasName, msg.nameNotString, msg.name, mg, p.unlistedPrompt)
 	case string(msg.method) == methodResourceRead:
 		if msg.uriNotString {
-			return nil, errNotString
+			return mg, errNotString
 		}
-		if msg.hasURI {
-			if o := p.resExact[string(msg.uri)]; o != nil {
-				return o, nil
+		if !msg.hasURI {
+			return p.unlisted(mg)
+		}
+		if g := p.resExact[string(msg.uri)]; g != nil {
+			return g, nil
+		}
+		if len(p.resPrefix) > 0 {
+			if hasDotSegment(msg.uri) {
+				return mg, errDotSegment
 			}
-			if len(p.resPrefix) > 0 {
-				if hasDotSegment(msg.uri) {
-					return nil, errDotSegment
-				}
-				for _, r := range p.resPrefix {
-					if bytes.HasPrefix(msg.uri, r.prefix) {
-						return r.op, nil
-					}
+			for _, r := range p.resPrefix {
+				if bytes.HasPrefix(msg.uri, r.prefix) {
+					return r.g, nil
 				}
 			}
 		}
-		return p.unlisted(mop)
+		return p.unlisted(p.unlistedResource)
 	}
-	return mop, nil
+	return mg, nil
 }
 
-func (p *policy) named(ops map[string]*operation, has, notString bool, name []byte, mop *operation) (*operation, error) {
+// named looks name up in gs. mg is the method's grant, unl its grant for a
+// name gs does not list.
+func (p *policy) named(gs map[string]*grant, has, notString bool, name []byte, mg, unl *grant) (*grant, error) {
 	if notString {
-		return nil, errNotString
+		return mg, errNotString
 	}
-	if has {
-		if o := ops[string(name)]; o != nil {
-			return o, nil
-		}
+	if !has {
+		return p.unlisted(mg)
 	}
-	return p.unlisted(mop)
+	if g := gs[string(name)]; g != nil {
+		return g, nil
+	}
+	return p.unlisted(unl)
 }
 
-func (p *policy) unlisted(mop *operation) (*operation, error) {
+// unlisted returns g for a request naming nothing the policy lists, or
+// ErrNotListed under DenyUnlisted.
+func (p *policy) unlisted(g *grant) (*grant, error) {
 	if p.denyUnlisted {
-		return nil, ErrNotListed
+		return g, ErrNotListed
 	}
-	return mop, nil
+	return g, nil
 }
 
 // hasDotSegment reports whether uri has a "." or ".." segment, with dots

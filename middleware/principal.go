@@ -31,8 +31,9 @@ type Principal struct {
 	// ([validate.Claims.Decode]).
 	Claims *validate.Claims
 
-	// op is the operation Handler authorized, for RequireScopes.
-	op *operation
+	// grant is the operation Handler authorized, for RequireScopes and
+	// the labels of later decisions.
+	grant *grant
 }
 
 // HasScope reports whether the token grants s exactly (RFC 6749 §3.3

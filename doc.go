@@ -1,0 +1,45 @@
+// Package mcpguard protects an MCP server that speaks Streamable HTTP with
+// OAuth 2.x access tokens, as the MCP authorization specification
+// (revisions 2025-11-25 and 2026-07-28) asks of a resource server. It is
+// the front door to the packages that do the work, wired with safe
+// defaults:
+//
+//	g, err := mcpguard.New(mcpguard.Config{
+//		Resource: "https://mcp.example.com/mcp",
+//		Issuers:  []string{"https://auth.example.com"},
+//		Scopes:   []string{"mcp:tools"},
+//	})
+//	if err != nil { … }
+//	defer g.Close()
+//	g.Mount(mux, mcpHandler) // e.g. mcp.NewStreamableHTTPHandler(…) of the MCP go-sdk
+//
+// [Guard.Mount] serves the RFC 9728 protected-resource metadata without a
+// token and puts the MCP handler, at the path of Resource, behind the
+// middleware. For gorilla/mux and other routers whose Handle method has
+// another signature, register [Guard.Routes] yourself.
+//
+// # What it wires
+//
+//   - validate/jwks: for each issuer, a key source that discovers the
+//     jwks_uri from the issuer's RFC 8414 / OpenID Connect metadata and
+//     refreshes the keys in the background without ever blocking a request
+//     for long (Config.Keys replaces it, for static keys and tests).
+//   - validate: JWT access-token validation (RFC 9068) with the issuers,
+//     the audience Resource (RFC 8707), and the validator's defaults.
+//   - prm: the protected-resource metadata, with Resource, the issuers as
+//     authorization_servers and Scopes as scopes_supported.
+//   - middleware: bearer extraction, exact RFC 6750 / RFC 9728 challenges,
+//     per-MCP-operation scopes (Config.Operations) with bounded step-up,
+//     the MCP 2026-07-28 header checks, and the [middleware.Principal] in
+//     the request context ([middleware.PrincipalFromContext]).
+//
+// The Guard adds no behaviour: every answer is the middleware's, listed in
+// docs/middleware.md. Every setting of the packages below is reachable
+// through the advanced fields of [Config] (Validate, Middleware, JWKS,
+// Metadata); the Config documentation says which fields the Guard fills.
+// Observability hooks such as middleware Config.OnDecision go in
+// Config.Middleware.
+//
+// Nothing in this module imports this package except examples and tests:
+// it sits on top of the layering of docs/DESIGN.md.
+package mcpguard

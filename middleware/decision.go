@@ -1,0 +1,190 @@
+package middleware
+
+import (
+	"context"
+	"net/http"
+)
+
+// Decision is what the middleware decided about one request, reported to
+// Config.OnDecision for metrics, logs and traces. Every string field is
+// low-cardinality, so it can be a metric label as is: values a client
+// chooses are reported only when the configuration or the MCP
+// specification names them, and as [Unlisted] otherwise. Principal and Err
+// are for logs, never for labels.
+//
+// The slices and the Principal are shared with the middleware and the
+// request; read them during the call and do not modify them.
+type Decision struct {
+	// Status is the HTTP status the middleware answered, or 0 when the
+	// request was authorized and passed to the next handler.
+	Status int
+	// Reason says why, as a stable code.
+	Reason Reason
+
+	// Method is the JSON-RPC "method" of a POST body: a method listed in
+	// OperationPolicy.Methods or defined by MCP is reported verbatim, any
+	// other as [Unlisted]. Empty when unknown: a request other than POST, a
+	// message without a method (a response), or a refusal decided before
+	// the operation was known (a bad token, a body too large or not
+	// parsable; the body is never read before the token is valid).
+	Method string
+	// Name is the tool or prompt name (tools/call, prompts/get) or the
+	// resource rule (resources/read) the operation was authorized by: a
+	// name listed in OperationPolicy.Tools or Prompts, the URI of the
+	// matching exact OperationPolicy.Resources rule, or the URI of the
+	// matching prefix rule (the prefix, not the requested URI). A name or
+	// URI the policy does not list is reported as [Unlisted], since tool
+	// names are chosen by the client. Empty for other methods and when the
+	// message names nothing.
+	Name string
+	// ProtocolVersion is the MCP-Protocol-Version header when it names a
+	// published MCP revision (2024-11-05 through 2026-07-28), "" when the
+	// header is absent, and [Unlisted] for any other value or for a
+	// repeated header.
+	ProtocolVersion string
+
+	// Principal is the authenticated caller, nil when the request was
+	// refused before (or without) a valid token.
+	Principal *Principal
+	// RequiredScopes are the scopes the operation needs, set when the
+	// request was authorized or refused for scope (insufficient_scope,
+	// step_up_exhausted); nil otherwise.
+	RequiredScopes []string
+	// MissingScopes are the required scopes the token does not satisfy,
+	// for scope refusals; nil otherwise.
+	MissingScopes []string
+
+	// Err is the internal cause of a refusal: the error Config.Logger
+	// receives, which errors.Is matches against the middleware and
+	// validate sentinels. Nil when authorized. It is never sent to
+	// clients.
+	Err error
+}
+
+// Reason is a stable, low-cardinality code for a [Decision]. The set may
+// grow; the values of existing codes never change.
+type Reason string
+
+// Reasons. Each refusal row of docs/middleware.md maps to one reason; token
+// failures are split by the validate sentinel the validator returned.
+const (
+	// ReasonAuthorized: the request was passed to the next handler.
+	ReasonAuthorized Reason = "authorized"
+	// ReasonOrigin: the Origin header is not allowed ([ErrOrigin]; 403).
+	ReasonOrigin Reason = "origin"
+	// ReasonNoToken: no bearer credentials ([ErrNoToken]; 401).
+	ReasonNoToken Reason = "no_token"
+	// ReasonNoPrincipal: [Middleware.RequireScopes] or
+	// [Middleware.Challenge] found no [Principal] in the context: a
+	// handler is not behind [Middleware.Handler] ([ErrNoPrincipal]; 401).
+	// It signals a routing mistake.
+	ReasonNoPrincipal Reason = "no_principal"
+	// ReasonMalformedRequest: several Authorization headers, a malformed
+	// Bearer header, or a token in the URL query ([ErrMultipleTokens],
+	// [ErrMalformedHeader], [ErrTokenInQuery]; 400 invalid_request).
+	ReasonMalformedRequest Reason = "malformed_request"
+	// ReasonInvalidToken: the validator refused the token for a reason
+	// without a finer code below (malformed, too large, algorithm, client,
+	// lifetime, missing claim, inactive, a custom validator's error, nil
+	// claims; 401 invalid_token).
+	ReasonInvalidToken Reason = "invalid_token"
+	// ReasonExpired: validate.ErrExpired (401 invalid_token).
+	ReasonExpired Reason = "expired"
+	// ReasonNotYetValid: validate.ErrNotYetValid or validate.ErrIssuedAt,
+	// "nbf" or "iat" in the future, usually clock skew (401 invalid_token).
+	ReasonNotYetValid Reason = "not_yet_valid"
+	// ReasonAudience: validate.ErrAudience (401 invalid_token).
+	ReasonAudience Reason = "audience"
+	// ReasonIssuer: validate.ErrIssuer (401 invalid_token).
+	ReasonIssuer Reason = "issuer"
+	// ReasonSignature: validate.ErrSignature (401 invalid_token).
+	ReasonSignature Reason = "signature"
+	// ReasonUnknownKey: validate.ErrKeyNotFound, no key with the token's
+	// "kid" (401 invalid_token).
+	ReasonUnknownKey Reason = "unknown_key"
+	// ReasonType: validate.ErrType, a JOSE "typ" other than at+jwt or a
+	// forbidden header (401 invalid_token).
+	ReasonType Reason = "type"
+	// ReasonKeysUnavailable: validate.ErrKeysUnavailable, or the
+	// validator's context ended (503).
+	ReasonKeysUnavailable Reason = "keys_unavailable"
+	// ReasonBodyTooLarge: [ErrBodyTooLarge] (413).
+	ReasonBodyTooLarge Reason = "body_too_large"
+	// ReasonParseError: [ErrMalformedBody], not JSON (400, -32700).
+	ReasonParseError Reason = "parse_error"
+	// ReasonInvalidMessage: [ErrInvalidMessage], JSON that is not an
+	// authorizable JSON-RPC message (400, -32600).
+	ReasonInvalidMessage Reason = "invalid_message"
+	// ReasonBatch: [ErrBatch] (400, -32600).
+	ReasonBatch Reason = "batch"
+	// ReasonHeaderMismatch: [ErrHeaderMismatch] (400, -32020).
+	ReasonHeaderMismatch Reason = "header_mismatch"
+	// ReasonInsufficientScope: [ErrInsufficientScope] (403 with a step-up
+	// challenge).
+	ReasonInsufficientScope Reason = "insufficient_scope"
+	// ReasonStepUpExhausted: [ErrStepUpExhausted] (terminal 403).
+	ReasonStepUpExhausted Reason = "step_up_exhausted"
+	// ReasonNotListed: [ErrNotListed], OperationPolicy.DenyUnlisted
+	// (terminal 403).
+	ReasonNotListed Reason = "not_listed"
+	// ReasonTenant: [ErrNoTenant] or [ErrTenantMismatch] passed to
+	// [Middleware.Challenge] (403).
+	ReasonTenant Reason = "tenant"
+)
+
+// Unlisted is the value of [Decision.Method], [Decision.Name] and
+// [Decision.ProtocolVersion] for a client-chosen value that neither the
+// configuration nor the MCP specification names.
+const Unlisted = "(unlisted)"
+
+// mcpMethods are the client-to-server methods and notifications of MCP
+// revisions 2024-11-05 through 2026-07-28. They are reported verbatim in
+// Decision.Method even when the policy does not list them.
+var mcpMethods = []string{
+	"initialize", "ping", "server/discover", "subscriptions/listen",
+	"tools/list", "tools/call", "prompts/list", "prompts/get",
+	"resources/list", "resources/templates/list", "resources/read",
+	"resources/subscribe", "resources/unsubscribe",
+	"completion/complete", "logging/setLevel",
+	"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update",
+	"notifications/initialized", "notifications/cancelled", "notifications/progress",
+	"notifications/roots/list_changed", "notifications/tasks/status",
+}
+
+// versionLabel returns Decision.ProtocolVersion for h.
+func versionLabel(h http.Header) string {
+	v := h[hdrProtocolVersion]
+	switch {
+	case len(v) == 0:
+		return ""
+	case len(v) > 1:
+		return Unlisted
+	}
+	switch v[0] {
+	case "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28":
+		return v[0]
+	}
+	return Unlisted
+}
+
+// report calls Config.OnDecision, if set. g labels the operation (nil:
+// unknown), p is the principal (nil: none), required and missing are the
+// scopes of a scope decision. It never allocates itself.
+func (m *Middleware) report(ctx context.Context, h http.Header, status int, reason Reason, p *Principal, g *grant, required, missing []string, err error) {
+	if m.onDecision == nil {
+		return
+	}
+	d := Decision{
+		Status:          status,
+		Reason:          reason,
+		ProtocolVersion: versionLabel(h),
+		Principal:       p,
+		RequiredScopes:  required,
+		MissingScopes:   missing,
+		Err:             err,
+	}
+	if g != nil {
+		d.Method, d.Name = g.method, g.name
+	}
+	m.onDecision(ctx, d)
+}
