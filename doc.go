@@ -34,7 +34,7 @@
 //     the request context ([middleware.PrincipalFromContext]).
 //
 // The Guard adds no behaviour: every answer is the middleware's, listed in
-// docs/middleware.md. Every setting of the packages below is reachable
+// the README (Every answer a client can see). Every setting of the packages below is reachable
 // through the advanced fields of [Config] (Validate, Middleware, JWKS,
 // Metadata); the Config documentation says which fields the Guard fills.
 // Observability hooks such as middleware Config.OnDecision go in

@@ -26,6 +26,6 @@
 // fixed external answer, "invalid_client", so that the resolver cannot be
 // used as an oracle for scanning internal hosts.
 //
-// [ServerMetadata] produces matching RFC 8414 metadata. See docs/cimd.md
+// [ServerMetadata] produces matching RFC 8414 metadata. See the README section for authorization-server authors
 // for the configuration reference and the security guarantees.
 package cimd

@@ -55,7 +55,7 @@ var (
 	// package refuses. The message names the member, never its value.
 	ErrInvalidClientMetadata = errors.New("cimd: invalid client metadata")
 	// ErrInvalidRedirectURI: a redirect URI breaks the redirect URI rules
-	// (see [RedirectURIAllowed] and docs/cimd.md).
+	// (see [RedirectURIAllowed] and the README section for authorization-server authors).
 	ErrInvalidRedirectURI = errors.New("cimd: invalid redirect uri")
 	// ErrSharedSecret: a Client ID Metadata Document carries client_secret
 	// or client_secret_expires_at, or names a shared-secret

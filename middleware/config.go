@@ -65,11 +65,16 @@ type ResourceRule struct {
 	URI string
 	// Prefix makes URI a prefix: the rule matches every params.uri that
 	// starts with it. An exact rule wins over prefix rules, and the
-	// longest matching prefix wins among them. Prefixes are compared on
-	// the raw string: while any prefix rule exists, a URI with a "." or
-	// ".." path segment (also percent-encoded) is refused as
-	// [ErrInvalidMessage], so that "file:///public/../secret" cannot
-	// borrow the scopes of "file:///public/".
+	// longest matching prefix wins among them. Rules are compared on the
+	// raw string, so while any resource rule exists a params.uri that is
+	// not in canonical form is refused as [ErrInvalidMessage]: a "." or
+	// ".." segment (also percent-encoded), an empty segment ("//" in the
+	// path), a backslash, a percent-encoded unreserved character, "/" or
+	// "\\", malformed percent-encoding, or upper case in the scheme or
+	// authority. So "file:///public/../secret",
+	// "file:///public//secret" and "file:///public/%73ecret" cannot borrow
+	// the scopes of "file:///public/", and "config%2Ejson" cannot escape an
+	// exact rule for "config.json".
 	Prefix bool
 	// Scopes are the scopes needed, on top of the base and method scopes.
 	Scopes []string

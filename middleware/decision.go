@@ -65,7 +65,7 @@ type Decision struct {
 // grow; the values of existing codes never change.
 type Reason string
 
-// Reasons. Each refusal row of docs/middleware.md maps to one reason; token
+// Reasons. Each refusal row of the README table "Every answer a client can see" maps to one reason; token
 // failures are split by the validate sentinel the validator returned.
 const (
 	// ReasonAuthorized: the request was passed to the next handler.

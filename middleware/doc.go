@@ -28,7 +28,7 @@
 //
 // Every refusal is a fixed answer: status, WWW-Authenticate challenge
 // (rendered once in [New] where possible) and a small JSON body; the
-// internal cause goes only to Config.Logger. docs/middleware.md lists every
+// internal cause goes only to Config.Logger. the README (Every answer a client can see) lists every
 // answer a client can see.
 //
 // # Scope challenges and the two revisions

@@ -57,7 +57,7 @@ func rawPost(body string, headers ...string) func(t *testing.T, f *fixture) *htt
 }
 
 // answerCases are the requests of TestAnswers, one or more per row of
-// the table in docs/middleware.md; TestDecisions replays them.
+// the table in the README (Every answer a client can see); TestDecisions replays them.
 func answerCases() []answerCase {
 	cases := []answerCase{
 		// Origin (403, no challenge).
@@ -134,6 +134,13 @@ func answerCases() []answerCase {
 		{name: "body_name_not_string", req: rawPost(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":["delete_repo"]}}`), wantStatus: 400},
 		{name: "body_invalid_utf8_name", req: rawPost("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"delete\xffrepo\"}}"), wantStatus: 400},
 		{name: "body_dot_segment_uri", req: rawPost(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///projects/%2e%2e/etc/passwd"}}`), wantStatus: 400},
+		// Other spellings of protected resources (security review): each
+		// would miss its rule and borrow weaker scopes.
+		{name: "body_uri_empty_segment", req: rawPost(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///projects//secret/keys.txt"}}`), wantStatus: 400},
+		{name: "body_uri_encoded_unreserved", req: rawPost(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///projects/%73ecret/keys.txt"}}`), wantStatus: 400},
+		{name: "body_uri_encoded_slash", req: rawPost(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///projects/secret%2Fkeys.txt"}}`), wantStatus: 400},
+		{name: "body_uri_exact_encoded_dot", req: rawPost(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///projects/myapp/config%2Ejson"}}`), wantStatus: 400},
+		{name: "body_uri_upper_scheme", req: rawPost(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"FILE:///projects/secret/keys.txt"}}`), wantStatus: 400},
 		{name: "deny_unlisted_tool", mutate: func(c *Config) { c.Operations.DenyUnlisted = true }, req: rpc(modernRev, "tools/call", "no_such_tool", "mcp:all"), wantStatus: 403},
 	}
 	cases = append(cases, headerMismatchCases()...)

@@ -10,7 +10,7 @@ import (
 	"github.com/mcpguard/mcpguard/challenge"
 )
 
-var errDotSegment = fmt.Errorf("%w: resource URI has a dot segment", ErrInvalidMessage)
+var errNonCanonicalURI = fmt.Errorf("%w: resource URI is not in canonical form", ErrInvalidMessage)
 
 // operation is the precomputed authorization of one kind of request.
 type operation struct {
@@ -143,13 +143,17 @@ func (p *policy) lookup(msg *message) (*grant, error) {
 		if !msg.hasURI {
 			return p.unlisted(mg)
 		}
+		// Rules compare raw bytes, so while any exist only one spelling of
+		// a resource may pass: another spelling of a protected URI would
+		// miss its rule and borrow weaker scopes, while a handler that
+		// normalises the URI serves the protected resource.
+		if (len(p.resExact) > 0 || len(p.resPrefix) > 0) && !canonicalURI(msg.uri) {
+			return mg, errNonCanonicalURI
+		}
 		if g := p.resExact[string(msg.uri)]; g != nil {
 			return g, nil
 		}
 		if len(p.resPrefix) > 0 {
-			if hasDotSegment(msg.uri) {
-				return mg, errDotSegment
-			}
 			for _, r := range p.resPrefix {
 				if bytes.HasPrefix(msg.uri, r.prefix) {
 					return r.g, nil
@@ -183,6 +187,87 @@ func (p *policy) unlisted(g *grant) (*grant, error) {
 		return g, ErrNotListed
 	}
 	return g, nil
+}
+
+// canonicalURI reports whether uri is spelled in the one form resource
+// rules can match: no "." or ".." segment (also percent-encoded), no empty
+// path segment ("//" after the authority), no backslash, no
+// percent-encoding of an unreserved character, "/" or "\\", no malformed
+// percent-encoding, and no upper-case letter in the scheme or authority
+// (RFC 3986 §6.2.2). Other spellings of the same resource are refused
+// rather than guessed at, because the body is forwarded byte for byte.
+func canonicalURI(uri []byte) bool {
+	if hasDotSegment(uri) || bytes.IndexByte(uri, '\\') >= 0 {
+		return false
+	}
+	for i := 0; i < len(uri); i++ {
+		if uri[i] != '%' {
+			continue
+		}
+		if i+2 >= len(uri) || !isHexDigit(uri[i+1]) || !isHexDigit(uri[i+2]) {
+			return false
+		}
+		c := unhex(uri[i+1])<<4 | unhex(uri[i+2])
+		if isUnreserved(c) || c == '/' || c == '\\' {
+			return false
+		}
+		i += 2
+	}
+	// Scheme and authority: lower case only.
+	rest := uri
+	if c := bytes.IndexByte(uri, ':'); c > 0 {
+		if hasUpper(uri[:c]) {
+			return false
+		}
+		rest = uri[c+1:]
+	}
+	if bytes.HasPrefix(rest, []byte("//")) {
+		rest = rest[2:]
+		end := bytes.IndexAny(rest, "/?#")
+		if end < 0 {
+			end = len(rest)
+		}
+		if hasUpper(rest[:end]) {
+			return false
+		}
+		rest = rest[end:]
+	}
+	// Path (up to query or fragment): no empty segment.
+	if q := bytes.IndexAny(rest, "?#"); q >= 0 {
+		rest = rest[:q]
+	}
+	return !bytes.Contains(rest, []byte("//"))
+}
+
+func isHexDigit(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	default:
+		return c - 'a' + 10
+	}
+}
+
+// isUnreserved reports RFC 3986 §2.3 unreserved characters, whose
+// percent-encoding is never canonical.
+func isUnreserved(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
+		c == '-' || c == '.' || c == '_' || c == '~'
+}
+
+func hasUpper(b []byte) bool {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 // hasDotSegment reports whether uri has a "." or ".." segment, with dots

@@ -158,6 +158,37 @@ func TestReadBodyMaxBytesReader(t *testing.T) {
 	}
 }
 
+func TestCanonicalURI(t *testing.T) {
+	tests := []struct {
+		uri  string
+		want bool
+	}{
+		{"file:///projects/a/b.txt", true},
+		{"file:///projects/my%20file.txt", true},
+		{"https://h.example/p?q=a//b#x//y", true},
+		{"urn:example:a", true},
+		{"file:///projects/../secret", false},
+		{"file:///projects//secret", false},
+		{"file:///projects/%73ecret", false},
+		{"file:///projects/secret%2Fkeys", false},
+		{"file:///projects/secret%2fkeys", false},
+		{"file:///projects/a%5Cb", false},
+		{"file:///projects/config%2Ejson", false},
+		{"file:///projects/a%7e", false},
+		{"file:///projects/a%", false},
+		{"file:///projects/a%zz", false},
+		{"file:///projects\\secret", false},
+		{"FILE:///projects/a", false},
+		{"https://H.example/p", false},
+		{"https://h.example/P", true},
+	}
+	for _, tt := range tests {
+		if got := canonicalURI([]byte(tt.uri)); got != tt.want {
+			t.Errorf("canonicalURI(%q) = %t, want %t", tt.uri, got, tt.want)
+		}
+	}
+}
+
 func TestHasDotSegment(t *testing.T) {
 	tests := []struct {
 		uri  string

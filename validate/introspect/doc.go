@@ -45,7 +45,7 @@
 // so clients are not sent to re-authorize for a server-side
 // misconfiguration, and it is logged at Error level. Everything else,
 // inactive tokens and malformed responses included, is a 401
-// invalid_token. docs/introspection.md has the full table.
+// invalid_token. The README section on introspection has the full table.
 //
 // This package imports no middleware.
 package introspect
