@@ -130,11 +130,14 @@ func (c *tokenCache) len() int {
 }
 
 // fromCache answers Validate from the cache. It reports done=false on a
-// miss, or when the entry was dropped because its key is no longer
-// published; the caller then validates in full. A hit re-checks exp, nbf,
-// iat and lifetime against now, and asks the issuer's KeySource whether
-// the verifying key is still published under the token's kid. Entries
-// that fail are evicted, so none is served after its token expired.
+// miss, or when the entry was dropped because the issuer re-keyed under its
+// kid (the caller then validates in full, and its key-source call is
+// answered from the fresh set). A hit re-checks exp, nbf, iat and lifetime
+// against now, and asks the issuer's KeySource once whether the verifying
+// key is still published under the token's kid; if the kid is gone, or the
+// source fails, the entry is evicted and that error returned, so a request
+// never waits on the key source twice. Entries that fail are evicted, so
+// none is served after its token expired.
 func (v *Validator) fromCache(ctx context.Context, k cacheKey, raw string, now time.Time) (c *Claims, done bool, err error) {
 	e := v.cache.get(k, raw)
 	if e == nil {
@@ -144,7 +147,12 @@ func (v *Validator) fromCache(ctx context.Context, k cacheKey, raw string, now t
 		v.cache.remove(e)
 		return nil, true, err
 	}
-	if !v.stillPublished(ctx, e) {
+	published, err := stillPublished(ctx, e)
+	if err != nil {
+		v.cache.remove(e)
+		return nil, true, err
+	}
+	if !published {
 		v.cache.remove(e)
 		return nil, false, nil
 	}
@@ -152,16 +160,17 @@ func (v *Validator) fromCache(ctx context.Context, k cacheKey, raw string, now t
 }
 
 // stillPublished reports whether e's verifying key is still among the
-// usable keys the issuer publishes under e's kid.
-func (v *Validator) stillPublished(ctx context.Context, e *cacheEntry) bool {
+// usable keys the issuer publishes under e's kid. A key-source error is
+// mapped as tryKeys maps it.
+func stillPublished(ctx context.Context, e *cacheEntry) (bool, error) {
 	keys, err := e.issuer.keys.Keys(ctx, e.kid)
 	if err != nil {
-		return false
+		return false, keySourceErr(err)
 	}
 	for i := range keys {
 		if pub, ok := usableKey(&keys[i], e.alg, e.kid); ok && sameKey(pub, e.pub) {
-			return true
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }

@@ -277,10 +277,19 @@ func CanonicalURI(s string) (string, bool) {
 	if j := strings.IndexAny(s[i+3:], "/?#"); j >= 0 {
 		end = i + 3 + j
 	}
-	if strings.ContainsAny(s[:end], "@") {
-		return "", false // userinfo is case-sensitive and never a resource
+	b := []byte(s)
+	for k := 0; k < end; k++ {
+		switch c := b[k]; {
+		case c >= 0x80, c == '@':
+			// Hosts are ASCII (RFC 3986 §3.2.2); Unicode case mapping would
+			// fold look-alikes such as the Kelvin sign onto "k". Userinfo is
+			// case-sensitive and never part of a resource identifier.
+			return "", false
+		case 'A' <= c && c <= 'Z':
+			b[k] = c + ('a' - 'A')
+		}
 	}
-	return strings.ToLower(s[:end]) + s[end:], true
+	return string(b), true
 }
 
 // checkTimes applies RFC 7519 §4.1.4-4.1.6 with the configured leeway, and

@@ -211,3 +211,25 @@ func TestValidateSize(t *testing.T) {
 		})
 	}
 }
+
+func TestCanonicalURI(t *testing.T) {
+	tests := []struct {
+		in, want string
+		ok       bool
+	}{
+		{"https://mcp.example.com/mcp", "https://mcp.example.com/mcp", true},
+		{"HTTPS://MCP.Example.COM/MCP", "https://mcp.example.com/MCP", true},
+		{"https://H.example:8443?Q#F", "https://h.example:8443?Q#F", true},
+		{"https://mcp.\u212Aiwi.example/mcp", "", false}, // Kelvin sign: never "k"
+		{"https://\u00C5.example/mcp", "", false},
+		{"https://u@h.example/mcp", "", false},
+		{"mcp.example.com/mcp", "", false},
+		{"://h/p", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := CanonicalURI(tt.in)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("CanonicalURI(%q) = %q, %t; want %q, %t", tt.in, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -19,6 +19,9 @@ const (
 	// DefaultCacheSize is the number of verified tokens cached when
 	// Config.CacheSize is zero.
 	DefaultCacheSize = 4096
+	// DefaultMaxKeyWait bounds the total time one Validate call waits on
+	// its issuer's key source when Config.MaxKeyWait is zero.
+	DefaultMaxKeyWait = 2 * time.Second
 )
 
 // DefaultAlgorithms is the asymmetric allow-list used when Config.Algorithms
@@ -143,6 +146,15 @@ type Config struct {
 	// 2 × MaxTokenBytes. See [Validator] for what a cache hit re-checks and
 	// for the revocation trade-off.
 	CacheSize int
+
+	// MaxKeyWait bounds the total time one Validate call spends waiting on
+	// the issuer's key source (a lookup that waits for a running refresh,
+	// then at most one refresh after a failed signature). When the first
+	// lookup used the budget up, the refresh is skipped. If zero,
+	// [DefaultMaxKeyWait] (2s) is used. Negative is a configuration error.
+	// A KeySource bounds each single call itself (validate/jwks:
+	// WaitTimeout).
+	MaxKeyWait time.Duration
 }
 
 // withDefaults returns a copy of c with zero values replaced by defaults and
@@ -167,6 +179,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CacheSize == 0 {
 		c.CacheSize = DefaultCacheSize
+	}
+	if c.MaxKeyWait == 0 {
+		c.MaxKeyWait = DefaultMaxKeyWait
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -214,6 +229,9 @@ func (c Config) check() error {
 	}
 	if c.MaxTokenBytes < 0 {
 		return fmt.Errorf("%w: negative MaxTokenBytes", ErrConfig)
+	}
+	if c.MaxKeyWait < 0 {
+		return fmt.Errorf("%w: negative MaxKeyWait", ErrConfig)
 	}
 	if c.MaxTokenLifetime < 0 {
 		return fmt.Errorf("%w: negative MaxTokenLifetime", ErrConfig)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"strings"
+	"time"
 )
 
 // Validator verifies JWT access tokens (RFC 9068) for one resource server.
@@ -108,6 +109,7 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*Claims, error) {
 		return nil, errSegments
 	}
 	now := v.cfg.Now()
+	start := time.Now() // monotonic; the MaxKeyWait budget, not a claim check
 	var key cacheKey
 	if v.cache != nil {
 		key = v.cache.keyOf(raw)
@@ -131,7 +133,7 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*Claims, error) {
 	if is == nil {
 		return nil, errUnknownIssuer
 	}
-	pub, err := v.verify(ctx, is, &tok)
+	pub, err := v.verify(ctx, is, &tok, start)
 	if err != nil {
 		return nil, err
 	}
@@ -162,30 +164,45 @@ var errKeySource = fmt.Errorf("%w: key source error", ErrKeysUnavailable)
 // verify checks tok's signature with is's usable keys under tok's kid and
 // returns the key that verified it. If a signature fails under a known kid
 // and the key source implements Refresher, it refreshes once and retries.
-func (v *Validator) verify(ctx context.Context, is *issuerState, tok *token) (crypto.PublicKey, error) {
+func (v *Validator) verify(ctx context.Context, is *issuerState, tok *token, start time.Time) (crypto.PublicKey, error) {
 	pub, err := tryKeys(ctx, is, tok)
 	// A signature whose length no key of the algorithm could produce can
 	// never verify, so it must not cost the authorization server a fetch.
 	if !errors.Is(err, ErrSignature) || is.refresher == nil || !tok.hasKID || !plausibleSignature(tok.alg, tok.sig) {
 		return pub, err
 	}
-	if is.refresher.Refresh(ctx) != nil {
+	// One Validate call waits on its key source for at most MaxKeyWait in
+	// all: the refresh gets what the first lookup left of the budget.
+	left := v.cfg.MaxKeyWait - time.Since(start)
+	if left <= 0 {
 		return nil, err
 	}
-	return tryKeys(ctx, is, tok)
+	rctx, cancel := context.WithTimeout(ctx, left)
+	defer cancel()
+	if is.refresher.Refresh(rctx) != nil {
+		return nil, err
+	}
+	return tryKeys(rctx, is, tok)
+}
+
+// keySourceErr maps a KeySource error: ErrKeyNotFound loses the source's
+// text (which may quote the unverified kid), ErrKeysUnavailable passes, and
+// anything else becomes ErrKeysUnavailable with its cause kept.
+func keySourceErr(err error) error {
+	switch {
+	case errors.Is(err, ErrKeyNotFound):
+		return ErrKeyNotFound
+	case errors.Is(err, ErrKeysUnavailable):
+		return err
+	default:
+		return fmt.Errorf("%w: %w", errKeySource, err)
+	}
 }
 
 func tryKeys(ctx context.Context, is *issuerState, tok *token) (crypto.PublicKey, error) {
 	keys, err := is.keys.Keys(ctx, tok.kid)
-	switch {
-	case err == nil:
-	case errors.Is(err, ErrKeyNotFound):
-		// The source's text may quote the unverified kid; drop it.
-		return nil, ErrKeyNotFound
-	case errors.Is(err, ErrKeysUnavailable):
-		return nil, err
-	default:
-		return nil, fmt.Errorf("%w: %w", errKeySource, err)
+	if err != nil {
+		return nil, keySourceErr(err)
 	}
 	tried := 0
 	for i := range keys {

@@ -271,6 +271,11 @@ func TestValidateAudienceAndClient(t *testing.T) {
 		// accepted; the path stays case-sensitive.
 		{name: "aud uppercase scheme and host", tok: es(with("aud", upperAuthority(testAud)))},
 		{name: "aud uppercase path", tok: es(with("aud", strings.ToUpper(testAud))), wantErr: ErrAudience},
+		{name: "aud ASCII upper-case host letter", cfg: func(c *Config) { c.Audiences = []string{"https://mcp.kiwi.example/mcp"} },
+			tok: es(with("aud", "https://mcp.Kiwi.example/mcp"))},
+		// The Kelvin sign U+212A lower-cases to "k" under Unicode rules.
+		{name: "aud Kelvin sign is not k", cfg: func(c *Config) { c.Audiences = []string{"https://mcp.kiwi.example/mcp"} },
+			tok: es(with("aud", "https://mcp.\u212Aiwi.example/mcp")), wantErr: ErrAudience},
 		{name: "aud with userinfo", tok: es(with("aud", strings.Replace(testAud, "://", "://u@", 1))), wantErr: ErrAudience},
 		{name: "aud array without match", tok: es(with("aud", []string{"a", "b"})), wantErr: ErrAudience},
 		{name: "missing aud", tok: es(with("aud", nil)), wantErr: ErrMissingClaim},

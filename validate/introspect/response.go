@@ -128,7 +128,9 @@ func (m *members) field(name string) *json.RawMessage {
 }
 
 // fold maps name so that fold(a) == fold(b) exactly when encoding/json
-// would match a and b to the same struct field (its foldName).
+// would match a and b to the same struct field: ASCII letters by case, other
+// runes by their Unicode simple case-folding orbit, as encoding/json's
+// foldName does.
 func fold(name string) string {
 	var b strings.Builder
 	b.Grow(len(name))
@@ -140,7 +142,7 @@ func fold(name string) string {
 			b.WriteByte(byte(r))
 			continue
 		}
-		b.WriteRune(unicode.ToUpper(unicode.ToLower(r)))
+		b.WriteRune(foldRune(r))
 	}
 	return b.String()
 }
@@ -354,4 +356,15 @@ func splitScope(s string) ([]string, bool) {
 		return nil, true
 	}
 	return f, true
+}
+
+// foldRune returns the smallest rune of r's simple case-folding orbit.
+func foldRune(r rune) rune {
+	for {
+		r2 := unicode.SimpleFold(r)
+		if r2 <= r {
+			return r2
+		}
+		r = r2
+	}
 }

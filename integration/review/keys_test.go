@@ -1,0 +1,172 @@
+// Package review holds regression tests for the findings of the security
+// review of validate, validate/jwks and validate/introspect: audience
+// look-alikes under Unicode case mapping (Kelvin sign), and the single
+// key-wait budget of one Validate call on a hanging or slow authorization
+// server. Every server binds 127.0.0.1.
+package review
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/mcpguard/mcpguard/validate"
+	"github.com/mcpguard/mcpguard/validate/jwks"
+)
+
+type key struct {
+	priv *ecdsa.PrivateKey
+	kid  string
+}
+
+func newKey(t testing.TB, kid string) key {
+	p, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key{p, kid}
+}
+
+func (k key) jwk() jose.JSONWebKey {
+	return jose.JSONWebKey{Key: &k.priv.PublicKey, KeyID: k.kid, Algorithm: "ES256", Use: "sig"}
+}
+
+func mint(t testing.TB, k key, claims map[string]any) string {
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: k.priv},
+		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", k.kid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(claims)
+	jws, err := s.Sign(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+const iss = "https://as.example"
+
+func claims(aud string) map[string]any {
+	now := time.Now().Unix()
+	return map[string]any{"iss": iss, "sub": "alice", "aud": aud, "exp": now + 600, "iat": now, "jti": "j1", "client_id": "c1"}
+}
+
+// jwksSrv serves a key set that can be swapped, or hangs.
+type jwksSrv struct {
+	mu    sync.Mutex
+	set   []byte
+	hang  bool
+	delay time.Duration
+	srv   *httptest.Server
+	stop  chan struct{}
+}
+
+func newJWKS(t *testing.T, keys ...jose.JSONWebKey) *jwksSrv {
+	s := &jwksSrv{stop: make(chan struct{})}
+	s.setKeys(keys...)
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		hang, set, delay := s.hang, s.set, s.delay
+		s.mu.Unlock()
+		if delay > 0 {
+			select {
+			case <-time.After(delay):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if hang {
+			select {
+			case <-r.Context().Done():
+			case <-s.stop:
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(set)
+	}))
+	t.Cleanup(func() { close(s.stop); s.srv.Close() })
+	return s
+}
+
+func (s *jwksSrv) setKeys(keys ...jose.JSONWebKey) {
+	b, _ := json.Marshal(jose.JSONWebKeySet{Keys: keys})
+	s.mu.Lock()
+	s.set = b
+	s.mu.Unlock()
+}
+func (s *jwksSrv) setHang() { s.mu.Lock(); s.hang = true; s.mu.Unlock() }
+
+// A cached token whose key was rotated out waits 2 x WaitTimeout on a
+// hanging AS: once in stillPublished, once more in the full validation.
+func TestCachedTokenBlocksTwiceWaitTimeout(t *testing.T) {
+	k1, k2 := newKey(t, "k1"), newKey(t, "k2")
+	as := newJWKS(t, k1.jwk())
+	src, err := jwks.New(jwks.Config{Issuer: iss, JWKSURL: as.srv.URL + "/jwks", RefreshRateLimit: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	v, err := validate.New(validate.Config{
+		Issuers:   []validate.Issuer{{Issuer: iss, Keys: src}},
+		Audiences: []string{"https://rs.example/mcp"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := mint(t, k1, claims("https://rs.example/mcp"))
+	if _, err := v.Validate(t.Context(), tok); err != nil {
+		t.Fatal(err)
+	}
+	// Key rotation: k1 removed, then the AS starts hanging.
+	as.setKeys(k2.jwk())
+	if err := src.Refresh(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	as.setHang()
+	time.Sleep(20 * time.Millisecond) // past the on-demand rate limit
+	start := time.Now()
+	_, err = v.Validate(context.Background(), tok)
+	d := time.Since(start)
+	t.Logf("Validate = %v after %v", err, d)
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	if d > jwks.DefaultWaitTimeout+500*time.Millisecond {
+		t.Errorf("request held %v > WaitTimeout %v on a hanging AS", d, jwks.DefaultWaitTimeout)
+	}
+}
+
+// Audience fallback lower-cases non-ASCII: KELVIN SIGN (U+212A) folds to "k".
+func TestAudienceKelvinSign(t *testing.T) {
+	k1 := newKey(t, "k1")
+	v, err := validate.New(validate.Config{
+		Issuers:   []validate.Issuer{{Issuer: iss, Keys: &validate.StaticKeys{Set: []jose.JSONWebKey{k1.jwk()}}}},
+		Audiences: []string{"https://mcp.kiwi.example/mcp"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := "https://mcp.\u212Aiwi.example/mcp" // a different resource identifier
+	c, err := v.Validate(t.Context(), mint(t, k1, claims(other)))
+	if err == nil {
+		t.Errorf("token for audience %q accepted by RS %q (aud=%q)", other, "https://mcp.kiwi.example/mcp", c.Audience)
+	} else if !errors.Is(err, validate.ErrAudience) {
+		t.Fatal(err)
+	}
+}
