@@ -2,19 +2,14 @@ package challenge
 
 import (
 	"errors"
-	"flag"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden files")
+	"github.com/mcpguard/mcpguard/internal/golden"
+)
 
 const rm = "https://mcp.example.com/.well-known/oauth-protected-resource"
 
@@ -335,46 +330,8 @@ func TestWriteGolden(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
 			Write(rec, tt.cs...)
-			golden(t, tt.name, dumpResponse(rec))
+			golden.Check(t, tt.name+".golden", golden.DumpResponse(rec))
 		})
-	}
-}
-
-// dumpResponse formats status, sorted headers and body for a golden file.
-func dumpResponse(rec *httptest.ResponseRecorder) []byte {
-	var b strings.Builder
-	fmt.Fprintf(&b, "status: %d %s\n", rec.Code, http.StatusText(rec.Code))
-	keys := make([]string, 0, len(rec.Header()))
-	for k := range rec.Header() {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		for _, v := range rec.Header()[k] {
-			b.WriteString(k + ": " + v + "\n")
-		}
-	}
-	b.WriteString("\n")
-	b.WriteString(rec.Body.String())
-	b.WriteString("\n")
-	return []byte(b.String())
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s mismatch (-update to accept)\n got:\n%s\nwant:\n%s", path, got, want)
 	}
 }
 

@@ -1,26 +1,13 @@
 package challenge
 
 import (
-	"os/exec"
-	"strings"
 	"testing"
+
+	"github.com/mcpguard/mcpguard/internal/deptest"
 )
 
 // TestDeps fails if the package imports anything outside the standard
 // library (DESIGN.md layering: challenge is a leaf).
 func TestDeps(t *testing.T) {
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go command not on PATH")
-	}
-	out, err := exec.Command(goBin, "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	const self = "github.com/mcpguard/mcpguard/challenge"
-	for _, p := range strings.Fields(string(out)) {
-		if p != self {
-			t.Errorf("forbidden dependency %s: challenge must import the standard library only", p)
-		}
-	}
+	deptest.DepChecker{}.Check(t, ".")
 }

@@ -1,16 +1,12 @@
 package cimd
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+	"github.com/mcpguard/mcpguard/internal/golden"
+)
 
 func TestServerMetadataGolden(t *testing.T) {
 	base := ServerMetadataConfig{
@@ -37,19 +33,7 @@ func TestServerMetadataGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got = append(got, '\n')
-			path := filepath.Join("testdata", "server-metadata-"+name+".golden")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("metadata mismatch (-update to accept)\ngot:\n%s\nwant:\n%s", got, want)
-			}
+			golden.Check(t, "server-metadata-"+name+".golden", got)
 		})
 	}
 }

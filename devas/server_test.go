@@ -8,10 +8,7 @@ import (
 	"crypto/rsa"
 	"encoding/json"
 	"errors"
-	"flag"
 	"net/http"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,27 +17,8 @@ import (
 	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/golden"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
-
-// golden compares got with testdata/name, rewriting it with -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s differs (-update to accept):\n got %s\nwant %s", name, got, want)
-	}
-}
 
 func TestMetadataGolden(t *testing.T) {
 	tests := []struct {
@@ -66,7 +44,7 @@ func TestMetadataGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			b, _ := json.MarshalIndent(as.Metadata(), "", "  ")
-			golden(t, tt.name, append(b, '\n'))
+			golden.Check(t, tt.name, append(b, '\n'))
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/internal/golden"
 	"github.com/mcpguard/mcpguard/validate"
 )
 
@@ -175,7 +176,7 @@ func TestDecisions(t *testing.T) {
 			})
 			rec := httptest.NewRecorder()
 			f.m.Handler(next).ServeHTTP(rec, tc.req(t, f))
-			golden(t, tc.name, dumpResponse(rec))
+			golden.Check(t, tc.name+".golden", golden.DumpResponse(rec))
 			d := rc.one(t)
 			wantStatus := rec.Code
 			if rec.Code == http.StatusOK {

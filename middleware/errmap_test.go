@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/authtest"
 	"github.com/mcpguard/mcpguard/challenge"
+	"github.com/mcpguard/mcpguard/internal/golden"
 	"github.com/mcpguard/mcpguard/validate"
 )
 
@@ -75,7 +76,7 @@ func TestWriteMatchesChallengeWrite(t *testing.T) {
 		challenge.Write(want, cs[0])
 		got := httptest.NewRecorder()
 		writeAnswer(got, a.status, a.challenge, "", a.body)
-		if g, w := string(dumpResponse(got)), string(dumpResponse(want)); g != w {
+		if g, w := string(golden.DumpResponse(got)), string(golden.DumpResponse(want)); g != w {
 			t.Errorf("kind %d differs from challenge.Write:\n got %s\nwant %s", k, g, w)
 		}
 	}
@@ -197,7 +198,7 @@ func TestLogging(t *testing.T) {
 	if strings.Contains(logs, tok) || strings.Contains(rec.Body.String(), tok) {
 		t.Error("token leaked into the log or the response")
 	}
-	resp := string(dumpResponse(rec))
+	resp := string(golden.DumpResponse(rec))
 	if strings.Contains(resp, "expired") || strings.Contains(resp, "validate:") {
 		t.Errorf("internal error text in the response: %s", resp)
 	}

@@ -4,14 +4,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -19,8 +15,6 @@ import (
 	"github.com/mcpguard/mcpguard/prm"
 	"github.com/mcpguard/mcpguard/validate"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden files")
 
 const (
 	resource    = "https://mcp.example.com/mcp"
@@ -173,44 +167,6 @@ func echoHandler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"sub":%q,"content_length":%d,"body_sha256":%q}`, sub, r.ContentLength, hex.EncodeToString(sum[:]))
 	})
-}
-
-// dumpResponse formats status, sorted headers and body for a golden file.
-func dumpResponse(rec *httptest.ResponseRecorder) []byte {
-	var b strings.Builder
-	fmt.Fprintf(&b, "status: %d %s\n", rec.Code, http.StatusText(rec.Code))
-	keys := make([]string, 0, len(rec.Header()))
-	for k := range rec.Header() {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		for _, v := range rec.Header()[k] {
-			b.WriteString(k + ": " + v + "\n")
-		}
-	}
-	b.WriteString("\n")
-	b.WriteString(rec.Body.String())
-	b.WriteString("\n")
-	return []byte(b.String())
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%s (run go test -update to create it)", err.Error())
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s mismatch (-update to accept)\n got:\n%s\nwant:\n%s", path, got, want)
-	}
 }
 
 // fakeValidator returns fixed claims or a fixed error.

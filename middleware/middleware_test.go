@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/internal/golden"
 	"github.com/mcpguard/mcpguard/validate"
 )
 
@@ -167,7 +168,7 @@ func TestAnswers(t *testing.T) {
 			if want := tc.wantStatus == 200; reached != want {
 				t.Errorf("next reached = %t, want %t", reached, want)
 			}
-			golden(t, tc.name, dumpResponse(rec))
+			golden.Check(t, tc.name+".golden", golden.DumpResponse(rec))
 		})
 	}
 }
@@ -254,7 +255,7 @@ func TestUnavailable(t *testing.T) {
 			if rec.Code != http.StatusServiceUnavailable {
 				t.Fatalf("status = %d, want 503", rec.Code)
 			}
-			golden(t, tt.golden, dumpResponse(rec))
+			golden.Check(t, tt.golden+".golden", golden.DumpResponse(rec))
 		})
 	}
 }

@@ -3,19 +3,17 @@ package prm
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"reflect"
-	"sort"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden files")
+	"github.com/mcpguard/mcpguard/internal/golden"
+)
 
 const (
 	resource = "https://mcp.example.com/mcp"
@@ -268,7 +266,7 @@ func TestHandlerGolden(t *testing.T) {
 			}
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, httptest.NewRequest("GET", tt.path, nil))
-			golden(t, tt.name, dumpResponse(rec))
+			golden.Check(t, tt.name+".golden", golden.DumpResponse(rec))
 		})
 	}
 }
@@ -353,40 +351,4 @@ func mustMarshal(t *testing.T, m Metadata) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// dumpResponse formats status, sorted headers and body for a golden file.
-func dumpResponse(rec *httptest.ResponseRecorder) []byte {
-	var b strings.Builder
-	fmt.Fprintf(&b, "status: %d %s\n", rec.Code, http.StatusText(rec.Code))
-	keys := make([]string, 0, len(rec.Header()))
-	for k := range rec.Header() {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		for _, v := range rec.Header()[k] {
-			fmt.Fprintf(&b, "%s: %s\n", k, v)
-		}
-	}
-	fmt.Fprintf(&b, "\n%s\n", rec.Body)
-	return []byte(b.String())
-}
-
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", name+".golden")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(got) != string(want) {
-		t.Errorf("%s mismatch (-update to accept)\n got:\n%s\nwant:\n%s", path, got, want)
-	}
 }

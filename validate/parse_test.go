@@ -104,6 +104,10 @@ func TestNumericDate(t *testing.T) {
 		if ok != tt.ok || !got.Equal(tt.want) {
 			t.Errorf("numericDate(%s): got %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
+		got, ok = ParseNumericDate(tt.in)
+		if ok != tt.ok || !got.Equal(tt.want) {
+			t.Errorf("ParseNumericDate(%s): got %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+		}
 	}
 }
 

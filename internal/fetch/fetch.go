@@ -36,6 +36,15 @@ func Get(ctx context.Context, c *http.Client, rawURL string, maxBytes int64) (*R
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrInsecureURL, err)
 	}
+	return do(c, req, maxBytes)
+}
+
+// do sends req, which it marks as accepting JSON, with c and applies the
+// response checks that [Get] and [PostForm] document: status 200 (else a
+// [StatusError]), a JSON media type (else [ErrContentType]) and a body of at
+// most maxBytes after decompression (else [ErrTooLarge]). A transport
+// failure is mapped by transportErr.
+func do(c *http.Client, req *http.Request, maxBytes int64) (*Response, error) {
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.Do(req)
 	if err != nil {

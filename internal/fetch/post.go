@@ -3,7 +3,6 @@ package fetch
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -33,27 +32,7 @@ func PostForm(ctx context.Context, c *http.Client, rawURL string, form url.Value
 		req.Header[k] = vs
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
 	nc := *c
 	nc.CheckRedirect = redirectFunc(NoRedirects)
-	resp, err := nc.Do(req)
-	if err != nil {
-		return nil, transportErr(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return nil, &StatusError{Code: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
-	}
-	if ct := resp.Header.Get("Content-Type"); !IsJSONMediaType(ct) {
-		if len(ct) > 64 {
-			ct = ct[:64]
-		}
-		return nil, fmt.Errorf("%w: %q", ErrContentType, ct)
-	}
-	body, err := ReadBounded(resp.Body, maxBytes)
-	if err != nil {
-		return nil, err
-	}
-	return &Response{Body: body, Header: resp.Header}, nil
+	return do(&nc, req, maxBytes)
 }

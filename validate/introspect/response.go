@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode"
@@ -38,9 +36,6 @@ var (
 	errNotYetValid = fmt.Errorf("%w: introspection response nbf", validate.ErrNotYetValid)
 	errIssuedAt    = fmt.Errorf("%w: introspection response iat", validate.ErrIssuedAt)
 )
-
-// maxNumericDate is 9999-12-31T23:59:59Z, the latest NumericDate accepted.
-const maxNumericDate = 253402300799
 
 // members holds the raw JSON values of the response members this package
 // reads; nil means absent.
@@ -209,7 +204,7 @@ func decodeMembers(m *members, c *validate.Claims) error {
 		if f.raw == nil {
 			continue
 		}
-		if *f.dst, ok = numericDate(string(f.raw)); !ok {
+		if *f.dst, ok = validate.ParseNumericDate(string(f.raw)); !ok {
 			return errTimeType
 		}
 	}
@@ -321,25 +316,6 @@ func audience(raw json.RawMessage) ([]string, bool) {
 		return nil, false
 	}
 	return list, true
-}
-
-// numericDate decodes a NumericDate (RFC 7519 §2): a JSON number of seconds
-// since the epoch, possibly fractional, from 0 to year 9999.
-func numericDate(v string) (time.Time, bool) {
-	if v == "" || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
-		return time.Time{}, false
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || !(f >= 0 && f <= maxNumericDate) {
-		return time.Time{}, false
-	}
-	sec := math.Floor(f)
-	nsec := math.Round((f - sec) * 1e9)
-	if nsec >= 1e9 {
-		sec++
-		nsec = 0
-	}
-	return time.Unix(int64(sec), int64(nsec)).UTC(), true
 }
 
 // splitScope splits an RFC 7662 §2.2 "scope" (space-separated, RFC 6749
