@@ -23,7 +23,7 @@ import (
 // standard library), validate.Validator alone with its cache off, and a GET
 // through Handler with an httptest recorder (cache off). Compare with
 //
-//	benchstat -col .name -row /alg,/mode file
+//	benchstat -col /op -row /alg,/mode file
 func BenchmarkMiddlewareAlgs(b *testing.B) {
 	env := newBenchEnv(b)
 	v := env.validator(b, -1)
@@ -57,13 +57,13 @@ func BenchmarkMiddlewareAlgs(b *testing.B) {
 			}},
 		}
 		for _, op := range ops {
-			b.Run("alg="+string(alg)+"/mode=serial/"+op.name, func(b *testing.B) {
+			b.Run("alg="+string(alg)+"/mode=serial/op="+op.name, func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
 					op.fn()
 				}
 			})
-			b.Run("alg="+string(alg)+"/mode=parallel/"+op.name, func(b *testing.B) {
+			b.Run("alg="+string(alg)+"/mode=parallel/op="+op.name, func(b *testing.B) {
 				b.ReportAllocs()
 				b.RunParallel(func(pb *testing.PB) {
 					for pb.Next() {
