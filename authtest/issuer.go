@@ -44,8 +44,9 @@ type IssuerConfig struct {
 	// [DefaultAudience].
 	Audience string
 	// MixUpIssuer, if set, is reported as "issuer" in every metadata document
-	// instead of [Issuer.URL]: the mix-up attack of RFC 8414 §3.3 /
-	// spec-auth.md §2.1. Minted tokens still carry the real issuer.
+	// instead of [Issuer.URL]: the mix-up attack of RFC 8414 §3.3 (MCP
+	// authorization, Authorization Server Metadata Discovery). Minted tokens
+	// still carry the real issuer.
 	MixUpIssuer string
 	// DisableRFC8414 answers 404 at the RFC 8414 well-known URL, so a client
 	// must fall back to OpenID Connect discovery.
@@ -188,8 +189,9 @@ func (i *Issuer) IntrospectionURL() string { return i.origin + i.introspectPath 
 
 // MetadataURLs returns the well-known metadata URLs in the order MCP clients
 // must try them (RFC 8414 first, then OpenID Connect path insertion, then
-// OpenID Connect path appending; spec-auth.md §2.1). Without an issuer path
-// the last two coincide and only two URLs are returned.
+// OpenID Connect path appending; MCP authorization, Authorization Server
+// Metadata Discovery). Without an issuer path the last two coincide and only
+// two URLs are returned.
 func (i *Issuer) MetadataURLs() []string {
 	out := make([]string, len(i.metaPaths))
 	for n, p := range i.metaPaths {

@@ -28,8 +28,8 @@
 //
 // Every refusal is a fixed answer: status, WWW-Authenticate challenge
 // (rendered once in [New] where possible) and a small JSON body; the
-// internal cause goes only to Config.Logger. the README (Every answer a client can see) lists every
-// answer a client can see.
+// internal cause goes only to Config.Logger. The README section "Every
+// answer a client can see" lists them all.
 //
 // # Scope challenges and the two revisions
 //

@@ -47,8 +47,9 @@ var (
 	// ("method", "params", "id", "name", "uri", "_meta", the
 	// protocolVersion key) repeated or spelled in another case, one of them
 	// with the wrong type or a string that is not valid UTF-8, or a
-	// resources/read URI with dot segments while prefix rules are
-	// configured. Answered 400 with JSON-RPC -32600.
+	// resources/read URI that is not in canonical form while any
+	// OperationPolicy.Resources rule is configured (see
+	// [ResourceRule].Prefix). Answered 400 with JSON-RPC -32600.
 	ErrInvalidMessage = errors.New("middleware: invalid JSON-RPC message")
 	// ErrBatch: a POST body is a JSON array, a JSON-RPC batch. MCP removed
 	// batching in 2025-06-18; the middleware refuses it for every revision.

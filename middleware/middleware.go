@@ -33,8 +33,8 @@ type Middleware struct {
 // the metadata document and its URL (RFC 9728 §3.1), the challenges
 // (every 401, 400 and per-operation 403 header value is rendered once),
 // the scope closure and the Origin list. It returns an error wrapping
-// [ErrConfig], or prm.ErrInvalidMetadata / prm.ErrInvalidResource for bad
-// Metadata.
+// [ErrConfig]; for bad Metadata the error also wraps prm.ErrInvalidMetadata
+// or prm.ErrInvalidResource.
 func New(cfg Config) (*Middleware, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.check(); err != nil {

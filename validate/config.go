@@ -61,7 +61,9 @@ type Config struct {
 	// Audiences lists the identifiers of this resource server (RFC 8707 §2
 	// resource, RFC 9728 §2 "resource"). Required. A token is accepted when
 	// any of its "aud" values (a string or an array, RFC 7519 §4.1.3)
-	// equals any of these exactly.
+	// equals any of these exactly or, failing that, with the scheme and
+	// host compared case-insensitively ([CanonicalURI], MCP Canonical
+	// Server URI); the path is always case-sensitive.
 	Audiences []string
 
 	// RejectMultipleAudiences refuses tokens whose "aud" holds more than one

@@ -20,8 +20,8 @@
 // allocation, no call into jwkset or keyfunc. An unknown kid may start one
 // single-flight refresh per RefreshRateLimit (30 s); a request waits only
 // for a refresh that is actually running, and only up to WaitTimeout (2 s).
-// When the limit refuses, the request fails at once. This is the policy of
-// the repository's style guide; jwkset's RefreshUnknownKID limiter, whose
+// When the limit refuses, the request fails at once. This is the project's
+// key policy (docs/DESIGN.md); jwkset's RefreshUnknownKID limiter, whose
 // Wait can block for a minute, is never used.
 //
 // Failures never make things worse: a failed refresh (network error, 5xx,
