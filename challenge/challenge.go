@@ -99,8 +99,20 @@ func StepUp(resourceMetadata string, scopes ...string) Challenge {
 // nothing is left.
 func cleanScopes(in []string) []string {
 	var out []string
+	var seen map[string]struct{} // for long lists, so cleaning stays linear
+	if len(in) > 16 {
+		seen = make(map[string]struct{}, len(in))
+	}
 	for _, s := range in {
-		if s == offlineAccess || !isScopeToken(s) || slices.Contains(out, s) {
+		if s == offlineAccess || !isScopeToken(s) {
+			continue
+		}
+		if seen != nil {
+			if _, dup := seen[s]; dup {
+				continue
+			}
+			seen[s] = struct{}{}
+		} else if slices.Contains(out, s) {
 			continue
 		}
 		out = append(out, s)

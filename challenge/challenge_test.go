@@ -5,8 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpguard/mcpguard/internal/golden"
 )
@@ -344,5 +346,22 @@ func TestWriteReplacesExistingChallenges(t *testing.T) {
 	}
 	if rec.Code != http.StatusForbidden || rec.Body.String() != `{"error":"insufficient_scope"}` {
 		t.Errorf("got %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestStepUpLinear: cleaning a long scope list stays linear (security
+// review: it was quadratic). 20 000 distinct scopes must render quickly.
+func TestStepUpLinear(t *testing.T) {
+	scopes := make([]string, 20000)
+	for i := range scopes {
+		scopes[i] = "s" + strconv.Itoa(i)
+	}
+	start := time.Now()
+	got := StepUp("https://rs.example/.well-known/oauth-protected-resource", append(scopes, scopes...)...).String()
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("StepUp+String of 40 000 scopes took %v", d)
+	}
+	if n := strings.Count(got, " ") + 1; n < 20000 {
+		t.Errorf("rendered %d scope separators, want about 20 000", n)
 	}
 }

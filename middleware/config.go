@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"reflect"
 	"slices"
 	"time"
 
@@ -258,6 +259,11 @@ func cloneScopeMap(m map[string][]string) map[string][]string {
 func (c Config) check() error {
 	if c.Validator == nil {
 		return fmt.Errorf("%w: no Validator", ErrConfig)
+	}
+	// A typed nil ((*validate.Validator)(nil)) passes == nil and would
+	// panic on the first request.
+	if rv := reflect.ValueOf(c.Validator); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return fmt.Errorf("%w: nil Validator", ErrConfig)
 	}
 	if err := checkScopes("Scopes", c.Scopes); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpguard/mcpguard/prm"
+	"github.com/mcpguard/mcpguard/validate"
 )
 
 func TestNewErrors(t *testing.T) {
@@ -24,6 +25,7 @@ func TestNewErrors(t *testing.T) {
 	}{
 		{"ok", func(*Config) {}, nil},
 		{"no validator", func(c *Config) { c.Validator = nil }, ErrConfig},
+		{"typed nil validator", func(c *Config) { c.Validator = (*validate.Validator)(nil) }, ErrConfig},
 		{"no metadata", func(c *Config) { c.Metadata = prm.Metadata{} }, prm.ErrInvalidMetadata},
 		{"no authorization server", func(c *Config) { c.Metadata.AuthorizationServers = nil }, prm.ErrInvalidMetadata},
 		{"http resource", func(c *Config) { c.Metadata.Resource = "http://mcp.example.com/mcp" }, prm.ErrInvalidMetadata},

@@ -345,6 +345,20 @@ func (m *Middleware) missing(granted, required []string) []string {
 }
 
 func appendUnique(dst []string, src ...string) []string {
+	if len(dst)+len(src) > 16 {
+		// Long lists (a token may carry thousands of scopes): stay linear.
+		seen := make(map[string]struct{}, len(dst)+len(src))
+		for _, s := range dst {
+			seen[s] = struct{}{}
+		}
+		for _, s := range src {
+			if _, dup := seen[s]; !dup {
+				seen[s] = struct{}{}
+				dst = append(dst, s)
+			}
+		}
+		return dst
+	}
 	for _, s := range src {
 		if !slices.Contains(dst, s) {
 			dst = append(dst, s)

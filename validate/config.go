@@ -2,6 +2,7 @@ package validate
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"time"
 
@@ -201,7 +202,7 @@ func (c Config) check() error {
 		if is.Issuer == "" {
 			return fmt.Errorf("%w: issuer %d has an empty Issuer", ErrConfig, i)
 		}
-		if is.Keys == nil {
+		if isNil(is.Keys) {
 			return fmt.Errorf("%w: issuer %q has no key source", ErrConfig, is.Issuer)
 		}
 		if seen[is.Issuer] {
@@ -239,4 +240,18 @@ func (c Config) check() error {
 		return fmt.Errorf("%w: negative MaxTokenLifetime", ErrConfig)
 	}
 	return nil
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer,
+// map, slice, func or channel (a typed nil such as (*jwks.Source)(nil)),
+// which would pass a plain == nil check and panic on first use.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }

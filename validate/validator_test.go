@@ -24,6 +24,7 @@ func TestNewConfig(t *testing.T) {
 		{"no issuers", func(c *Config) { c.Issuers = nil }, ErrConfig},
 		{"empty issuer", func(c *Config) { c.Issuers = []Issuer{{Keys: src}} }, ErrConfig},
 		{"nil key source", func(c *Config) { c.Issuers = []Issuer{{Issuer: testIss}} }, ErrConfig},
+		{"typed nil key source", func(c *Config) { c.Issuers = []Issuer{{Issuer: testIss, Keys: (*StaticKeys)(nil)}} }, ErrConfig},
 		{"duplicate issuer", func(c *Config) { c.Issuers = append(c.Issuers, Issuer{Issuer: testIss, Keys: src}) }, ErrConfig},
 		{"two issuers", func(c *Config) { c.Issuers = append(c.Issuers, Issuer{Issuer: testIss2, Keys: src}) }, nil},
 		{"no audiences", func(c *Config) { c.Audiences = nil }, ErrConfig},
