@@ -4,7 +4,7 @@ package integration
 // example MCP server (server.New) with an Introspector or a Hybrid as its
 // validator, against an authtest issuer's RFC 7662 endpoint over real
 // HTTP on 127.0.0.1. Identifiers start with "ix"; the request and answer
-// helpers are the hx ones of helpers_hardening_test.go.
+// helpers are the hx ones of helpers_hardening_*_test.go.
 
 import (
 	"net/http"

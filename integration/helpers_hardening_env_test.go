@@ -1,0 +1,306 @@
+package integration
+
+// Helpers for the hardening suites: hostile_test.go and its case files
+// hostile_*_test.go (hostile tokens and requests), faults_test.go
+// (authorization-server faults) and load_test.go (guarded load test). They
+// are split by concern: helpers_hardening_env_test.go (the example server,
+// its issuer and key source, bounded waits), helpers_hardening_request_test.go
+// (requests and answers), helpers_hardening_assert_test.go (exact expected
+// answers) and helpers_hardening_forge_test.go (hand-assembled tokens and the
+// attacker's server). Every identifier in them starts with "hx" so that it
+// cannot collide with the e2e helpers in env_test.go.
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/validate"
+	"github.com/mcpguard/mcpguard/validate/jwks"
+)
+
+const (
+	// hxBaseScope is the example server's base scope (server.Config.Scopes).
+	hxBaseScope = "mcp:tools"
+	// hxRevision is the MCP revision of every hand-built request: its
+	// requests are self-contained and its 403 challenges list only the
+	// operation's scopes, so every expected challenge is a fixed string.
+	hxRevision = "2026-07-28"
+	// hxRequestID is the request header carrying the request number that
+	// hxBodyReads keys on.
+	hxRequestID = "X-Hx-Request"
+	// hxPoll is the sleep between polls of bounded wait loops.
+	hxPoll = 10 * time.Millisecond
+)
+
+// hxEnvConfig configures newHxEnv.
+type hxEnvConfig struct {
+	// Issuer configures the authtest issuer; Audience is always set to the
+	// MCP endpoint.
+	Issuer authtest.IssuerConfig
+	// JWKS configures the key source. Issuer and JWKSURL are always set
+	// from the issuer. Zero durations get the hx defaults below (not the
+	// package defaults): RefreshInterval 1h (no background refresh during
+	// a test), RefreshRateLimit 10s, WaitTimeout 1s, FetchTimeout 2s.
+	JWKS jwks.Config
+	// WallClockJWKS gives the key source the wall clock (jwks.Config.Now
+	// nil). By default it shares the issuer's pinned clock, so that its
+	// on-demand rate limit opens only when the test calls Advance: fetch
+	// counts are then exact, whatever the machine's speed.
+	WallClockJWKS bool
+	// Validate is copied into the validator's config; Issuers, Audiences,
+	// TenantClaim and Now are always set.
+	Validate validate.Config
+	// BeforeStart runs after the issuer exists and before the key source
+	// starts its first fetch: publish extra keys or set a fault here.
+	BeforeStart func(iss *authtest.Issuer)
+}
+
+// hxEnv is the example MCP server (server.New) on 127.0.0.1, validating
+// tokens of one authtest issuer through a remote JWKS (validate/jwks).
+type hxEnv struct {
+	iss     *authtest.Issuer
+	keys    *jwks.Source
+	val     *validate.Validator
+	srv     *server.Server
+	ts      *httptest.Server
+	jwksCfg jwks.Config // as given to jwks.New
+	mcpURL  string      // the resource identifier and MCP endpoint
+	metaURL string      // resource_metadata of every challenge
+	client  *http.Client
+	reads   hxBodyReads
+	nextID  atomic.Int64
+
+	closeOnce sync.Once
+}
+
+// newHxEnv starts the issuer, the key source, the validator and the
+// example server. Everything is closed by t.Cleanup, or earlier by close.
+func newHxEnv(t testing.TB, cfg hxEnvConfig) *hxEnv {
+	t.Helper()
+	e := &hxEnv{}
+	e.ts = httptest.NewUnstartedServer(nil)
+	e.mcpURL = "http://" + e.ts.Listener.Addr().String() + "/mcp"
+
+	icfg := cfg.Issuer
+	icfg.Audience = e.mcpURL
+	e.iss = authtest.NewIssuer(t, icfg)
+	if cfg.BeforeStart != nil {
+		cfg.BeforeStart(e.iss)
+	}
+
+	jc := cfg.JWKS
+	jc.Issuer = e.iss.URL()
+	jc.JWKSURL = e.iss.JWKSURL()
+	if jc.RefreshInterval == 0 {
+		jc.RefreshInterval = time.Hour
+	}
+	if jc.RefreshRateLimit == 0 {
+		jc.RefreshRateLimit = 10 * time.Second
+	}
+	if jc.WaitTimeout == 0 {
+		jc.WaitTimeout = time.Second
+	}
+	if jc.FetchTimeout == 0 {
+		jc.FetchTimeout = 2 * time.Second
+	}
+	if !cfg.WallClockJWKS {
+		jc.Now = e.iss.Now
+	}
+	e.jwksCfg = jc
+	keys, err := jwks.New(jc)
+	if err != nil {
+		e.iss.Close()
+		t.Fatalf("jwks.New: %v", err)
+	}
+	e.keys = keys
+
+	vc := cfg.Validate
+	vc.Issuers = []validate.Issuer{{Issuer: e.iss.URL(), Keys: keys}}
+	vc.Audiences = []string{e.mcpURL}
+	vc.TenantClaim = "tenant"
+	vc.Now = e.iss.Now
+	if e.val, err = validate.New(vc); err != nil {
+		e.close()
+		t.Fatalf("validate.New: %v", err)
+	}
+	e.srv, err = server.New(server.Config{
+		Resource:             e.mcpURL,
+		AuthorizationServers: []string{e.iss.URL()},
+		Validator:            e.val,
+		Scopes:               []string{hxBaseScope},
+		Now:                  e.iss.Now,
+	})
+	if err != nil {
+		e.close()
+		t.Fatalf("server.New: %v", err)
+	}
+	e.metaURL = e.srv.ResourceMetadataURL()
+	e.ts.Config.Handler = e.reads.wrap(e.srv)
+	e.ts.Start()
+	// An own transport, so that closing its idle connections leaves no
+	// goroutine behind and no other test shares its pool.
+	e.client = &http.Client{
+		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true},
+		Timeout:   20 * time.Second,
+	}
+	t.Cleanup(e.close)
+	return e
+}
+
+// close stops the HTTP server, the key source and the issuer and drops the
+// client's idle connections. It is idempotent.
+func (e *hxEnv) close() {
+	e.closeOnce.Do(func() {
+		if e.client != nil {
+			e.client.CloseIdleConnections()
+		}
+		if e.ts != nil {
+			e.ts.Close()
+		}
+		if e.keys != nil {
+			_ = e.keys.Close()
+		}
+		e.iss.Close()
+	})
+}
+
+// tok mints a token that is valid for the server's notes_write tool: the
+// authtest defaults (ES256, typ at+jwt, tenant-a, …) with the scopes
+// "mcp:tools notes:write", then opts.
+func (e *hxEnv) tok(t testing.TB, opts ...authtest.TokenOption) string {
+	t.Helper()
+	all := append([]authtest.TokenOption{authtest.WithScopes(hxBaseScope, server.ScopeNotesWrite)}, opts...)
+	return e.iss.Token(t, all...)
+}
+
+// claims returns the claims of a valid token for notes_write at the
+// issuer's current time, for tokens signed with hxSignRaw.
+func (e *hxEnv) claims() map[string]any {
+	now := e.iss.Now()
+	return map[string]any{
+		"iss":       e.iss.URL(),
+		"sub":       authtest.DefaultSubject,
+		"aud":       e.mcpURL,
+		"client_id": authtest.DefaultClientID,
+		"jti":       hxRandomHex(8),
+		"iat":       now.Unix(),
+		"nbf":       now.Unix(),
+		"exp":       now.Add(time.Hour).Unix(),
+		"scope":     hxBaseScope + " " + server.ScopeNotesWrite,
+		"tenant":    authtest.DefaultTenant,
+	}
+}
+
+// hxCounts is a snapshot of every outbound request the server could make.
+type hxCounts struct {
+	jwks, metadata, introspection, attacker int64
+}
+
+func (e *hxEnv) counts(a *hxAttacker) hxCounts {
+	c := hxCounts{
+		jwks:          e.iss.JWKSFetches(),
+		metadata:      e.iss.MetadataFetches(),
+		introspection: e.iss.IntrospectionCalls(),
+	}
+	if a != nil {
+		c.attacker = a.requests.Load()
+	}
+	return c
+}
+
+// hxBodyReads wraps the server handler and counts, per request, the bytes
+// the handler chain read from the request body. A refused request must
+// read nothing: the middleware reads the body only after the token is
+// valid, so a non-zero count on a 400/401 would mean the middleware went
+// on with an invalid token.
+type hxBodyReads struct {
+	mu sync.Mutex
+	n  map[string]*atomic.Int64
+}
+
+func (b *hxBodyReads) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(hxRequestID)
+		c := new(atomic.Int64)
+		b.mu.Lock()
+		if b.n == nil {
+			b.n = map[string]*atomic.Int64{}
+		}
+		b.n[id] = c
+		b.mu.Unlock()
+		if r.Body != nil {
+			r.Body = &hxCountingBody{ReadCloser: r.Body, n: c}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (b *hxBodyReads) get(id string) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c := b.n[id]; c != nil {
+		return c.Load()
+	}
+	return -1 // the request never reached the server
+}
+
+type hxCountingBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c *hxCountingBody) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// hxSettleGoroutines waits, boundedly, for the goroutine count to come back
+// to at most baseline+tolerance, and fails with a stack dump if it does not.
+func hxSettleGoroutines(t testing.TB, baseline, tolerance int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	n := runtime.NumGoroutine()
+	for n > baseline+tolerance && time.Now().Before(deadline) {
+		time.Sleep(hxPoll)
+		n = runtime.NumGoroutine()
+	}
+	if n > baseline+tolerance {
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Errorf("goroutines = %d after teardown, want <= %d (baseline %d + %d)\n%s", n, baseline+tolerance, baseline, tolerance, buf)
+	}
+}
+
+// hxWaitFor polls cond every hxPoll until it is true or d has passed, and
+// reports whether it became true.
+func hxWaitFor(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond() {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(hxPoll)
+	}
+}
+
+// hxContext returns a context for one test, bounded so that a hung server
+// fails the test instead of the suite.
+func hxContext(t testing.TB, d time.Duration) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}

@@ -1,0 +1,212 @@
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+// hxTimeCases are the time-claim cases (RFC 7519 §4.1.4-4.1.6) with the default
+// leeway.
+func hxTimeCases(fx *hxHostile) []hxCase {
+	e, ctx := fx.e, fx.ctx
+	bearer, tokReq, now := fx.bearer, fx.tokReq, fx.now
+	ok, invalid := fx.ok, fx.invalid
+	leeway := int64(validate.DefaultLeeway / time.Second)
+	return []hxCase{
+		{class: "time", name: "exp_now_minus_leeway_minus_1s", want: invalid, wantErr: validate.ErrExpired,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("exp", now()-leeway-1))) }},
+		{class: "time", name: "exp_now_minus_leeway", want: invalid, wantErr: validate.ErrExpired,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("exp", now()-leeway))) }},
+		{class: "time", name: "exp_now_minus_leeway_plus_1s", want: ok,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("exp", now()-leeway+1))) }},
+		{class: "time", name: "nbf_now_plus_leeway_plus_1s", want: invalid, wantErr: validate.ErrNotYetValid,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("nbf", now()+leeway+1))) }},
+		{class: "time", name: "nbf_now_plus_leeway", want: ok,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("nbf", now()+leeway))) }},
+		{class: "time", name: "iat_now_plus_leeway_plus_1s", want: invalid, wantErr: validate.ErrIssuedAt,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iat", now()+leeway+1))) }},
+		{class: "time", name: "iat_now_plus_leeway", want: ok,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iat", now()+leeway))) }},
+		// A verified token is cached; the cache re-checks exp on every hit.
+		{class: "time", name: "cached_token_expires", want: invalid, wantErr: validate.ErrExpired,
+			req: func(t *testing.T) hxReq {
+				tok := e.tok(t, authtest.WithClaim("exp", now()+60))
+				if r := e.whoami(ctx, t, tok); r.status != http.StatusOK {
+					t.Fatalf("first use: status %d", r.status)
+				}
+				e.iss.Advance(60*time.Second + validate.DefaultLeeway)
+				return bearer(tok)
+			}},
+		{class: "time", name: "exp_missing", want: invalid, wantErr: validate.ErrMissingClaim, req: tokReq(authtest.WithoutClaim("exp"))},
+		{class: "time", name: "iat_missing", want: invalid, wantErr: validate.ErrMissingClaim, req: tokReq(authtest.WithoutClaim("iat"))},
+		{class: "time", name: "exp_string", want: invalid, wantErr: validate.ErrMalformed,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.WithClaim("exp", strconv.FormatInt(now()+3600, 10))))
+			}},
+		{class: "time", name: "exp_null", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("exp", json.RawMessage("null")))},
+		{class: "time", name: "exp_true", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("exp", true))},
+		{class: "time", name: "exp_1e300", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("exp", json.Number("1e300")))},
+		{class: "time", name: "exp_negative", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("exp", -1))},
+		{class: "time", name: "exp_float_with_fraction", want: ok,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.WithClaim("exp", json.Number(fmt.Sprintf("%d.5", now()+3600)))))
+			}},
+		{class: "time", name: "exp_int_above_2_pow_63", want: invalid, wantErr: validate.ErrMalformed,
+			req: tokReq(authtest.WithClaim("exp", json.Number("9223372036854775808000")))},
+		{class: "time", name: "exp_2_pow_63", want: invalid, wantErr: validate.ErrMalformed,
+			req: tokReq(authtest.WithClaim("exp", json.Number("9223372036854775808")))},
+		{class: "time", name: "nbf_string", want: invalid, wantErr: validate.ErrMalformed,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.WithClaim("nbf", strconv.FormatInt(now(), 10))))
+			}},
+	}
+}
+
+// hxIssuerAudienceCases are the issuer and audience cases: exact string
+// comparison (RFC 9068 §4, RFC 8707 §2, RFC 7519 §4.1.3 "case-sensitive
+// strings").
+func hxIssuerAudienceCases(fx *hxHostile) []hxCase {
+	e, es := fx.e, fx.es
+	hdr, signed, bearer, tokReq, expired := fx.hdr, fx.signed, fx.bearer, fx.tokReq, fx.expired
+	ok, invalid, noTok := fx.ok, fx.invalid, fx.noTok
+	return []hxCase{
+		{class: "issuer_audience", name: "iss_scheme_uppercase", want: invalid, wantErr: validate.ErrIssuer,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.WithClaim("iss", "HTTP"+strings.TrimPrefix(e.iss.URL(), "http"))))
+			}},
+		{class: "issuer_audience", name: "iss_host_alias_LOCALHOST", want: invalid, wantErr: validate.ErrIssuer,
+			req: func(t *testing.T) hxReq {
+				_, port, _ := strings.Cut(strings.TrimPrefix(e.iss.URL(), "http://"), ":")
+				return bearer(e.tok(t, authtest.WithClaim("iss", "http://LOCALHOST:"+port)))
+			}},
+		{class: "issuer_audience", name: "iss_trailing_slash", want: invalid, wantErr: validate.ErrIssuer,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iss", e.iss.URL()+"/"))) }},
+		{class: "issuer_audience", name: "iss_prefix_trick", want: invalid, wantErr: validate.ErrIssuer,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iss", e.iss.URL()+".evil"))) }},
+		{class: "issuer_audience", name: "iss_userinfo_trick", want: invalid, wantErr: validate.ErrIssuer,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.WithClaim("iss", e.iss.URL()+"@evil.example")))
+			}},
+		// JSON strings compare after unescaping (RFC 8259 §8.3): an
+		// escaped solidus is the same issuer and audience.
+		{class: "issuer_audience", name: "iss_and_aud_json_escaped_solidus", want: ok,
+			req: func(t *testing.T) hxReq {
+				b := hxJSON(t, e.claims())
+				b = bytes.Replace(b, []byte(`"iss":"http://`), []byte(`"iss":"http:\/\/`), 1)
+				b = bytes.Replace(b, []byte(`"aud":"http://`), []byte(`"aud":"http:\/\/`), 1)
+				return bearer(signed(t, es, "ES256", hdr(nil), b))
+			}},
+		{class: "issuer_audience", name: "iss_array", want: invalid, wantErr: validate.ErrMalformed,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iss", []string{e.iss.URL()}))) }},
+		{class: "issuer_audience", name: "iss_missing", want: invalid, wantErr: validate.ErrMissingClaim, req: tokReq(authtest.WithoutClaim("iss"))},
+		{class: "issuer_audience", name: "iss_other_issuer", want: invalid, wantErr: validate.ErrIssuer, req: tokReq(authtest.WrongIssuer())},
+		// MCP Canonical Server URI: uppercase scheme and host SHOULD be
+		// accepted; the path is case-sensitive.
+		{class: "issuer_audience", name: "aud_uppercase_scheme_host", want: ok,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(upperSchemeHost(e.mcpURL)))) }},
+		{class: "issuer_audience", name: "aud_uppercase", want: invalid, wantErr: validate.ErrAudience,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(strings.ToUpper(e.mcpURL)))) }},
+		{class: "issuer_audience", name: "aud_trailing_slash", want: invalid, wantErr: validate.ErrAudience,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(e.mcpURL+"/"))) }},
+		{class: "issuer_audience", name: "aud_prefix_of_ours", want: invalid, wantErr: validate.ErrAudience,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.WithAudience(strings.TrimSuffix(e.mcpURL, "/mcp"))))
+			}},
+		{class: "issuer_audience", name: "aud_ours_as_prefix", want: invalid, wantErr: validate.ErrAudience,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(e.mcpURL+"-evil"))) }},
+		{class: "issuer_audience", name: "aud_array_ours_and_others", want: ok,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.WithAudience(authtest.WrongAudienceURL, e.mcpURL, "https://third.example")))
+			}},
+		{class: "issuer_audience", name: "aud_array_others_only", want: invalid, wantErr: validate.ErrAudience,
+			req: tokReq(authtest.WithAudience(authtest.WrongAudienceURL, "https://third.example"))},
+		{class: "issuer_audience", name: "aud_empty_array", want: invalid, wantErr: validate.ErrMissingClaim, req: tokReq(authtest.WithAudience())},
+		{class: "issuer_audience", name: "aud_missing", want: invalid, wantErr: validate.ErrMissingClaim, req: tokReq(authtest.WithoutClaim("aud"))},
+		{class: "issuer_audience", name: "aud_not_a_string", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("aud", 1))},
+		{class: "issuer_audience", name: "host_spoofed_invalid_token", want: invalid, wantErr: validate.ErrExpired,
+			req: func(t *testing.T) hxReq { return hxReq{authz: hxBearer(expired(t)), host: "evil.example"} }},
+		{class: "issuer_audience", name: "host_spoofed_no_token", want: noTok,
+			req: func(t *testing.T) hxReq { return hxReq{host: "evil.example:443"} }},
+		{class: "issuer_audience", name: "x_forwarded_host_proto_spoofed", want: invalid, wantErr: validate.ErrExpired,
+			req: func(t *testing.T) hxReq {
+				return hxReq{authz: hxBearer(expired(t)), header: map[string]string{
+					"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https",
+					"Forwarded": "host=evil.example;proto=https", "X-Forwarded-Prefix": "/evil",
+				}}
+			}},
+		// A valid token passes the middleware whatever the Host; on a
+		// loopback listener the go-sdk's DNS-rebinding protection then
+		// refuses the foreign Host, so the tool does not run either.
+		{class: "issuer_audience", name: "host_spoofed_valid_token",
+			want: hxWant{status: http.StatusForbidden, body: "Forbidden: invalid Host header \"evil.example\"\n", notMiddleware: true},
+			req:  func(t *testing.T) hxReq { return hxReq{authz: hxBearer(e.tok(t)), host: "evil.example"} }},
+	}
+}
+
+// hxScopeCases are the scope-format cases (RFC 9068 §2.2.3, RFC 8693 §4.2, RFC 6749
+// §3.3). A token lacking scopes is an insufficient_scope 403 only when its
+// "scope" is well-formed; each 403 case has its own subject, so the
+// step-up bound (3 per principal) never applies.
+func hxScopeCases(fx *hxHostile) []hxCase {
+	e := fx.e
+	bearer, tokReq, uniqueSub := fx.bearer, fx.tokReq, fx.uniqueSub
+	ok, invalid, insufficient := fx.ok, fx.invalid, fx.insufficient
+	return []hxCase{
+		{class: "scope", name: "scope_array", want: invalid, wantErr: validate.ErrMalformed,
+			req: tokReq(authtest.WithClaim("scope", []string{hxBaseScope, server.ScopeNotesWrite}))},
+		{class: "scope", name: "scope_tab_separated", want: invalid, wantErr: validate.ErrMalformed,
+			req: tokReq(authtest.WithClaim("scope", hxBaseScope+"\t"+server.ScopeNotesWrite))},
+		{class: "scope", name: "scope_newline_separated", want: invalid, wantErr: validate.ErrMalformed,
+			req: tokReq(authtest.WithClaim("scope", hxBaseScope+"\n"+server.ScopeNotesWrite))},
+		{class: "scope", name: "scope_not_a_string", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("scope", 7))},
+		{class: "scope", name: "scope_comma_separated", want: insufficient,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, uniqueSub(t), authtest.WithClaim("scope", hxBaseScope+","+server.ScopeNotesWrite)))
+			}},
+		{class: "scope", name: "scp_array_not_allowed", want: insufficient,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, uniqueSub(t), authtest.WithoutClaim("scope"), authtest.WithClaim("scp", []string{hxBaseScope, server.ScopeNotesWrite})))
+			}},
+		{class: "scope", name: "scp_string_not_allowed", want: insufficient,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, uniqueSub(t), authtest.WithoutClaim("scope"), authtest.WithClaim("scp", hxBaseScope+" "+server.ScopeNotesWrite)))
+			}},
+		{class: "scope", name: "scope_empty", want: insufficient,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, uniqueSub(t), authtest.WithClaim("scope", ""))) }},
+		{class: "scope", name: "scope_missing", want: insufficient,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, uniqueSub(t), authtest.WithoutClaim("scope"))) }},
+		{class: "scope", name: "scope_lacking_base", want: insufficient,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, uniqueSub(t), authtest.WithScopes(server.ScopeNotesWrite)))
+			}},
+		{class: "scope", name: "scope_lacking_tool_scope", want: insufficient,
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, uniqueSub(t), authtest.WithScopes(hxBaseScope))) }},
+		{class: "scope", name: "scope_uppercase", want: insufficient,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, uniqueSub(t), authtest.WithScopes(strings.ToUpper(hxBaseScope), strings.ToUpper(server.ScopeNotesWrite))))
+			}},
+		{class: "scope", name: "scope_prefix_of_required", want: insufficient,
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, uniqueSub(t), authtest.WithScopes("mcp:tool", "notes:writ")))
+			}},
+		{class: "scope", name: "scope_runs_of_spaces", want: ok,
+			req: tokReq(authtest.WithClaim("scope", "  "+hxBaseScope+"   "+server.ScopeNotesWrite+" "))},
+	}
+}
+
+// upperSchemeHost upper-cases the scheme and authority of an absolute URL.
+func upperSchemeHost(u string) string {
+	i := strings.Index(u, "://") + 3
+	j := strings.IndexByte(u[i:], '/')
+	return strings.ToUpper(u[:i+j]) + u[i+j:]
+}
