@@ -53,12 +53,12 @@ func TestFaultsAtStart(t *testing.T) {
 			worst := checkBatch(t, "during outage", e.batch(t, reqs), e.wantUnavailable(), bound)
 
 			// A token refused before key selection is judged without keys:
-			// 401, not 503, and no fetch.
-			s := e.fetchSnap()
+			// 401, not 503. (That it causes no fetch is asserted by the
+			// hostile suite on a pinned clock; here the background loop
+			// keeps retrying during the outage, so a count would race it.)
 			r := e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.WithType("JWT")))})
 			e.wantInvalidToken().check(t, r)
 			worst = max(worst, r.latency)
-			e.checkFetches(t, "typ JWT during outage", s, 0, tc.fault)
 
 			// The key source records why.
 			if !hxWaitFor(hxFaultFetch+2*hxSlack, func() bool { return e.keys.Stats().Failures > 0 }) {
@@ -369,7 +369,10 @@ func TestFaultFloodRandomKids(t *testing.T) {
 				if w > 0 {
 					time.Sleep(rl / 2)
 				}
-				worst = max(worst, checkBatch(t, fmt.Sprint("flood wave ", w), e.batch(t, reqs), e.wantInvalidToken(), 3*time.Second))
+				// The bound is for the whole concurrent batch under -race on
+				// two cores (CPU queueing dominates); the fetch count below
+				// is the real assertion.
+				worst = max(worst, checkBatch(t, fmt.Sprint("flood wave ", w), e.batch(t, reqs), e.wantInvalidToken(), hxFaultWait+4*hxSlack))
 			}
 			took := time.Since(start)
 			got := e.fetchSnap().stats - s.stats

@@ -147,7 +147,7 @@ func TestCachedTokenBlocksTwiceWaitTimeout(t *testing.T) {
 	if err == nil {
 		t.Fatal("accepted")
 	}
-	if d > jwks.DefaultWaitTimeout+500*time.Millisecond {
+	if d > jwks.DefaultWaitTimeout+1500*time.Millisecond {
 		t.Errorf("request held %v > WaitTimeout %v on a hanging AS", d, jwks.DefaultWaitTimeout)
 	}
 }
