@@ -13,8 +13,9 @@ var boltBucket = []byte("cimd.clients.v1")
 
 // BoltStore is a persistent [Store] in a single bbolt file, the default
 // embedded store for dynamic registrations. Clients are kept as the JSON
-// [Client.MarshalJSON] produces (secret hashes, never secrets). Close it
-// when done.
+// [Client.MarshalJSON] produces (secret hashes, never secrets), each at
+// most [MaxRecordBytes]. It never removes a client by itself: bound it
+// with [BoltStore.Prune]. Close it when done.
 type BoltStore struct {
 	db *bolt.DB
 }
@@ -38,9 +39,11 @@ func NewBoltStore(path string) (*BoltStore, error) {
 	return &BoltStore{db: db}, nil
 }
 
-// Put implements [Store].
+// Put implements [Store]. The record is [Client.MarshalJSON] (compact,
+// not HTML-escaped); one larger than [MaxRecordBytes] is refused with an
+// error wrapping [ErrRecordTooLarge].
 func (s *BoltStore) Put(_ context.Context, c *Client) error {
-	v, err := json.Marshal(c)
+	v, err := encodeRecord(c)
 	if err != nil {
 		return fmt.Errorf("cimd: bolt store: %w", err)
 	}
@@ -76,6 +79,55 @@ func (s *BoltStore) Delete(_ context.Context, id string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(boltBucket).Delete([]byte(id))
 	})
+}
+
+// Prune removes every client registered before issuedBefore (IssuedAt
+// non-zero and before it) and returns how many it removed. Clients with
+// a zero IssuedAt, which a [DCRHandler] never stores, are kept, and so
+// are records that cannot be decoded. Registration is unauthenticated and
+// this package never prunes on its own: call Prune periodically, for
+// example daily with time.Now().Add(-90 * 24 * time.Hour), to bound the
+// file. A pruned client is unknown from then on (its tokens stop
+// working at the next lookup) and must register again. Prune runs in one
+// write transaction: ctx is checked before it starts and between
+// records, and a cancelled Prune removes nothing. bbolt reuses the freed
+// pages; the file itself does not shrink.
+func (s *BoltStore) Prune(ctx context.Context, issuedBefore time.Time) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	var n int
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(boltBucket)
+		var old [][]byte
+		err := b.ForEach(func(k, v []byte) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			var r struct {
+				IssuedAt time.Time `json:"issued_at"`
+			}
+			if json.Unmarshal(v, &r) == nil && prunable(r.IssuedAt, issuedBefore) {
+				old = append(old, append([]byte(nil), k...))
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		// Deleting inside ForEach is not allowed; the keys are copies.
+		for _, k := range old {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		n = len(old)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("cimd: bolt store: prune: %w", err)
+	}
+	return n, nil
 }
 
 // Close closes the file.

@@ -1,6 +1,7 @@
 package cimd
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
@@ -92,9 +93,24 @@ type clientJSON struct {
 	SecretHash []byte `json:"secret_sha256,omitempty"`
 }
 
-// MarshalJSON encodes the client, including the secret hash, for storage.
+// MarshalJSON encodes the client, including the secret hash, for storage:
+// compact and not HTML-escaped, so that the record is no larger than the
+// metadata it holds. (json.Marshal(c) calls this method but then escapes
+// '<', '>' and '&' in its output again; call c.MarshalJSON directly, or
+// use a json.Encoder with SetEscapeHTML(false), as the stores do.)
 func (c Client) MarshalJSON() ([]byte, error) {
-	return json.Marshal(clientJSON{clientFields: clientFields(c), SecretHash: c.secretHash})
+	return marshalNoEscape(clientJSON{clientFields: clientFields(c), SecretHash: c.secretHash})
+}
+
+// marshalNoEscape is json.Marshal without HTML escaping.
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // UnmarshalJSON decodes what MarshalJSON produced.

@@ -135,8 +135,11 @@ func (c DCRConfig) withDefaults() DCRConfig {
 // is not used, because the protocol feature is still permitted.)
 //
 // Registration is unauthenticated: anyone can register any client. The
-// handler rate-limits per client IP and globally; the Store grows with
-// every registration and is never pruned by this package.
+// handler rate-limits per client IP and globally, refuses jwks and
+// jwks_uri unless the method is private_key_jwt, and [BoltStore] and
+// [MemoryStore] cap each record at [MaxRecordBytes]; but the Store still
+// grows with every registration. This package never prunes on its own:
+// call [BoltStore.Prune] (or [MemoryStore.Prune]) periodically.
 type DCRHandler struct {
 	cfg    DCRConfig
 	pol    policy
@@ -192,9 +195,10 @@ type registration struct {
 // ServeHTTP handles one registration request: POST, Content-Type
 // application/json, a body within MaxBodyBytes. Answers: 201 with the
 // registration (RFC 7591 §3.2.1); 400 with "invalid_redirect_uri" or
-// "invalid_client_metadata" (§3.2.2); 405, 413, 415 and 429 with a JSON
-// error body; 500 "server_error" if the Store fails. Every answer has
-// Cache-Control: no-store and the Deprecation header.
+// "invalid_client_metadata" (§3.2.2), the latter also when the Store
+// refuses the client with [ErrRecordTooLarge]; 405, 413, 415 and 429 with
+// a JSON error body; 500 "server_error" if the Store fails otherwise.
+// Every answer has Cache-Control: no-store and the Deprecation header.
 func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
 	hdr.Set("Deprecation", DeprecationHeader)
@@ -241,6 +245,11 @@ func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c, resp := h.newClient(d, now)
 	if err := h.cfg.Store.Put(r.Context(), c); err != nil {
+		if errors.Is(err, ErrRecordTooLarge) {
+			h.cfg.Logger.DebugContext(r.Context(), "cimd: dynamic registration refused", "err", err)
+			writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the client metadata is too large")
+			return
+		}
 		h.cfg.Logger.ErrorContext(r.Context(), "cimd: dynamic registration: store failed", "err", err)
 		writeError(w, http.StatusInternalServerError, "server_error", "registration failed")
 		return

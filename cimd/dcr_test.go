@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -107,7 +108,10 @@ func TestDCRRegisterPublicClient(t *testing.T) {
 
 func TestDCRRegisterConfidentialClient(t *testing.T) {
 	f := newDCR(t, func(c *DCRConfig) { c.SecretLifetime = time.Hour })
-	rec := f.post(readTestdata(t, "dcr-rfc7591.json"), "application/json", "")
+	// The RFC 7591 §3.1 example without its jwks_uri, which this package
+	// accepts only with private_key_jwt (see TestDCRRejects).
+	body := strings.Replace(readTestdata(t, "dcr-rfc7591.json"), `"jwks_uri": "https://client.example.org/my_public_keys.jwks",`, "", 1)
+	rec := f.post(body, "application/json", "")
 	if rec.Code != http.StatusCreated {
 		t.Fatalf("status = %d, body %s", rec.Code, rec.Body)
 	}
@@ -153,6 +157,13 @@ func TestDCRIssuedIDsAreUnique(t *testing.T) {
 
 func TestDCRRejects(t *testing.T) {
 	huge := `{"redirect_uris":["https://app.example/cb"],"x":"` + strings.Repeat("x", 20<<10) + `"}`
+	// 20 redirect URIs of 2000 bytes: valid, but over MaxRecordBytes once
+	// stored, which only a raised MaxBodyBytes lets through.
+	var uris []string
+	for i := range maxRedirectURIs {
+		uris = append(uris, fmt.Sprintf("https://app.example/%02d/%s", i, strings.Repeat("p", 1980)))
+	}
+	bigRedirects := `{"token_endpoint_auth_method":"none","redirect_uris":["` + strings.Join(uris, `","`) + `"]}`
 	tests := []struct {
 		name, method, ct, body string
 		mod                    func(*DCRConfig)
@@ -188,6 +199,11 @@ func TestDCRRejects(t *testing.T) {
 		{"pkjwt without keys", "", "application/json", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"private_key_jwt"}`, nil, 400, "invalid_client_metadata"},
 		{"jwks and jwks_uri", "", "application/json", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"private_key_jwt","jwks_uri":"https://app.example/j","jwks":{"keys":[{}]}}`, nil, 400, "invalid_client_metadata"},
 		{"method not enabled", "", "application/json", `{"redirect_uris":["https://app.example/cb"]}`, func(c *DCRConfig) { c.AuthMethods = []string{AuthMethodNone} }, 400, "invalid_client_metadata"},
+		{"jwks with none", "", "application/json", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"none","jwks":{"keys":[{"kty":"EC"}]}}`, nil, 400, "invalid_client_metadata"},
+		{"jwks_uri with none", "", "application/json", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"none","jwks_uri":"https://app.example/j"}`, nil, 400, "invalid_client_metadata"},
+		{"jwks with default method", "", "application/json", `{"redirect_uris":["https://app.example/cb"],"jwks":{"keys":[{"kty":"EC"}]}}`, nil, 400, "invalid_client_metadata"},
+		{"RFC 7591 §3.1 example (jwks_uri with client_secret_basic)", "", "application/json", readTestdata(t, "dcr-rfc7591.json"), nil, 400, "invalid_client_metadata"},
+		{"record over MaxRecordBytes", "", "application/json", bigRedirects, func(c *DCRConfig) { c.MaxBodyBytes = 4 * MaxRecordBytes }, 400, "invalid_client_metadata"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

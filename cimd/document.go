@@ -58,10 +58,12 @@ type Document struct {
 	PolicyURI string `json:"policy_uri,omitempty"`
 	// JWKSURI is where the client publishes its keys for private_key_jwt
 	// (RFC 7523). Never fetched by this package. Exclusive with JWKS.
+	// JWKSURI and JWKS are accepted only with TokenEndpointAuthMethod
+	// private_key_jwt.
 	JWKSURI string `json:"jwks_uri,omitempty"`
-	// JWKS is the client's JWK Set (RFC 7517 §5) by value, compacted: a
-	// JSON object with a "keys" array of at most 16 objects. Exclusive with
-	// JWKSURI.
+	// JWKS is the client's JWK Set (RFC 7517 §5) by value, compacted and
+	// not HTML-escaped: a JSON object with a "keys" array of at most 16
+	// objects. Exclusive with JWKSURI.
 	JWKS json.RawMessage `json:"jwks,omitempty"`
 	// SoftwareID identifies the client software (RFC 7591 §2).
 	SoftwareID string `json:"software_id,omitempty"`
@@ -175,14 +177,15 @@ func readMetadata(m members) (*Document, error) {
 		if err := checkJWKS(m["jwks"]); err != nil {
 			return nil, err
 		}
-		// Keep the canonical form json.Marshal would produce (compact,
-		// HTML-escaped), so that stored and re-encoded bytes are stable.
-		var compact, b bytes.Buffer
+		// The canonical form is compact and not HTML-escaped: never larger
+		// than what was sent, and stable through [Client.MarshalJSON] and
+		// the stores, which do not escape either. (json.Marshal would
+		// escape '<', '>' and '&' to six bytes each.)
+		var compact bytes.Buffer
 		if err := json.Compact(&compact, m["jwks"]); err != nil { // checked above
 			return nil, fmt.Errorf("%w: jwks: invalid json", ErrInvalidClientMetadata)
 		}
-		json.HTMLEscape(&b, compact.Bytes())
-		d.JWKS = b.Bytes()
+		d.JWKS = compact.Bytes()
 	}
 	return d, nil
 }

@@ -1,7 +1,7 @@
 package cimd
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"net/url"
 	"path/filepath"
@@ -19,6 +19,28 @@ func addSeeds(f *testing.F) {
 	}
 	for _, d := range badDocs {
 		f.Add([]byte(strings.ReplaceAll(d.body, "{{URL}}", specURL)))
+	}
+}
+
+// checkStoredForm checks what any accepted metadata leads to: keys only
+// for private_key_jwt, and a stored record at most about twice the input
+// (U+2028 and U+2029 are the only characters the encoder writes longer
+// than UTF-8), never the sixfold of HTML escaping.
+func checkStoredForm(t *testing.T, d *Document, data []byte) {
+	t.Helper()
+	if (d.JWKS != nil || d.JWKSURI != "") && d.TokenEndpointAuthMethod != AuthMethodPrivateKeyJWT {
+		t.Fatalf("accepted keys with method %q", d.TokenEndpointAuthMethod)
+	}
+	c := &Client{Document: *d, Source: SourceDCR}
+	v, err := c.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(v) > 2*len(data)+512 {
+		t.Fatalf("%d input bytes stored as %d", len(data), len(v))
+	}
+	if bytes.Contains(v, []byte(`\u003c`)) && !bytes.Contains(data, []byte(`\u003c`)) {
+		t.Fatalf("stored form is HTML-escaped: %s", v)
 	}
 }
 
@@ -46,8 +68,10 @@ func FuzzDocument(f *testing.F) {
 				t.Fatalf("accepted redirect uri %q", u)
 			}
 		}
-		// What we accept, we accept again after re-encoding, unchanged.
-		b, err := json.Marshal(d)
+		checkStoredForm(t, d, data)
+		// What we accept, we accept again after re-encoding as the stores
+		// do (not HTML-escaped), unchanged.
+		b, err := marshalNoEscape(d)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,7 +110,8 @@ func FuzzDCRRequest(f *testing.F) {
 				t.Fatalf("accepted redirect uri %q", u)
 			}
 		}
-		b, err := json.Marshal(d)
+		checkStoredForm(t, d, data)
+		b, err := marshalNoEscape(d)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -81,6 +81,13 @@ func (p policy) validate(d *Document) error {
 	if d.JWKSURI != "" && d.JWKS != nil {
 		return bad("jwks and jwks_uri are mutually exclusive")
 	}
+	// Keys serve only to verify private_key_jwt assertions here. RFC 7591
+	// §2 allows them with any method, but accepting them from a public
+	// client would let an unauthenticated caller park a request body of
+	// key material in the store.
+	if (d.JWKSURI != "" || d.JWKS != nil) && method != AuthMethodPrivateKeyJWT {
+		return bad("jwks and jwks_uri are accepted only with private_key_jwt")
+	}
 	if method == AuthMethodPrivateKeyJWT && d.JWKSURI == "" && d.JWKS == nil {
 		return bad("private_key_jwt needs jwks or jwks_uri")
 	}

@@ -24,7 +24,7 @@ type authzRequest struct {
 type codeRecord struct {
 	authzRequest
 	Used   bool
-	Family string // refresh token family issued from this code, if any
+	Family string // refresh token family chosen when the code was spent, if any
 }
 
 // handleAuthorize is the authorization endpoint (RFC 6749 §3.1, §4.1.1).

@@ -28,7 +28,11 @@ const (
 	// CodeTTL is the authorization code lifetime (RFC 6749 §4.1.2
 	// recommends at most 10 minutes).
 	CodeTTL = 60 * time.Second
-	// ConsentTTL is how long a consent page stays valid.
+	// ConsentTTL is how long a consent page stays valid. The page's form
+	// carries the pending request, sealed with a per-process key, so
+	// pending consent takes no server memory; a submitted form is
+	// remembered (at most 4096, oldest forgotten first) so that it is
+	// accepted once.
 	ConsentTTL = 10 * time.Minute
 	// OfflineAccess is the scope that asks for a refresh token (OpenID
 	// Connect Core §11, MCP SEP-2207).
@@ -108,9 +112,13 @@ type Config struct {
 	// [DefaultTokenTTL].
 	TokenTTL time.Duration
 	// RefreshTokens issues refresh tokens to clients whose grant_types
-	// include refresh_token, rotated on every use; reuse of a spent
-	// refresh token revokes its whole family (OAuth 2.1 §4.3.1). Off by
-	// default.
+	// include refresh_token, rotated on every use; reuse of any spent
+	// refresh token of a family revokes the whole family (OAuth 2.1
+	// §4.3.1), and so does a second presentation of the authorization
+	// code it came from. A rotation replaces the family's token in place,
+	// so refreshing never needs room; at most 16384 families live at
+	// once, and a code exchange while all are live gets an access token
+	// without a refresh token. Off by default.
 	RefreshTokens bool
 	// RefreshTokenTTL is the refresh token lifetime. Zero means
 	// [DefaultRefreshTokenTTL].

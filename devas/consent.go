@@ -2,22 +2,78 @@ package devas
 
 import (
 	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // csrfCookie holds the browser's consent token (double-submit CSRF
-// protection; the pending request is also bound to it).
+// protection; the sealed request is also bound to it).
 const csrfCookie = "devas_csrf"
 
-// pendingRecord is an authorization request waiting for consent.
-type pendingRecord struct {
-	Req  authzRequest
-	CSRF string
+// consentForm is the authorization request a consent page carries in its
+// request_id field, MACed with the server's consentKey: the server keeps
+// nothing per consent page, so unauthenticated GET /authorize requests
+// cannot fill a store and lock other users out. The request stays bound
+// to the CSRF cookie it was shown with, expires after ConsentTTL, and is
+// single-use through the bounded spent set (keyed by Nonce).
+type consentForm struct {
+	Req     authzRequest
+	CSRF    string
+	Nonce   string
+	Expires time.Time
+}
+
+// maxConsentFormBytes caps the request_id value, so that the consent POST
+// stays within maxFormBytes. Only requests with very long parameters
+// (state, redirect_uri, client_id of kilobytes) reach it.
+const maxConsentFormBytes = 12 << 10
+
+// sealConsent returns the request_id value for f: base64url(JSON of f),
+// ".", base64url(HMAC-SHA256 of the first part).
+func (s *Server) sealConsent(f *consentForm) (string, bool) {
+	b, err := json.Marshal(f)
+	if err != nil {
+		return "", false
+	}
+	body := base64.RawURLEncoding.EncodeToString(b)
+	mac := hmac.New(sha256.New, s.consentKey)
+	mac.Write([]byte(body))
+	tok := body + "." + base64.RawURLEncoding.EncodeToString(mac.Sum(nil))
+	return tok, len(tok) <= maxConsentFormBytes
+}
+
+// openConsent verifies a request_id value and returns its unexpired form.
+func (s *Server) openConsent(tok string, now time.Time) (*consentForm, bool) {
+	body, sig, ok := strings.Cut(tok, ".")
+	if !ok || len(tok) > maxConsentFormBytes {
+		return nil, false
+	}
+	got, err := base64.RawURLEncoding.DecodeString(sig)
+	if err != nil {
+		return nil, false
+	}
+	mac := hmac.New(sha256.New, s.consentKey)
+	mac.Write([]byte(body))
+	if !hmac.Equal(got, mac.Sum(nil)) {
+		return nil, false
+	}
+	b, err := base64.RawURLEncoding.DecodeString(body)
+	if err != nil {
+		return nil, false
+	}
+	f := new(consentForm)
+	if err := json.Unmarshal(b, f); err != nil || f.Nonce == "" || !now.Before(f.Expires) {
+		return nil, false
+	}
+	return f, true
 }
 
 var consentPage = template.Must(template.New("consent").Parse(`<!DOCTYPE html>
@@ -53,7 +109,7 @@ var errorTemplate = template.Must(template.New("error").Parse(`<!DOCTYPE html>
 </body></html>
 `))
 
-// showConsent stores req and renders the consent page.
+// showConsent renders the consent page, with req sealed into the form.
 func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, req *authzRequest) {
 	csrf := ""
 	if c, err := r.Cookie(csrfCookie); err == nil && len(c.Value) == 43 && validChallenge(c.Value) {
@@ -69,11 +125,9 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, req *authzR
 			SameSite: http.SameSiteStrictMode,
 		})
 	}
-	id := randomToken()
-	now := s.cfg.Now()
-	if err := s.pending.put(hashKey(id), pendingRecord{Req: *req, CSRF: csrf}, now.Add(ConsentTTL), now); err != nil {
-		s.log.WarnContext(r.Context(), "devas: authorize: consent store full")
-		s.redirectError(w, r, req.RedirectURI, req.State, &oauthError{"temporarily_unavailable", "too many pending requests"})
+	id, ok := s.sealConsent(&consentForm{Req: *req, CSRF: csrf, Nonce: newJTI(), Expires: s.cfg.Now().Add(ConsentTTL)})
+	if !ok {
+		s.redirectError(w, r, req.RedirectURI, req.State, errInvalidRequest("authorization request too large"))
 		return
 	}
 	redirectHost, loopback := req.RedirectURI, false
@@ -106,23 +160,25 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, req *authzR
 	_, _ = w.Write(buf.Bytes())
 }
 
-// consent handles the consent form: request_id, csrf and action
-// (approve or deny). The csrf field must equal the csrf cookie and the
-// value the request was stored with.
+// consent handles the consent form: request_id (the sealed request),
+// csrf and action (approve or deny). The csrf field must equal the csrf
+// cookie and the value the request was sealed with; a form is accepted
+// once.
 func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 	p, oerr := readForm(w, r)
 	if oerr != nil {
 		s.errorPage(w, r, http.StatusBadRequest, oerr)
 		return
 	}
-	id, oerr := p.require("request_id", maxParamBytes)
+	id, oerr := p.require("request_id", maxConsentFormBytes)
 	if oerr != nil {
 		s.errorPage(w, r, http.StatusBadRequest, oerr)
 		return
 	}
 	csrf, _ := p.get("csrf", maxParamBytes)
 	action, _ := p.get("action", maxParamBytes)
-	rec, ok := s.pending.take(hashKey(id), s.cfg.Now())
+	now := s.cfg.Now()
+	rec, ok := s.openConsent(id, now)
 	if !ok {
 		s.errorPage(w, r, http.StatusBadRequest, errInvalidRequest("the consent request is unknown or expired"))
 		return
@@ -133,6 +189,10 @@ func (s *Server) consent(w http.ResponseWriter, r *http.Request) {
 		subtle.ConstantTimeCompare([]byte(csrf), []byte(rec.CSRF)) != 1 {
 		s.log.WarnContext(r.Context(), "devas: authorize: consent csrf check failed")
 		s.errorPage(w, r, http.StatusForbidden, &oauthError{"access_denied", "the consent form could not be verified"})
+		return
+	}
+	if !s.spent.addEvict(hashKey(rec.Nonce), struct{}{}, rec.Expires, now) {
+		s.errorPage(w, r, http.StatusBadRequest, errInvalidRequest("the consent request is unknown or expired"))
 		return
 	}
 	switch action {

@@ -119,6 +119,11 @@ func TestConsentCSRF(t *testing.T) {
 		{name: "form token differs", mod: func(f url.Values, _ **http.Cookie) { f.Set("csrf", strings.Repeat("A", 43)) }, want: http.StatusForbidden},
 		{name: "no form token", mod: func(f url.Values, _ **http.Cookie) { f.Del("csrf") }, want: http.StatusForbidden},
 		{name: "unknown request", mod: func(f url.Values, _ **http.Cookie) { f.Set("request_id", "nope") }, want: http.StatusBadRequest},
+		{name: "tampered request", mod: func(f url.Values, _ **http.Cookie) {
+			id := []byte(f.Get("request_id"))
+			id[10] ^= 3 // any change to the sealed form fails its MAC
+			f.Set("request_id", string(id))
+		}, want: http.StatusBadRequest},
 		{name: "unknown action", mod: func(f url.Values, _ **http.Cookie) { f.Set("action", "maybe") }, want: http.StatusBadRequest},
 	}
 	for _, tt := range tests {

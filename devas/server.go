@@ -1,6 +1,7 @@
 package devas
 
 import (
+	"crypto/rand"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -15,8 +16,10 @@ import (
 )
 
 // Server is the development authorization server. It is an http.Handler
-// and safe for concurrent use. All state (codes, consent requests, refresh
-// tokens) is in memory and bounded, and is lost with the process.
+// and safe for concurrent use. All state (codes, refresh token families,
+// spent consent forms) is in memory and bounded, and is lost with the
+// process. A pending consent request is not server state: the page's form
+// carries it, sealed with a per-process key.
 type Server struct {
 	cfg      Config
 	log      *slog.Logger
@@ -31,9 +34,10 @@ type Server struct {
 	routes   map[string]http.HandlerFunc
 	authzURL string // path of the authorization endpoint, for the consent form and cookie
 
-	codes   *store[codeRecord]
-	pending *store[pendingRecord]
-	refresh *store[refreshRecord]
+	codes      *store[codeRecord]
+	refresh    *refreshStore
+	spent      *store[struct{}] // consent forms used, by hashKey(nonce)
+	consentKey []byte           // HMAC key sealing consent forms
 }
 
 // New returns a Server for cfg (copied; see [Config] for the defaults).
@@ -46,12 +50,14 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:     cfg,
-		log:     cfg.Logger,
-		codes:   newStore[codeRecord](maxCodes),
-		pending: newStore[pendingRecord](maxPending),
-		refresh: newStore[refreshRecord](maxRefreshTokens),
+		cfg:        cfg,
+		log:        cfg.Logger,
+		codes:      newStore[codeRecord](maxCodes),
+		refresh:    newRefreshStore(maxRefreshFamilies, maxRevokedFamilies),
+		spent:      newStore[struct{}](maxSpentConsents),
+		consentKey: make([]byte, 32),
 	}
+	_, _ = rand.Read(s.consentKey) // never fails (crypto/rand, Go 1.24+)
 	var err error
 	if s.signer, s.pub, err = newSigner(cfg); err != nil {
 		return nil, err

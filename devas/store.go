@@ -7,11 +7,16 @@ import (
 )
 
 // Store capacities. Entries expire lazily; a full store first drops
-// expired entries, then refuses new ones (temporarily_unavailable).
+// expired entries, then refuses new ones: a full code store answers
+// temporarily_unavailable, a full refresh store issues access tokens
+// without refresh tokens. Refreshing never takes room (rotation replaces
+// the family's token in place); the revoked set forgets its oldest entry
+// when full, and so does the set of spent consent forms.
 const (
-	maxCodes         = 4096
-	maxPending       = 1024
-	maxRefreshTokens = 16384
+	maxCodes           = 4096
+	maxRefreshFamilies = 16384
+	maxRevokedFamilies = 16384
+	maxSpentConsents   = 4096
 )
 
 var errStoreFull = errors.New("devas: store full")
@@ -52,6 +57,33 @@ func (s *store[V]) put(key string, v V, exp, now time.Time) error {
 	return nil
 }
 
+// addEvict adds v under key until exp, unless an unexpired value is
+// there already (then it returns false). It never refuses for lack of
+// room: a full store drops expired entries, then the one that expires
+// first.
+func (s *store[V]) addEvict(key string, v V, exp, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.m[key]; ok && now.Before(e.exp) {
+		return false
+	}
+	if len(s.m) >= s.max {
+		first, firstExp := "", time.Time{}
+		for k, e := range s.m {
+			if !now.Before(e.exp) {
+				delete(s.m, k)
+			} else if first == "" || e.exp.Before(firstExp) {
+				first, firstExp = k, e.exp
+			}
+		}
+		if len(s.m) >= s.max {
+			delete(s.m, first)
+		}
+	}
+	s.m[key] = entry[V]{v, exp}
+	return true
+}
+
 // update calls f on the unexpired value under key, under the lock, and
 // returns the value as it was before f. ok is false, and f is not called,
 // when there is no such value.
@@ -72,30 +104,6 @@ func (s *store[V]) update(key string, now time.Time, f func(*V)) (old V, ok bool
 		s.m[key] = e
 	}
 	return old, true
-}
-
-// take removes and returns the unexpired value under key.
-func (s *store[V]) take(key string, now time.Time) (V, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e, ok := s.m[key]
-	delete(s.m, key)
-	if !ok || !now.Before(e.exp) {
-		var zero V
-		return zero, false
-	}
-	return e.v, true
-}
-
-// deleteFunc removes every value for which f returns true.
-func (s *store[V]) deleteFunc(f func(V) bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, e := range s.m {
-		if f(e.v) {
-			delete(s.m, k)
-		}
-	}
 }
 
 // len returns the number of entries, expired or not.

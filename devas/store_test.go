@@ -32,11 +32,8 @@ func TestStoreBounds(t *testing.T) {
 	if _, ok := s.update("a", later, nil); ok {
 		t.Errorf("expired entry found")
 	}
-	if v, ok := s.take("b", later); !ok || v != 20 {
-		t.Errorf("take = %d %v, want 20 true", v, ok)
-	}
-	if _, ok := s.take("b", later); ok {
-		t.Errorf("take twice succeeded")
+	if v, ok := s.update("b", later, nil); !ok || v != 20 {
+		t.Errorf("update(nil) = %d %v, want 20 true", v, ok)
 	}
 	old, ok := s.update("c", later, func(v *int) { *v = 30 })
 	if !ok || old != 3 {
@@ -45,9 +42,34 @@ func TestStoreBounds(t *testing.T) {
 	if v, _ := s.update("c", later, nil); v != 30 {
 		t.Errorf("after update = %d, want 30", v)
 	}
-	s.deleteFunc(func(v int) bool { return v == 30 })
-	if s.len() != 0 {
-		t.Errorf("len after deleteFunc = %d", s.len())
+}
+
+// TestStoreAddEvict: addEvict is insert-if-absent and never refuses: a
+// full store forgets expired entries, then the one expiring first.
+func TestStoreAddEvict(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := newStore[int](2)
+	if !s.addEvict("a", 1, t0.Add(time.Minute), t0) || !s.addEvict("b", 2, t0.Add(2*time.Minute), t0) {
+		t.Fatal("addEvict into a store with room failed")
+	}
+	if s.addEvict("a", 10, t0.Add(time.Hour), t0) {
+		t.Error("addEvict replaced an unexpired entry")
+	}
+	if !s.addEvict("c", 3, t0.Add(3*time.Minute), t0) {
+		t.Fatal("addEvict into a full store failed")
+	}
+	if _, ok := s.update("a", t0, nil); ok {
+		t.Error("the entry expiring first was kept")
+	}
+	for _, k := range []string{"b", "c"} {
+		if _, ok := s.update(k, t0, nil); !ok {
+			t.Errorf("%s evicted", k)
+		}
+	}
+	// An expired entry makes room, and its key can be added again.
+	later := t0.Add(2 * time.Minute)
+	if !s.addEvict("b", 20, later.Add(time.Minute), later) || s.len() != 2 {
+		t.Errorf("re-adding an expired key: len %d", s.len())
 	}
 }
 

@@ -2,21 +2,16 @@ package devas
 
 import (
 	"context"
+	"crypto/subtle"
+	"errors"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/mcpguard/mcpguard/cimd"
 )
-
-// refreshRecord is an issued refresh token. Spent tokens stay (Used) until
-// they expire, so that reuse is detected.
-type refreshRecord struct {
-	grant
-	Family string
-	Used   bool
-}
 
 // tokenResponse is the RFC 6749 §5.1 success body.
 type tokenResponse struct {
@@ -134,7 +129,7 @@ func (s *Server) authenticateClient(ctx context.Context, r *http.Request, p para
 // exchangeCode is the authorization_code grant (RFC 6749 §4.1.3, RFC 7636
 // §4.5, RFC 8707 §2.2). The code is spent on first presentation, even if
 // the request then fails; a second presentation revokes the refresh
-// tokens issued from it (RFC 6749 §4.1.2).
+// tokens issued from it (RFC 6749 §4.1.2), even when it races the first.
 func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, p params, client *cimd.Client) {
 	code, oerr := p.require("code", maxParamBytes)
 	if oerr != nil {
@@ -157,7 +152,19 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, p params, 
 	}
 	key := hashKey(code)
 	now := s.cfg.Now()
-	rec, ok := s.codes.update(key, now, func(c *codeRecord) { c.Used = true })
+	// The refresh token family is chosen before the code is spent, and
+	// spending records it in the same update: a replay that sees the code
+	// spent always knows which family to revoke, even while this request
+	// has not created it yet (the revoked set then makes creation fail).
+	family := ""
+	if s.allowRefresh(client) {
+		family = newJTI()
+	}
+	rec, ok := s.codes.update(key, now, func(c *codeRecord) {
+		if !c.Used {
+			c.Used, c.Family = true, family
+		}
+	})
 	badGrant := &oauthError{"invalid_grant", "the authorization code is invalid, expired, spent, or was issued to another client or redirect_uri"}
 	switch {
 	case !ok:
@@ -165,7 +172,7 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, p params, 
 		return
 	case rec.Used:
 		s.log.WarnContext(r.Context(), "devas: token: authorization code reused; revoking its refresh tokens", "client_id", rec.ClientID)
-		s.revokeFamily(rec.Family)
+		s.refresh.revoke(rec.Family, now.Add(s.cfg.RefreshTokenTTL), now)
 		s.tokenError(w, r, badGrant)
 		return
 	case rec.ClientID != client.ClientID, rec.RedirectURI != redirectURI:
@@ -179,17 +186,35 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, p params, 
 		s.tokenError(w, r, &oauthError{"invalid_target", "resource differs from the authorization request"})
 		return
 	}
-	family := ""
-	if s.allowRefresh(client) {
-		family = newJTI()
-		s.codes.update(key, now, func(c *codeRecord) { c.Family = family })
+	resp, ok := s.accessToken(w, r, rec.grant, rec.Scopes)
+	if !ok {
+		return
 	}
-	s.issue(w, r, rec.grant, rec.Scopes, family)
+	if family != "" {
+		// Stored before anything is sent, so that a replay that won the
+		// race leaves the client with nothing.
+		rt := newRefreshToken(family)
+		switch err := s.refresh.create(family, rec.grant, hashKey(rt), now.Add(s.cfg.RefreshTokenTTL), now); {
+		case err == nil:
+			resp.RefreshToken = rt
+		case errors.Is(err, errRevoked):
+			s.log.WarnContext(r.Context(), "devas: token: authorization code replayed during its exchange; nothing issued", "client_id", rec.ClientID)
+			s.tokenError(w, r, badGrant)
+			return
+		default:
+			// The access token alone is a valid answer (RFC 6749 §5.1:
+			// refresh_token is optional); the code is spent either way.
+			s.log.WarnContext(r.Context(), "devas: token: refresh token store full; issuing none", "client_id", rec.ClientID)
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
 }
 
 // refreshGrant is the refresh_token grant (RFC 6749 §6) with rotation:
-// the presented token is spent, a new one is issued in the same family,
-// and presenting a spent token revokes the family (OAuth 2.1 §4.3.1).
+// the presented token is replaced by a new one in the same family, and
+// presenting any earlier token of the family revokes it (OAuth 2.1
+// §4.3.1). The presented token stays valid until the answer carrying its
+// successor is ready.
 func (s *Server) refreshGrant(w http.ResponseWriter, r *http.Request, p params, client *cimd.Client) {
 	rt, oerr := p.require("refresh_token", maxParamBytes)
 	if oerr != nil {
@@ -211,89 +236,80 @@ func (s *Server) refreshGrant(w http.ResponseWriter, r *http.Request, p params, 
 		return
 	}
 	badGrant := &oauthError{"invalid_grant", "the refresh token is invalid, expired, revoked, or was issued to another client"}
-	resource := ""
-	if res := p["resource"]; len(res) == 1 {
-		resource = res[0]
-	}
-	// check decides the request against a stored token; the token is spent
-	// only by a request that passes it.
-	check := func(rec *refreshRecord) *oauthError {
-		switch {
-		case rec.ClientID != client.ClientID:
-			return badGrant
-		case rec.Used:
-			return nil // reuse, handled below
-		case resource != "" && resource != rec.Resource:
-			return &oauthError{"invalid_target", "resource differs from the original grant"}
-		}
-		for _, sc := range requested {
-			if !slices.Contains(rec.Scopes, sc) {
-				return &oauthError{"invalid_scope", "scope exceeds the original grant"}
-			}
-		}
-		return nil
-	}
-	old, ok := s.refresh.update(hashKey(rt), s.cfg.Now(), func(rec *refreshRecord) {
-		if check(rec) == nil {
-			rec.Used = true
-		}
-	})
+	family, ok := refreshTokenFamily(rt)
 	if !ok {
 		s.tokenError(w, r, badGrant)
 		return
 	}
-	if oerr := check(&old); oerr != nil {
-		s.tokenError(w, r, oerr)
+	now := s.cfg.Now()
+	fam, ok := s.refresh.get(family, now)
+	switch {
+	case !ok, fam.ClientID != client.ClientID:
+		// Another client presenting it neither spends nor revokes it.
+		s.tokenError(w, r, badGrant)
 		return
-	}
-	if old.Used {
-		s.log.WarnContext(r.Context(), "devas: token: refresh token reused; revoking its family", "client_id", old.ClientID)
-		s.revokeFamily(old.Family)
+	case subtle.ConstantTimeCompare([]byte(fam.Current), []byte(hashKey(rt))) != 1:
+		s.reused(r, family, fam.ClientID, now)
 		s.tokenError(w, r, badGrant)
 		return
 	}
-	scopes := old.Scopes
+	if res := p["resource"]; len(res) == 1 && res[0] != fam.Resource {
+		s.tokenError(w, r, &oauthError{"invalid_target", "resource differs from the original grant"})
+		return
+	}
+	for _, sc := range requested {
+		if !slices.Contains(fam.Scopes, sc) {
+			s.tokenError(w, r, &oauthError{"invalid_scope", "scope exceeds the original grant"})
+			return
+		}
+	}
+	scopes := fam.Scopes
 	if len(requested) > 0 {
 		scopes = requested
 	}
-	s.issue(w, r, old.grant, scopes, old.Family)
+	resp, ok := s.accessToken(w, r, fam.grant, scopes)
+	if !ok {
+		return
+	}
+	next := newRefreshToken(family)
+	switch err := s.refresh.rotate(family, hashKey(rt), hashKey(next), now.Add(s.cfg.RefreshTokenTTL), now); {
+	case err == nil:
+	case errors.Is(err, errNotCurrent):
+		// Another request rotated the same token first: a second use.
+		s.reused(r, family, fam.ClientID, now)
+		s.tokenError(w, r, badGrant)
+		return
+	default:
+		s.tokenError(w, r, badGrant)
+		return
+	}
+	resp.RefreshToken = next
+	writeJSON(w, http.StatusOK, resp)
 }
 
-// issue mints an access token for g narrowed to scopes and, when family
-// is set, a refresh token for g (with g's full scopes) in that family.
-func (s *Server) issue(w http.ResponseWriter, r *http.Request, g grant, scopes []string, family string) {
+// reused revokes a family after one of its spent tokens was presented.
+func (s *Server) reused(r *http.Request, family, clientID string, now time.Time) {
+	s.log.WarnContext(r.Context(), "devas: token: refresh token reused; revoking its family", "client_id", clientID)
+	s.refresh.revoke(family, now.Add(s.cfg.RefreshTokenTTL), now)
+}
+
+// accessToken mints an access token for g narrowed to scopes. On failure
+// it answers server_error itself and returns false.
+func (s *Server) accessToken(w http.ResponseWriter, r *http.Request, g grant, scopes []string) (tokenResponse, bool) {
 	ag := g
 	ag.Scopes = scopes
 	at, _, err := s.mint(ag)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "devas: token: mint failed", "err", err)
 		writeJSON(w, http.StatusInternalServerError, &oauthError{"server_error", "could not issue a token"})
-		return
+		return tokenResponse{}, false
 	}
-	resp := tokenResponse{
+	return tokenResponse{
 		AccessToken: at,
 		TokenType:   "Bearer",
 		ExpiresIn:   int64(s.cfg.TokenTTL.Seconds()),
 		Scope:       strings.Join(scopes, " "),
-	}
-	if family != "" {
-		resp.RefreshToken = randomToken()
-		now := s.cfg.Now()
-		rec := refreshRecord{grant: g, Family: family}
-		if err := s.refresh.put(hashKey(resp.RefreshToken), rec, now.Add(s.cfg.RefreshTokenTTL), now); err != nil {
-			s.log.WarnContext(r.Context(), "devas: token: refresh token store full; issuing none")
-			resp.RefreshToken = ""
-		}
-	}
-	writeJSON(w, http.StatusOK, resp)
-}
-
-// revokeFamily deletes every refresh token of family.
-func (s *Server) revokeFamily(family string) {
-	if family == "" {
-		return
-	}
-	s.refresh.deleteFunc(func(rec refreshRecord) bool { return rec.Family == family })
+	}, true
 }
 
 // tokenError writes an RFC 6749 §5.2 error: 401 for invalid_client, 400
