@@ -38,6 +38,11 @@ type Claims struct {
 	IssuedAt time.Time
 	// KeyID is the "kid" header of the token, or empty.
 	KeyID string
+	// Confirmation is "cnf" (RFC 7800 §3.1), nil when the token has none.
+	// It is set only with Config.AllowConfirmation, by a caller that
+	// verifies the proof of possession itself: without it a token with
+	// "cnf" fails with [ErrSenderConstrained].
+	Confirmation *Confirmation
 
 	payload string // the verified claims set, JSON
 }
@@ -58,6 +63,10 @@ func (c *Claims) clone() *Claims {
 	d := *c
 	d.Audience = slices.Clone(c.Audience)
 	d.Scopes = slices.Clone(c.Scopes)
+	if c.Confirmation != nil {
+		cnf := *c.Confirmation
+		d.Confirmation = &cnf
+	}
 	return &d
 }
 
@@ -85,7 +94,7 @@ var (
 // rawClaims holds the raw JSON values of the members this package reads;
 // an empty string means absent.
 type rawClaims struct {
-	iss, sub, aud, exp, nbf, iat, jti, clientID, azp, scope, scp, tenant string
+	iss, sub, aud, exp, nbf, iat, jti, clientID, azp, scope, scp, cnf, tenant string
 }
 
 // collect scans the claims set once and picks out the members this package
@@ -120,6 +129,8 @@ func (v *Validator) collect(payload string) (rawClaims, error) {
 			dst = &rc.scope
 		case "scp":
 			dst = &rc.scp
+		case "cnf":
+			dst = &rc.cnf
 		}
 		if dst != nil {
 			if *dst != "" {
@@ -182,7 +193,23 @@ func (v *Validator) decodeClaims(rc *rawClaims, c *Claims) error {
 	if c.Scopes, err = v.scopes(rc); err != nil {
 		return err
 	}
+	if c.Confirmation, err = v.confirmation(rc.cnf); err != nil {
+		return err
+	}
 	return v.requireClaims(c, azp)
+}
+
+// confirmation applies Config.AllowConfirmation to the raw "cnf" (absent
+// when empty): refused as ErrSenderConstrained without it, read by
+// ParseConfirmation with it.
+func (v *Validator) confirmation(raw string) (*Confirmation, error) {
+	switch {
+	case raw == "":
+		return nil, nil
+	case !v.cfg.AllowConfirmation:
+		return nil, errConfirmation
+	}
+	return parseConfirmation(raw)
 }
 
 func (v *Validator) decodeTimes(rc *rawClaims, c *Claims) error {

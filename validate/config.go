@@ -107,6 +107,16 @@ type Config struct {
 	// "iss", "aud" and "exp" can never be relaxed.
 	AllowMissingSubject bool
 
+	// AllowConfirmation accepts sender-constrained tokens whose "cnf"
+	// (RFC 7800 §3.1) is a DPoP key confirmation {"jkt": …} (RFC 9449
+	// §6.1), and fills Claims.Confirmation. Set it ONLY when the caller
+	// verifies the proof of possession itself, as the middleware does with
+	// DPoP: otherwise a stolen DPoP-bound token works as a bearer token.
+	// A "cnf" with any other member (such as mTLS's "x5t#S256", RFC 8705
+	// §3.1) is refused even with it. Defaults to false: every token with
+	// "cnf" fails with [ErrSenderConstrained].
+	AllowConfirmation bool
+
 	// Leeway is the clock skew tolerated on "exp", "nbf" and "iat". If zero,
 	// [DefaultLeeway] (30s) is used. A negative value means no leeway.
 	Leeway time.Duration

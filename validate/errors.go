@@ -49,6 +49,14 @@ var (
 	ErrKeysUnavailable = errors.New("validate: keys unavailable")
 	// ErrInactive: an introspection endpoint reported the token inactive.
 	ErrInactive = errors.New("validate: token inactive")
+	// ErrSenderConstrained: the token carries a "cnf" confirmation (RFC
+	// 7800 §3.1), so it is bound to a key its presenter must prove
+	// possession of (DPoP, RFC 9449 §6; mTLS, RFC 8705 §3), and may not be
+	// used as a bearer token. Without Config.AllowConfirmation every
+	// token with "cnf" fails with it; with it, a "cnf" holding any member
+	// other than "jkt" still does, since only DPoP can be verified. The
+	// middleware answers 401 invalid_token.
+	ErrSenderConstrained = errors.New("validate: sender-constrained token")
 	// ErrConfig: [New] was given an unusable [Config] (no issuer, no
 	// audience, no key source, a duplicate issuer, an HMAC or "none"
 	// algorithm, a negative limit, …). Only [New] returns it.

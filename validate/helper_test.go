@@ -285,7 +285,7 @@ func newTestValidator(t testing.TB, mutate func(*Config)) *Validator {
 var sentinels = []error{
 	ErrMalformed, ErrTooLarge, ErrUnsupportedAlgorithm, ErrType, ErrKeyNotFound,
 	ErrSignature, ErrIssuer, ErrAudience, ErrClient, ErrExpired, ErrNotYetValid,
-	ErrIssuedAt, ErrLifetime, ErrMissingClaim, ErrKeysUnavailable, ErrInactive, ErrConfig,
+	ErrIssuedAt, ErrLifetime, ErrMissingClaim, ErrKeysUnavailable, ErrInactive, ErrConfig, ErrSenderConstrained,
 }
 
 // wrapsOneSentinel reports whether err wraps exactly one sentinel.

@@ -485,3 +485,37 @@ func foldRune(r rune) rune {
 		r = r2
 	}
 }
+
+// parseConfirmation implements ParseConfirmation on the member scanner.
+func parseConfirmation(raw string) (*Confirmation, error) {
+	it := iterMembers(raw)
+	var jkt string
+	var hasJKT, other bool
+	for m, ok := it.next(); ok; m, ok = it.next() {
+		if m.name != "jkt" {
+			other = true
+			continue
+		}
+		s, ok := jsonString(m.value)
+		if !ok {
+			return nil, errConfirmationJKT
+		}
+		jkt, hasJKT = s, true
+	}
+	if it.err != nil {
+		return nil, errConfirmationType
+	}
+	if uniqueNames(raw, maphash.MakeSeed()) != nil {
+		return nil, errDuplicateMember
+	}
+	if other {
+		return nil, errConfirmationMethod
+	}
+	if !hasJKT || jkt == "" {
+		return nil, errConfirmationJKT
+	}
+	if _, err := b64.DecodeString(jkt); err != nil {
+		return nil, errConfirmationJKT
+	}
+	return &Confirmation{JKT: jkt}, nil
+}

@@ -73,8 +73,8 @@ func (m AuthMethod) String() string {
 }
 
 // Config configures an [Introspector]. [New] copies it, so later changes
-// by the caller have no effect. No zero value disables a check; the one
-// relaxation is the named AllowMissingAudience.
+// by the caller have no effect. No zero value disables a check; the
+// relaxations are the named Allow… fields.
 type Config struct {
 	// Issuer is the authorization server's issuer identifier (RFC 8414 §2).
 	// Required. A response's "iss" must equal it byte for byte; a response
@@ -105,6 +105,21 @@ type Config struct {
 	// authorization §Token Audience Binding) exists to stop. A present
 	// "aud" must still match. Defaults to false.
 	AllowMissingAudience bool
+	// AllowMissingSubject accepts active responses without "sub" (or with
+	// an empty one), as some authorization servers send for
+	// client-credentials grants; the JWT path has the same relaxation
+	// (validate.Config.AllowMissingSubject). Defaults to false: a
+	// response without "sub" fails with validate.ErrMissingClaim.
+	AllowMissingSubject bool
+	// AllowConfirmation accepts responses for sender-constrained tokens
+	// whose "cnf" (RFC 7800 §3.1, RFC 7662 §2.2) is a DPoP key
+	// confirmation {"jkt": …} (RFC 9449 §6.1), and a "token_type" of
+	// "DPoP" with it; the returned Claims' Confirmation is then set. Set
+	// it ONLY when the caller verifies the proof of possession itself, as
+	// the middleware does with DPoP. A "cnf" with any other member (mTLS's
+	// "x5t#S256", RFC 8705 §3.1) is refused even with it. Defaults to
+	// false: any "cnf" fails with validate.ErrSenderConstrained.
+	AllowConfirmation bool
 
 	// ClientID and ClientSecret authenticate this resource server to the
 	// endpoint. ClientID is required except with [BearerToken];

@@ -45,6 +45,7 @@ func FuzzParseResponse(f *testing.F) {
 	sentinels := []error{
 		validate.ErrMalformed, validate.ErrType, validate.ErrIssuer, validate.ErrAudience, validate.ErrExpired,
 		validate.ErrNotYetValid, validate.ErrIssuedAt, validate.ErrMissingClaim, validate.ErrInactive,
+		validate.ErrSenderConstrained,
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c, err := in.parseResponse(body, now)

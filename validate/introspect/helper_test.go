@@ -189,7 +189,7 @@ func (l *logBuffer) logger() *slog.Logger {
 var sentinels = []error{
 	validate.ErrMalformed, validate.ErrTooLarge, validate.ErrType, validate.ErrIssuer, validate.ErrAudience,
 	validate.ErrExpired, validate.ErrNotYetValid, validate.ErrIssuedAt, validate.ErrMissingClaim,
-	validate.ErrKeysUnavailable, validate.ErrInactive,
+	validate.ErrKeysUnavailable, validate.ErrInactive, validate.ErrSenderConstrained,
 }
 
 // checkErr fails unless err wraps want and no other validate sentinel (nil

@@ -86,8 +86,10 @@ func TestResponse(t *testing.T) {
 		wantErr error
 	}{
 		{name: "active", body: activeJSON()},
-		{name: "minimal", body: `{"active":true,"aud":"` + testAud + `","exp":` + unix(time.Hour) + `}`},
-		{name: "whitespace", body: " {\n\"active\" : true ,\"aud\":\"" + testAud + "\", \"exp\":\t" + unix(time.Hour) + " } \n"},
+		{name: "minimal", body: `{"active":true,"aud":"` + testAud + `","exp":` + unix(time.Hour) + `,"sub":"a"}`},
+		{name: "minimal without sub", body: `{"active":true,"aud":"` + testAud + `","exp":` + unix(time.Hour) + `}`, wantErr: validate.ErrMissingClaim},
+		{name: "minimal without sub allowed", body: `{"active":true,"aud":"` + testAud + `","exp":` + unix(time.Hour) + `}`, mut: allowMissingSub},
+		{name: "whitespace", body: " {\n\"active\" : true ,\"aud\":\"" + testAud + "\", \"exp\":\t" + unix(time.Hour) + " ,\"sub\":\"a\"} \n"},
 		{name: "malformed JSON", body: `{"active":true,`, wantErr: validate.ErrMalformed},
 		{name: "empty body", body: ``, wantErr: validate.ErrMalformed},
 		{name: "array", body: `[{"active":true}]`, wantErr: validate.ErrMalformed},
@@ -141,7 +143,22 @@ func TestResponse(t *testing.T) {
 		{name: "token_type access_token", body: activeJSON("token_type", "ACCESS_TOKEN")},
 		{name: "token_type absent", body: activeJSON("token_type", nil)},
 		{name: "token_type number", body: activeJSON("token_type", 1), wantErr: validate.ErrMalformed},
-		{name: "cnf (sender-constrained)", body: activeJSON("cnf", map[string]string{"jkt": "abc"}), wantErr: validate.ErrType},
+		{name: "missing sub", body: activeJSON("sub", nil), wantErr: validate.ErrMissingClaim},
+		{name: "empty sub", body: activeJSON("sub", ""), wantErr: validate.ErrMissingClaim},
+		{name: "missing sub allowed", body: activeJSON("sub", nil), mut: allowMissingSub},
+		{name: "cnf (sender-constrained)", body: activeJSON("cnf", map[string]string{"jkt": "abc"}), wantErr: validate.ErrSenderConstrained},
+		{name: "cnf null", body: strings.Replace(activeJSON(), `"active":true`, `"active":true,"cnf":null`, 1), wantErr: validate.ErrSenderConstrained},
+		{name: "cnf jkt allowed", body: activeJSON("cnf", map[string]string{"jkt": testJKT}), mut: allowCnf},
+		{name: "cnf jkt with DPoP token_type allowed", body: activeJSON("cnf", map[string]string{"jkt": testJKT}, "token_type", "DPoP"), mut: allowCnf},
+		{name: "token_type DPoP without cnf", body: activeJSON("token_type", "DPoP"), mut: allowCnf, wantErr: validate.ErrType},
+		{name: "cnf x5t#S256 refused even allowed", body: activeJSON("cnf", map[string]string{"x5t#S256": testJKT}), mut: allowCnf, wantErr: validate.ErrSenderConstrained},
+		{name: "cnf jkt and x5t#S256 refused even allowed", body: activeJSON("cnf", map[string]string{"jkt": testJKT, "x5t#S256": testJKT}), mut: allowCnf, wantErr: validate.ErrSenderConstrained},
+		{name: "cnf not an object", body: activeJSON("cnf", "abc"), mut: allowCnf, wantErr: validate.ErrMalformed},
+		{name: "cnf empty object", body: activeJSON("cnf", map[string]string{}), mut: allowCnf, wantErr: validate.ErrMalformed},
+		{name: "cnf jkt empty", body: activeJSON("cnf", map[string]string{"jkt": ""}), mut: allowCnf, wantErr: validate.ErrMalformed},
+		{name: "cnf jkt number", body: activeJSON("cnf", map[string]int{"jkt": 1}), mut: allowCnf, wantErr: validate.ErrMalformed},
+		{name: "cnf jkt padded", body: activeJSON("cnf", map[string]string{"jkt": testJKT + "="}), mut: allowCnf, wantErr: validate.ErrMalformed},
+		{name: "cnf jkt standard alphabet", body: activeJSON("cnf", map[string]string{"jkt": "ab+/"}), mut: allowCnf, wantErr: validate.ErrMalformed},
 		{name: "scope array", body: activeJSON("scope", []string{"a"}), wantErr: validate.ErrMalformed},
 		{name: "scope bad character", body: activeJSON("scope", "a\tb"), wantErr: validate.ErrMalformed},
 		{name: "scope quote", body: activeJSON("scope", `a"b`), wantErr: validate.ErrMalformed},
@@ -171,6 +188,13 @@ func TestResponse(t *testing.T) {
 		})
 	}
 }
+
+// testJKT is a well-formed RFC 7638 SHA-256 thumbprint (of no key in
+// particular).
+const testJKT = "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"
+
+func allowMissingSub(c *introspect.Config) { c.AllowMissingSubject = true }
+func allowCnf(c *introspect.Config)        { c.AllowConfirmation = true }
 
 func unix(d time.Duration) string { return strconv.FormatInt(testNow.Add(d).Unix(), 10) }
 
@@ -353,5 +377,23 @@ func TestHangingEndpoint(t *testing.T) {
 	}
 	if elapsed > timeout {
 		t.Errorf("Validate with a 50ms deadline took %v", elapsed)
+	}
+}
+
+// TestResponseConfirmation: with AllowConfirmation the returned Claims
+// carry cnf.jkt; without it they never do (the response is refused).
+func TestResponseConfirmation(t *testing.T) {
+	s := newStub(t, jsonAnswer(activeJSON("cnf", map[string]string{"jkt": testJKT})))
+	c, err := newIntro(t, introspect.Config{Endpoint: s.URL(), AllowConfirmation: true}).Validate(t.Context(), testToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Confirmation == nil || c.Confirmation.JKT != testJKT {
+		t.Fatalf("Confirmation = %+v, want jkt %q", c.Confirmation, testJKT)
+	}
+	s = newStub(t, jsonAnswer(activeJSON()))
+	c, err = newIntro(t, introspect.Config{Endpoint: s.URL(), AllowConfirmation: true}).Validate(t.Context(), testToken)
+	if err != nil || c.Confirmation != nil {
+		t.Fatalf("no cnf: Confirmation = %+v, err %v", c.Confirmation, err)
 	}
 }

@@ -27,7 +27,9 @@ var (
 	errTenantType  = fmt.Errorf("%w: introspection response tenant claim is not a string", validate.ErrMalformed)
 	errInactive    = fmt.Errorf("%w: introspection response active is false", validate.ErrInactive)
 	errTokenType   = fmt.Errorf("%w: introspection response token_type is not Bearer", validate.ErrType)
-	errConfirmed   = fmt.Errorf("%w: introspection response has cnf (sender-constrained token)", validate.ErrType)
+	errConfirmed   = fmt.Errorf("%w: introspection response has cnf and AllowConfirmation is off", validate.ErrSenderConstrained)
+	errDPoPNoCnf   = fmt.Errorf("%w: introspection response token_type is DPoP without cnf.jkt", validate.ErrType)
+	errMissingSub  = fmt.Errorf("%w: sub (introspection response)", validate.ErrMissingClaim)
 	errIssuer      = fmt.Errorf("%w: introspection response iss differs from the configured issuer", validate.ErrIssuer)
 	errMissingAud  = fmt.Errorf("%w: aud (introspection response)", validate.ErrMissingClaim)
 	errMissingExp  = fmt.Errorf("%w: exp (introspection response)", validate.ErrMissingClaim)
@@ -167,7 +169,12 @@ func (i *Introspector) parseResponse(body []byte, now time.Time) (*validate.Clai
 		return nil, err
 	}
 	if m.cnf != nil {
-		return nil, errConfirmed
+		if !i.cfg.AllowConfirmation {
+			return nil, errConfirmed
+		}
+		if c.Confirmation, err = validate.ParseConfirmation(string(m.cnf)); err != nil {
+			return nil, err
+		}
 	}
 	if err := i.checkMembers(m, &c); err != nil {
 		return nil, err
@@ -226,12 +233,23 @@ func (i *Introspector) checkMembers(m *members, c *validate.Claims) error {
 		if !ok {
 			return errStringType
 		}
-		if !strings.EqualFold(tt, "Bearer") && !strings.EqualFold(tt, "access_token") {
+		switch {
+		case strings.EqualFold(tt, "Bearer"), strings.EqualFold(tt, "access_token"):
+		case strings.EqualFold(tt, "DPoP") && i.cfg.AllowConfirmation:
+			// RFC 9449 §6.2: a DPoP-bound token; its proof is the
+			// caller's to check against Confirmation.
+			if c.Confirmation == nil {
+				return errDPoPNoCnf
+			}
+		default:
 			return errTokenType
 		}
 	}
 	if m.exp == nil {
 		return errMissingExp
+	}
+	if c.Subject == "" && !i.cfg.AllowMissingSubject {
+		return errMissingSub
 	}
 	noAud := len(c.Audience) == 0 || (len(c.Audience) == 1 && c.Audience[0] == "")
 	if noAud && !i.cfg.AllowMissingAudience {
