@@ -7,71 +7,115 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
+	"fmt"
 	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/validate"
 )
 
-// BenchmarkMiddlewareAlgs puts, for ES256, RS256 and EdDSA, serially and
-// with RunParallel: the floor (hash and one signature verification with the
-// standard library), validate.Validator alone with its cache off, and a GET
-// through Handler with an httptest recorder (cache off). Compare with
+// BenchmarkMiddlewareAlgs puts, for ES256, RS256 and EdDSA, a small token
+// and a 4 KiB one (150 "groups"), serially and with RunParallel: the floor
+// (hash and one signature verification with the standard library),
+// validate.Validator alone with its cache off and on, and a GET through
+// Handler with an httptest recorder, with the validator's cache off and
+// on. Besides sec/op each reports cpu-ns/op, the process CPU time per
+// operation, which stays meaningful on a shared machine. Compare with
 //
-//	benchstat -col /op -row /alg,/mode file
+//	benchstat -col /op -row /alg,/size,/mode file
 func BenchmarkMiddlewareAlgs(b *testing.B) {
 	env := newBenchEnv(b)
-	v := env.validator(b, -1)
-	m, err := New(testConfig(v, env.iss))
-	if err != nil {
-		b.Fatal(err)
+	handler := func(v *validate.Validator) http.Handler {
+		m, err := New(testConfig(v, env.iss))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	}
-	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	v, vc := env.validator(b, -1), env.validator(b, 0)
+	h, hc := handler(v), handler(vc)
 	kids := map[jose.SignatureAlgorithm]string{jose.ES256: env.iss.SigningKID(), jose.RS256: authtest.KIDRS256, jose.EdDSA: authtest.KIDEdDSA}
 	for _, alg := range []jose.SignatureAlgorithm{jose.ES256, jose.RS256, jose.EdDSA} {
-		tok := env.iss.Token(b, authtest.WithAlgorithm(alg), authtest.WithScopes("mcp", "tools:read", "tools:call", "weather:read"))
-		floor := floorFunc(b, env, tok, kids[alg])
-		req := httptest.NewRequest(http.MethodGet, resource, nil)
-		req.Header.Set("Authorization", "Bearer "+tok)
-		ops := []struct {
-			name string
-			fn   func()
-		}{
-			{"floor", floor},
-			{"validate", func() {
-				if _, err := v.Validate(b.Context(), tok); err != nil {
-					b.Fatal(err)
+		for _, size := range []string{"small", "4k"} {
+			opts := []authtest.TokenOption{authtest.WithAlgorithm(alg), authtest.WithScopes("mcp", "tools:read", "tools:call", "weather:read")}
+			if size == "4k" {
+				opts = append(opts, authtest.WithClaim("groups", benchGroups()))
+			}
+			tok := env.iss.Token(b, opts...)
+			floor := floorFunc(b, env, tok, kids[alg])
+			req := httptest.NewRequest(http.MethodGet, resource, nil)
+			req.Header.Set("Authorization", "Bearer "+tok)
+			validateWith := func(v *validate.Validator) func() {
+				return func() {
+					if _, err := v.Validate(b.Context(), tok); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}},
-			{"middleware", func() {
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, req)
-				if rec.Code != http.StatusNoContent {
-					b.Fatalf("status %d", rec.Code)
+			}
+			serve := func(h http.Handler) func() {
+				return func() {
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, req)
+					if rec.Code != http.StatusNoContent {
+						b.Fatalf("status %d", rec.Code)
+					}
 				}
-			}},
-		}
-		for _, op := range ops {
-			b.Run("alg="+string(alg)+"/mode=serial/op="+op.name, func(b *testing.B) {
-				b.ReportAllocs()
-				for b.Loop() {
-					op.fn()
-				}
-			})
-			b.Run("alg="+string(alg)+"/mode=parallel/op="+op.name, func(b *testing.B) {
-				b.ReportAllocs()
-				b.RunParallel(func(pb *testing.PB) {
-					for pb.Next() {
+			}
+			ops := []struct {
+				name string
+				fn   func()
+			}{
+				{"floor", floor},
+				{"validate", validateWith(v)},
+				{"validate_cached", validateWith(vc)},
+				{"middleware", serve(h)},
+				{"middleware_cached", serve(hc)},
+			}
+			for _, op := range ops {
+				op.fn() // warm: fills the cache of the cached ops
+				b.Run("alg="+string(alg)+"/size="+size+"/mode=serial/op="+op.name, func(b *testing.B) {
+					b.ReportAllocs()
+					start := cpuTime()
+					for b.Loop() {
 						op.fn()
 					}
+					reportCPU(b, start)
 				})
-			})
+				b.Run("alg="+string(alg)+"/size="+size+"/mode=parallel/op="+op.name, func(b *testing.B) {
+					b.ReportAllocs()
+					start := cpuTime()
+					b.RunParallel(func(pb *testing.PB) {
+						for pb.Next() {
+							op.fn()
+						}
+					})
+					reportCPU(b, start)
+				})
+			}
 		}
+	}
+}
+
+// benchGroups returns the 150 "groups" of the 4 KiB benchmark token, as a
+// directory-backed issuer sends.
+func benchGroups() []string {
+	g := make([]string, 150)
+	for i := range g {
+		g[i] = fmt.Sprintf("team-%03d-member", i)
+	}
+	return g
+}
+
+func reportCPU(b *testing.B, start time.Duration) {
+	if end := cpuTime(); end > 0 {
+		b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
 	}
 }
 

@@ -24,12 +24,27 @@ import (
 // ECDSA, already DER-encoded). BenchmarkValidate is the full check of a
 // distinct token per iteration (a ring of benchRing pre-minted tokens, warm
 // key source, cache disabled). BenchmarkValidateCached repeats one token
-// with the cache enabled. Compare with benchstat:
+// with the cache enabled. Each runs for a small token (about 600 bytes)
+// and a 4 KiB one whose claims carry a 150-entry "groups" array, as a
+// directory-backed issuer sends. Compare with benchstat:
 //
 //	go test -run='^$' -bench=. -count=6 ./validate/ > bench.txt
-//	benchstat -row /alg,/mode -col .name bench.txt
+//	benchstat -row /alg,/size,/mode -col .name bench.txt
 
 const benchRing = 1024
+
+// benchSizes are the token sizes benchmarked: "small" is baseClaims, "4k"
+// adds benchGroups.
+var benchSizes = []string{"small", "4k"}
+
+// benchGroups returns the 150 "groups" of the 4 KiB benchmark token.
+func benchGroups() []string {
+	g := make([]string, 150)
+	for i := range g {
+		g[i] = fmt.Sprintf("team-%03d-member", i)
+	}
+	return g
+}
 
 var benchAlgs = []struct {
 	name string
@@ -45,18 +60,22 @@ var (
 	rings  = map[string][]string{}
 )
 
-// ring returns benchRing distinct tokens signed by k, minted once.
-func ring(b *testing.B, k *testKey) []string {
+// ring returns benchRing distinct tokens of size signed by k, minted once.
+func ring(b testing.TB, k *testKey, size string) []string {
 	ringMu.Lock()
 	defer ringMu.Unlock()
-	if r, ok := rings[k.kid]; ok {
+	if r, ok := rings[k.kid+"/"+size]; ok {
 		return r
 	}
 	r := make([]string, benchRing)
 	for i := range r {
-		r[i] = mint(b, k, with("jti", fmt.Sprintf("jti-%04d", i)))
+		c := with("jti", fmt.Sprintf("jti-%04d", i))
+		if size == "4k" {
+			c["groups"] = benchGroups()
+		}
+		r[i] = mint(b, k, c)
 	}
-	rings[k.kid] = r
+	rings[k.kid+"/"+size] = r
 	return r
 }
 
@@ -99,8 +118,15 @@ func reportCPU(b *testing.B, start time.Duration) {
 func BenchmarkFloor(b *testing.B) {
 	k := keys(b)
 	for _, a := range benchAlgs {
-		key := a.key(k)
-		toks := ring(b, key)
+		for _, size := range benchSizes {
+			benchFloor(b, a.name, size, a.key(k))
+		}
+	}
+}
+
+func benchFloor(b *testing.B, alg, size string, key *testKey) {
+	{
+		toks := ring(b, key, size)
 		inputs := make([][]byte, len(toks))
 		sigs := make([][]byte, len(toks))
 		for i, tok := range toks {
@@ -116,7 +142,7 @@ func BenchmarkFloor(b *testing.B) {
 			sigs[i] = sig
 		}
 		pub := key.priv.Public()
-		run(b, a.name, func(i int) {
+		run(b, alg+"/size="+size, func(i int) {
 			i %= benchRing
 			var ok bool
 			switch p := pub.(type) {
@@ -146,33 +172,37 @@ func benchValidator(b *testing.B, key *testKey, cacheSize int) *Validator {
 func BenchmarkValidate(b *testing.B) {
 	k := keys(b)
 	for _, a := range benchAlgs {
-		key := a.key(k)
-		toks := ring(b, key)
-		v := benchValidator(b, key, -1)
-		ctx := b.Context()
-		run(b, a.name, func(i int) {
-			if _, err := v.Validate(ctx, toks[i%benchRing]); err != nil {
-				b.Fatal(err)
-			}
-		})
+		for _, size := range benchSizes {
+			key := a.key(k)
+			toks := ring(b, key, size)
+			v := benchValidator(b, key, -1)
+			ctx := b.Context()
+			run(b, a.name+"/size="+size, func(i int) {
+				if _, err := v.Validate(ctx, toks[i%benchRing]); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
 	}
 }
 
 func BenchmarkValidateCached(b *testing.B) {
 	k := keys(b)
 	for _, a := range benchAlgs {
-		key := a.key(k)
-		tok := ring(b, key)[0]
-		v := benchValidator(b, key, 0)
-		ctx := b.Context()
-		if _, err := v.Validate(ctx, tok); err != nil {
-			b.Fatal(err)
-		}
-		run(b, a.name, func(int) {
+		for _, size := range benchSizes {
+			key := a.key(k)
+			tok := ring(b, key, size)[0]
+			v := benchValidator(b, key, 0)
+			ctx := b.Context()
 			if _, err := v.Validate(ctx, tok); err != nil {
 				b.Fatal(err)
 			}
-		})
+			run(b, a.name+"/size="+size, func(int) {
+				if _, err := v.Validate(ctx, tok); err != nil {
+					b.Fatal(err)
+				}
+			})
+		}
 	}
 }
 
@@ -185,7 +215,7 @@ func BenchmarkGoJose(b *testing.B) {
 	algs := DefaultAlgorithms()
 	for _, a := range benchAlgs {
 		key := a.key(k)
-		toks := ring(b, key)
+		toks := ring(b, key, "small")
 		pub := key.priv.Public()
 		run(b, a.name, func(i int) {
 			tok, err := jwt.ParseSigned(toks[i%benchRing], algs)
