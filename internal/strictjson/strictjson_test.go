@@ -1,0 +1,178 @@
+package strictjson
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestMembers(t *testing.T) {
+	many := func(n int, extra string) string {
+		var sb strings.Builder
+		sb.WriteString("{")
+		for i := range n {
+			if i > 0 {
+				sb.WriteString(",")
+			}
+			sb.WriteString(`"m` + strings.Repeat("x", i) + `":0`)
+		}
+		return sb.String() + extra + "}"
+	}
+	tests := []struct {
+		name    string
+		doc     string
+		want    string // name=value;… of the members read
+		wantErr error
+	}{
+		{name: "empty object", doc: `{}`, want: ""},
+		{name: "members", doc: ` {"a" : 1, "b":[1,{"c":2}] ,"d":"x"} `, want: `a=1;b=[1,{"c":2}];d="x";`},
+		{name: "escaped name", doc: `{"\u0061":true}`, want: `a=true;`},
+		{name: "empty", doc: ``, wantErr: ErrSyntax},
+		{name: "whitespace only", doc: " \n", wantErr: ErrSyntax},
+		{name: "unterminated", doc: `{"a":1`, wantErr: ErrSyntax},
+		{name: "trailing data", doc: `{"a":1}{}`, wantErr: ErrSyntax},
+		{name: "trailing comma", doc: `{"a":1,}`, wantErr: ErrSyntax},
+		{name: "single quotes", doc: `{'a':1}`, wantErr: ErrSyntax},
+		{name: "number name", doc: `{1:1}`, wantErr: ErrSyntax},
+		{name: "NaN", doc: `{"a":NaN}`, wantErr: ErrSyntax},
+		{name: "leading zero", doc: `{"a":01}`, wantErr: ErrSyntax},
+		{name: "control char", doc: "{\"a\":\"\x01\"}", wantErr: ErrSyntax},
+		{name: "array", doc: `[{"a":1}]`, wantErr: ErrNotObject},
+		{name: "string", doc: `"a"`, wantErr: ErrNotObject},
+		{name: "null", doc: `null`, wantErr: ErrNotObject},
+		{name: "duplicate", doc: `{"a":1,"a":2}`, wantErr: ErrDuplicateName},
+		{name: "escaped duplicate", doc: `{"a":1,"\u0061":2}`, wantErr: ErrDuplicateName},
+		{name: "nested duplicate", doc: `{"a":{"b":1,"b":2}}`, wantErr: ErrDuplicateName},
+		{name: "deep duplicate", doc: `{"a":[[{"b":1,"b":2}]]}`, wantErr: ErrDuplicateName},
+		{name: "case variant", doc: `{"a":1,"A":2}`, wantErr: ErrCaseVariant},
+		{name: "kelvin sign", doc: `{"k":1,"\u212a":2}`, wantErr: ErrCaseVariant},
+		{name: "long s", doc: `{"s":1,"ſ":2}`, wantErr: ErrCaseVariant},
+		{name: "nested case variant allowed", doc: `{"a":{"b":1,"B":2}}`, want: `a={"b":1,"B":2};`},
+		{name: "case variant among many", doc: many(40, `,"MXXX":1`), wantErr: ErrCaseVariant},
+		{name: "duplicate among many", doc: many(40, `,"mxxx":1`), wantErr: ErrDuplicateName},
+		{name: "case variant then syntax error", doc: `{"a":1,"A":2,}`, wantErr: ErrSyntax},
+		{name: "invalid UTF-8 value", doc: "{\"a\":\"\xff\"}", wantErr: ErrInvalidUTF8},
+		{name: "invalid UTF-8 name", doc: "{\"\xff\":1}", wantErr: ErrInvalidUTF8},
+		{name: "invalid UTF-8 nested", doc: "{\"a\":[\"\xc3\"]}", wantErr: ErrInvalidUTF8},
+		{name: "lone surrogate", doc: `{"a":"\ud800"}`, wantErr: ErrInvalidUTF8},
+		{name: "surrogate pair", doc: `{"a":"\ud83d\ude00"}`, want: `a="\ud83d\ude00";`},
+		{name: "too deep", doc: `{"a":` + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + `}`, wantErr: ErrSyntax},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got strings.Builder
+			err := Members([]byte(tt.doc), func(name, value []byte) error {
+				got.WriteString(string(name) + "=" + string(value) + ";")
+				return nil
+			})
+			if tt.wantErr != nil {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("err = %v, want %v", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got.String() != tt.want {
+				t.Fatalf("Members = %q, %v; want %q", got.String(), err, tt.want)
+			}
+		})
+	}
+}
+
+func TestMembersStopsOnCallbackError(t *testing.T) {
+	stop := errors.New("stop")
+	n := 0
+	err := Members([]byte(`{"a":1,"b":2}`), func(_, _ []byte) error { n++; return stop })
+	if err != stop || n != 1 {
+		t.Fatalf("err = %v after %d calls", err, n)
+	}
+}
+
+func TestValues(t *testing.T) {
+	for _, tt := range []struct {
+		v    string
+		want string
+		ok   bool
+	}{{`"a"`, "a", true}, {`"a\"b"`, `a"b`, true}, {`"\u00e9"`, "é", true}, {`1`, "", false}, {`"`, "", false}, {`null`, "", false}} {
+		if got, ok := String(tt.v); got != tt.want || ok != tt.ok {
+			t.Errorf("String(%s) = %q, %t", tt.v, got, ok)
+		}
+	}
+	if got, ok := Strings(`["a","\u0062"]`); !ok || strings.Join(got, ",") != "a,b" {
+		t.Errorf("Strings = %q, %t", got, ok)
+	}
+	if got, ok := Strings(`[]`); !ok || got == nil || len(got) != 0 {
+		t.Errorf("Strings([]) = %#v, %t", got, ok)
+	}
+	for _, v := range []string{`["a",1]`, `"a"`, `[null]`, ``} {
+		if _, ok := Strings(v); ok {
+			t.Errorf("Strings(%s) accepted", v)
+		}
+	}
+}
+
+func TestUnmarshalIsCaseSensitive(t *testing.T) {
+	var v struct {
+		Name string `json:"name"`
+	}
+	if err := Unmarshal([]byte(`{"NAME":"x"}`), &v); err != nil || v.Name != "" {
+		t.Fatalf("Unmarshal = %+v, %v", v, err)
+	}
+	if err := Unmarshal([]byte(`{"name":"x","name":"y"}`), &v); err == nil {
+		t.Fatal("Unmarshal accepted a duplicate")
+	}
+}
+
+// FuzzMembers: Members never panics; what it accepts is one valid UTF-8
+// JSON object for encoding/json too, whose top-level names are unique
+// under case folding, and whose member values, read back, are exactly
+// what encoding/json reads (last-wins and case folding cannot matter).
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1,"b":[true,null,{"c":"d"}]}`, `{"a":1,"A":2}`, `{"a":1,"a":2}`,
+		"{\"a\":\"\xff\"}", `{"a":"\ud800"}`, `[1]`, `{"k":1,"\u212a":2}`, `{"a":{"b":1,"b":2}}`, ` {"x" : "y" } `} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		got := map[string]json.RawMessage{}
+		var names []string
+		err := Members(doc, func(name, value []byte) error {
+			names = append(names, string(name))
+			got[string(name)] = append(json.RawMessage(nil), value...)
+			return nil
+		})
+		if err != nil {
+			for _, s := range []error{ErrSyntax, ErrInvalidUTF8, ErrDuplicateName, ErrCaseVariant, ErrNotObject} {
+				if errors.Is(err, s) {
+					return
+				}
+			}
+			t.Fatalf("undocumented error %v", err)
+		}
+		if !json.Valid(doc) || !utf8.Valid(doc) {
+			t.Fatalf("accepted %q, which encoding/json or utf8 refuses", doc)
+		}
+		if Valid(doc) != nil {
+			t.Fatalf("Members accepted %q, Valid refuses", doc)
+		}
+		for i := range names {
+			for j := range i {
+				if strings.EqualFold(names[i], names[j]) {
+					t.Fatalf("accepted names %q and %q", names[i], names[j])
+				}
+			}
+		}
+		var std map[string]json.RawMessage
+		if err := json.Unmarshal(doc, &std); err != nil {
+			t.Fatalf("encoding/json: %v", err)
+		}
+		if len(std) != len(got) {
+			t.Fatalf("encoding/json has %d members, Members %d", len(std), len(got))
+		}
+		for k, v := range std {
+			if string(got[k]) != string(v) {
+				t.Fatalf("member %q: encoding/json %s, Members %s", k, v, got[k])
+			}
+		}
+	})
+}
