@@ -1,11 +1,13 @@
 package validate
 
 import (
-	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // Claims is a verified JWT access token (RFC 9068 §2.2). Every value comes
@@ -47,15 +49,17 @@ type Claims struct {
 	payload string // the verified claims set, JSON
 }
 
-// Decode unmarshals the verified claims set into dst with encoding/json, for
-// claims this package does not interpret. Member names in the claims set
-// are unique even under case folding, so Decode cannot observe a different
-// value for a claim than the one [Validator.Validate] checked. Duplicate
-// names inside nested objects are not checked (encoding/json keeps the
-// last). A Claims built by hand, not returned by Validate, has no claims
-// set, and Decode returns an encoding/json error.
+// Decode unmarshals the verified claims set into dst, for claims this
+// package does not interpret, with go-json-experiment/json (Go 1.27's
+// encoding/json/v2) and its defaults: member names match struct fields
+// case-sensitively (use `json:"name"` tags), and duplicate names at any
+// depth and invalid UTF-8 are errors. [Validator.Validate] has already
+// refused claims sets with repeated names or top-level names equal under
+// case folding, so Decode cannot observe a different value for a claim
+// than the one Validate checked. A Claims built by hand, not returned by
+// Validate, has no claims set, and Decode returns an error.
 func (c *Claims) Decode(dst any) error {
-	return json.Unmarshal([]byte(c.payload), dst)
+	return strictjson.Unmarshal([]byte(c.payload), dst)
 }
 
 // clone returns a copy of c that shares no mutable memory with it.
@@ -79,6 +83,7 @@ var (
 	errMissingIat       = fmt.Errorf("%w: iat", ErrMissingClaim)
 	errMissingJTI       = fmt.Errorf("%w: jti", ErrMissingClaim)
 	errMissingClientID  = fmt.Errorf("%w: client_id", ErrMissingClaim)
+	errPayloadJSON      = fmt.Errorf("%w: claims set is not a JSON object", ErrMalformed)
 	errIssType          = fmt.Errorf("%w: iss is not a string", ErrMalformed)
 	errStringClaim      = fmt.Errorf("%w: sub, jti, client_id or azp is not a string", ErrMalformed)
 	errAudType          = fmt.Errorf("%w: aud is not a string or an array of strings", ErrMalformed)
@@ -97,16 +102,18 @@ type rawClaims struct {
 	iss, sub, aud, exp, nbf, iat, jti, clientID, azp, scope, scp, cnf, tenant string
 }
 
-// collect scans the claims set once and picks out the members this package
-// reads, without allocating. An exact repeat of one of them is refused at
-// once; other repeats, and repeats that differ only in case, are refused by
-// uniqueNames after the signature has been checked.
-func (v *Validator) collect(payload string) (rawClaims, error) {
+// collect reads the claims set of tok once, by the strictjson policy, and
+// picks out the raw values of the members this package reads, as
+// sub-strings of tok.payload (no copy per member). Any repeated name, and
+// any two names equal under case folding, are refused here, before the
+// signature is checked, so no later decoder ([Claims.Decode] included)
+// can see a different value than the one checked.
+func (v *Validator) collect(tok *token) (rawClaims, error) {
 	var rc rawClaims
-	it := iterMembers(payload)
-	for m, ok := it.next(); ok; m, ok = it.next() {
+	tok.payload = string(tok.pay)
+	err := readObject(&v.json, tok.pay, tok.payload, func(name []byte, value string) error {
 		var dst *string
-		switch m.name {
+		switch string(name) {
 		case "iss":
 			dst = &rc.iss
 		case "sub":
@@ -133,16 +140,17 @@ func (v *Validator) collect(payload string) (rawClaims, error) {
 			dst = &rc.cnf
 		}
 		if dst != nil {
-			if *dst != "" {
-				return rc, errDuplicateMember
-			}
-			*dst = m.value
+			*dst = value
 		}
-		if v.cfg.TenantClaim != "" && m.name == v.cfg.TenantClaim {
-			rc.tenant = m.value
+		if v.cfg.TenantClaim != "" && string(name) == v.cfg.TenantClaim {
+			rc.tenant = value
 		}
+		return nil
+	})
+	if errors.Is(err, errNotObject) {
+		return rc, errPayloadJSON
 	}
-	return rc, it.err
+	return rc, err
 }
 
 // issuerOf returns the "iss" string. It runs before the signature check, to
@@ -151,7 +159,7 @@ func issuerOf(rc *rawClaims) (string, error) {
 	if rc.iss == "" {
 		return "", errMissingIss
 	}
-	iss, ok := jsonString(rc.iss)
+	iss, ok := strictjson.String(rc.iss)
 	if !ok {
 		return "", errIssType
 	}
@@ -343,17 +351,17 @@ func optString(raw string) (string, bool) {
 	if raw == "" {
 		return "", true
 	}
-	return jsonString(raw)
+	return strictjson.String(raw)
 }
 
 // audience decodes "aud": a string or an array of strings.
 func audience(raw string) ([]string, bool) {
 	if raw[0] == '"' {
-		s, ok := jsonString(raw)
+		s, ok := strictjson.String(raw)
 		if !ok {
 			return nil, false
 		}
 		return []string{s}, true
 	}
-	return jsonStrings(raw)
+	return strictjson.Strings(raw)
 }

@@ -26,14 +26,14 @@ const (
 )
 
 // DefaultAlgorithms is the asymmetric allow-list used when Config.Algorithms
-// is nil (RFC 7518 §3.1 and RFC 8037 §3.1). New returns a copy, so changing
-// this slice after New has no effect on a [Validator].
+// is nil (RFC 7518 §3.1, RFC 8037 §3.1 and RFC 9864 §2.2). It returns a
+// new slice on every call.
 func DefaultAlgorithms() []jose.SignatureAlgorithm {
 	return []jose.SignatureAlgorithm{
 		jose.RS256, jose.RS384, jose.RS512,
 		jose.PS256, jose.PS384, jose.PS512,
 		jose.ES256, jose.ES384, jose.ES512,
-		jose.EdDSA,
+		jose.EdDSA, Ed25519,
 	}
 }
 
@@ -79,7 +79,8 @@ type Config struct {
 
 	// Algorithms is the JWS "alg" allow-list (RFC 7515 §4.1.1, RFC 8725
 	// §3.1). If nil, [DefaultAlgorithms] is used: RS256/384/512,
-	// PS256/384/512, ES256/384/512 and EdDSA (Ed25519). HMAC algorithms and
+	// PS256/384/512, ES256/384/512, EdDSA and its fully specified name
+	// [Ed25519] (RFC 9864), both for Ed25519 keys only. HMAC algorithms and
 	// "none" are refused by New, as is any algorithm this package cannot
 	// verify. A non-nil empty slice is a configuration error.
 	Algorithms []jose.SignatureAlgorithm

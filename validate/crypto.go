@@ -32,6 +32,11 @@ const (
 	kindEd25519
 )
 
+// Ed25519 is the fully specified JWS algorithm name of RFC 9864 §2.2:
+// EdDSA with the Ed25519 curve only. It verifies exactly as "EdDSA" does
+// on an Ed25519 key (RFC 8037 §3.1); go-jose v4.1 has no constant for it.
+const Ed25519 = jose.SignatureAlgorithm("Ed25519")
+
 // algSpec describes one supported JWS algorithm (RFC 7518 §3.1, RFC 8037).
 type algSpec struct {
 	name  jose.SignatureAlgorithm
@@ -66,20 +71,25 @@ func lookupAlg(alg string) (algSpec, bool) {
 		return algSpec{name: jose.ES512, kind: kindEC, hash: crypto.SHA512, curve: elliptic.P521(), size: 66}, true
 	case jose.EdDSA:
 		return algSpec{name: jose.EdDSA, kind: kindEd25519}, true
+	case Ed25519:
+		return algSpec{name: Ed25519, kind: kindEd25519}, true
 	}
 	return algSpec{}, false
 }
 
 // usableKey returns k's public key if k may verify a token signed with alg
 // under kid: a signing key ("use" absent or "sig"), whose "alg" is absent or
-// equal to alg, whose kid matches (any kid when the token has none), and
+// names alg, whose kid matches (any kid when the token has none), and
 // whose type, curve and size fit alg. Symmetric, private, opaque and
-// unknown key types are never usable.
+// unknown key types are never usable. k was parsed, and its key material
+// checked, by go-jose (jose.JSONWebKey). For an Ed25519 key, the JWK
+// "alg" values "EdDSA" and "Ed25519" (RFC 9864 §2.2) name the same
+// algorithm, so either fits a token of either.
 func usableKey(k *jose.JSONWebKey, alg *algSpec, kid string) (crypto.PublicKey, bool) {
 	if k.Use != "" && k.Use != "sig" {
 		return nil, false
 	}
-	if k.Algorithm != "" && k.Algorithm != string(alg.name) {
+	if k.Algorithm != "" && k.Algorithm != string(alg.name) && !(alg.kind == kindEd25519 && isEdDSAName(k.Algorithm)) {
 		return nil, false
 	}
 	if kid != "" && k.KeyID != kid {
@@ -107,6 +117,13 @@ func usableKey(k *jose.JSONWebKey, alg *algSpec, kid string) (crypto.PublicKey, 
 		return k.Key, true
 	}
 	return nil, false
+}
+
+// isEdDSAName reports whether a is a JWS name of Ed25519 signatures: the
+// polymorphic "EdDSA" (RFC 8037 §3.1) or the fully specified "Ed25519"
+// (RFC 9864 §2.2).
+func isEdDSAName(a string) bool {
+	return a == string(jose.EdDSA) || a == string(Ed25519)
 }
 
 // pssOptions follows RFC 7518 §3.5: the salt is as long as the hash output.

@@ -7,10 +7,14 @@ import (
 )
 
 // TestDeps enforces the layering in docs/DESIGN.md: validate imports only
-// the standard library (never net/http) and go-jose.
+// the standard library (never net/http), go-jose and internal/strictjson.
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
-		Allowed: []string{"github.com/go-jose/go-jose/v4/..."},
+		Allowed: []string{
+			"github.com/go-jose/go-jose/v4/...",
+			"github.com/mcpguard/mcpguard/internal/strictjson",
+			"github.com/go-json-experiment/json/...", // through internal/strictjson
+		},
 		BadDeps: map[string]string{
 			"net/http":                         "no HTTP in token checking; key I/O is behind KeySource",
 			"github.com/golang-jwt/jwt/v5":     "tokens are verified with go-jose only",

@@ -1,8 +1,11 @@
 package validate
 
 import (
+	"errors"
 	"slices"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // This file holds the exported helpers for validators that live outside
@@ -42,7 +45,11 @@ func ParseNumericDate(v string) (time.Time, bool) {
 // second decodes to a JSON object with an "iss" member (RFC 7519 §4.1.1)
 // equal to one of the configured issuers. The signature segment may be
 // empty (an unsecured JWT still names its issuer). Tokens longer than
-// Config.MaxTokenBytes are not trusted.
+// Config.MaxTokenBytes are not trusted. A header or claims set that is a
+// JSON object except for repeated names or names equal under case folding
+// counts as naming a trusted issuer (whichever its "iss" members say), so
+// that such an ambiguous token is refused by Validate rather than routed
+// elsewhere.
 //
 // Trusts verifies nothing: no signature, no claim, no "alg" allow-list,
 // and the "iss" it reads is unverified. It is a cheap routing decision
@@ -50,8 +57,8 @@ func ParseNumericDate(v string) (time.Time, bool) {
 // validate/introspect.Hybrid): a token for which Trusts is true must be
 // validated with [Validator.Validate] and nothing else, so that a forged
 // or expired token naming a trusted issuer is refused rather than handed
-// to a more lenient path. It allocates twice, about three times the size
-// of the header and claims set.
+// to a more lenient path. It allocates once, about twice the size of the
+// header and claims set.
 func (v *Validator) Trusts(raw string) bool {
 	if raw == "" || len(raw) > v.cfg.MaxTokenBytes {
 		return false
@@ -69,36 +76,32 @@ func (v *Validator) Trusts(raw string) bool {
 		return false
 	}
 	pay, err := decodeSegment(buf[d2+hl:], buf[d1+1:d2])
-	if err != nil || !validJSON(hdr) || !validJSON(pay) {
+	if err != nil {
 		return false
 	}
-	// One string for both, so the scanners below allocate nothing more.
-	doc := string(buf[d2 : d2+hl+len(pay)])
-	if !hasMember(doc[:len(hdr)], "alg") {
+	hasAlg := false
+	err = v.json.Members(hdr, func(name, _ []byte) error {
+		hasAlg = hasAlg || string(name) == "alg"
+		return nil
+	})
+	switch {
+	case ambiguous(err):
+	case err != nil || !hasAlg:
 		return false
 	}
-	it := iterMembers(doc[hl:])
-	for m, ok := it.next(); ok; m, ok = it.next() {
-		if m.name != "iss" {
-			continue
+	trusted := false
+	err = v.json.Members(pay, func(name, value []byte) error {
+		if string(name) == "iss" {
+			iss, ok := strictjson.String(value)
+			trusted = ok && v.issuers[iss] != nil
 		}
-		// Any trusted "iss" member routes the token here, even one of
-		// several: Validate then refuses the duplicate.
-		if iss, ok := jsonString(m.value); ok && v.issuers[iss] != nil {
-			return true
-		}
-	}
-	return false
+		return nil
+	})
+	return ambiguous(err) || (err == nil && trusted)
 }
 
-// hasMember reports whether the JSON object doc has a top-level member
-// named name.
-func hasMember(doc, name string) bool {
-	it := iterMembers(doc)
-	for m, ok := it.next(); ok; m, ok = it.next() {
-		if m.name == name {
-			return true
-		}
-	}
-	return false
+// ambiguous reports whether err is strictjson's refusal of a well-formed
+// object whose member names repeat, exactly or under case folding.
+func ambiguous(err error) bool {
+	return errors.Is(err, strictjson.ErrDuplicateName) || errors.Is(err, strictjson.ErrCaseVariant)
 }

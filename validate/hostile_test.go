@@ -165,7 +165,12 @@ func TestValidateDuplicateMembers(t *testing.T) {
 		{name: "custom claim twice", tok: forgedRaw(esHdr, `{`+body+`,"roles":["a"],"roles":["admin"]}`), wantErr: ErrMalformed},
 		{name: "many members, one duplicate", tok: forgedRaw(esHdr, `{`+body+manyMembers(40)+`,"c07":1}`), wantErr: ErrMalformed},
 		{name: "many members, no duplicate", tok: forgedRaw(esHdr, `{`+body+manyMembers(40)+`}`)},
-		{name: "nested duplicate not checked", tok: forgedRaw(esHdr, `{`+body+`,"ext":{"a":1,"a":2}}`)},
+		// Stricter since the move to internal/strictjson: duplicates are
+		// refused at every depth (case variants only at the top level).
+		{name: "nested duplicate", tok: forgedRaw(esHdr, `{`+body+`,"ext":{"a":1,"a":2}}`), wantErr: ErrMalformed},
+		{name: "nested case variant allowed", tok: forgedRaw(esHdr, `{`+body+`,"ext":{"a":1,"A":2}}`)},
+		{name: "invalid UTF-8 in a nested claim", tok: forgedRaw(esHdr, `{`+body+",\"ext\":[\"\xff\"]}"), wantErr: ErrMalformed},
+		{name: "lone surrogate escape", tok: forgedRaw(esHdr, `{`+body+`,"ext":"\ud800"}`), wantErr: ErrMalformed},
 		{name: "alg twice in header", tok: forgedRaw(`{"alg":"ES256","typ":"at+jwt","kid":"es256","alg":"none"}`, good), wantErr: ErrMalformed},
 		{name: "kid twice in header", tok: forgedRaw(`{"alg":"ES256","typ":"at+jwt","kid":"es256","kid":"other"}`, good), wantErr: ErrMalformed},
 		{name: "typ case variant in header", tok: forgedRaw(`{"alg":"ES256","typ":"at+jwt","kid":"es256","TYP":"JWT"}`, good), wantErr: ErrMalformed},

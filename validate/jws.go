@@ -4,18 +4,59 @@ import (
 	"encoding/base64"
 	"fmt"
 	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
+
+// This file is the whole JOSE boundary: everything this package does
+// itself for a JWS, rather than through a library. Everything else is
+// delegated (docs/jose.md):
+//
+//   - JSON: internal/strictjson, over go-json-experiment/json, reads the
+//     header and the claims set (one value, valid UTF-8, no duplicate
+//     names, no case variants; RFC 7515 §5.2 step 4, RFC 7519 §4).
+//   - Keys: go-jose parses every JWK (RFC 7517 §4, RFC 7518 §6) into a
+//     jose.JSONWebKey, with its own checks (curve points on the curve,
+//     low-order Ed25519 points refused, RSA parameters); usableKey
+//     (crypto.go) then matches "use", "alg", "kid", type, curve and size.
+//   - Signatures: crypto/ecdsa, crypto/rsa and crypto/ed25519 verify
+//     (RFC 7518 §3.3-3.5, RFC 8037 §3.1), in crypto.go.
+//
+// What is done here, each with the clause it implements:
+//
+//   - The compact serialization (RFC 7515 §7.1, §5.2 steps 1-2): exactly
+//     three segments separated by two dots; a five-segment JWE (RFC 7516
+//     §7.1) and the JSON serialization (RFC 7515 §7.2) are refused, as
+//     are empty header and payload segments.
+//   - base64url (RFC 7515 §2, RFC 4648 §5): unpadded, URL alphabet,
+//     canonical (non-zero trailing bits refused), no line breaks or other
+//     bytes encoding/base64 would skip, so a token has one encoding.
+//   - The JOSE header (RFC 7515 §4, RFC 8725 §3.1): a JSON object of at
+//     most 32 parameters; "alg", "typ" and "kid" must be strings when
+//     present;
+//   - "alg" (RFC 7515 §4.1.1, RFC 8725 §3.1-3.2): required and in the
+//     configured allow-list of asymmetric algorithms, compared exactly;
+//     "none" and HMAC can never be configured, so an "alg" never chooses
+//     how a key is used (no RS/HS confusion). "Ed25519" (RFC 9864 §2.2) is
+//     accepted as well as the polymorphic "EdDSA" (RFC 8037 §3.1), both
+//     for Ed25519 keys only.
+//   - Parameters that would make the token choose its own key or change
+//     how it is processed are refused, never fetched or followed: "jku",
+//     "x5u" (RFC 7515 §4.1.2, §4.1.5; RFC 8725 §3.10), "jwk", "x5c"
+//     (§4.1.3, §4.1.6), "crit" (§4.1.11: no extension is understood, so
+//     any "crit" must fail), "b64" (RFC 7797 §3), and "cty" (§4.1.10; RFC
+//     7519 §5.2: a nested JWT or a payload that is not a claims set).
+//   - "typ" (RFC 9068 §2.1, RFC 8725 §3.11): "at+jwt", with or without
+//     the "application/" prefix (RFC 7515 §4.1.9), case-insensitively;
+//     Config.AllowJWTType also accepts "JWT" and no "typ".
+//   - "kid" (RFC 7515 §4.1.4): required unless Config.AllowMissingKID;
+//     it only selects among the issuer's own keys.
 
 // Wrapped errors for the parse stage. They carry no token data, are
 // allocated once, and cost nothing on the failure path.
 var (
 	errSegments        = fmt.Errorf("%w: not a compact JWS with three base64url segments", ErrMalformed)
 	errBase64          = fmt.Errorf("%w: segment is not canonical unpadded base64url", ErrMalformed)
-	errNotObject       = fmt.Errorf("%w: not a JSON object", ErrMalformed)
-	errMalformedJSON   = fmt.Errorf("%w: invalid JSON", ErrMalformed)
-	errDuplicateMember = fmt.Errorf("%w: duplicate member name", ErrMalformed)
-	errHeaderJSON      = fmt.Errorf("%w: header is not a UTF-8 JSON object", ErrMalformed)
-	errPayloadJSON     = fmt.Errorf("%w: claims set is not a UTF-8 JSON object", ErrMalformed)
 	errHeaderType      = fmt.Errorf("%w: header parameter has the wrong JSON type", ErrMalformed)
 	errHeaderSize      = fmt.Errorf("%w: more than 32 header parameters", ErrMalformed)
 	errNoAlg           = fmt.Errorf("%w: missing alg header", ErrMalformed)
@@ -49,7 +90,8 @@ type token struct {
 	input   []byte // signing input: ASCII(header "." payload)
 	sig     []byte // decoded signature
 	scratch []byte // scratchSize bytes for verifySignature
-	payload string // decoded claims set (JSON), retained by Claims
+	pay     []byte // decoded claims set, in the parse buffer
+	payload string // the same bytes as a string, retained by Claims
 }
 
 // splitCompact returns the positions of the two dots of a compact JWS
@@ -74,7 +116,8 @@ func splitCompact(raw string) (d1, d2 int, ok bool) {
 }
 
 // parse splits and decodes raw into tok and reads its header, without
-// verifying the signature.
+// verifying the signature. The claims set is only decoded here; collect
+// reads it.
 func (v *Validator) parse(raw string, tok *token) error {
 	d1, d2, ok := splitCompact(raw)
 	if !ok || d1 == 0 || d2 == d1+1 {
@@ -94,24 +137,13 @@ func (v *Validator) parse(raw string, tok *token) error {
 	if err != nil {
 		return err
 	}
-	pay, err := decodeSegment(buf[n+hl:n+hl+pl], buf[d1+1:d2])
-	if err != nil {
+	if tok.pay, err = decodeSegment(buf[n+hl:n+hl+pl], buf[d1+1:d2]); err != nil {
 		return err
 	}
 	if tok.sig, err = decodeSegment(buf[n+hl+pl:n+hl+pl+sl], buf[d2+1:n]); err != nil {
 		return err
 	}
-	if !validJSON(hdr) {
-		return errHeaderJSON
-	}
-	if err := v.readHeader(string(hdr), &tok.header); err != nil {
-		return err
-	}
-	if !validJSON(pay) {
-		return errPayloadJSON
-	}
-	tok.payload = string(pay)
-	return nil
+	return v.readHeader(hdr, &tok.header)
 }
 
 func decodeSegment(dst, src []byte) ([]byte, error) {
@@ -123,34 +155,29 @@ func decodeSegment(dst, src []byte) ([]byte, error) {
 }
 
 // readHeader reads alg, typ, kid and the forbidden parameters from the
-// JOSE header hs, in this order of checks: structure (ErrMalformed), alg
+// JOSE header hdr, in this order of checks: structure (ErrMalformed), alg
 // (ErrUnsupportedAlgorithm), forbidden parameters and cty (ErrType), typ
 // (ErrType), kid (ErrKeyNotFound).
-func (v *Validator) readHeader(hs string, h *header) error {
+func (v *Validator) readHeader(hdr []byte, h *header) error {
 	var alg, typ string
-	var hasTyp, forbidden, cty bool
-	var err error
+	var hasTyp, forbidden, cty, badType bool
 	n := 0
-	it := iterMembers(hs)
-	for m, ok := it.next(); ok; m, ok = it.next() {
+	hs := string(hdr) // kid outlives the parse buffer
+	err := readObject(&v.json, hdr, hs, func(name []byte, value string) error {
 		if n++; n > maxHeaderParams {
 			return errHeaderSize
 		}
-		switch m.name {
+		var ok bool
+		switch string(name) {
 		case "alg":
-			if alg, err = headerString(m.value); err != nil {
-				return err
-			}
+			alg, ok = strictjson.String(value)
+			badType = badType || !ok
 		case "typ":
-			if typ, err = headerString(m.value); err != nil {
-				return err
-			}
-			hasTyp = true
+			typ, ok = strictjson.String(value)
+			badType, hasTyp = badType || !ok, true
 		case "kid":
-			if h.kid, err = headerString(m.value); err != nil {
-				return err
-			}
-			h.hasKID = h.kid != ""
+			h.kid, ok = strictjson.String(value)
+			badType, h.hasKID = badType || !ok, ok && h.kid != ""
 		case "cty":
 			cty = true
 		case "crit", "b64", "jku", "x5u", "jwk", "x5c":
@@ -158,14 +185,14 @@ func (v *Validator) readHeader(hs string, h *header) error {
 			// understood (RFC 7515 §4.1.11, RFC 7797, RFC 8725 §3.10).
 			forbidden = true
 		}
-	}
-	if it.err != nil {
-		return it.err
-	}
-	if err := uniqueNames(hs, v.seed); err != nil {
+		return nil
+	})
+	switch {
+	case err != nil:
 		return err
-	}
-	if alg == "" {
+	case badType:
+		return errHeaderType
+	case alg == "":
 		return errNoAlg
 	}
 	if h.alg = v.allowedAlg(alg); h.alg == nil {
@@ -184,14 +211,6 @@ func (v *Validator) readHeader(hs string, h *header) error {
 		return errNoKID
 	}
 	return nil
-}
-
-func headerString(v string) (string, error) {
-	s, ok := jsonString(v)
-	if !ok {
-		return "", errHeaderType
-	}
-	return s, nil
 }
 
 // allowedAlg returns the spec of alg if it is in the allow-list.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 var (
@@ -25,16 +27,16 @@ func (c *Claims) HasScope(s string) bool {
 func (v *Validator) scopes(rc *rawClaims) ([]string, error) {
 	switch {
 	case rc.scope != "":
-		s, ok := jsonString(rc.scope)
+		s, ok := strictjson.String(rc.scope)
 		if !ok {
 			return nil, errScopeType
 		}
 		return splitScope(s)
 	case v.cfg.AllowSCP && rc.scp != "":
-		if s, ok := jsonString(rc.scp); ok {
+		if s, ok := strictjson.String(rc.scp); ok {
 			return splitScope(s)
 		}
-		list, ok := jsonStrings(rc.scp)
+		list, ok := strictjson.Strings(rc.scp)
 		if !ok {
 			return nil, errScopeType
 		}

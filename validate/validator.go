@@ -5,9 +5,10 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"strings"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // Validator verifies JWT access tokens (RFC 9068) for one resource server.
@@ -37,8 +38,8 @@ type Validator struct {
 	cfg     Config
 	algs    []algSpec
 	issuers map[string]*issuerState
-	seed    maphash.Seed // for uniqueNames
-	cache   *tokenCache  // nil when disabled
+	cache   *tokenCache     // nil when disabled
+	json    strictjson.Pool // buffers for reading headers and claims sets
 	// canonAud holds Config.Audiences with scheme and host lower-cased, for
 	// the case-insensitive fallback in audienceOK.
 	canonAud []string
@@ -60,7 +61,7 @@ func New(cfg Config) (*Validator, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	v := &Validator{cfg: cfg, issuers: make(map[string]*issuerState, len(cfg.Issuers)), seed: maphash.MakeSeed()}
+	v := &Validator{cfg: cfg, issuers: make(map[string]*issuerState, len(cfg.Issuers))}
 	for _, a := range cfg.Audiences {
 		if c, ok := CanonicalURI(a); ok {
 			v.canonAud = append(v.canonAud, c)
@@ -121,7 +122,7 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*Claims, error) {
 	if err := v.parse(raw, &tok); err != nil {
 		return nil, err
 	}
-	rc, err := v.collect(tok.payload)
+	rc, err := v.collect(&tok)
 	if err != nil {
 		return nil, err
 	}
@@ -137,12 +138,8 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*Claims, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The claims set is now authentic. A duplicated "iss" (or any other
-	// duplicated name) is refused here; iss was read from these same bytes,
-	// so the re-check can only fail if routing above is ever changed.
-	if err := uniqueNames(tok.payload, v.seed); err != nil {
-		return nil, err
-	}
+	// The claims set is now authentic; iss was read from these same bytes,
+	// so this re-check can only fail if routing above is ever changed.
 	if iss != is.name {
 		return nil, errIssuerMismatch
 	}

@@ -138,6 +138,14 @@ func runCases(t *testing.T, cases []vcase) {
 					if tc.check != nil {
 						tc.check(t, c)
 					}
+					// Differential, for every case of every hostile suite:
+					// what Validate accepts, go-jose accepts with the same
+					// claims (so what go-jose refuses, Validate refuses).
+					for _, is := range v.cfg.Issuers {
+						if set, ok := is.Keys.(*StaticKeys); ok && is.Issuer == c.Issuer {
+							agreeWithGoJose(t, tok, set, c)
+						}
+					}
 				}
 			}
 		})

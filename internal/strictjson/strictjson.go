@@ -3,8 +3,9 @@ package strictjson
 import (
 	"bytes"
 	"errors"
+	"hash/maphash"
 	"io"
-	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -39,12 +40,65 @@ const maxPairwise = 16
 // or [ErrCaseVariant] (top level). Nested objects are validated but not
 // checked for case variants; call Members on a value to read its members.
 func Members(doc []byte, fn func(name, value []byte) error) error {
-	buf := bytes.NewBuffer(doc)
-	dec := jsontext.NewDecoder(buf)
+	return MemberSpans(doc, func(name []byte, start, end int) error {
+		return fn(name, doc[start:end:end])
+	})
+}
+
+// MemberSpans is [Members] with each value given as its byte offsets in
+// doc, doc[start:end], so that a caller holding doc also as a string can
+// take sub-strings without copying.
+func MemberSpans(doc []byte, fn func(name []byte, start, end int) error) error {
+	var r reader
+	return r.memberSpans(doc, fn)
+}
+
+// Pool reads documents like [Members] and [MemberSpans], reusing the
+// tokenizer's buffers across calls, which saves most of its allocations.
+// The zero value is ready to use; a Pool must not be copied after first
+// use. It is safe for concurrent use. Put one in a long-lived value (a
+// Validator, a Middleware), never in a package variable.
+type Pool struct {
+	p sync.Pool // of *reader
+}
+
+// Members is the package-level [Members], reusing p's buffers.
+func (p *Pool) Members(doc []byte, fn func(name, value []byte) error) error {
+	return p.MemberSpans(doc, func(name []byte, start, end int) error {
+		return fn(name, doc[start:end:end])
+	})
+}
+
+// MemberSpans is the package-level [MemberSpans], reusing p's buffers.
+func (p *Pool) MemberSpans(doc []byte, fn func(name []byte, start, end int) error) error {
+	r, _ := p.p.Get().(*reader)
+	if r == nil {
+		r = new(reader)
+	}
+	err := r.memberSpans(doc, fn)
+	r.buf = bytes.Buffer{} // drop doc
+	r.dec.Reset(&r.buf)
+	p.p.Put(r)
+	return err
+}
+
+// reader is the state of one read: the input, the tokenizer and the
+// names seen.
+type reader struct {
+	buf   bytes.Buffer
+	dec   jsontext.Decoder
+	names nameSet
+}
+
+func (r *reader) memberSpans(doc []byte, fn func(name []byte, start, end int) error) error {
+	r.buf = *bytes.NewBuffer(doc)
+	dec := &r.dec
+	dec.Reset(&r.buf)
+	r.names.reset()
 	switch dec.PeekKind() {
 	case '{':
 	case 0: // invalid or empty
-		return classify(doc, dec, nil)
+		return classify(doc, nil)
 	default:
 		if err := Valid(doc); err != nil {
 			return err
@@ -52,16 +106,13 @@ func Members(doc []byte, fn func(name, value []byte) error) error {
 		return ErrNotObject
 	}
 	if _, err := dec.ReadToken(); err != nil {
-		return classify(doc, dec, err)
+		return classify(doc, err)
 	}
-	var small [maxPairwise][]byte
-	names := small[:0]
-	var folded map[string]struct{}
-	var caseErr error // reported once the whole document is known to be well-formed
+	names := &r.names
 	for dec.PeekKind() == '"' {
 		raw, err := dec.ReadValue()
 		if err != nil {
-			return classify(doc, dec, err)
+			return classify(doc, err)
 		}
 		name := raw[1 : len(raw)-1]
 		if bytes.IndexByte(name, '\\') >= 0 {
@@ -69,48 +120,108 @@ func Members(doc []byte, fn func(name, value []byte) error) error {
 				return ErrSyntax // unreachable: the decoder checked raw
 			}
 		}
-		// Rule 4: case variants, linear in the member count.
-		switch {
-		case caseErr != nil:
-		case len(names) < maxPairwise:
-			for _, n := range names {
-				if bytes.EqualFold(n, name) {
-					caseErr = caseOrDup(n, name)
-				}
-			}
-			names = append(names, name)
-		default:
-			if folded == nil {
-				folded = make(map[string]struct{}, 2*maxPairwise)
-				for _, n := range names {
-					folded[fold(n)] = struct{}{}
-				}
-			}
-			f := fold(name)
-			if _, ok := folded[f]; ok {
-				caseErr = ErrCaseVariant // an exact repeat fails in the decoder first
-			}
-			folded[f] = struct{}{}
-		}
+		names.add(name)
 		v, err := dec.ReadValue()
 		if err != nil {
-			return classify(doc, dec, err)
+			return classify(doc, err)
 		}
-		// v may point into the decoder's buffer, which is doc itself
-		// (bytes.Buffer is read in place); slice doc so that the value
-		// stays valid whatever the decoder does next.
+		// The decoder reads doc in place (bytes.Buffer), so v lies in doc
+		// and ends at the input offset.
 		end := int(dec.InputOffset())
-		if err := fn(name, doc[end-len(v):end:end]); err != nil {
+		if err := fn(name, end-len(v), end); err != nil {
 			return err
 		}
 	}
 	if _, err := dec.ReadToken(); err != nil { // '}', or a syntax error
-		return classify(doc, dec, err)
+		return classify(doc, err)
 	}
 	if _, err := dec.ReadToken(); err != io.EOF { // trailing data
-		return classify(doc, dec, err)
+		return classify(doc, err)
 	}
-	return caseErr
+	return names.err
+}
+
+// nameSet finds member names equal under simple case folding (rule 4),
+// in time linear in the member count: pairwise, without allocating, for
+// up to maxPairwise names; above that through a map of seeded hashes of
+// the folded names, confirmed with bytes.EqualFold, so a hostile object
+// with thousands of members costs no more than reading it.
+type nameSet struct {
+	small [maxPairwise][]byte
+	names [][]byte
+	seen  map[uint64]int // hash of the folded name -> index in names
+	seed  maphash.Seed
+	err   error // the first case variant; reported once doc is known well-formed
+}
+
+// reset empties s for another document, keeping its storage.
+func (s *nameSet) reset() {
+	clear(s.small[:])
+	clear(s.names)
+	s.names = s.small[:0]
+	s.seen = nil
+	s.err = nil
+}
+
+func (s *nameSet) add(name []byte) {
+	if s.err != nil {
+		return
+	}
+	if s.names == nil {
+		s.names = s.small[:0]
+	}
+	if len(s.names) < maxPairwise {
+		for _, n := range s.names {
+			if bytes.EqualFold(n, name) {
+				s.err = caseOrDup(n, name)
+				return
+			}
+		}
+		s.names = append(s.names, name)
+		return
+	}
+	if s.seen == nil {
+		s.seed = maphash.MakeSeed()
+		s.seen = make(map[uint64]int, 4*maxPairwise)
+		for i, n := range s.names {
+			s.seen[s.hash(n)] = i
+		}
+	}
+	h := s.hash(name)
+	if i, ok := s.seen[h]; ok && bytes.EqualFold(s.names[i], name) {
+		s.err = caseOrDup(s.names[i], name)
+		return
+	}
+	s.seen[h] = len(s.names)
+	s.names = append(s.names, name)
+}
+
+// hash returns the seeded hash of name folded so that two names hash
+// alike when bytes.EqualFold holds: ASCII letters to upper case, other
+// runes to the smallest rune of their simple case-folding orbit.
+func (s *nameSet) hash(name []byte) uint64 {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	for _, r := range string(name) {
+		if r < utf8.RuneSelf {
+			if 'a' <= r && r <= 'z' {
+				r -= 'a' - 'A'
+			}
+			h.WriteByte(byte(r))
+			continue
+		}
+		for {
+			r2 := unicode.SimpleFold(r)
+			if r2 <= r {
+				r = r2
+				break
+			}
+			r = r2
+		}
+		var buf [utf8.UTFMax]byte
+		h.Write(utf8.AppendRune(buf[:0], r))
+	}
+	return h.Sum64()
 }
 
 // caseOrDup reports an exact repeat as ErrDuplicateName (jsontext would
@@ -129,7 +240,7 @@ func Valid(doc []byte) error {
 	if jsontext.Value(doc).IsValid() {
 		return nil
 	}
-	return classify(doc, nil, nil)
+	return classify(doc, nil)
 }
 
 // Unmarshal decodes doc into v with go-json-experiment/json's default
@@ -143,7 +254,7 @@ func Unmarshal(doc []byte, v any) error {
 // classify maps a failure to read doc to one sentinel. Invalid UTF-8 and
 // duplicate names are told apart from other syntax errors by checking
 // doc again with each relaxed, which costs nothing on the success path.
-func classify(doc []byte, _ *jsontext.Decoder, err error) error {
+func classify(doc []byte, err error) error {
 	var serr *jsontext.SyntacticError
 	if errors.As(err, &serr) && serr.Err == jsontext.ErrDuplicateName {
 		return ErrDuplicateName
@@ -219,31 +330,4 @@ func Strings[T ~string | ~[]byte](v T) ([]string, bool) {
 		return nil, false
 	}
 	return out, true
-}
-
-// fold maps name so that fold(a) == fold(b) exactly when
-// bytes.EqualFold(a, b): ASCII letters to upper case, other runes to the
-// smallest rune of their simple case-folding orbit.
-func fold(name []byte) string {
-	var b strings.Builder
-	b.Grow(len(name))
-	for _, r := range string(name) {
-		if r < utf8.RuneSelf {
-			if 'a' <= r && r <= 'z' {
-				r -= 'a' - 'A'
-			}
-			b.WriteByte(byte(r))
-			continue
-		}
-		for {
-			r2 := unicode.SimpleFold(r)
-			if r2 <= r {
-				r = r2
-				break
-			}
-			r = r2
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

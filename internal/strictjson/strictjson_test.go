@@ -176,3 +176,37 @@ func FuzzMembers(f *testing.F) {
 		}
 	})
 }
+
+// TestCaseVariantsFolding: the pairwise path (few members) and the hashed
+// path (many) both agree with strings.EqualFold on tricky folds.
+func TestCaseVariantsFolding(t *testing.T) {
+	names := []string{"sub", "SUB", "ſub", "Sub", "kid", "\u212aid", "KID", "é", "É", "ß", "ẞ", "ss", "σ", "ς", "Σ", "iss", "İss", "ıss"}
+	obj := func(names ...string) []byte {
+		var b strings.Builder
+		b.WriteByte('{')
+		for i, n := range names {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			k, _ := json.Marshal(n)
+			b.Write(k)
+			b.WriteString(":0")
+		}
+		return []byte(b.String() + "}")
+	}
+	var filler []string
+	for i := range maxPairwise {
+		filler = append(filler, "filler-"+strings.Repeat("x", i))
+	}
+	for _, a := range names {
+		for _, b := range names {
+			want := strings.EqualFold(a, b)
+			for _, doc := range [][]byte{obj(a, b), obj(append(append(append([]string(nil), filler...), a, b), "last")...)} {
+				err := Members(doc, func(_, _ []byte) error { return nil })
+				if got := err != nil; got != want {
+					t.Errorf("%s: refused %v (%v), EqualFold(%q, %q) says %v", doc, got, err, a, b, want)
+				}
+			}
+		}
+	}
+}
