@@ -16,7 +16,9 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/validate",
 			deptest.Module + "/challenge",
 			deptest.Module + "/prm",
-			"github.com/go-jose/go-jose/v4/...", // pulled in by validate (jose.JSONWebKey in its API)
+			"github.com/go-jose/go-jose/v4/...",      // pulled in by validate (jose.JSONWebKey in its API)
+			deptest.Module + "/internal/strictjson",  // the one JSON reader
+			"github.com/go-json-experiment/json/...", // through internal/strictjson
 		},
 	}.Check(t, ".")
 	// Direct imports: go-jose must come through validate, not be imported here.

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"crypto/ed25519"
 	"encoding/base64"
-	"errors"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 

@@ -19,7 +19,9 @@ func TestDeps(t *testing.T) {
 			"github.com/go-jose/go-jose/v4/...",
 			"golang.org/x/oauth2/...",
 			"golang.org/x/sync/singleflight/...",
-			"code.dny.dev/ssrf/...", // through internal/fetch
+			"code.dny.dev/ssrf/...",                  // through internal/fetch
+			deptest.Module + "/internal/strictjson",  // the one JSON reader
+			"github.com/go-json-experiment/json/...", // through internal/strictjson
 		},
 	}.Check(t, ".")
 }
