@@ -147,11 +147,7 @@ func (m *Middleware) authenticate(r *http.Request) (*Principal, error) {
 	if err := m.origins.check(r); err != nil {
 		return nil, err
 	}
-	tok, err := BearerToken(r)
-	if err != nil {
-		return nil, err
-	}
-	c, err := m.cfg.Validator.Validate(r.Context(), tok)
+	c, err := m.validateBearer(r)
 	if err != nil {
 		return nil, err
 	}

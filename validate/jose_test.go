@@ -163,3 +163,26 @@ func TestEd25519Name(t *testing.T) {
 		t.Fatalf("wrong Ed25519 signature: %v", err)
 	}
 }
+
+// TestCacheSameSignatureSegment: the cache is keyed by the signature
+// segment, but a hit needs the whole token: a token that reuses a cached
+// token's signature over another payload is verified in full, fails, and
+// does not evict the valid entry.
+func TestCacheSameSignatureSegment(t *testing.T) {
+	k := keys(t)
+	v := newTestValidator(t, func(c *Config) { c.CacheSize = 16 })
+	tok := mint(t, k.es256, baseClaims())
+	if _, err := v.Validate(t.Context(), tok); err != nil {
+		t.Fatal(err)
+	}
+	h, _, s := segments(tok)
+	forged := h + "." + b64enc(claimsJSON(with("sub", "mallory"))) + "." + s
+	for range 2 {
+		if c, err := v.Validate(t.Context(), forged); !errors.Is(err, ErrSignature) {
+			t.Fatalf("forged: %+v, %v", c, err)
+		}
+	}
+	if c, err := v.Validate(t.Context(), tok); err != nil || c.Subject != "alice" || v.cache.len() != 1 {
+		t.Fatalf("valid after forged: %+v, %v, %d entries", c, err, v.cache.len())
+	}
+}
