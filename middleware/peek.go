@@ -2,20 +2,22 @@ package middleware
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"unicode/utf8"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 var (
 	errNotObject = fmt.Errorf("%w: not a JSON object", ErrInvalidMessage)
 	errDupKey    = fmt.Errorf("%w: repeated member", ErrInvalidMessage)
-	errCaseKey   = fmt.Errorf("%w: member name in another case", ErrInvalidMessage)
+	errCaseKey   = fmt.Errorf("%w: member names equal under case folding", ErrInvalidMessage)
 	errNotString = fmt.Errorf("%w: member is not a string", ErrInvalidMessage)
-	errBadString = fmt.Errorf("%w: string is not valid UTF-8", ErrInvalidMessage)
+	errBadString = fmt.Errorf("%w: invalid UTF-8 or U+FFFD", ErrInvalidMessage)
 	errNotJSON   = fmt.Errorf("%w: invalid JSON", ErrMalformedBody)
 	errReadBody  = fmt.Errorf("%w: reading body failed", ErrMalformedBody)
 )
@@ -37,16 +39,6 @@ type message struct {
 	hasMethod, hasID, hasName, hasURI, hasVersion bool
 	nameNotString, uriNotString                   bool
 }
-
-// Member names the middleware authorizes on, per object level. Another
-// spelling of one of them under Unicode case folding, which encoding/json
-// would accept as the same field, is refused, as is a repetition, which
-// JSON parsers resolve differently (RFC 8259 §4).
-var (
-	topNames    = []string{"method", "params", "id"}
-	paramsNames = []string{"name", "uri", "_meta"}
-	metaNames   = []string{metaVersionKey}
-)
 
 // readBody reads at most limit bytes of r's body; one byte more is
 // ErrBodyTooLarge.
@@ -84,255 +76,128 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	}
 }
 
-// parseMessage reads the members the middleware authorizes on from body.
-// body must be one JSON object (a JSON array is ErrBatch).
+// parseMessage reads the members the middleware authorizes on from body,
+// with internal/strictjson, the module's one JSON reader: body must be one
+// JSON object (a JSON array is ErrBatch) in valid UTF-8, without repeated
+// member names at any depth, and without two names equal under case
+// folding in the objects read here (the message, "params" and
+// "params._meta"). Names are matched exactly, as the go-sdk's decoder
+// (segmentio/encoding, case-sensitive) matches them, and
+// FuzzPeekAgreesWithGoSDK checks that both read the same method, name,
+// URI and protocol version.
 func parseMessage(body []byte, msg *message) error {
-	if !json.Valid(body) {
-		return errNotJSON
-	}
-	i := skipWS(body, 0)
-	switch body[i] {
-	case '{':
-	case '[':
-		return ErrBatch
-	default:
-		return errNotObject
-	}
-	var seen [3]bool
-	it := objIter{b: body, i: i + 1}
-	for it.next() {
-		idx, err := classify(it.key, it.keyEsc, topNames, &seen)
-		if err != nil {
-			return err
-		}
-		v := body[it.vs:it.ve]
-		switch idx {
-		case 0:
+	err := strictjson.Members(body, []string{"method", "params", "id"}, func(name, v []byte) error {
+		var err error
+		switch string(name) {
+		case "method":
 			if msg.method, err = stringValue(v); err != nil {
 				return err
 			}
 			msg.hasMethod = true
-		case 1:
+		case "params":
 			if v[0] == '{' {
-				if err := parseParams(body, it.vs, msg); err != nil {
-					return err
-				}
+				return parseParams(v, msg)
 			}
-		case 2:
+		case "id":
 			msg.id, msg.hasID = v, true
 		}
-	}
-	return nil
+		return nil
+	})
+	return peekErr(body, err)
 }
 
-func parseParams(body []byte, start int, msg *message) error {
-	var seen [3]bool
-	it := objIter{b: body, i: start + 1}
-	for it.next() {
-		idx, err := classify(it.key, it.keyEsc, paramsNames, &seen)
-		if err != nil {
-			return err
-		}
-		v := body[it.vs:it.ve]
-		switch idx {
-		case 0:
+func parseParams(params []byte, msg *message) error {
+	err := strictjson.Members(params, []string{"name", "uri", "_meta"}, func(name, v []byte) error {
+		var err error
+		switch string(name) {
+		case "name":
 			msg.hasName = true
 			if v[0] != '"' {
 				msg.nameNotString = true
 			} else if msg.name, err = stringValue(v); err != nil {
 				return err
 			}
-		case 1:
+		case "uri":
 			msg.hasURI = true
 			if v[0] != '"' {
 				msg.uriNotString = true
 			} else if msg.uri, err = stringValue(v); err != nil {
 				return err
 			}
-		case 2:
+		case "_meta":
 			if v[0] == '{' {
-				if err := parseMeta(body, it.vs, msg); err != nil {
-					return err
-				}
+				return parseMeta(v, msg)
 			}
 		}
-	}
-	return nil
+		return nil
+	})
+	return peekErr(params, err)
 }
 
-func parseMeta(body []byte, start int, msg *message) error {
-	var seen [3]bool
-	it := objIter{b: body, i: start + 1}
-	for it.next() {
-		idx, err := classify(it.key, it.keyEsc, metaNames, &seen)
-		if err != nil {
+func parseMeta(meta []byte, msg *message) error {
+	err := strictjson.Members(meta, []string{metaVersionKey}, func(name, v []byte) error {
+		if string(name) != metaVersionKey {
+			return nil
+		}
+		var err error
+		if msg.version, err = stringValue(v); err != nil {
 			return err
 		}
-		if idx == 0 {
-			if msg.version, err = stringValue(body[it.vs:it.ve]); err != nil {
-				return err
-			}
-			msg.hasVersion = true
-		}
-	}
-	return nil
+		msg.hasVersion = true
+		return nil
+	})
+	return peekErr(meta, err)
 }
 
-// classify returns the index of key in names, or -1. A repeated name, or a
-// name that equals one of names only under Unicode case folding, is an
-// error.
-func classify(key []byte, esc bool, names []string, seen *[3]bool) (int, error) {
-	if esc {
-		var s string
-		if json.Unmarshal(key, &s) != nil {
-			return -1, errNotJSON
+// peekErr maps an error of strictjson to the middleware's: not JSON is
+// ErrMalformedBody (-32700); a valid JSON array at the top is ErrBatch;
+// anything else (not an object, invalid UTF-8, a repeated or case-variant
+// name) is ErrInvalidMessage (-32600). Errors of this file pass unchanged.
+func peekErr(doc []byte, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, strictjson.ErrSyntax):
+		return errNotJSON
+	case errors.Is(err, strictjson.ErrNotObject), errors.Is(err, strictjson.ErrInvalidUTF8),
+		errors.Is(err, strictjson.ErrDuplicateName), errors.Is(err, strictjson.ErrCaseVariant):
+		if t := bytes.TrimLeft(doc, " \t\r\n"); len(t) > 0 && t[0] == '[' {
+			return ErrBatch
 		}
-		key = []byte(s)
-	} else {
-		key = key[1 : len(key)-1]
+		switch {
+		case errors.Is(err, strictjson.ErrNotObject):
+			return errNotObject
+		case errors.Is(err, strictjson.ErrInvalidUTF8):
+			return errBadString
+		case errors.Is(err, strictjson.ErrDuplicateName):
+			return errDupKey
+		}
+		return errCaseKey
 	}
-	for i, n := range names {
-		if string(key) == n {
-			if seen[i] {
-				return -1, errDupKey
-			}
-			seen[i] = true
-			return i, nil
-		}
-		if bytes.EqualFold(key, []byte(n)) {
-			return -1, errCaseKey
-		}
-	}
-	return -1, nil
+	return err
 }
 
-// stringValue decodes the JSON string v (quotes included) as encoding/json
-// would. Strings that decode to invalid UTF-8 or contain U+FFFD (the
-// replacement for invalid input) are refused, so that no two JSON decoders
-// can disagree on the value.
+// stringValue decodes the JSON string v (quotes included), which
+// strictjson has checked. A string that contains U+FFFD, the replacement
+// character lenient decoders put in place of invalid input, is refused too,
+// so that no decoder downstream can disagree on the value.
 func stringValue(v []byte) ([]byte, error) {
 	if v[0] != '"' {
 		return nil, errNotString
 	}
 	raw := v[1 : len(v)-1]
-	simple := true
-	for _, c := range raw {
-		if c == '\\' || c >= utf8.RuneSelf {
-			simple = false
-			break
+	if bytes.IndexByte(raw, '\\') < 0 {
+		if bytes.ContainsRune(raw, utf8.RuneError) {
+			return nil, errBadString
 		}
-	}
-	if simple {
 		return raw, nil
 	}
-	if !utf8.Valid(raw) {
-		return nil, errBadString
+	s, ok := strictjson.String(v)
+	if !ok {
+		return nil, errNotJSON // unreachable: strictjson checked v
 	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
-		return nil, errNotJSON
-	}
-	if !utf8.ValidString(s) || bytes.ContainsRune([]byte(s), utf8.RuneError) {
+	if strings.ContainsRune(s, utf8.RuneError) {
 		return nil, errBadString
 	}
 	return []byte(s), nil
-}
-
-// objIter iterates over the members of a JSON object in a body that
-// json.Valid accepted. i starts just after '{'.
-type objIter struct {
-	b       []byte
-	i       int
-	started bool
-	key     []byte // raw key, quotes included
-	keyEsc  bool
-	vs, ve  int // value span
-}
-
-func (it *objIter) next() bool {
-	b := it.b
-	i := skipWS(b, it.i)
-	if b[i] == '}' {
-		it.i = i + 1
-		return false
-	}
-	if it.started {
-		i = skipWS(b, i+1) // ','
-	}
-	it.started = true
-	ks := i
-	ke, esc := skipString(b, i)
-	it.key, it.keyEsc = b[ks:ke], esc
-	i = skipWS(b, ke)
-	i = skipWS(b, i+1) // ':'
-	it.vs = i
-	it.ve = skipValue(b, i)
-	it.i = it.ve
-	return true
-}
-
-func skipWS(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n':
-			i++
-		default:
-			return i
-		}
-	}
-	return i
-}
-
-// skipString returns the index after the string starting at b[i] == '"'
-// and whether it contains escapes or non-ASCII bytes.
-func skipString(b []byte, i int) (int, bool) {
-	esc := false
-	for i++; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == '"':
-			return i + 1, esc
-		case c == '\\':
-			esc = true
-			i++
-		case c >= utf8.RuneSelf:
-			esc = true
-		}
-	}
-	return i, esc
-}
-
-// skipValue returns the index after the JSON value starting at b[i].
-func skipValue(b []byte, i int) int {
-	switch b[i] {
-	case '"':
-		e, _ := skipString(b, i)
-		return e
-	case '{', '[':
-		depth := 0
-		for i < len(b) {
-			switch b[i] {
-			case '"':
-				i, _ = skipString(b, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	default:
-		for i < len(b) {
-			switch b[i] {
-			case ',', '}', ']', ' ', '\t', '\r', '\n':
-				return i
-			}
-			i++
-		}
-		return i
-	}
 }

@@ -111,7 +111,7 @@ type rawClaims struct {
 func (v *Validator) collect(tok *token) (rawClaims, error) {
 	var rc rawClaims
 	tok.payload = string(tok.pay)
-	err := readObject(&v.json, tok.pay, tok.payload, func(name []byte, value string) error {
+	err := readObject(&v.json, tok.pay, tok.payload, v.claimNames, func(name []byte, value string) error {
 		var dst *string
 		switch string(name) {
 		case "iss":

@@ -80,7 +80,7 @@ func (v *Validator) Trusts(raw string) bool {
 		return false
 	}
 	hasAlg := false
-	err = v.json.Members(hdr, func(name, _ []byte) error {
+	err = v.json.Members(hdr, v.headerNames, func(name, _ []byte) error {
 		hasAlg = hasAlg || string(name) == "alg"
 		return nil
 	})
@@ -90,7 +90,7 @@ func (v *Validator) Trusts(raw string) bool {
 		return false
 	}
 	trusted := false
-	err = v.json.Members(pay, func(name, value []byte) error {
+	err = v.json.Members(pay, v.claimNames, func(name, value []byte) error {
 		if string(name) == "iss" {
 			iss, ok := strictjson.String(value)
 			trusted = ok && v.issuers[iss] != nil

@@ -51,12 +51,27 @@ func jsonErr(err error) error {
 // also held as the string s, calling fn with each member's name and raw
 // value as a sub-string of s (no copy). p, if not nil, lends the
 // tokenizer's buffers.
-func readObject(p *strictjson.Pool, doc []byte, s string, fn func(name []byte, value string) error) error {
+// read lists the names the caller reads, whose case variants are refused.
+func readObject(p *strictjson.Pool, doc []byte, s string, read []string, fn func(name []byte, value string) error) error {
 	spans := func(name []byte, start, end int) error { return fn(name, s[start:end]) }
 	if p == nil {
-		return jsonErr(strictjson.MemberSpans(doc, spans))
+		return jsonErr(strictjson.MemberSpans(doc, read, spans))
 	}
-	return jsonErr(p.MemberSpans(doc, spans))
+	return jsonErr(p.MemberSpans(doc, read, spans))
+}
+
+// headerNames are the JOSE header parameters readHeader reads.
+func headerNames() []string {
+	return []string{"alg", "typ", "kid", "cty", "crit", "b64", "jku", "x5u", "jwk", "x5c"}
+}
+
+// claimNames are the claims collect reads, with Config.TenantClaim.
+func claimNames(tenant string) []string {
+	names := []string{"iss", "sub", "aud", "exp", "nbf", "iat", "jti", "client_id", "azp", "scope", "scp", "cnf"}
+	if tenant != "" {
+		names = append(names, tenant)
+	}
+	return names
 }
 
 // maxNumericDate is 9999-12-31T23:59:59Z, the latest NumericDate accepted.
@@ -89,7 +104,7 @@ func numericDate(v string) (time.Time, bool) {
 func parseConfirmation(raw string) (*Confirmation, error) {
 	var jkt string
 	var hasJKT, badJKT, other bool
-	err := readObject(nil, []byte(raw), raw, func(name []byte, value string) error {
+	err := readObject(nil, []byte(raw), raw, []string{"jkt"}, func(name []byte, value string) error {
 		if string(name) != "jkt" {
 			other = true
 			return nil

@@ -163,7 +163,7 @@ func (v *Validator) readHeader(hdr []byte, h *header) error {
 	var hasTyp, forbidden, cty, badType bool
 	n := 0
 	hs := string(hdr) // kid outlives the parse buffer
-	err := readObject(&v.json, hdr, hs, func(name []byte, value string) error {
+	err := readObject(&v.json, hdr, hs, v.headerNames, func(name []byte, value string) error {
 		if n++; n > maxHeaderParams {
 			return errHeaderSize
 		}

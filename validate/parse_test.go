@@ -13,7 +13,7 @@ type member struct{ name, value string }
 // objectMembers collects all top-level members of doc with readObject.
 func objectMembers(doc string) ([]member, error) {
 	var ms []member
-	err := readObject(nil, []byte(doc), doc, func(name []byte, value string) error {
+	err := readObject(nil, []byte(doc), doc, []string{"sub"}, func(name []byte, value string) error {
 		ms = append(ms, member{string(name), value})
 		return nil
 	})
@@ -41,6 +41,7 @@ func TestObjectMembers(t *testing.T) {
 		{"duplicate", `{"a":1,"a":2}`, nil, errDuplicateMember},
 		{"nested duplicate", `{"x":{"a":1,"a":2}}`, nil, errDuplicateMember},
 		{"fold duplicate", `{"a":1,"A":2}`, nil, errCaseVariant},
+		{"lone case variant of a name read", `{"SUB":"x"}`, nil, errCaseVariant},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -40,6 +40,9 @@ type Validator struct {
 	issuers map[string]*issuerState
 	cache   *tokenCache     // nil when disabled
 	json    strictjson.Pool // buffers for reading headers and claims sets
+	// headerNames and claimNames are the names read from the JOSE header
+	// and the claims set, whose case variants are refused.
+	headerNames, claimNames []string
 	// canonAud holds Config.Audiences with scheme and host lower-cased, for
 	// the case-insensitive fallback in audienceOK.
 	canonAud []string
@@ -61,7 +64,8 @@ func New(cfg Config) (*Validator, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	v := &Validator{cfg: cfg, issuers: make(map[string]*issuerState, len(cfg.Issuers))}
+	v := &Validator{cfg: cfg, issuers: make(map[string]*issuerState, len(cfg.Issuers)),
+		headerNames: headerNames(), claimNames: claimNames(cfg.TenantClaim)}
 	for _, a := range cfg.Audiences {
 		if c, ok := CanonicalURI(a); ok {
 			v.canonAud = append(v.canonAud, c)

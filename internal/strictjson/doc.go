@@ -21,12 +21,14 @@
 //     unescaping (RFC 8259 §4 leaves their meaning to the parser; RFC 7515
 //     §4, RFC 7519 §4 and RFC 7493 §2.3 let or make a parser refuse them)
 //     — [ErrDuplicateName];
-//  4. in an object whose members this module reads ([Members]), no two
-//     member names are equal under Unicode simple case folding
-//     ([strings.EqualFold]) — [ErrCaseVariant]. This covers the names read
-//     and every other name, so no decoder that matches names
-//     case-insensitively (encoding/json v1 and others) can see a member
-//     this module did not check.
+//  4. in an object whose members this module reads ([Members]), no
+//     member name is a case variant of a name the reader reads (equal to
+//     it under Unicode simple case folding, [strings.EqualFold], but not
+//     byte for byte: "Sub", "ſub" or "SUB" when "sub" is read), and no two
+//     member names are equal under that folding, whether read or not —
+//     [ErrCaseVariant]. So no decoder that matches names case-insensitively
+//     (encoding/json v1 and others) can see a member this module did not
+//     check.
 //
 // Names are matched exactly (case-sensitively) by every reader, and
 // [Unmarshal], for whole documents handed to callers (Claims.Decode),

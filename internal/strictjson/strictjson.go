@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"io"
+	"strings"
 	"sync"
 	"unicode"
 	"unicode/utf8"
@@ -37,10 +38,13 @@ const maxPairwise = 16
 // first error fn returns, unwrapped, or an error wrapping one of the
 // package's sentinels: [ErrNotObject] when doc is well-formed but not an
 // object, [ErrSyntax], [ErrInvalidUTF8], [ErrDuplicateName] (any depth),
-// or [ErrCaseVariant] (top level). Nested objects are validated but not
-// checked for case variants; call Members on a value to read its members.
-func Members(doc []byte, fn func(name, value []byte) error) error {
-	return MemberSpans(doc, func(name []byte, start, end int) error {
+// or [ErrCaseVariant] (top level: two names equal under simple case
+// folding, or a name that is a case variant of one of read, the names the
+// caller reads). Nested objects are validated but not checked for case
+// variants; call Members on a value to read its members. Names are
+// matched exactly: fn sees every member, and picks out read itself.
+func Members(doc []byte, read []string, fn func(name, value []byte) error) error {
+	return MemberSpans(doc, read, func(name []byte, start, end int) error {
 		return fn(name, doc[start:end:end])
 	})
 }
@@ -48,9 +52,9 @@ func Members(doc []byte, fn func(name, value []byte) error) error {
 // MemberSpans is [Members] with each value given as its byte offsets in
 // doc, doc[start:end], so that a caller holding doc also as a string can
 // take sub-strings without copying.
-func MemberSpans(doc []byte, fn func(name []byte, start, end int) error) error {
+func MemberSpans(doc []byte, read []string, fn func(name []byte, start, end int) error) error {
 	var r reader
-	return r.memberSpans(doc, fn)
+	return r.memberSpans(doc, read, fn)
 }
 
 // Pool reads documents like [Members] and [MemberSpans], reusing the
@@ -63,19 +67,19 @@ type Pool struct {
 }
 
 // Members is the package-level [Members], reusing p's buffers.
-func (p *Pool) Members(doc []byte, fn func(name, value []byte) error) error {
-	return p.MemberSpans(doc, func(name []byte, start, end int) error {
+func (p *Pool) Members(doc []byte, read []string, fn func(name, value []byte) error) error {
+	return p.MemberSpans(doc, read, func(name []byte, start, end int) error {
 		return fn(name, doc[start:end:end])
 	})
 }
 
 // MemberSpans is the package-level [MemberSpans], reusing p's buffers.
-func (p *Pool) MemberSpans(doc []byte, fn func(name []byte, start, end int) error) error {
+func (p *Pool) MemberSpans(doc []byte, read []string, fn func(name []byte, start, end int) error) error {
 	r, _ := p.p.Get().(*reader)
 	if r == nil {
 		r = new(reader)
 	}
-	err := r.memberSpans(doc, fn)
+	err := r.memberSpans(doc, read, fn)
 	r.buf = bytes.Buffer{} // drop doc
 	r.dec.Reset(&r.buf)
 	p.p.Put(r)
@@ -90,7 +94,7 @@ type reader struct {
 	names nameSet
 }
 
-func (r *reader) memberSpans(doc []byte, fn func(name []byte, start, end int) error) error {
+func (r *reader) memberSpans(doc []byte, read []string, fn func(name []byte, start, end int) error) error {
 	r.buf = *bytes.NewBuffer(doc)
 	dec := &r.dec
 	dec.Reset(&r.buf)
@@ -121,6 +125,9 @@ func (r *reader) memberSpans(doc []byte, fn func(name []byte, start, end int) er
 			}
 		}
 		names.add(name)
+		if names.err == nil && caseVariantOf(name, read) {
+			names.err = ErrCaseVariant
+		}
 		v, err := dec.ReadValue()
 		if err != nil {
 			return classify(doc, err)
@@ -222,6 +229,28 @@ func (s *nameSet) hash(name []byte) uint64 {
 		h.Write(utf8.AppendRune(buf[:0], r))
 	}
 	return h.Sum64()
+}
+
+// caseVariantOf reports whether name differs from one of read but is
+// equal to it under simple case folding. An ASCII name can only fold to a
+// name of its own length, which keeps the common case to a length compare.
+func caseVariantOf(name []byte, read []string) bool {
+	ascii := true
+	for _, c := range name {
+		if c >= utf8.RuneSelf {
+			ascii = false
+			break
+		}
+	}
+	for _, r := range read {
+		if ascii && len(r) != len(name) {
+			continue
+		}
+		if string(name) != r && strings.EqualFold(string(name), r) {
+			return true
+		}
+	}
+	return false
 }
 
 // caseOrDup reports an exact repeat as ErrDuplicateName (jsontext would

@@ -23,9 +23,15 @@ func TestMembers(t *testing.T) {
 	tests := []struct {
 		name    string
 		doc     string
+		read    []string
 		want    string // name=value;… of the members read
 		wantErr error
 	}{
+		{name: "lone case variant of a name read", doc: `{"SUB":1}`, read: []string{"iss", "sub"}, wantErr: ErrCaseVariant},
+		{name: "lone long s variant of a name read", doc: `{"ſub":1}`, read: []string{"sub"}, wantErr: ErrCaseVariant},
+		{name: "lone kelvin variant of a name read", doc: `{"\u212aid":1}`, read: []string{"kid"}, wantErr: ErrCaseVariant},
+		{name: "lone case variant of a name not read", doc: `{"SUB":1}`, read: []string{"iss"}, want: `SUB=1;`},
+		{name: "exact name read", doc: `{"sub":1}`, read: []string{"sub"}, want: `sub=1;`},
 		{name: "empty object", doc: `{}`, want: ""},
 		{name: "members", doc: ` {"a" : 1, "b":[1,{"c":2}] ,"d":"x"} `, want: `a=1;b=[1,{"c":2}];d="x";`},
 		{name: "escaped name", doc: `{"\u0061":true}`, want: `a=true;`},
@@ -63,7 +69,7 @@ func TestMembers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got strings.Builder
-			err := Members([]byte(tt.doc), func(name, value []byte) error {
+			err := Members([]byte(tt.doc), tt.read, func(name, value []byte) error {
 				got.WriteString(string(name) + "=" + string(value) + ";")
 				return nil
 			})
@@ -83,7 +89,7 @@ func TestMembers(t *testing.T) {
 func TestMembersStopsOnCallbackError(t *testing.T) {
 	stop := errors.New("stop")
 	n := 0
-	err := Members([]byte(`{"a":1,"b":2}`), func(_, _ []byte) error { n++; return stop })
+	err := Members([]byte(`{"a":1,"b":2}`), nil, func(_, _ []byte) error { n++; return stop })
 	if err != stop || n != 1 {
 		t.Fatalf("err = %v after %d calls", err, n)
 	}
@@ -136,7 +142,7 @@ func FuzzMembers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		got := map[string]json.RawMessage{}
 		var names []string
-		err := Members(doc, func(name, value []byte) error {
+		err := Members(doc, []string{"method", "sub"}, func(name, value []byte) error {
 			names = append(names, string(name))
 			got[string(name)] = append(json.RawMessage(nil), value...)
 			return nil
@@ -202,7 +208,7 @@ func TestCaseVariantsFolding(t *testing.T) {
 		for _, b := range names {
 			want := strings.EqualFold(a, b)
 			for _, doc := range [][]byte{obj(a, b), obj(append(append(append([]string(nil), filler...), a, b), "last")...)} {
-				err := Members(doc, func(_, _ []byte) error { return nil })
+				err := Members(doc, nil, func(_, _ []byte) error { return nil })
 				if got := err != nil; got != want {
 					t.Errorf("%s: refused %v (%v), EqualFold(%q, %q) says %v", doc, got, err, a, b, want)
 				}
