@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/internal/fetch"
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 	"github.com/mcpguard/mcpguard/validate"
 )
 
@@ -81,6 +82,9 @@ type Introspector struct {
 	discMu     sync.Mutex // serializes discovery
 	discFailed time.Time  // when discovery last failed
 	discErr    error      // and why
+
+	json  strictjson.Pool // buffers for reading responses
+	names []string        // the response members read (responseNames)
 }
 
 // New returns an Introspector for cfg. It does no I/O: the endpoint, when
@@ -93,7 +97,7 @@ func New(cfg Config) (*Introspector, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	i := &Introspector{cfg: cfg, client: cfg.HTTPClient}
+	i := &Introspector{cfg: cfg, client: cfg.HTTPClient, names: responseNames(cfg.TenantClaim)}
 	switch cfg.AuthMethod {
 	case ClientSecretBasic:
 		i.basicAuth = "Basic " + base64.StdEncoding.EncodeToString(

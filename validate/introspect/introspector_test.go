@@ -220,7 +220,9 @@ func TestClaims(t *testing.T) {
 	}
 	var ext struct {
 		Active bool            `json:"active"`
-		Ext    struct{ N int } `json:"ext"`
+		Ext    struct {
+			N int `json:"n"` // Decode matches names case-sensitively
+		} `json:"ext"`
 	}
 	if err := c.Decode(&ext); err != nil || !ext.Active || ext.Ext.N != 1 {
 		t.Errorf("Decode = %v %+v, want the whole response", err, ext)

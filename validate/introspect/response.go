@@ -1,16 +1,13 @@
 package introspect
 
 import (
-	"bytes"
-	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 	"github.com/mcpguard/mcpguard/validate"
 )
 
@@ -40,61 +37,49 @@ var (
 )
 
 // members holds the raw JSON values of the response members this package
-// reads; nil means absent.
+// reads, as sub-slices of the response body; nil means absent.
 type members struct {
-	active, iss, aud, exp, nbf, iat, sub, jti, clientID, scope, tokenType, cnf, tenant json.RawMessage
+	active, iss, aud, exp, nbf, iat, sub, jti, clientID, scope, tokenType, cnf, tenant []byte
 }
 
 // readMembers splits body, an introspection response (RFC 7662 §2.2),
-// into its top-level members. body must be one JSON object in valid
-// UTF-8, without trailing data, and no two member names may be equal
-// under the case folding of encoding/json, which [validate.Claims.Decode]
-// uses: otherwise Decode could see a different value than the one checked.
-func readMembers(body []byte, tenantClaim string) (*members, error) {
-	if !utf8.Valid(body) {
-		return nil, errBody
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil, errBody
-	}
+// into its top-level members with internal/strictjson, the module's one
+// JSON reader: body must be one JSON object in valid UTF-8, without
+// trailing data, without repeated member names at any depth, without two
+// top-level names equal under case folding and without a case variant of
+// a name read here ("Active", "ſub"), so that [validate.Claims.Decode]
+// cannot see a different value than the one checked.
+func (i *Introspector) readMembers(body []byte) (*members, error) {
 	m := &members{}
-	seen := make(map[string]struct{}, 16)
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, errBody
-		}
-		name, ok := t.(string)
-		if !ok {
-			return nil, errBody
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, errBody
-		}
-		f := fold(name)
-		if _, dup := seen[f]; dup {
-			return nil, errDuplicate
-		}
-		seen[f] = struct{}{}
-		if tenantClaim != "" && name == tenantClaim {
+	err := i.json.Members(body, i.names, func(name, v []byte) error {
+		if i.cfg.TenantClaim != "" && string(name) == i.cfg.TenantClaim {
 			m.tenant = v
 		}
-		if dst := m.field(name); dst != nil {
+		if dst := m.field(string(name)); dst != nil {
 			*dst = v
 		}
+		return nil
+	})
+	switch {
+	case err == nil:
+		return m, nil
+	case errors.Is(err, strictjson.ErrDuplicateName), errors.Is(err, strictjson.ErrCaseVariant):
+		return nil, errDuplicate
 	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil, errBody
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errBody
-	}
-	return m, nil
+	return nil, errBody
 }
 
-func (m *members) field(name string) *json.RawMessage {
+// responseNames are the response members readMembers reads, with
+// Config.TenantClaim.
+func responseNames(tenant string) []string {
+	names := []string{"active", "iss", "aud", "exp", "nbf", "iat", "sub", "jti", "client_id", "scope", "token_type", "cnf"}
+	if tenant != "" {
+		names = append(names, tenant)
+	}
+	return names
+}
+
+func (m *members) field(name string) *[]byte {
 	switch name {
 	case "active":
 		return &m.active
@@ -124,26 +109,6 @@ func (m *members) field(name string) *json.RawMessage {
 	return nil
 }
 
-// fold maps name so that fold(a) == fold(b) exactly when encoding/json
-// would match a and b to the same struct field: ASCII letters by case, other
-// runes by their Unicode simple case-folding orbit, as encoding/json's
-// foldName does.
-func fold(name string) string {
-	var b strings.Builder
-	b.Grow(len(name))
-	for _, r := range name {
-		if r < utf8.RuneSelf {
-			if 'a' <= r && r <= 'z' {
-				r -= 'a' - 'A'
-			}
-			b.WriteByte(byte(r))
-			continue
-		}
-		b.WriteRune(foldRune(r))
-	}
-	return b.String()
-}
-
 // parseResponse checks an introspection response and returns the claims
 // of an active token. Check order: structure and member types
 // (ErrMalformed), active (ErrMalformed, ErrInactive), token type
@@ -151,7 +116,7 @@ func fold(name string) string {
 // (ErrAudience), then exp, nbf and iat (ErrExpired, ErrNotYetValid,
 // ErrIssuedAt).
 func (i *Introspector) parseResponse(body []byte, now time.Time) (*validate.Claims, error) {
-	m, err := readMembers(body, i.cfg.TenantClaim)
+	m, err := i.readMembers(body)
 	if err != nil {
 		return nil, err
 	}
@@ -189,7 +154,7 @@ func (i *Introspector) parseResponse(body []byte, now time.Time) (*validate.Clai
 func decodeMembers(m *members, c *validate.Claims) error {
 	var ok bool
 	for _, f := range []struct {
-		raw json.RawMessage
+		raw []byte
 		dst *string
 	}{{m.iss, &c.Issuer}, {m.sub, &c.Subject}, {m.jti, &c.ID}, {m.clientID, &c.ClientID}} {
 		if *f.dst, ok = optString(f.raw); !ok {
@@ -205,7 +170,7 @@ func decodeMembers(m *members, c *validate.Claims) error {
 		}
 	}
 	for _, f := range []struct {
-		raw json.RawMessage
+		raw []byte
 		dst *time.Time
 	}{{m.exp, &c.Expiry}, {m.nbf, &c.NotBefore}, {m.iat, &c.IssuedAt}} {
 		if f.raw == nil {
@@ -306,34 +271,20 @@ func (i *Introspector) checkTimes(c *validate.Claims, now time.Time) error {
 }
 
 // optString decodes an optional JSON string; absent gives "".
-func optString(raw json.RawMessage) (string, bool) {
+func optString(raw []byte) (string, bool) {
 	if raw == nil {
 		return "", true
 	}
-	if len(raw) == 0 || raw[0] != '"' {
-		return "", false
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false
-	}
-	return s, true
+	return strictjson.String(raw)
 }
 
 // audience decodes "aud": a string or an array of strings (RFC 7519
 // §4.1.3, RFC 7662 §2.2).
-func audience(raw json.RawMessage) ([]string, bool) {
-	if s, ok := optString(raw); ok {
+func audience(raw []byte) ([]string, bool) {
+	if s, ok := strictjson.String(raw); ok {
 		return []string{s}, true
 	}
-	if len(raw) == 0 || raw[0] != '[' {
-		return nil, false
-	}
-	var list []string
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, false
-	}
-	return list, true
+	return strictjson.Strings(raw)
 }
 
 // splitScope splits an RFC 7662 §2.2 "scope" (space-separated, RFC 6749
@@ -350,15 +301,4 @@ func splitScope(s string) ([]string, bool) {
 		return nil, true
 	}
 	return f, true
-}
-
-// foldRune returns the smallest rune of r's simple case-folding orbit.
-func foldRune(r rune) rune {
-	for {
-		r2 := unicode.SimpleFold(r)
-		if r2 <= r {
-			return r2
-		}
-		r = r2
-	}
 }
