@@ -282,7 +282,7 @@ func (h *DCRHandler) newClient(d *Document, now time.Time) (*Client, *registrati
 // are not verified. Errors wrap ErrMalformed, ErrDuplicateMember,
 // ErrInvalidClientMetadata or ErrInvalidRedirectURI.
 func parseDCRRequest(body []byte, p policy) (*Document, error) {
-	m, err := decodeMembers(body)
+	m, err := decodeMembers(body, metadataNames())
 	if err != nil {
 		return nil, err
 	}

@@ -1,11 +1,12 @@
 package cimd
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // Document is OAuth 2.0 client metadata (RFC 7591 §2), as published in a
@@ -104,7 +105,7 @@ func parseDocument(data []byte, clientID string, p policy) (*Document, error) {
 }
 
 func parseDocumentMembers(data []byte, clientID string, p policy) (*Document, error) {
-	m, err := decodeMembers(data)
+	m, err := decodeMembers(data, metadataNames())
 	if err != nil {
 		return nil, err
 	}
@@ -181,11 +182,11 @@ func readMetadata(m members) (*Document, error) {
 		// than what was sent, and stable through [Client.MarshalJSON] and
 		// the stores, which do not escape either. (json.Marshal would
 		// escape '<', '>' and '&' to six bytes each.)
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, m["jwks"]); err != nil { // checked above
+		compact, err := strictjson.Compact(m["jwks"]) // checked above
+		if err != nil {
 			return nil, fmt.Errorf("%w: jwks: invalid json", ErrInvalidClientMetadata)
 		}
-		d.JWKS = compact.Bytes()
+		d.JWKS = compact
 	}
 	return d, nil
 }
@@ -193,13 +194,13 @@ func readMetadata(m members) (*Document, error) {
 // checkJWKS requires a JSON object whose "keys" member is an array of at
 // most maxJWKSKeys objects. The keys themselves are checked by whoever
 // verifies private_key_jwt assertions.
-func checkJWKS(raw json.RawMessage) error {
-	m, err := decodeMembers(raw)
+func checkJWKS(raw []byte) error {
+	m, err := decodeMembers(raw, []string{"keys"})
 	if err != nil {
 		return fmt.Errorf("%w: jwks: must be a json object without duplicate members", ErrInvalidClientMetadata)
 	}
-	var keys []json.RawMessage
-	if err := m.decode("keys", &keys); err != nil || len(keys) == 0 {
+	keys, ok := strictjson.Elements(m["keys"])
+	if !ok || len(keys) == 0 {
 		return fmt.Errorf("%w: jwks: keys must be a non-empty array of objects", ErrInvalidClientMetadata)
 	}
 	if len(keys) > maxJWKSKeys {
@@ -208,7 +209,7 @@ func checkJWKS(raw json.RawMessage) error {
 	// A key with a repeated member ("x" twice) could be read differently by
 	// different JSON parsers; refuse it like a repeated top-level member.
 	for _, k := range keys {
-		if _, err := decodeMembers(k); err != nil {
+		if _, err := decodeMembers(k, nil); err != nil {
 			return fmt.Errorf("%w: jwks: each key must be a json object without duplicate members", ErrInvalidClientMetadata)
 		}
 	}

@@ -1,66 +1,66 @@
 package cimd
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // maxMembers caps the number of top-level members of a client metadata
 // object.
 const maxMembers = 64
 
-// members holds the top-level members of a JSON object by exact name.
-// Looking members up by exact name, rather than letting encoding/json
-// match field names case-insensitively, means "Client_ID" is an unknown
-// member, not a second client_id.
-type members map[string]json.RawMessage
+// members holds the top-level members of a JSON object by exact name, as
+// raw JSON values (sub-slices of the document).
+type members map[string][]byte
 
-// decodeMembers decodes data as exactly one JSON object and returns its
-// top-level members. It refuses anything else (ErrMalformed), a repeated
-// member name (ErrDuplicateMember) and more than maxMembers members.
-func decodeMembers(data []byte) (members, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, fmt.Errorf("%w: not json", ErrMalformed)
+// metadataNames are the client metadata members this package reads
+// (RFC 7591 §2 and §3.1, and the Client ID Metadata Document's client_id);
+// a case variant of one of them ("Client_ID", "redirect_URIs") is refused
+// rather than ignored as unknown.
+func metadataNames() []string {
+	return []string{
+		"client_id", "client_secret", "client_secret_expires_at", "software_statement",
+		"client_name", "redirect_uris", "grant_types", "response_types", "token_endpoint_auth_method",
+		"application_type", "scope", "contacts", "client_uri", "logo_uri", "tos_uri", "policy_uri",
+		"jwks_uri", "jwks", "software_id", "software_version",
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+}
+
+// decodeMembers reads data with internal/strictjson, the module's one
+// JSON reader, and returns its top-level members. data must be exactly
+// one JSON object in valid UTF-8 without repeated member names at any
+// depth, without two top-level names equal under case folding and
+// without a case variant of a name of read. It refuses anything else
+// (ErrMalformed; invalid UTF-8 is ErrInvalidClientMetadata), a repeated
+// or case-variant name (ErrDuplicateMember) and more than maxMembers
+// members.
+func decodeMembers(data []byte, read []string) (members, error) {
+	m := make(members)
+	errTooMany := fmt.Errorf("%w: more than %d members", ErrInvalidClientMetadata, maxMembers)
+	err := strictjson.Members(data, read, func(name, v []byte) error {
+		if len(m) == maxMembers {
+			return errTooMany
+		}
+		m[string(name)] = v
+		return nil
+	})
+	switch {
+	case err == nil:
+		return m, nil
+	case err == errTooMany:
+		return nil, err
+	case errors.Is(err, strictjson.ErrDuplicateName), errors.Is(err, strictjson.ErrCaseVariant):
+		return nil, ErrDuplicateMember
+	case errors.Is(err, strictjson.ErrInvalidUTF8):
+		return nil, fmt.Errorf("%w: invalid utf-8", ErrInvalidClientMetadata)
+	case errors.Is(err, strictjson.ErrNotObject):
 		return nil, fmt.Errorf("%w: not a json object", ErrMalformed)
 	}
-	m := make(members)
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("%w: bad member name", ErrMalformed)
-		}
-		name, ok := tok.(string)
-		if !ok {
-			return nil, fmt.Errorf("%w: bad member name", ErrMalformed)
-		}
-		if _, dup := m[name]; dup {
-			return nil, ErrDuplicateMember
-		}
-		if len(m) == maxMembers {
-			return nil, fmt.Errorf("%w: more than %d members", ErrInvalidClientMetadata, maxMembers)
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("%w: bad member value", ErrMalformed)
-		}
-		m[name] = v
-	}
-	if _, err := dec.Token(); err != nil { // the closing '}'
-		return nil, fmt.Errorf("%w: unterminated object", ErrMalformed)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: data after the object", ErrMalformed)
-	}
-	return m, nil
+	return nil, fmt.Errorf("%w: not json", ErrMalformed)
 }
 
 // has reports whether name is present with a non-null value.
@@ -69,13 +69,14 @@ func (m members) has(name string) bool {
 	return ok && string(v) != "null"
 }
 
-// decode unmarshals member name into v if present and not null. A JSON
-// type mismatch is ErrInvalidClientMetadata naming the member.
+// decode unmarshals member name into v if present and not null, with
+// strictjson.Unmarshal. A JSON type mismatch is ErrInvalidClientMetadata
+// naming the member.
 func (m members) decode(name string, v any) error {
 	if !m.has(name) {
 		return nil
 	}
-	if err := json.Unmarshal(m[name], v); err != nil {
+	if err := strictjson.Unmarshal(m[name], v); err != nil {
 		return fmt.Errorf("%w: %s: wrong json type", ErrInvalidClientMetadata, name)
 	}
 	return nil

@@ -360,3 +360,45 @@ func Strings[T ~string | ~[]byte](v T) ([]string, bool) {
 	}
 	return out, true
 }
+
+// Elements returns the raw elements of v, the raw text of a JSON array
+// already checked, as sub-slices of v. It reports false for anything else.
+func Elements(v []byte) ([][]byte, bool) {
+	if len(v) == 0 || v[0] != '[' {
+		return nil, false
+	}
+	dec := jsontext.NewDecoder(bytes.NewBuffer(v))
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, false
+	}
+	out := [][]byte{}
+	for dec.PeekKind() != ']' {
+		e, err := dec.ReadValue()
+		if err != nil {
+			return nil, false
+		}
+		end := int(dec.InputOffset())
+		out = append(out, v[end-len(e):end:end])
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return nil, false
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, false
+	}
+	return out, true
+}
+
+// Compact returns v, a JSON value, without insignificant whitespace,
+// leaving strings and numbers as they were written (nothing is escaped
+// or unescaped). It fails unless v passes rules 1 to 3 of the policy.
+func Compact(v []byte) ([]byte, error) {
+	if err := Valid(v); err != nil {
+		return nil, err
+	}
+	out := jsontext.Value(bytes.Clone(v))
+	if err := out.Compact(); err != nil {
+		return nil, classify(v, err)
+	}
+	return out, nil
+}

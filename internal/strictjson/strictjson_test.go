@@ -216,3 +216,20 @@ func TestCaseVariantsFolding(t *testing.T) {
 		}
 	}
 }
+
+func TestElementsAndCompact(t *testing.T) {
+	els, ok := Elements([]byte(` [1, "a" ,{"b":[2]}] `[1:]))
+	if !ok || len(els) != 3 || string(els[0]) != "1" || string(els[1]) != `"a"` || string(els[2]) != `{"b":[2]}` {
+		t.Fatalf("Elements = %q, %t", els, ok)
+	}
+	if _, ok := Elements([]byte(`{}`)); ok {
+		t.Fatal("Elements accepted an object")
+	}
+	got, err := Compact([]byte(" { \"a\" : [ 1 , \"<\\u0062>\" ] } "))
+	if err != nil || string(got) != `{"a":[1,"<\u0062>"]}` {
+		t.Fatalf("Compact = %s, %v", got, err)
+	}
+	if _, err := Compact([]byte(`{"a":1,"a":2}`)); !errors.Is(err, ErrDuplicateName) {
+		t.Fatalf("Compact of a duplicate: %v", err)
+	}
+}
