@@ -6,11 +6,12 @@ import (
 	"crypto/elliptic"
 	"crypto/rsa"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"slices"
 
 	"github.com/go-jose/go-jose/v4"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // MinRSABits is the smallest RSA modulus accepted (NIST SP 800-131A).
@@ -46,20 +47,28 @@ type keySet struct {
 // own. It fails with [ErrInvalidSet] when the document is not a JWK Set and
 // with [ErrNoUsableKeys] when no key survives.
 func parseSet(body []byte) (*keySet, []parsedKey, []droppedKey, error) {
-	var doc struct {
-		Keys *[]json.RawMessage `json:"keys"`
-	}
-	if err := json.Unmarshal(body, &doc); err != nil {
+	// internal/strictjson is the module's one JSON reader: a set with
+	// repeated names (at any depth), a case variant of "keys", or invalid
+	// UTF-8 is not a JWK Set, rather than one read in a parser's own way.
+	var keysRaw []byte
+	err := strictjson.Members(body, []string{"keys"}, func(name, v []byte) error {
+		if string(name) == "keys" {
+			keysRaw = v
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%w: %w", ErrInvalidSet, err)
 	}
-	if doc.Keys == nil {
+	keys, ok := strictjson.Elements(keysRaw)
+	if !ok {
 		return nil, nil, nil, fmt.Errorf("%w: no \"keys\" array", ErrInvalidSet)
 	}
 	var (
 		good    []parsedKey
 		dropped []droppedKey
 	)
-	for _, raw := range *doc.Keys {
+	for _, raw := range keys {
 		pk, d := parseKey(raw)
 		if d != nil {
 			dropped = append(dropped, *d)
@@ -68,7 +77,7 @@ func parseSet(body []byte) (*keySet, []parsedKey, []droppedKey, error) {
 		good = append(good, pk)
 	}
 	if len(good) == 0 {
-		return nil, nil, dropped, fmt.Errorf("%w: %d keys, none usable", ErrNoUsableKeys, len(*doc.Keys))
+		return nil, nil, dropped, fmt.Errorf("%w: %d keys, none usable", ErrNoUsableKeys, len(keys))
 	}
 	set := &keySet{byKID: make(map[string][]jose.JSONWebKey, len(good)), n: len(good)}
 	for _, pk := range good {
@@ -82,20 +91,49 @@ func parseSet(body []byte) (*keySet, []parsedKey, []droppedKey, error) {
 
 // parseKey parses and filters one JWK. Private and symmetric members are
 // detected before go-jose sees the key, so secret material is never parsed.
-func parseKey(raw json.RawMessage) (parsedKey, *droppedKey) {
+func parseKey(raw []byte) (parsedKey, *droppedKey) {
 	var meta struct {
-		Kty    string    `json:"kty"`
-		Kid    string    `json:"kid"`
-		Use    string    `json:"use"`
-		Alg    string    `json:"alg"`
-		KeyOps *[]string `json:"key_ops"`
+		Kty, Kid, Use, Alg string
+		KeyOps             *[]string
 	}
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &members); err != nil {
-		return parsedKey{}, &droppedKey{reason: "not a JSON object", warn: true}
+	members := map[string]bool{}
+	read := append([]string{"kty", "kid", "use", "alg", "key_ops"}, privateMembers...)
+	var bad string
+	err := strictjson.Members(raw, read, func(name, v []byte) error {
+		members[string(name)] = true
+		var dst *string
+		switch string(name) {
+		case "kty":
+			dst = &meta.Kty
+		case "kid":
+			dst = &meta.Kid
+		case "use":
+			dst = &meta.Use
+		case "alg":
+			dst = &meta.Alg
+		case "key_ops":
+			if string(v) == "null" {
+				return nil
+			}
+			ops, ok := strictjson.Strings(v)
+			if !ok {
+				bad = "key_ops"
+			}
+			meta.KeyOps = &ops
+		}
+		if dst != nil && string(v) != "null" {
+			var ok bool
+			if *dst, ok = strictjson.String(v); !ok {
+				bad = string(name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return parsedKey{}, &droppedKey{reason: "not a JSON object with unique member names", warn: true}
 	}
-	if err := json.Unmarshal(raw, &meta); err != nil {
-		return parsedKey{}, &droppedKey{reason: "malformed member: " + err.Error(), warn: true}
+	if bad != "" {
+		return parsedKey{}, &droppedKey{reason: "malformed member: " + bad, warn: true}
 	}
 	c := candidate{kid: meta.Kid, use: meta.Use, alg: meta.Alg}
 	if meta.KeyOps != nil {
@@ -108,7 +146,7 @@ func parseKey(raw json.RawMessage) (parsedKey, *droppedKey) {
 		return parsedKey{}, &droppedKey{kid: c.kid, reason: "symmetric (oct) key"}
 	}
 	for _, m := range privateMembers {
-		if _, ok := members[m]; ok {
+		if members[m] {
 			return parsedKey{}, &droppedKey{kid: c.kid, reason: "private key material published (member " + m + ")", warn: true}
 		}
 	}
