@@ -68,6 +68,12 @@ func BenchmarkMiddlewareAlgs(b *testing.B) {
 					}
 				}
 			}
+			// serveDiscard reuses one ResponseWriter: the middleware's own
+			// cost, without httptest.NewRecorder's allocations.
+			dw := &discardWriter{h: http.Header{}}
+			serveDiscard := func(h http.Handler) func() {
+				return func() { h.ServeHTTP(dw, req) }
+			}
 			ops := []struct {
 				name string
 				fn   func()
@@ -77,6 +83,7 @@ func BenchmarkMiddlewareAlgs(b *testing.B) {
 				{"validate_cached", validateWith(vc)},
 				{"middleware", serve(h)},
 				{"middleware_cached", serve(hc)},
+				{"middleware_cached_discard", serveDiscard(hc)},
 			}
 			for _, op := range ops {
 				op.fn() // warm: fills the cache of the cached ops

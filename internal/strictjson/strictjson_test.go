@@ -161,6 +161,13 @@ func FuzzMembers(f *testing.F) {
 		if Valid(doc) != nil {
 			t.Fatalf("Members accepted %q, Valid refuses", doc)
 		}
+		for _, n := range names {
+			for _, r := range []string{"method", "sub"} {
+				if n != r && strings.EqualFold(n, r) {
+					t.Fatalf("accepted %q, a case variant of %q, which is read", n, r)
+				}
+			}
+		}
 		for i := range names {
 			for j := range i {
 				if strings.EqualFold(names[i], names[j]) {
