@@ -19,14 +19,19 @@
 //
 // A token must be a JWS in compact serialization with strictly canonical
 // base64url segments, signed with an asymmetric algorithm from the
-// allow-list (never "none" or HMAC), typed "at+jwt" (RFC 9068 §2.1), with a
-// "kid" naming a usable key of the issuer its "iss" names. Headers that
-// would make the token choose its own key or change how it is processed
-// ("jku", "x5u", "jwk", "x5c", "crit", "b64", "cty") are refused, never
-// fetched. The claims "iss", "aud", "exp", "sub", "iat", "client_id" and
-// "jti" are required; each of the last four has a named Allow… relaxation
-// in [Config], the first three none. No zero value in [Config] disables a
-// check.
+// allow-list (never "none" or HMAC; "Ed25519", RFC 9864, as well as
+// "EdDSA"), typed "at+jwt" (RFC 9068 §2.1), with a "kid" naming a usable
+// key of the issuer its "iss" names. Headers that would make the token
+// choose its own key or change how it is processed ("jku", "x5u", "jwk",
+// "x5c", "crit", "b64", "cty") are refused, never fetched. Header and
+// claims set must be JSON objects in valid UTF-8 without repeated member
+// names and without case variants of the names read. The claims "iss",
+// "aud", "exp", "sub", "iat", "client_id" and "jti" are required; each of
+// the last four has a named Allow… relaxation in [Config], the first three
+// none. A token with "cnf" (sender-constrained, RFC 7800, RFC 9449) is
+// refused with [ErrSenderConstrained] unless Config.AllowConfirmation is
+// set by a caller that checks the proof of possession. No zero value in
+// [Config] disables a check.
 //
 // Every error returned by [Validator.Validate] wraps one sentinel from
 // errors.go, for [errors.Is], and never contains a value read from the
@@ -34,12 +39,15 @@
 //
 // # Implementation notes
 //
-// Signature verification calls crypto/ecdsa, crypto/rsa and crypto/ed25519
-// directly, and only the claims this package checks are decoded, by a
-// small top-level JSON scanner. go-jose provides the key type
-// ([github.com/go-jose/go-jose/v4.JSONWebKey]) and algorithm names; its
+// The JOSE boundary is jws.go, one short file with the RFC clauses it
+// implements: the compact split, strict base64url and the header rules.
+// JSON is read by internal/strictjson over github.com/go-json-experiment/json
+// (Go 1.27's encoding/json/v2), and only the members this package checks
+// are decoded. Keys are go-jose's ([github.com/go-jose/go-jose/v4.JSONWebKey],
+// parsed and checked by go-jose), and signatures are verified by
+// crypto/ecdsa, crypto/rsa and crypto/ed25519 directly: go-jose's
 // jwt.ParseSigned and Claims path was measured at 20-40% on top of the
-// signature check itself, which is most of what validation should cost.
-// The tests cross-check the tokens this package accepts (seed corpus and
-// fuzzer) against go-jose's jwt.ParseSigned and Claims.
+// signature check itself. The tests cross-check every token this package
+// accepts (hostile suites, seed corpus and fuzzers) against go-jose's
+// jwt.ParseSigned and Claims. docs/jose.md says what each library does.
 package validate

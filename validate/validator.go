@@ -92,19 +92,22 @@ func New(cfg Config) (*Validator, error) {
 // from the token. Checks run cheapest first:
 //
 //  1. size (ErrTooLarge), then the cache, if enabled;
-//  2. three strict base64url segments, header and claims set JSON objects
-//     in UTF-8, at most 32 header parameters, header names unique under
-//     case folding, no repeated claim among those read (ErrMalformed);
+//  2. three strict base64url segments; the header one JSON object by the
+//     internal/strictjson policy (valid UTF-8, no repeated names at any
+//     depth, no names equal under case folding, no case variant of a
+//     parameter read), at most 32 parameters, "alg", "typ" and "kid"
+//     strings (ErrMalformed);
 //  3. "alg" in the allow-list (ErrUnsupportedAlgorithm); no "crit", "b64",
 //     "jku", "x5u", "jwk", "x5c" or "cty" header; "typ" is at+jwt
 //     (ErrType); a "kid" header (ErrKeyNotFound);
-//  4. unverified "iss" routes to a configured issuer (ErrMissingClaim,
+//  4. the claims set one JSON object by the same policy (ErrMalformed);
+//  5. unverified "iss" routes to a configured issuer (ErrMissingClaim,
 //     ErrMalformed, ErrIssuer);
-//  5. usable keys under kid (ErrKeyNotFound, ErrKeysUnavailable) and the
+//  6. usable keys under kid (ErrKeyNotFound, ErrKeysUnavailable) and the
 //     signature (ErrSignature), retried once after Refresher.Refresh;
-//  6. claims set member names unique under case folding, claim types
-//     and required claims (ErrMalformed, ErrMissingClaim);
-//  7. audience (ErrAudience), client (ErrClient), then exp, nbf, iat and
+//  7. claim types and required claims (ErrMalformed, ErrMissingClaim),
+//     and "cnf" (ErrSenderConstrained unless Config.AllowConfirmation);
+//  8. audience (ErrAudience), client (ErrClient), then exp, nbf, iat and
 //     lifetime (ErrExpired, ErrNotYetValid, ErrIssuedAt, ErrLifetime).
 func (v *Validator) Validate(ctx context.Context, raw string) (*Claims, error) {
 	if len(raw) > v.cfg.MaxTokenBytes {

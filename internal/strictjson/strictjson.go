@@ -124,8 +124,9 @@ func (r *reader) memberSpans(doc []byte, read []string, fn func(name []byte, sta
 				return ErrSyntax // unreachable: the decoder checked raw
 			}
 		}
-		names.add(name)
-		if names.err == nil && caseVariantOf(name, read) {
+		ascii := isASCII(name)
+		names.add(name, ascii)
+		if names.err == nil && caseVariantOf(name, ascii, read) {
 			names.err = ErrCaseVariant
 		}
 		v, err := dec.ReadValue()
@@ -156,6 +157,7 @@ func (r *reader) memberSpans(doc []byte, read []string, fn func(name []byte, sta
 type nameSet struct {
 	small [maxPairwise][]byte
 	names [][]byte
+	ascii [maxPairwise]bool // of names[i], for the pairwise path
 	seen  map[uint64]int // hash of the folded name -> index in names
 	seed  maphash.Seed
 	err   error // the first case variant; reported once doc is known well-formed
@@ -170,7 +172,7 @@ func (s *nameSet) reset() {
 	s.err = nil
 }
 
-func (s *nameSet) add(name []byte) {
+func (s *nameSet) add(name []byte, ascii bool) {
 	if s.err != nil {
 		return
 	}
@@ -178,12 +180,15 @@ func (s *nameSet) add(name []byte) {
 		s.names = s.small[:0]
 	}
 	if len(s.names) < maxPairwise {
-		for _, n := range s.names {
-			if bytes.EqualFold(n, name) {
-				s.err = caseOrDup(n, name)
-				return
+		for i, n := range s.names {
+			// Two ASCII names are equal under folding only if equally long.
+			if (ascii && s.ascii[i] && len(n) != len(name)) || !bytes.EqualFold(n, name) {
+				continue
 			}
+			s.err = caseOrDup(n, name)
+			return
 		}
+		s.ascii[len(s.names)] = ascii
 		s.names = append(s.names, name)
 		return
 	}
@@ -231,26 +236,58 @@ func (s *nameSet) hash(name []byte) uint64 {
 	return h.Sum64()
 }
 
-// caseVariantOf reports whether name differs from one of read but is
-// equal to it under simple case folding. An ASCII name can only fold to a
-// name of its own length, which keeps the common case to a length compare.
-func caseVariantOf(name []byte, read []string) bool {
-	ascii := true
-	for _, c := range name {
-		if c >= utf8.RuneSelf {
-			ascii = false
-			break
+// caseVariantOf reports whether name differs from each of read but is
+// equal to one of them under simple case folding. A name that is one of
+// read is no variant (the names read are distinct under folding), and an
+// ASCII name can only fold to an ASCII name of its own length, which
+// keeps the common cases to a few length compares.
+func caseVariantOf(name []byte, ascii bool, read []string) bool {
+	for _, r := range read {
+		if string(name) == r {
+			return false
 		}
 	}
 	for _, r := range read {
-		if ascii && len(r) != len(name) {
-			continue
-		}
-		if string(name) != r && strings.EqualFold(string(name), r) {
+		switch {
+		case ascii && len(r) != len(name):
+		case ascii && isASCII(r):
+			if asciiEqualFold(name, r) {
+				return true
+			}
+		case strings.EqualFold(string(name), r):
 			return true
 		}
 	}
 	return false
+}
+
+func isASCII[T ~string | ~[]byte](s T) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// asciiEqualFold is strings.EqualFold for two ASCII strings of one length.
+func asciiEqualFold(a []byte, b string) bool {
+	for i := range a {
+		x, y := a[i], b[i]
+		if x == y {
+			continue
+		}
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 // caseOrDup reports an exact repeat as ErrDuplicateName (jsontext would

@@ -22,15 +22,21 @@
 // The request is a POST of token and token_type_hint=access_token with
 // client authentication ([AuthMethod]); redirects are never followed and
 // the response must be 200 with a JSON media type within Config.MaxBytes
-// and Config.Timeout. The response must be a JSON object with unique
-// member names whose "active" is the JSON boolean true. "exp" is required;
-// "aud" is required and must contain a configured audience, unless the
-// named relaxation AllowMissingAudience is set and "aud" is absent; "iss",
-// when present, must equal Config.Issuer; "nbf" and "iat" are checked
-// when present; "token_type", when present, must be Bearer, and a "cnf"
-// member (a sender-constrained token, RFC 9449 or RFC 8705) is refused,
-// because no proof of possession is checked here. "scope", "sub",
-// "client_id", "jti" and Config.TenantClaim fill [validate.Claims], and
+// and Config.Timeout. The response must be a JSON object, read by the
+// module's one strict JSON reader (valid UTF-8, unique member names, no
+// case variants of the members read), whose "active" is the JSON boolean
+// true. "exp" and "sub" are required (the latter relaxed by the named
+// AllowMissingSubject, as for JWTs); "aud" is required and must contain a
+// configured audience, unless the named relaxation AllowMissingAudience
+// is set and "aud" is absent; "iss", when present, must equal
+// Config.Issuer; "nbf" and "iat" are checked when present; "token_type",
+// when present, must be Bearer; a "cnf" member (a sender-constrained
+// token, RFC 9449 or RFC 8705) is refused with
+// validate.ErrSenderConstrained, unless AllowConfirmation is set by a
+// caller that checks the proof of possession itself, and then only a DPoP
+// confirmation {"jkt": …} is accepted (with "token_type" "DPoP" allowed),
+// filling Claims.Confirmation. "scope", "sub", "client_id", "jti" and
+// Config.TenantClaim fill [validate.Claims], and
 // [validate.Claims.Decode] reads the whole response.
 //
 // # Errors and HTTP answers

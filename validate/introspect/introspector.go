@@ -129,13 +129,17 @@ func New(cfg Config) (*Introspector, error) {
 //     ASCII; nothing is sent.
 //   - ErrKeysUnavailable (also [ErrEndpoint] or [ErrClientAuth], or the
 //     caller's context error): no answer about the token; 503.
-//   - ErrMalformed: the response is not a JSON object with unique member
-//     names, "active" is missing or not a JSON boolean, or a member has
-//     the wrong type.
+//   - ErrMalformed: the response is not a JSON object by the strictjson
+//     policy (valid UTF-8, unique member names, no case variants of the
+//     members read), "active" is missing or not a JSON boolean, a member
+//     has the wrong type, or "cnf" is not {"jkt": base64url}.
 //   - ErrInactive: "active" is false.
 //   - ErrType: "token_type" is present and neither "Bearer" nor
-//     "access_token", or "cnf" binds the token to a key (DPoP, mTLS).
-//   - ErrMissingClaim: no "exp", or no "aud" without AllowMissingAudience.
+//     "access_token" (nor "DPoP" with AllowConfirmation and a cnf.jkt).
+//   - ErrSenderConstrained: "cnf" binds the token to a key (DPoP, mTLS)
+//     and AllowConfirmation is off, or "cnf" has a method other than jkt.
+//   - ErrMissingClaim: no "exp", no "sub" without AllowMissingSubject, or
+//     no "aud" without AllowMissingAudience.
 //   - ErrIssuer, ErrAudience, ErrExpired, ErrNotYetValid, ErrIssuedAt.
 func (i *Introspector) Validate(ctx context.Context, raw string) (*validate.Claims, error) {
 	if len(raw) > i.cfg.MaxTokenBytes {

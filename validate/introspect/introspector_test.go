@@ -219,7 +219,7 @@ func TestClaims(t *testing.T) {
 		t.Errorf("claims:\n got %+v\nwant %+v", got, want)
 	}
 	var ext struct {
-		Active bool            `json:"active"`
+		Active bool `json:"active"`
 		Ext    struct {
 			N int `json:"n"` // Decode matches names case-sensitively
 		} `json:"ext"`
