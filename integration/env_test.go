@@ -60,6 +60,9 @@ const rawClientID = "integration-raw-client"
 type envConfig struct {
 	// grantScopes is devas.Config.GrantScopes.
 	grantScopes func(clientID, subject string, requested []string) []string
+	// wrapMCP, if set, wraps the example MCP server's handler (issue #11:
+	// measuring what clients do with candidate answers).
+	wrapMCP func(http.Handler) http.Handler
 }
 
 // env is one example MCP server and its development authorization server,
@@ -191,6 +194,9 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	}
 	e.metaURL = srv.ResourceMetadataURL()
 	mcpTS.Config.Handler = srv
+	if cfg.wrapMCP != nil {
+		mcpTS.Config.Handler = cfg.wrapMCP(srv)
+	}
 	mcpTS.Start()
 	t.Cleanup(mcpTS.Close)
 	return e

@@ -119,10 +119,14 @@ const (
 	ReasonBatch Reason = "batch"
 	// ReasonHeaderMismatch: [ErrHeaderMismatch] (400, -32020).
 	ReasonHeaderMismatch Reason = "header_mismatch"
+	// ReasonInvalidParams: [ErrMissingMeta], a 2026-07-28 request without
+	// the _meta protocol version (400, -32602).
+	ReasonInvalidParams Reason = "invalid_params"
 	// ReasonInsufficientScope: [ErrInsufficientScope] (403 with a step-up
 	// challenge).
 	ReasonInsufficientScope Reason = "insufficient_scope"
-	// ReasonStepUpExhausted: [ErrStepUpExhausted] (terminal 403).
+	// ReasonStepUpExhausted: [ErrStepUpExhausted] (terminal 403, with a
+	// challenge that names no error and no scope).
 	ReasonStepUpExhausted Reason = "step_up_exhausted"
 	// ReasonNotListed: [ErrNotListed], OperationPolicy.DenyUnlisted
 	// (terminal 403).

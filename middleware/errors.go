@@ -60,6 +60,12 @@ var (
 	// the body (MCP 2026-07-28 Streamable HTTP §Server Validation).
 	// Answered 400 with JSON-RPC -32020.
 	ErrHeaderMismatch = errors.New("middleware: header mismatch")
+	// ErrMissingMeta: a request of MCP 2026-07-28 or later (by its
+	// MCP-Protocol-Version header) whose params._meta lacks
+	// "io.modelcontextprotocol/protocolVersion" (or has no _meta). MCP
+	// 2026-07-28 basic/index.mdx §_meta: 400 with JSON-RPC -32602 (Invalid
+	// params), not -32020.
+	ErrMissingMeta = errors.New("middleware: _meta protocol version missing")
 
 	// ErrInsufficientScope: the token lacks a scope the operation needs.
 	// Errors carrying the scopes are [*ScopeError]. Answered 403

@@ -27,6 +27,7 @@ type Middleware struct {
 	answers      [numKinds]answer
 	log          *slog.Logger
 	onDecision   func(context.Context, Decision)
+	pending      *pendingSet // nil when the step-up bound is disabled
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -57,6 +58,9 @@ func New(cfg Config) (*Middleware, error) {
 	m.implies = compileImplies(cfg.ScopeImplies)
 	m.policy = m.compilePolicy(&cfg)
 	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
+	if cfg.StepUpLimit > 0 {
+		m.pending = newPendingSet(DefaultStepUpKeys)
+	}
 	return m, nil
 }
 
@@ -124,6 +128,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if missing := m.missing(p.Scopes, op.scopes); missing != nil {
 		m.insufficient(w, r, p, g, op.scopes, missing, op.key, op.challenge)
 		return
+	}
+	if m.pending != nil && !m.pending.empty() {
+		m.steppedUp(r.Context(), p)
 	}
 	p.grant = g
 	r2 := r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
@@ -210,6 +217,9 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 				m.insufficient(w, r, p, p.grant, required, missing, scopeKey(required), "")
 				return
 			}
+			if m.pending != nil && !m.pending.empty() {
+				m.steppedUp(r.Context(), p)
+			}
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -222,8 +232,14 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 // challenge, or "".
 func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Principal, g *grant, required, missing []string, key, pre string) {
 	serr := &ScopeError{Required: required, Missing: missing}
-	if p != nil && m.cfg.StepUpLimit > 0 {
-		n, err := m.cfg.StepUpStore.Incr(r.Context(), p.stepUpID()+"\x00"+key, m.cfg.StepUpWindow, m.cfg.Now())
+	if p != nil && m.pending != nil {
+		storeKey := p.stepUpID() + "\x00" + key
+		now := m.cfg.Now()
+		n, err := m.cfg.StepUpStore.Incr(r.Context(), storeKey, m.cfg.StepUpWindow, now)
+		// Remember the challenge here, so that a later success of p with
+		// these scopes resets the counter (the terminal answer included:
+		// a principal that is granted the scope later gets its bound back).
+		m.pending.add(p, required, storeKey, now.Add(m.cfg.StepUpWindow), now)
 		switch {
 		case err != nil:
 			m.log.LogAttrs(r.Context(), slog.LevelWarn, "middleware: step-up store failed", slog.String("error", err.Error()))
