@@ -27,8 +27,10 @@ const (
 const offlineAccess = "offline_access"
 
 // Challenge is one RFC 9110 §11.6.1 challenge with the RFC 6750 §3 and
-// RFC 9728 §5.1 parameters broken out. The zero value renders as "Bearer",
-// the RFC 6750 §3.1 answer to a request without credentials.
+// RFC 9728 §5.1 parameters broken out. The zero value has no parameters
+// and renders as "" ([Challenge.Err]): a challenge needs at least one
+// auth-param, for a request without credentials typically
+// resource_metadata (RFC 9728 §5.1) and scope.
 type Challenge struct {
 	// Scheme is the auth-scheme. "" renders as "Bearer". Parse reports
 	// "Bearer" for any spelling of that scheme (schemes are
