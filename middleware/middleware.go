@@ -79,7 +79,11 @@ func New(cfg Config) (*Middleware, error) {
 //  6. the scopes of the operation, base scopes included (403
 //     insufficient_scope, or a terminal 403).
 //
-// The body is never read before the token is valid. next receives a
+// The body is never read before the token is valid. A refusal decided
+// before the body was read (steps 1-3, or a body over the limit) closes
+// the connection after the answer instead of draining the body, so that a
+// client without a token cannot hold the connection by trickling a body
+// (HTTP/1.x: "Connection: close"). next receives a
 // shallow copy of the request carrying the [Principal] in its context and,
 // for POST, a body with exactly the bytes the client sent; the caller's
 // request is not modified. Requests other than POST are authorized with the
@@ -98,6 +102,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	p, err := m.authenticate(r)
 	if err != nil {
+		closeUnread(w, r)
 		m.refuse(w, r, err, nil, nil, nil)
 		return
 	}
@@ -106,6 +111,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	post := r.Method == http.MethodPost
 	if post {
 		if body, err = readBody(r, m.cfg.MaxBodyBytes); err != nil {
+			closeUnread(w, r) // the rest of the body is not read
 			m.refuse(w, r, err, p, nil, nil)
 			return
 		}
