@@ -141,7 +141,7 @@ func New(cfg Config) (*Server, error) {
 	if root != inserted {
 		r.Handle(root, mw.MetadataHandler())
 	}
-	r.Handle(u.EscapedPath(), mw.Handler(mh))
+	r.Handle(u.EscapedPath(), mw.Handler(liftDeadlines(mh))) // authorized requests only: see deadlines.go
 	return &Server{handler: r, mw: mw, mcp: ms}, nil
 }
 
