@@ -3,6 +3,7 @@ package main
 import (
 	"log/slog"
 	"net/http"
+	"time"
 	"testing"
 )
 
@@ -14,7 +15,7 @@ func TestServerTimeouts(t *testing.T) {
 		hs.WriteTimeout != writeTimeout || hs.IdleTimeout != idleTimeout {
 		t.Errorf("timeouts: header %v read %v write %v idle %v", hs.ReadHeaderTimeout, hs.ReadTimeout, hs.WriteTimeout, hs.IdleTimeout)
 	}
-	for _, d := range []any{hs.ReadHeaderTimeout, hs.ReadTimeout, hs.WriteTimeout, hs.IdleTimeout} {
+	for _, d := range []time.Duration{hs.ReadHeaderTimeout, hs.ReadTimeout, hs.WriteTimeout, hs.IdleTimeout} {
 		if d == 0 {
 			t.Errorf("a timeout is unset")
 		}
