@@ -3,8 +3,8 @@ package main
 import (
 	"log/slog"
 	"net/http"
-	"time"
 	"testing"
+	"time"
 )
 
 // TestServerTimeouts: the example's HTTP servers bound header, read, write
