@@ -7,6 +7,7 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpguard/mcpguard/prm"
@@ -62,20 +63,27 @@ const (
 
 // ResourceRule gives the scopes a resources/read of a URI needs.
 type ResourceRule struct {
-	// URI is compared byte for byte with params.uri. Required.
+	// URI is compared byte for byte with the canonical form of
+	// params.uri: the URI without its query and fragment, which is what
+	// path-resolving resource handlers serve (go-sdk's file handler, any
+	// handler that parses the URI). So "config.json?x=1" and
+	// "config.json#x" need the scopes of the exact rule "config.json".
+	// Required; a URI with a query or fragment, or an exact URI not in
+	// canonical form, is refused by New.
 	URI string
-	// Prefix makes URI a prefix: the rule matches every params.uri that
-	// starts with it. An exact rule wins over prefix rules, and the
-	// longest matching prefix wins among them. Rules are compared on the
-	// raw string, so while any resource rule exists a params.uri that is
-	// not in canonical form is refused as [ErrInvalidMessage]: a "." or
-	// ".." segment (also percent-encoded), an empty segment ("//" in the
-	// path), a backslash, a percent-encoded unreserved character, "/" or
-	// "\\", malformed percent-encoding, or upper case in the scheme or
-	// authority. So "file:///public/../secret",
-	// "file:///public//secret" and "file:///public/%73ecret" cannot borrow
-	// the scopes of "file:///public/", and "config%2Ejson" cannot escape an
-	// exact rule for "config.json".
+	// Prefix makes URI a prefix: the rule matches every canonical
+	// params.uri that starts with it. An exact rule wins over prefix
+	// rules, and the longest matching prefix wins among them. While any
+	// resource rule exists, a params.uri that cannot be canonicalised is
+	// refused as [ErrInvalidMessage]: not absolute or not parsable by
+	// net/url, a "." or ".." segment (also percent-encoded), an empty
+	// segment ("//" in the path), a backslash (also encoded), a
+	// percent-encoded unreserved character or "/", upper case in the
+	// scheme or host, or bytes net/url would re-encode (raw non-ASCII,
+	// spaces). So "file:///public/../secret", "file:///public//secret"
+	// and "file:///public/%73ecret" cannot borrow the scopes of
+	// "file:///public/", and "config%2Ejson" cannot escape an exact rule
+	// for "config.json".
 	Prefix bool
 	// Scopes are the scopes needed, on top of the base and method scopes.
 	Scopes []string
@@ -296,6 +304,14 @@ func (c Config) check() error {
 			return fmt.Errorf("%w: Operations.Resources[%d] repeats a rule", ErrConfig, i)
 		}
 		seen[k] = true
+		// Rules match the canonical form (no query, no fragment): a rule
+		// that is not in it could never match.
+		if strings.ContainsAny(r.URI, "?#") {
+			return fmt.Errorf("%w: Operations.Resources[%d] has a query or fragment, which matching ignores", ErrConfig, i)
+		}
+		if key, ok := canonicalResource(r.URI); !r.Prefix && (!ok || key != r.URI) {
+			return fmt.Errorf("%w: Operations.Resources[%d] is not a canonical URI", ErrConfig, i)
+		}
 		if err := checkScopes(fmt.Sprintf("Operations.Resources[%d]", i), r.Scopes); err != nil {
 			return err
 		}
