@@ -93,10 +93,15 @@ type ResourceRule struct {
 // Config.Scopes. It is applied to POST bodies (the JSON-RPC message);
 // other requests need the base scopes only.
 //
-// A request whose method is not in Methods needs the base scopes only. A
-// tools/call, prompts/get or resources/read whose name (or URI) is not
-// listed needs the base and method scopes; with DenyUnlisted it is refused
-// with a terminal 403 instead. Names are compared byte for byte.
+// Every client-to-server method of MCP 2025-11-25 and 2026-07-28 has a
+// documented default (docs/policy.md, "Defaults of every method"): its
+// Methods entry, plus what it inherits (resources/subscribe needs what
+// resources/read of the same URI needs; tasks/* need the Methods scopes of
+// tools/call). A method neither in Methods nor defined by MCP needs the
+// base scopes only. A tools/call, prompts/get, resources/read or
+// resources/subscribe whose name (or URI) is not listed needs the base and
+// method scopes. With DenyUnlisted both are refused with a terminal 403
+// instead. Names are compared byte for byte.
 type OperationPolicy struct {
 	// Methods maps a JSON-RPC method ("tools/list", "tools/call", …) to the
 	// scopes it needs. Nil means none.
@@ -107,11 +112,15 @@ type OperationPolicy struct {
 	Prompts map[string][]string
 	// Resources gives the scopes of resources/read by params.uri.
 	Resources []ResourceRule
-	// DenyUnlisted refuses tools/call, prompts/get and resources/read
-	// requests whose name or URI matches no entry of Tools, Prompts or
-	// Resources (403, [ErrNotListed], no challenge). Defaults to false:
-	// such requests need the base and method scopes, and the MCP server
-	// answers an unknown name itself.
+	// DenyUnlisted refuses requests whose method is neither in Methods
+	// nor defined by MCP (docs/policy.md), and tools/call, prompts/get,
+	// resources/read and resources/subscribe requests whose name or URI
+	// matches no entry of Tools, Prompts or Resources: 403
+	// {"error":"access_denied"}, [ErrNotListed], with a challenge that
+	// invites no new authorization (resource_metadata only). Responses
+	// (no method) are never refused by it. Defaults to false: such
+	// requests need the base (and method) scopes, and the MCP server
+	// answers an unknown method or name itself.
 	DenyUnlisted bool
 }
 
@@ -152,9 +161,13 @@ type Config struct {
 
 	// StepUpLimit bounds the insufficient_scope challenges sent to one
 	// principal (issuer, subject, client) for one scope set within
-	// StepUpWindow; past it the answer is a terminal 403 without a
-	// challenge ([ErrStepUpExhausted]). Zero means [DefaultStepUpLimit]
-	// (3); negative disables the bound.
+	// StepUpWindow; past it the answer is a terminal 403 whose challenge
+	// invites no new authorization ([ErrStepUpExhausted]). The bound is
+	// for loops, not users: an authorized request of the principal whose
+	// token satisfies a scope set it was challenged for resets that
+	// counter (StepUpStore.Reset), so a user who steps up successfully is
+	// never refused however often it starts over. Zero means
+	// [DefaultStepUpLimit] (3); negative disables the bound.
 	StepUpLimit int
 	// StepUpWindow is the fixed window of StepUpLimit, starting at the
 	// first challenge. Zero means [DefaultStepUpWindow] (10 minutes).
@@ -162,6 +175,19 @@ type Config struct {
 	// StepUpStore counts challenges. Nil means an in-memory store of
 	// [DefaultStepUpKeys] keys ([NewMemoryStepUpStore]); share a store
 	// between replicas to bound step-up across them.
+	//
+	// Which counters to reset is known in process: each Middleware
+	// remembers the (principal, scope set) pairs it challenged within
+	// the window (at most [DefaultStepUpKeys]), so that an authorized
+	// request makes no store call and allocates nothing more when nothing
+	// is pending. With several replicas sharing a store, a challenge sent
+	// by replica A is reset by the first success of that principal with
+	// those scopes that reaches A; a success that reaches only B resets
+	// nothing (B did not challenge), so the shared count stays as it was.
+	// That can only make the terminal answer come sooner, never let a
+	// request through or remove the bound: it fails closed. Behind a load
+	// balancer that spreads a principal's requests, its later successes
+	// reach A within a few requests; with sticky routing, at once.
 	StepUpStore StepUpStore
 
 	// MaxBodyBytes bounds the POST body read to find the JSON-RPC

@@ -141,20 +141,6 @@ const (
 // configuration nor the MCP specification names.
 const Unlisted = "(unlisted)"
 
-// mcpMethods are the client-to-server methods and notifications of MCP
-// revisions 2024-11-05 through 2026-07-28. They are reported verbatim in
-// Decision.Method even when the policy does not list them.
-var mcpMethods = []string{
-	"initialize", "ping", "server/discover", "subscriptions/listen",
-	"tools/list", "tools/call", "prompts/list", "prompts/get",
-	"resources/list", "resources/templates/list", "resources/read",
-	"resources/subscribe", "resources/unsubscribe",
-	"completion/complete", "logging/setLevel",
-	"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update",
-	"notifications/initialized", "notifications/cancelled", "notifications/progress",
-	"notifications/roots/list_changed", "notifications/tasks/status",
-}
-
 // versionLabel returns Decision.ProtocolVersion for h.
 func versionLabel(h http.Header) string {
 	v := h[hdrProtocolVersion]

@@ -46,6 +46,7 @@ type policy struct {
 	// operation.
 	unlistedTool, unlistedPrompt, unlistedResource *grant
 	denyUnlisted                                   bool
+	subscribe                                      resourceRules // resources/subscribe (methods.go)
 }
 
 const (
@@ -69,12 +70,10 @@ func (m *Middleware) compilePolicy(cfg *Config) policy {
 		resExact:     map[string]*grant{},
 		denyUnlisted: op.DenyUnlisted,
 	}
-	for _, name := range mcpMethods {
-		p.methods[name] = &grant{op: base, method: name}
-	}
 	for name, s := range op.Methods {
 		p.methods[name] = &grant{op: m.newOperation(cfg.Scopes, s), method: name}
 	}
+	m.applyMethodDefaults(cfg, &p) // methods.go: methods that inherit another's scopes
 	named := func(method string, scopes []string, name string) *grant {
 		return &grant{op: m.newOperation(cfg.Scopes, op.Methods[method], scopes), method: method, name: name}
 	}
@@ -99,6 +98,7 @@ func (m *Middleware) compilePolicy(cfg *Config) policy {
 	p.unlistedTool = unlisted(methodToolsCall)
 	p.unlistedPrompt = unlisted(methodPromptsGet)
 	p.unlistedResource = unlisted(methodResourceRead)
+	p.subscribe = m.compileSubscribe(cfg, &p)
 	return p
 }
 
@@ -129,7 +129,8 @@ func (p *policy) lookup(msg *message) (*grant, error) {
 	}
 	mg := p.methods[string(msg.method)]
 	if mg == nil {
-		mg = p.other
+		// Neither listed nor defined by MCP (docs/policy.md).
+		return p.unlisted(p.other)
 	}
 	switch {
 	case string(msg.method) == methodToolsCall:
@@ -137,34 +138,43 @@ func (p *policy) lookup(msg *message) (*grant, error) {
 	case string(msg.method) == methodPromptsGet:
 		return p.named(p.prompts, msg.hasName, msg.nameNotString, msg.name, mg, p.unlistedPrompt)
 	case string(msg.method) == methodResourceRead:
-		if msg.uriNotString {
-			return mg, errNotString
-		}
-		if !msg.hasURI {
-			return p.unlisted(mg)
-		}
-		if len(p.resExact) == 0 && len(p.resPrefix) == 0 {
-			return p.unlisted(p.unlistedResource)
-		}
-		// While rules exist only the canonical form is matched: another
-		// spelling of a protected URI would miss its rule and borrow
-		// weaker scopes, while a handler that normalises the URI serves
-		// the protected resource.
-		key, ok := canonicalResource(string(msg.uri))
-		if !ok {
-			return mg, errNonCanonicalURI
-		}
-		if g := p.resExact[key]; g != nil {
-			return g, nil
-		}
-		for _, r := range p.resPrefix {
-			if strings.HasPrefix(key, r.prefix) {
-				return r.g, nil
-			}
-		}
-		return p.unlisted(p.unlistedResource)
+		return p.resource(msg, mg, p.resExact, p.resPrefix, p.unlistedResource)
+	case string(msg.method) == methodResourcesSubscribe:
+		return p.resource(msg, mg, p.subscribe.exact, p.subscribe.prefix, p.subscribe.unlisted)
 	}
 	return mg, nil
+}
+
+// resource looks up the resource rule of msg's params.uri among exact and
+// prefix (built for one method; mg is its grant, unl its grant for a URI no
+// rule matches).
+func (p *policy) resource(msg *message, mg *grant, exact map[string]*grant, prefix []prefixRule, unl *grant) (*grant, error) {
+	if msg.uriNotString {
+		return mg, errNotString
+	}
+	if !msg.hasURI {
+		return p.unlisted(mg)
+	}
+	if len(exact) == 0 && len(prefix) == 0 {
+		return p.unlisted(unl)
+	}
+	// While rules exist only the canonical form is matched: another
+	// spelling of a protected URI would miss its rule and borrow
+	// weaker scopes, while a handler that normalises the URI serves
+	// the protected resource.
+	key, ok := canonicalResource(string(msg.uri))
+	if !ok {
+		return mg, errNonCanonicalURI
+	}
+	if g := exact[key]; g != nil {
+		return g, nil
+	}
+	for _, r := range prefix {
+		if strings.HasPrefix(key, r.prefix) {
+			return r.g, nil
+		}
+	}
+	return p.unlisted(unl)
 }
 
 // named looks name up in gs. mg is the method's grant, unl its grant for a
