@@ -3,6 +3,8 @@ package challenge
 import (
 	"net/http"
 	"slices"
+
+	"github.com/mcpguard/mcpguard/internal/scopetoken"
 )
 
 // ErrorCode is an RFC 6750 §3.1 error code, the value of the "error"
@@ -106,7 +108,7 @@ func cleanScopes(in []string) []string {
 		seen = make(map[string]struct{}, len(in))
 	}
 	for _, s := range in {
-		if s == offlineAccess || !isScopeToken(s) {
+		if s == offlineAccess || !scopetoken.Valid(s) {
 			continue
 		}
 		if seen != nil {

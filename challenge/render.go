@@ -254,20 +254,6 @@ func isErrorChars(s string) bool {
 	return true
 }
 
-// isScopeToken reports whether s is an RFC 6750 §3 scope-token:
-// 1*( %x21 / %x23-5B / %x5D-7E ).
-func isScopeToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
 // isTchar reports whether c is an RFC 9110 §5.6.2 tchar.
 func isTchar(c byte) bool {
 	switch {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/mcpguard/mcpguard/prm"
 	"github.com/mcpguard/mcpguard/validate"
+
+	"github.com/mcpguard/mcpguard/internal/scopetoken"
 )
 
 // Defaults applied by [New] to zero-valued [Config] fields.
@@ -343,11 +345,11 @@ func (c Config) check() error {
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.ScopeImplies)) {
-		if !isScopeToken(k) {
+		if !scopetoken.Valid(k) {
 			return fmt.Errorf("%w: ScopeImplies has an invalid scope key", ErrConfig)
 		}
 		for _, s := range c.ScopeImplies[k] {
-			if !isScopeToken(s) {
+			if !scopetoken.Valid(s) {
 				return fmt.Errorf("%w: ScopeImplies[%s] has an invalid scope", ErrConfig, k)
 			}
 		}
@@ -372,7 +374,7 @@ func (c Config) check() error {
 // when rendering), so a client could never satisfy it.
 func checkScopes(field string, scopes []string) error {
 	for _, s := range scopes {
-		if !isScopeToken(s) {
+		if !scopetoken.Valid(s) {
 			return fmt.Errorf("%w: %s has an invalid scope token", ErrConfig, field)
 		}
 		if s == offlineAccess {
@@ -383,20 +385,6 @@ func checkScopes(field string, scopes []string) error {
 }
 
 const offlineAccess = "offline_access"
-
-// isScopeToken reports whether s is an RFC 6749 §3.3 scope-token:
-// 1*( %x21 / %x23-5B / %x5D-7E ).
-func isScopeToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
 
 // isVisible reports whether s consists of SP and VCHAR only.
 func isVisible(s string) bool {
