@@ -38,48 +38,51 @@ func TestStepUpTenSessions(t *testing.T) {
 }
 
 // TestStepUpNeverGranted: the authorization server never grants
-// notes:write. The go-sdk client re-authorizes on each step-up challenge;
-// after StepUpLimit challenges it gets the terminal answer, which starts no
-// new authorization: the number of authorizations stays bounded however
-// often the client calls.
+// notes:write. The go-sdk client re-authorizes on a step-up challenge,
+// retries once, and on a second 403 closes its session; the user's client
+// then starts a fresh session and tries again. After StepUpLimit challenges
+// the principal gets the terminal answer, on which the go-sdk starts no
+// new authorization: step-up authorizations stay bounded however many
+// sessions the client opens.
 func TestStepUpNeverGranted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envConfig{grantScopes: func(_, _ string, requested []string) []string {
 		return slices.DeleteFunc(slices.Clone(requested), func(s string) bool { return s == server.ScopeNotesWrite })
 	}})
 	ctx := testContext(t)
-	cs, rec := e.connect(ctx, t, sdkClient{reg: viaCIMD, revision: rev20260728})
-	first := e.authorizations()
-	const calls = 8
-	for i := range calls {
+	const sessions = 6
+	var challenges, terminal int
+	for i := range sessions {
+		cs, rec := e.connect(ctx, t, sdkClient{reg: viaCIMD, revision: rev20260728})
 		res, err := cs.CallTool(ctx, callParams(server.ToolNotesWrite, map[string]any{"text": "x"}))
 		if err == nil && !res.IsError {
-			t.Fatalf("call %d: notes_write succeeded without notes:write", i)
+			t.Fatalf("session %d: notes_write succeeded without notes:write", i)
 		}
-	}
-	var challenges, terminal int
-	for _, x := range rec.withStatus(http.StatusForbidden) {
-		switch h := strings.Join(x.wwwAuth, ""); {
-		case h == e.insufficientScope(baseScope, server.ScopeNotesWrite):
-			challenges++
-		case h == terminalChallenge(e.metaURL):
-			terminal++
-		default:
-			t.Errorf("403 with WWW-Authenticate %q", x.wwwAuth)
+		for _, x := range rec.withStatus(http.StatusForbidden) {
+			switch h := strings.Join(x.wwwAuth, ""); {
+			case h == e.insufficientScope(baseScope, server.ScopeNotesWrite):
+				challenges++
+			case h == terminalChallenge(e.metaURL):
+				terminal++
+			default:
+				t.Errorf("403 with WWW-Authenticate %q", x.wwwAuth)
+			}
 		}
+		cs.Close()
 	}
 	if challenges != middleware.DefaultStepUpLimit {
 		t.Errorf("step-up challenges = %d, want %d", challenges, middleware.DefaultStepUpLimit)
 	}
 	if terminal == 0 {
-		t.Errorf("no terminal answer in %d calls", calls)
+		t.Errorf("no terminal answer in %d sessions", sessions)
 	}
-	// One authorization per challenge the client acted on, none for the
-	// terminal answers.
-	if n := e.authorizations() - first; n > middleware.DefaultStepUpLimit {
-		t.Errorf("authorizations after the first = %d, want at most %d", n, middleware.DefaultStepUpLimit)
+	// Each session authorizes once to connect (the 401); step-up
+	// authorizations come on top, at most one per challenge.
+	stepUps := e.authorizations() - sessions
+	if stepUps > middleware.DefaultStepUpLimit {
+		t.Errorf("step-up authorizations = %d, want at most %d", stepUps, middleware.DefaultStepUpLimit)
 	}
-	t.Logf("%d calls: %d challenges, %d terminal answers, %d authorizations", calls, challenges, terminal, e.authorizations()-first)
+	t.Logf("%d sessions: %d challenges, %d terminal answers, %d step-up authorizations", sessions, challenges, terminal, stepUps)
 }
 
 // terminalChallenge is the WWW-Authenticate of the terminal 403 (the
