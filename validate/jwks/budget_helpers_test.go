@@ -149,4 +149,3 @@ func TestValidateBudgetCachedTokenOnHangingAS(t *testing.T) {
 		t.Errorf("request held %v > WaitTimeout %v on a hanging AS", d, jwks.DefaultWaitTimeout)
 	}
 }
-
