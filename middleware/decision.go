@@ -22,14 +22,15 @@ type Decision struct {
 	Reason Reason
 
 	// Method is the JSON-RPC "method" of a POST body: a method listed in
-	// OperationPolicy.Methods or defined by MCP is reported verbatim, any
-	// other as [Unlisted]. Empty when unknown: a request other than POST, a
+	// OperationPolicy.Methods or defined by MCP (the table of
+	// docs/policy.md) is reported verbatim, any other as [Unlisted]. Empty when unknown: a request other than POST, a
 	// message without a method (a response), or a refusal decided before
 	// the operation was known (a bad token, a body too large or not
 	// parsable; the body is never read before the token is valid).
 	Method string
 	// Name is the tool or prompt name (tools/call, prompts/get) or the
-	// resource rule (resources/read) the operation was authorized by: a
+	// resource rule (resources/read, resources/subscribe) the operation
+	// was authorized by: a
 	// name listed in OperationPolicy.Tools or Prompts, the URI of the
 	// matching exact OperationPolicy.Resources rule, or the URI of the
 	// matching prefix rule (the prefix, not the requested URI). A name or

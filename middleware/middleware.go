@@ -75,9 +75,11 @@ func New(cfg Config) (*Middleware, error) {
 //  3. token validation (401 invalid_token; 503 when keys are unavailable);
 //  4. for POST only, the JSON-RPC body, read up to Config.MaxBodyBytes
 //     (413) and parsed (400);
-//  5. the MCP request headers against the body (400, JSON-RPC -32020);
-//  6. the scopes of the operation, base scopes included (403
-//     insufficient_scope, or a terminal 403).
+//  5. the MCP request headers against the body (400, JSON-RPC -32020;
+//     -32602 for a 2026-07-28 request without the _meta protocol version);
+//  6. the operation policy (docs/policy.md): DenyUnlisted (terminal 403),
+//     then the scopes of the operation, base scopes included (403
+//     insufficient_scope, or the terminal 403 of the step-up bound).
 //
 // The body is never read before the token is valid. A refusal decided
 // before the body was read (steps 1-3, or a body over the limit) closes
