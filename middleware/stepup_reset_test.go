@@ -208,3 +208,37 @@ func hasScopeParam(rec *httptest.ResponseRecorder) bool {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// TestStepUpReplicas: two replicas share a store. A challenge sent by A is
+// not reset by a success that only B sees (B did not challenge): the bound
+// fails closed, the terminal answer comes no later than without resets.
+// The first success that reaches A resets it.
+func TestStepUpReplicas(t *testing.T) {
+	store := NewMemoryStepUpStore(0)
+	f := newFixture(t, func(c *Config) { c.StepUpStore = store })
+	a := f.m.Handler(echoHandler())
+	b := f.with(t, func(c *Config) { c.StepUpStore = store }).m.Handler(echoHandler())
+	weak, strong := f.token(t, "mcp", "tools:call"), f.token(t, "mcp", "tools:call", "repo:admin")
+	call := func(h http.Handler, tok string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, rpcRequest(modernRev, "tools/call", "delete_repo", tok))
+		return rec
+	}
+	for i := range DefaultStepUpLimit {
+		if rec := call(a, weak); !hasScopeParam(rec) {
+			t.Fatalf("A challenge %d: %d", i, rec.Code)
+		}
+	}
+	if rec := call(b, strong); rec.Code != http.StatusOK {
+		t.Fatalf("B success: %d", rec.Code)
+	}
+	if rec := call(a, weak); rec.Code != http.StatusForbidden || hasScopeParam(rec) {
+		t.Fatalf("after a success on B only: got %d %q, want the terminal answer", rec.Code, rec.Header().Get("WWW-Authenticate"))
+	}
+	if rec := call(a, strong); rec.Code != http.StatusOK {
+		t.Fatalf("A success: %d", rec.Code)
+	}
+	if rec := call(a, weak); !hasScopeParam(rec) {
+		t.Fatalf("after a success on A: got %d %q, want a challenge again", rec.Code, rec.Header().Get("WWW-Authenticate"))
+	}
+}
