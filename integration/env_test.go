@@ -60,6 +60,9 @@ const rawClientID = "integration-raw-client"
 type envConfig struct {
 	// grantScopes is devas.Config.GrantScopes.
 	grantScopes func(clientID, subject string, requested []string) []string
+	// stateful serves with the go-sdk's default stateful handler
+	// (server.Config.Stateful; session_test.go).
+	stateful bool
 }
 
 // env is one example MCP server and its development authorization server,
@@ -185,6 +188,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		AuthorizationServers: []string{e.issuer},
 		Validator:            v,
 		Scopes:               []string{baseScope},
+		Stateful:             cfg.stateful,
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
