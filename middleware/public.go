@@ -28,9 +28,11 @@ import (
 // A token that is sent is always validated: a bad one is 401 even for a
 // public operation, and a valid one makes the request authenticated as
 // usual (its handler sees that principal). Public operations need no scope
-// from anyone, so a scope named for one in OperationPolicy is refused by
-// [New]. Requests other than POST (an SSE GET stream, a session DELETE)
-// are never public.
+// from anyone: a public tool, prompt or resource is exempt from the
+// scopes of its method (Methods["tools/call"], …) and from resource prefix
+// rules, while a method, name or exact resource rule that both lists
+// scopes and is public is refused by [New] as contradictory. Requests
+// other than POST (an SSE GET stream, a session DELETE) are never public.
 //
 // With stateful MCP sessions, a session created without a token belongs to
 // the anonymous principal: once the client has a token, it must start a new
@@ -83,20 +85,20 @@ func checkPublic(op *OperationPolicy) error {
 		}
 	}
 	named := []struct {
-		field, method string
-		names         []string
-		scopes        map[string][]string
+		field  string
+		names  []string
+		scopes map[string][]string
 	}{
-		{"Tools", methodToolsCall, po.Tools, op.Tools},
-		{"Prompts", methodPromptsGet, po.Prompts, op.Prompts},
+		{"Tools", po.Tools, op.Tools},
+		{"Prompts", po.Prompts, op.Prompts},
 	}
 	for _, n := range named {
 		for _, name := range n.names {
 			switch {
 			case name == "":
 				return fmt.Errorf("%w: Operations.Public.%s has an empty name", ErrConfig, n.field)
-			case len(n.scopes[name]) > 0 || len(op.Methods[n.method]) > 0:
-				return fmt.Errorf("%w: Operations.Public.%s has %q, which needs scopes", ErrConfig, n.field, name)
+			case len(n.scopes[name]) > 0:
+				return fmt.Errorf("%w: Operations.Public.%s has %q, which Operations.%s gives scopes", ErrConfig, n.field, name, n.field)
 			}
 		}
 	}
@@ -104,11 +106,8 @@ func checkPublic(op *OperationPolicy) error {
 		if uri == "" {
 			return fmt.Errorf("%w: Operations.Public.Resources has an empty URI", ErrConfig)
 		}
-		if len(op.Methods[methodResourceRead]) > 0 {
-			return fmt.Errorf("%w: Operations.Public.Resources has %q, but resources/read needs scopes", ErrConfig, uri)
-		}
 		for _, r := range op.Resources {
-			if len(r.Scopes) > 0 && (r.URI == uri || r.Prefix && len(uri) >= len(r.URI) && uri[:len(r.URI)] == r.URI) {
+			if !r.Prefix && r.URI == uri && len(r.Scopes) > 0 {
 				return fmt.Errorf("%w: Operations.Public.Resources has %q, which a resource rule gives scopes", ErrConfig, uri)
 			}
 		}
