@@ -77,7 +77,9 @@ func New(cfg Config) (*Middleware, error) {
 //  6. the scopes of the operation, base scopes included (403
 //     insufficient_scope, or a terminal 403).
 //
-// The body is never read before the token is valid. next receives a
+// The body is never read before the token is valid, except for a request
+// without an Authorization header when OperationPolicy.Public lists
+// operations ([PublicOperations]). next receives a
 // shallow copy of the request carrying the [Principal] in its context and,
 // for POST, a body with exactly the bytes the client sent; the caller's
 // request is not modified. Requests other than POST are authorized with the
