@@ -28,6 +28,13 @@
 // created it; Scopes and Expiration are the token's; Extra carries the
 // principal ([Principal] reads it back). A session created by an anonymous
 // request (a public operation) is bound to the anonymous principal. The
+// adapter also remembers each session's creator (learnt from the go-sdk's
+// Mcp-Session-Id answer header) so that another principal's request for
+// it gets 404 "session not found" before the go-sdk runs: that answer
+// reveals nothing and makes a client start a new session, where the
+// go-sdk's own 403 has no challenge and proves the session exists. The
+// go-sdk's check stays behind it for sessions the adapter has forgotten
+// (Config.MaxSessions). The
 // principal is removed from the context the go-sdk sees, so that a
 // session never captures the principal of its first request.
 // [Adapter.Install] adds a receiving middleware that puts the current

@@ -99,7 +99,7 @@ func ExampleAdapter() {
 	fmt.Println("bob on alice's session:", resp.StatusCode)
 	// Output:
 	// alice's session: alice@acme
-	// bob on alice's session: 403
+	// bob on alice's session: 404
 }
 
 // Without Install, read the principal from the request: req.Extra carries

@@ -30,6 +30,13 @@ type Config struct {
 	// takes effect through [Adapter.Install]. Defaults to false: lists are
 	// the go-sdk's, unfiltered.
 	FilterLists bool
+
+	// MaxSessions bounds the stateful sessions whose creator the adapter
+	// remembers, to answer another principal's request for one with 404.
+	// Zero means [DefaultMaxSessions]; past it the oldest is forgotten,
+	// and a request of another principal for it gets the go-sdk's own 403
+	// instead. Negative is refused.
+	MaxSessions int
 }
 
 // Adapter puts the middleware in front of a go-sdk Streamable HTTP handler
@@ -39,14 +46,20 @@ type Adapter struct {
 	m      *middleware.Middleware
 	filter bool
 	bearer func(http.Handler) http.Handler
+	owners *owners
 }
 
 // New checks cfg and returns an Adapter.
 func New(cfg Config) (*Adapter, error) {
-	if cfg.Middleware == nil {
+	switch {
+	case cfg.Middleware == nil:
 		return nil, fmt.Errorf("%w: no Middleware", ErrConfig)
+	case cfg.MaxSessions < 0:
+		return nil, fmt.Errorf("%w: negative MaxSessions", ErrConfig)
+	case cfg.MaxSessions == 0:
+		cfg.MaxSessions = DefaultMaxSessions
 	}
-	a := &Adapter{m: cfg.Middleware, filter: cfg.FilterLists}
+	a := &Adapter{m: cfg.Middleware, filter: cfg.FilterLists, owners: newOwners(cfg.MaxSessions)}
 	// The token was validated by the middleware (with its own leeway)
 	// before this runs; the go-sdk's expiry check must not refuse it again
 	// with a plain-text 401, so its skew is made irrelevant.
@@ -75,9 +88,13 @@ func (a *Adapter) Handler(h http.Handler) http.Handler {
 // Middleware.Challenge) for a request without a principal. It hands next
 // the request with the go-sdk's auth.TokenInfo of the principal
 // ([TokenInfo]) in its context, set by auth.RequireBearerToken, and
-// without the principal itself, so that a stateful session, whose context
-// is its first request's, never carries a principal; [Adapter.Install]
-// gives each handler the principal of its own request.
+// without the principal itself. A request carrying the Mcp-Session-Id of a
+// session another principal created gets 404 "session not found" before
+// the go-sdk sees it (the go-sdk's own check, 403, stays behind it for
+// sessions the adapter has forgotten). The principal is removed so that a
+// stateful session, whose context is its first request's, never carries
+// a principal; [Adapter.Install] gives each handler the principal of its
+// own request.
 func (a *Adapter) TokenInfo(next http.Handler) http.Handler {
 	if next == nil {
 		panic("gosdk: TokenInfo(nil)")
@@ -92,6 +109,9 @@ func (a *Adapter) TokenInfo(next http.Handler) http.Handler {
 		p, ok := middleware.PrincipalFromContext(r.Context())
 		if !ok {
 			a.m.Challenge(w, r, middleware.ErrNoPrincipal)
+			return
+		}
+		if w, ok = a.bindSession(w, r, p.ID()); !ok {
 			return
 		}
 		if p.Anonymous {

@@ -16,8 +16,9 @@ import (
 
 // TestSessionSharedAcrossTenants: alice of tenant-a creates a stateful
 // session; bob of tenant-b, with a valid token, presents its ID on POST
-// (tools/call), GET (the stream) and DELETE. Each is refused with 403
-// before the session is touched, and alice's session keeps working.
+// (tools/call), GET (the stream) and DELETE. Each is refused with 404
+// before the session is touched, and alice's session keeps working; past
+// the adapter's memory the go-sdk's own check still refuses (403).
 func TestSessionSharedAcrossTenants(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureConfig{})
@@ -45,8 +46,8 @@ func TestSessionSharedAcrossTenants(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := f.do(t, tc.method, tc.body, tc.token, sid)
-			if r.status != http.StatusForbidden {
-				t.Errorf("status %d, want 403; body %q", r.status, r.body)
+			if r.status != http.StatusNotFound || r.body != "session not found\n" {
+				t.Errorf("status %d, body %q; want 404 session not found", r.status, r.body)
 			}
 			if ct := r.header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") || strings.Contains(r.body, "alice") {
 				t.Errorf("answer leaks the session: %s %q", ct, r.body)
@@ -59,6 +60,33 @@ func TestSessionSharedAcrossTenants(t *testing.T) {
 	// Alice may end her own session.
 	if r := f.do(t, http.MethodDelete, "", alice, sid); r.status != http.StatusNoContent {
 		t.Errorf("alice's DELETE: %d %s", r.status, r.body)
+	}
+}
+
+// TestForgottenSessionBackstop: past MaxSessions the adapter forgets the
+// oldest session's creator; the go-sdk's own TokenInfo.UserID check then
+// still refuses another principal (403), with nothing of the session.
+func TestForgottenSessionBackstop(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureConfig{maxSess: 1})
+	alice := f.token(t, "alice", "tenant-a", "mcp")
+	bob := f.token(t, "bob", "tenant-b", "mcp")
+	sid := f.initialize(t, alice)
+	f.initialize(t, bob) // alice's session is forgotten by the adapter
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		body := ""
+		if m == http.MethodPost {
+			body = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`
+		}
+		if r := f.do(t, m, body, bob, sid); r.status != http.StatusForbidden || strings.Contains(r.body, "alice") {
+			t.Errorf("%s: %d %q, want the go-sdk's 403", m, r.status, r.body)
+		}
+	}
+	if w := f.whoami(t, "whoami", alice, sid); w.CtxSubject != "alice" {
+		t.Errorf("alice: %+v", w)
+	}
+	if _, err := gosdk.New(gosdk.Config{Middleware: f.m, MaxSessions: -1}); !errors.Is(err, gosdk.ErrConfig) {
+		t.Errorf("negative MaxSessions: %v", err)
 	}
 }
 
@@ -149,8 +177,8 @@ func TestPublicOperations(t *testing.T) {
 			}
 			// The anonymous session is not alice's to take over.
 			alice := f.token(t, "alice", "tenant-a", "mcp")
-			if r := f.call(t, "hello", alice, sid); r.status != http.StatusForbidden {
-				t.Errorf("alice on the anonymous session: %d, want 403", r.status)
+			if r := f.call(t, "hello", alice, sid); r.status != http.StatusNotFound {
+				t.Errorf("alice on the anonymous session: %d, want 404", r.status)
 			}
 		})
 	}

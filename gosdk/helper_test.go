@@ -49,6 +49,7 @@ type fixtureConfig struct {
 	stateless bool
 	noInstall bool
 	filter    bool
+	maxSess   int
 }
 
 func newFixture(t *testing.T, fc fixtureConfig) *fixture {
@@ -83,7 +84,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := gosdk.New(gosdk.Config{Middleware: m, FilterLists: fc.filter})
+	a, err := gosdk.New(gosdk.Config{Middleware: m, FilterLists: fc.filter, MaxSessions: fc.maxSess})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -184,7 +184,7 @@ func TestSDKSnippets(t *testing.T) {
 		}
 		ts.Config.Handler = mux
 		ts.Start()
-		checkSessions(testContext(t), t, e.resource, e.token(t, "alice", "tenant-a", baseScope), e.token(t, "bob", "tenant-b", baseScope), http.StatusForbidden)
+		checkSessions(testContext(t), t, e.resource, e.token(t, "alice", "tenant-a", baseScope), e.token(t, "bob", "tenant-b", baseScope), http.StatusNotFound)
 	})
 	t.Run("go-sdk stateless", func(t *testing.T) {
 		t.Parallel()
@@ -219,7 +219,7 @@ func TestSDKSnippets(t *testing.T) {
 		}
 		ts.Config.Handler = mux
 		ts.Start()
-		checkSessions(testContext(t), t, e.resource, e.token(t, "alice", "tenant-a", baseScope), e.token(t, "bob", "tenant-b", baseScope), http.StatusForbidden)
+		checkSessions(testContext(t), t, e.resource, e.token(t, "alice", "tenant-a", baseScope), e.token(t, "bob", "tenant-b", baseScope), http.StatusNotFound)
 	})
 	t.Run("mcp-go", func(t *testing.T) {
 		t.Parallel()

@@ -20,7 +20,8 @@ import (
 // client and gets a session; bob (tenant-b), with his own valid token,
 // presents alice's Mcp-Session-Id on POST (tools/call), GET (her stream)
 // and DELETE. Each is refused before the session is touched: no byte of
-// alice's data, and her session still works afterwards.
+// alice's data, and her session still works afterwards. (mcpguard answers
+// 404; the go-sdk's own check would answer 403.)
 func TestStatefulSessionBinding(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envConfig{stateful: true})
