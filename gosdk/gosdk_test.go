@@ -251,3 +251,24 @@ func TestPrincipalOutsideAdapter(t *testing.T) {
 		t.Error("Principal of a request without TokenInfo found a principal")
 	}
 }
+
+// TestStatelessSessionIDs: a stateless handler has no sessions to share:
+// a session ID sent by a client changes nothing about whose request it is,
+// and GET and DELETE are the go-sdk's 405.
+func TestStatelessSessionIDs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureConfig{stateless: true})
+	alice := f.token(t, "alice", "tenant-a", "mcp")
+	bob := f.token(t, "bob", "tenant-b", "mcp")
+	if sid := f.initialize(t, alice); sid != "" {
+		t.Fatalf("stateless handler issued session %q", sid)
+	}
+	if w := f.whoami(t, "whoami", bob, "made-up-session"); w.CtxSubject != "bob" || w.CtxTenant != "tenant-b" {
+		t.Errorf("bob with a session header: %+v", w)
+	}
+	for _, m := range []string{http.MethodGet, http.MethodDelete} {
+		if r := f.do(t, m, "", bob, "made-up-session"); r.status != http.StatusMethodNotAllowed {
+			t.Errorf("%s: %d, want 405", m, r.status)
+		}
+	}
+}
