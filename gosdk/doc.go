@@ -43,6 +43,11 @@
 // right in both modes; without Install they find no principal (fail
 // closed), and handlers must call [Principal] on the request.
 //
+// In a stateful handler, auth.TokenInfoFromContext(ctx) returns the
+// TokenInfo of the session's first request (the go-sdk's context is the
+// session's); use req.Extra.TokenInfo, [Principal] or, after Install,
+// middleware.PrincipalFromContext.
+//
 // In stateless mode there is no session to bind; every request's handler
 // context derives from the request, and the same TokenInfo reaches
 // req.Extra.
