@@ -28,6 +28,7 @@ type Middleware struct {
 	log          *slog.Logger
 	onDecision   func(context.Context, Decision)
 	pending      *pendingSet // nil when the step-up bound is disabled
+	public       *publicSet  // nil: no public operation
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -57,6 +58,7 @@ func New(cfg Config) (*Middleware, error) {
 	}
 	m.implies = compileImplies(cfg.ScopeImplies)
 	m.policy = m.compilePolicy(&cfg)
+	m.public = m.newPublicSet(cfg.Operations.Public)
 	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
 	if cfg.StepUpLimit > 0 {
 		m.pending = newPendingSet(DefaultStepUpKeys)
@@ -81,11 +83,13 @@ func New(cfg Config) (*Middleware, error) {
 //     then the scopes of the operation, base scopes included (403
 //     insufficient_scope, or the terminal 403 of the step-up bound).
 //
-// The body is never read before the token is valid. A refusal decided
-// before the body was read (steps 1-3, or a body over the limit) closes
-// the connection after the answer instead of draining the body, so that a
-// client without a token cannot hold the connection by trickling a body
-// (HTTP/1.x: "Connection: close"). next receives a
+// The body is never read before the token is valid, except for a request
+// without an Authorization header when OperationPolicy.Public lists
+// operations ([PublicOperations]). A refusal decided before the body was
+// read (steps 1-3, or a body over the limit) closes the connection after
+// the answer instead of draining the body, so that a client without a
+// token cannot hold the connection by trickling a body (HTTP/1.x:
+// "Connection: close"). next receives a
 // shallow copy of the request carrying the [Principal] in its context and,
 // for POST, a body with exactly the bytes the client sent; the caller's
 // request is not modified. Requests other than POST are authorized with the
@@ -104,6 +108,10 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	p, err := m.authenticate(r)
 	if err != nil {
+		if m.public != nil && isAnonymous(r, err) {
+			m.servePublic(w, r, next)
+			return
+		}
 		closeUnread(w, r)
 		m.refuse(w, r, err, nil, nil, nil)
 		return
@@ -128,6 +136,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		}
 	}
 	g, err := m.policy.lookup(&msg)
+	g, err = m.public.apply(&msg, g, err)
 	if err != nil {
 		m.refuse(w, r, err, p, g, nil)
 		return
@@ -216,6 +225,10 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 				m.refuse(w, r, ErrNoPrincipal, nil, nil, nil)
 				return
 			}
+			if p.Anonymous { // a public operation: scopes need a token
+				m.refuse(w, r, ErrNoToken, nil, p.grant, nil)
+				return
+			}
 			if missing := m.missing(p.Scopes, route); missing != nil {
 				base := m.policy.base.scopes
 				if p.grant != nil {
@@ -240,7 +253,9 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 // challenge, or "".
 func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Principal, g *grant, required, missing []string, key, pre string) {
 	serr := &ScopeError{Required: required, Missing: missing}
-	if p != nil && m.pending != nil {
+	if p != nil && !p.Anonymous && m.pending != nil {
+		// Anonymous principals (public operations) share no identity:
+		// they are challenged uncounted.
 		storeKey := p.stepUpID() + "\x00" + key
 		now := m.cfg.Now()
 		n, err := m.cfg.StepUpStore.Incr(r.Context(), storeKey, m.cfg.StepUpWindow, now)
@@ -280,6 +295,10 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Pri
 // the labels of the operation Handler authorized.
 func (m *Middleware) Challenge(w http.ResponseWriter, r *http.Request, err error) {
 	p, _ := PrincipalFromContext(r.Context())
+	if p != nil && p.Anonymous { // anything beyond a public operation needs a token
+		m.refuse(w, r, ErrNoToken, nil, p.grant, nil)
+		return
+	}
 	var granted []string
 	var g *grant
 	if p != nil {

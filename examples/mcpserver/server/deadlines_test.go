@@ -6,12 +6,15 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
+
+	"github.com/mcpguard/mcpguard/middleware"
 )
 
 // TestLiftDeadlines: behind a server with short read and write timeouts, a
-// handler wrapped by liftDeadlines may take longer than both: its context
-// is not cancelled and its answer arrives. Without it the connection is
-// cut (the control case).
+// handler wrapped by liftDeadlines may take longer than both when the
+// request has an authenticated principal: its context is not cancelled and
+// its answer arrives. Without it, or for anonymous callers, the connection
+// is cut.
 func TestLiftDeadlines(t *testing.T) {
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -22,11 +25,21 @@ func TestLiftDeadlines(t *testing.T) {
 		}
 		_, _ = io.WriteString(w, "done")
 	})
+	as := func(p *middleware.Principal, h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h.ServeHTTP(w, r.WithContext(middleware.ContextWithPrincipal(r.Context(), p)))
+		})
+	}
 	for _, tc := range []struct {
 		name string
 		h    http.Handler
 		ok   bool
-	}{{"lifted", liftDeadlines(slow), true}, {"server timeouts", slow, false}} {
+	}{
+		{"lifted", as(&middleware.Principal{Subject: "u"}, liftDeadlines(slow)), true},
+		{"server timeouts", slow, false},
+		{"anonymous keeps timeouts", as(&middleware.Principal{Anonymous: true}, liftDeadlines(slow)), false},
+		{"no principal keeps timeouts", liftDeadlines(slow), false},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := httptest.NewUnstartedServer(tc.h)
 			ts.Config.ReadTimeout = 200 * time.Millisecond
