@@ -16,6 +16,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/validate",
 			deptest.Module + "/challenge",
 			deptest.Module + "/prm",
+			deptest.Module + "/internal/scopetoken",  // stdlib-only scope grammar
 			"github.com/go-jose/go-jose/v4/...",      // pulled in by validate (jose.JSONWebKey in its API)
 			deptest.Module + "/internal/strictjson",  // the one JSON reader
 			"github.com/go-json-experiment/json/...", // through internal/strictjson
