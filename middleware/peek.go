@@ -15,7 +15,7 @@ import (
 var (
 	errNotObject = fmt.Errorf("%w: not a JSON object", ErrInvalidMessage)
 	errDupKey    = fmt.Errorf("%w: repeated member", ErrInvalidMessage)
-	errCaseKey   = fmt.Errorf("%w: member names equal under case folding", ErrInvalidMessage)
+	errCaseKey   = fmt.Errorf("%w: case-variant member name", ErrInvalidMessage)
 	errNotString = fmt.Errorf("%w: member is not a string", ErrInvalidMessage)
 	errBadString = fmt.Errorf("%w: invalid UTF-8 or U+FFFD", ErrInvalidMessage)
 	errNotJSON   = fmt.Errorf("%w: invalid JSON", ErrMalformedBody)

@@ -24,7 +24,7 @@ var (
 	errMalformedJSON   = fmt.Errorf("%w: invalid JSON", ErrMalformed)
 	errInvalidUTF8     = fmt.Errorf("%w: invalid UTF-8", ErrMalformed)
 	errDuplicateMember = fmt.Errorf("%w: duplicate member name", ErrMalformed)
-	errCaseVariant     = fmt.Errorf("%w: member names equal under case folding", ErrMalformed)
+	errCaseVariant     = fmt.Errorf("%w: case-variant member name", ErrMalformed)
 )
 
 // jsonErr maps an error of strictjson to this package's wrapped errors,

@@ -20,7 +20,7 @@ var (
 	ErrSyntax        = errors.New("strictjson: invalid JSON")
 	ErrInvalidUTF8   = errors.New("strictjson: invalid UTF-8")
 	ErrDuplicateName = errors.New("strictjson: duplicate member name")
-	ErrCaseVariant   = errors.New("strictjson: member names equal under case folding")
+	ErrCaseVariant   = errors.New("strictjson: case-variant member name")
 	ErrNotObject     = errors.New("strictjson: not a JSON object")
 )
 
