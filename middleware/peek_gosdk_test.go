@@ -37,7 +37,7 @@ func FuzzPeekAgreesWithGoSDK(f *testing.F) {
 			return
 		}
 		var top struct {
-			Method *string          `json:"method"`
+			Method *string           `json:"method"`
 			Params *sjson.RawMessage `json:"params"`
 		}
 		if gosdkUnmarshal(body, &top) != nil {

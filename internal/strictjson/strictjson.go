@@ -158,7 +158,7 @@ type nameSet struct {
 	small [maxPairwise][]byte
 	names [][]byte
 	ascii [maxPairwise]bool // of names[i], for the pairwise path
-	seen  map[uint64]int // hash of the folded name -> index in names
+	seen  map[uint64]int    // hash of the folded name -> index in names
 	seed  maphash.Seed
 	err   error // the first case variant; reported once doc is known well-formed
 }
