@@ -5,13 +5,12 @@ import (
 	"context"
 	"crypto"
 	"hash/maphash"
-	"strings"
 	"sync"
 	"time"
 )
 
-// Cache keys are 64-bit maphash values of the token's signature segment under a random
-// per-Validator seed, and each entry keeps the raw token it was verified
+// Cache keys are 64-bit maphash values of the end of the token's signature
+// segment under a random per-Validator seed, and each entry keeps the raw token it was verified
 // from; a hit requires the stored token to equal the presented one, so a
 // hash collision can only cost a miss, never return another token's claims.
 // maphash was chosen over SHA-256 by measurement: on the reference machine
@@ -66,15 +65,20 @@ func newTokenCache(size int) *tokenCache {
 	return c
 }
 
-// keyOf hashes the signature segment of raw (all of raw if it has no
-// dot): a signature is unique to its token, and hashing its few hundred
-// bytes rather than the whole token keeps a hit on a 4 KiB token as cheap
-// as on a small one. get still requires the whole stored token to equal
-// raw, so two tokens with one signature segment (at most one of which can
-// verify) only share a slot, never claims.
+// keyOf hashes the last keyBytes bytes of raw, which lie in the signature
+// segment of any real token: a signature is unique to its token, and
+// hashing a fixed suffix rather than the whole token keeps a hit on a
+// 4 KiB token as cheap as on a small one. get still requires the whole
+// stored token to equal raw, so two tokens with one suffix (at most one of
+// which can verify, and only verified tokens are added) only share a slot,
+// never claims.
 func (c *tokenCache) keyOf(raw string) cacheKey {
-	return maphash.String(c.seed, raw[strings.LastIndexByte(raw, '.')+1:])
+	return maphash.String(c.seed, raw[max(0, len(raw)-keyBytes):])
 }
+
+// keyBytes is the length of the token suffix keyOf hashes: 64 base64url
+// characters, 384 bits of signature (an ES256 signature has 86).
+const keyBytes = 64
 
 func (c *tokenCache) shard(k cacheKey) *cacheShard { return &c.shards[k&c.mask] }
 

@@ -63,10 +63,21 @@ func (c *Claims) Decode(dst any) error {
 }
 
 // clone returns a copy of c that shares no mutable memory with it.
+// Audience and Scopes share one new backing array (one allocation, on
+// every cache hit); each is capped, so an append by the caller to one
+// never writes into the other. nil stays nil.
 func (c *Claims) clone() *Claims {
 	d := *c
-	d.Audience = slices.Clone(c.Audience)
-	d.Scopes = slices.Clone(c.Scopes)
+	buf := make([]string, 0, len(c.Audience)+len(c.Scopes))
+	if c.Audience != nil {
+		buf = append(buf, c.Audience...)
+		d.Audience = buf[:len(buf):len(buf)]
+	}
+	if c.Scopes != nil {
+		n := len(buf)
+		buf = append(buf, c.Scopes...)
+		d.Scopes = buf[n:len(buf):len(buf)]
+	}
 	if c.Confirmation != nil {
 		cnf := *c.Confirmation
 		d.Confirmation = &cnf

@@ -164,8 +164,8 @@ func TestEd25519Name(t *testing.T) {
 	}
 }
 
-// TestCacheSameSignatureSegment: the cache is keyed by the signature
-// segment, but a hit needs the whole token: a token that reuses a cached
+// TestCacheSameSignatureSegment: the cache is keyed by the end of the
+// signature segment, but a hit needs the whole token: a token that reuses a cached
 // token's signature over another payload is verified in full, fails, and
 // does not evict the valid entry.
 func TestCacheSameSignatureSegment(t *testing.T) {
@@ -184,5 +184,28 @@ func TestCacheSameSignatureSegment(t *testing.T) {
 	}
 	if c, err := v.Validate(t.Context(), tok); err != nil || c.Subject != "alice" || v.cache.len() != 1 {
 		t.Fatalf("valid after forged: %+v, %v, %d entries", c, err, v.cache.len())
+	}
+}
+
+// TestCloneSharesNothing: the copies a cache hit returns share no memory
+// with the cache or with each other, although Audience and Scopes share
+// one allocation.
+func TestCloneSharesNothing(t *testing.T) {
+	k := keys(t)
+	v := newTestValidator(t, func(c *Config) { c.CacheSize = 16 })
+	tok := mint(t, k.es256, with("aud", []string{testAud, "b"}))
+	for range 3 {
+		c, err := v.Validate(t.Context(), tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.Audience) != 2 || c.Audience[0] != testAud || len(c.Scopes) != 2 || c.Scopes[0] != "tools:read" {
+			t.Fatalf("claims = %+v", c)
+		}
+		c.Audience = append(c.Audience, "x") // must not overwrite Scopes
+		c.Audience[0], c.Scopes[0] = "mutated", "mutated"
+		if c.Scopes[1] != "tools:call" {
+			t.Fatalf("append to Audience wrote into Scopes: %q", c.Scopes)
+		}
 	}
 }
