@@ -240,3 +240,29 @@ func TestElementsAndCompact(t *testing.T) {
 		t.Fatalf("Compact of a duplicate: %v", err)
 	}
 }
+
+// TestPoolConcurrent: a Pool is safe for concurrent use and reads as the
+// package-level functions do (run with -race).
+func TestPoolConcurrent(t *testing.T) {
+	var p Pool
+	docs := []string{`{"a":1,"b":"x"}`, `{"a":1,"a":2}`, `{"A":1}`, `[1]`, `{"b":{"c":[1,2,3]}}`}
+	done := make(chan bool)
+	for g := range 4 {
+		go func() {
+			defer func() { done <- true }()
+			for i := range 200 {
+				doc := []byte(docs[(g+i)%len(docs)])
+				var a, b string
+				errA := p.Members(doc, []string{"a"}, func(n, v []byte) error { a += string(n) + string(v); return nil })
+				errB := Members(doc, []string{"a"}, func(n, v []byte) error { b += string(n) + string(v); return nil })
+				if a != b || !errors.Is(errA, errB) && errA != errB {
+					t.Errorf("%s: pool %q %v, plain %q %v", doc, a, errA, b, errB)
+					return
+				}
+			}
+		}()
+	}
+	for range 4 {
+		<-done
+	}
+}
