@@ -105,7 +105,6 @@ func New(cfg Config) (*Server, error) {
 		Metadata: prm.Metadata{
 			Resource:               cfg.Resource,
 			AuthorizationServers:   cfg.AuthorizationServers,
-			ScopesSupported:        cfg.Scopes,
 			BearerMethodsSupported: []string{"header"},
 			ResourceName:           cfg.ResourceName,
 		},
