@@ -37,8 +37,8 @@ type Config struct {
 	// Validator validates access tokens. Required. It must accept Resource
 	// as an audience.
 	Validator middleware.TokenValidator
-	// Scopes are the base scopes every request needs, published as
-	// scopes_supported and sent in the 401 challenge. Nil means none: any
+	// Scopes are the base scopes every request needs, sent in the 401
+	// challenge and published in scopes_supported with the tools' scopes. Nil means none: any
 	// valid token for the audience may list tools and call whoami.
 	Scopes []string
 	// ResourceName is the RFC 9728 resource_name. Empty means
