@@ -74,6 +74,9 @@ type flowWant struct {
 	revision       string
 	subject        string
 	opaque         bool // access tokens are not JWTs (introspection)
+	// registeredScope is the scope the registration response must carry
+	// (dcr). Empty means the first challenge's, baseScope.
+	registeredScope string
 }
 
 // checkFlow checks each step of a driver run, reports the failed ones,
@@ -117,12 +120,16 @@ func checkFlow(t *testing.T, r *driverResult, w flowWant) {
 	switch w.registration {
 	case "dcr":
 		i := find("POST", w.issuer+"/reg", 201)
-		regOK = i > asMeta && r.Trace[i].RegisteredScope != nil && *r.Trace[i].RegisteredScope == baseScope && r.ClientID == r.Trace[i].ClientID && r.ClientID != ""
+		want := w.registeredScope
+		if want == "" {
+			want = baseScope
+		}
+		regOK = i > asMeta && r.Trace[i].RegisteredScope != nil && *r.Trace[i].RegisteredScope == want && r.ClientID == r.Trace[i].ClientID && r.ClientID != ""
 		reg = i
 	default:
 		regOK = r.ClientID == w.clientID && find("POST", w.issuer+"/reg", 0) < 0
 	}
-	check("registration "+w.registration, regOK, "client_id %q, trace index %d", r.ClientID, reg)
+	check("registration "+w.registration, regOK, "client_id %q, trace %+v", r.ClientID, r.Trace[max(reg, 0)])
 	az := len(r.Authorizations) > 0 && r.Authorizations[0].CodeChallengeMethod == "S256" && r.Authorizations[0].HasCodeChallenge &&
 		r.Authorizations[0].Resource == w.mcpURL && r.Authorizations[0].Scope == baseScope && r.Authorizations[0].ClientID == r.ClientID
 	check("authorize (PKCE S256, resource)", az, "%+v", r.Authorizations)

@@ -51,7 +51,7 @@ async function tracingFetch(input, init) {
   const entry = { method: init?.method ?? 'GET', url: String(input instanceof Request ? input.url : input), status: res.status };
   const www = res.headers.get('www-authenticate');
   if (www) entry.wwwAuthenticate = www;
-  if (entry.url.endsWith('/register') && res.ok) {
+  if (entry.method === 'POST' && res.status === 201) { // an RFC 7591 registration
     const body = await res.clone().json();
     entry.registeredScope = body.scope ?? null;
     entry.clientId = body.client_id;
@@ -79,7 +79,9 @@ async function followToCallback(authorizationUrl) {
     }
     const loc = res.headers.get('location');
     if (res.status < 300 || res.status > 399 || !loc) {
-      throw new Error(`authorization stopped at ${url.origin}${url.pathname}: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
+      // An error page: keep its text, without the markup.
+      const page = (await res.text()).replace(/<style[^]*?<\/style>/g, '').replace(/<[^>]+>/g, ' ').replace(/\s+/g, ' ');
+      throw new Error(`authorization stopped at ${url.origin}${url.pathname}: HTTP ${res.status}: ${page.slice(0, 300)}`);
     }
     url = new URL(loc, url);
     if (url.href.startsWith(redirectUrl)) {
