@@ -74,7 +74,7 @@ func (r *httpTrace) index(prefix string) int {
 // devas allows although it registered only mcp:tools).
 func TestMCPGoClient(t *testing.T) {
 	t.Parallel()
-	ex := startExample(t, nil)
+	ex := startExample(t, exampleBinary(t), nil)
 	for _, rev := range []string{rev20251125, rev20260728} {
 		t.Run(rev, func(t *testing.T) {
 			t.Parallel()

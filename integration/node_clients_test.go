@@ -32,9 +32,10 @@ var tsClients = []tsClient{{"v1", rev20251125}, {"v2", rev20251125}, {"v2", rev2
 func TestTypeScriptClients(t *testing.T) {
 	node := requireNode(t)
 	t.Parallel()
+	bin := exampleBinary(t)
 	t.Run("dcr", func(t *testing.T) {
 		t.Parallel()
-		ex := startExample(t, nil)
+		ex := startExample(t, bin, nil)
 		for _, c := range tsClients {
 			t.Run(c.sdk+"/"+c.revision, func(t *testing.T) {
 				t.Parallel()
@@ -48,7 +49,7 @@ func TestTypeScriptClients(t *testing.T) {
 	t.Run("cimd", func(t *testing.T) {
 		t.Parallel()
 		clientID, ca, fetches := cimdDocServer(t)
-		ex := startExample(t, nil, "-dev-insecure-cimd-loopback", "-dev-cimd-root-ca", ca)
+		ex := startExample(t, bin, nil, "-dev-insecure-cimd-loopback", "-dev-cimd-root-ca", ca)
 		for _, c := range tsClients {
 			t.Run(c.sdk+"/"+c.revision, func(t *testing.T) {
 				t.Parallel()

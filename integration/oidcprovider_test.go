@@ -94,7 +94,7 @@ type oidcPair struct {
 // startOIDCPair starts oidc-provider (JWT access tokens, or opaque ones
 // for mode "introspect") and the example server in front of it, with no
 // clock leeway so that expiry is exact.
-func startOIDCPair(t *testing.T, node, mode string, hostArgs ...string) *oidcPair {
+func startOIDCPair(t *testing.T, node, bin, mode string, hostArgs ...string) *oidcPair {
 	t.Helper()
 	format := "jwt"
 	args := []string{"-leeway=-1s"}
@@ -105,7 +105,7 @@ func startOIDCPair(t *testing.T, node, mode string, hostArgs ...string) *oidcPai
 		env = append(env, "MCPGUARD_INTROSPECTION_CLIENT_SECRET=introspect-secret")
 	}
 	as := startOIDCHost(t, node, append([]string{"--format", format}, hostArgs...)...)
-	ex := startExample(t, env, append(args, "-issuer", as.issuer)...)
+	ex := startExample(t, bin, env, append(args, "-issuer", as.issuer)...)
 	as.send(t, map[string]string{"cmd": "resource", "url": ex.mcpURL})
 	return &oidcPair{as: as, ex: ex}
 }
@@ -166,10 +166,11 @@ func jwtKid(t *testing.T, tok string) string {
 func TestOIDCProvider(t *testing.T) {
 	node := requireNode(t)
 	t.Parallel()
+	bin := exampleBinary(t)
 	for _, mode := range []string{"jwt", "introspect"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			p := startOIDCPair(t, node, mode)
+			p := startOIDCPair(t, node, bin, mode)
 			wantToken := http.StatusOK
 
 			t.Run("tokens", func(t *testing.T) {
@@ -236,7 +237,7 @@ func TestOIDCProvider(t *testing.T) {
 	// and refuses its step-up: the reason for the setting.
 	t.Run("jwt/default-scope-ceiling", func(t *testing.T) {
 		t.Parallel()
-		p := startOIDCPair(t, node, "jwt", "--scope-ceiling")
+		p := startOIDCPair(t, node, bin, "jwt", "--scope-ceiling")
 		ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout)
 		defer cancel()
 		r := runDriver(ctx, t, node, "--sdk", "v1", "--url", p.ex.mcpURL)

@@ -57,37 +57,22 @@ func requireNode(t *testing.T) string {
 	return node
 }
 
-var exampleBuild struct {
-	once sync.Once
-	path string
-	err  error
-	out  []byte
-}
-
-// exampleBinary builds examples/mcpserver once per test binary (with -race
-// when the tests have it, so the build cache of their dependencies is
-// reused) and returns its path.
+// exampleBinary builds examples/mcpserver into a temporary directory of t
+// (removed with it) and returns its path. It is built with -race when the
+// tests are, so that it reuses the build cache of their dependencies: then
+// only the link runs (about a second). Call it once per top-level test.
 func exampleBinary(t *testing.T) string {
 	t.Helper()
-	b := &exampleBuild
-	b.once.Do(func() {
-		dir, err := os.MkdirTemp("", "mcpguard-example-")
-		if err != nil {
-			b.err = err
-			return
-		}
-		b.path = filepath.Join(dir, "mcpserver")
-		args := []string{"build", "-o", b.path}
-		if raceBuild {
-			args = append(args, "-race")
-		}
-		cmd := exec.Command("go", append(args, "github.com/mcpguard/mcpguard/examples/mcpserver")...)
-		b.out, b.err = cmd.CombinedOutput()
-	})
-	if b.err != nil {
-		t.Fatalf("go build examples/mcpserver: %v\n%s", b.err, b.out)
+	path := filepath.Join(t.TempDir(), "mcpserver")
+	args := []string{"build", "-o", path}
+	if raceBuild {
+		args = append(args, "-race")
 	}
-	return b.path
+	out, err := exec.Command("go", append(args, "github.com/mcpguard/mcpguard/examples/mcpserver")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build examples/mcpserver: %v\n%s", err, out)
+	}
+	return path
 }
 
 // example is a running examples/mcpserver process.
@@ -115,13 +100,12 @@ func (s *syncBuf) String() string {
 	return s.b.String()
 }
 
-// startExample runs the example server with args (free loopback ports are
+// startExample runs the example server bin (see exampleBinary) with args (free loopback ports are
 // added unless args choose them) and env (NAME=value, added to a clean
 // environment without MCPGUARD_* variables), waits until it prints its
 // endpoints, and stops it (SIGINT) when the test ends.
-func startExample(t *testing.T, env []string, args ...string) *example {
+func startExample(t *testing.T, bin string, env []string, args ...string) *example {
 	t.Helper()
-	bin := exampleBinary(t)
 	args = append([]string{"-addr", "127.0.0.1:0", "-dev-as-addr", "127.0.0.1:0", "-log-level", "warn"}, args...)
 	cmd := exec.Command(bin, args...)
 	for _, kv := range os.Environ() {
