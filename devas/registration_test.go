@@ -54,6 +54,9 @@ func TestRegisteredScopeIsNoCeiling(t *testing.T) {
 				}
 				return
 			}
+			if got.Get("code") == "" {
+				t.Fatalf("authorize: %s: %s, want a code", got.Get("error"), got.Get("error_description"))
+			}
 			f := codeForm(got.Get("code"))
 			f.Set("client_id", tt.clientID)
 			tr := e.token(f, nil)
