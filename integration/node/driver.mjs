@@ -1,7 +1,8 @@
 // driver.mjs runs one real TypeScript MCP SDK client through the whole
 // authorization flow against an MCP server on loopback, without a browser,
 // and prints what happened as one JSON object on stdout. The Go tests in
-// integration/ (node_test.go) start the servers, run this, and check the
+// integration/ (node_clients_test.go, oidcprovider_test.go) start the
+// servers, run this, and check the
 // result step by step.
 //
 //   node driver.mjs --sdk v1|v2 --url http://127.0.0.1:P/mcp
