@@ -2,8 +2,7 @@
 // authorization flow against an MCP server on loopback, without a browser,
 // and prints what happened as one JSON object on stdout. The Go tests in
 // integration/ (node_clients_test.go, oidcprovider_test.go) start the
-// servers, run this, and check the
-// result step by step.
+// servers, run this, and check the result step by step.
 //
 //   node driver.mjs --sdk v1|v2 --url http://127.0.0.1:P/mcp
 //                   [--revision 2025-11-25|2026-07-28]  (v2 only; v1 speaks 2025-11-25)
