@@ -37,6 +37,9 @@ type options struct {
 	introspectionClientID     string
 	introspectionClientSecret string
 
+	// Session mode of the go-sdk handler (principal binding, gosdk adapter).
+	stateful bool
+
 	// CIMD development mode (cimddev.go): the embedded authorization
 	// server resolves Client ID Metadata Documents served on loopback.
 	devInsecureCIMDLoopback bool
@@ -124,6 +127,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.StringVar(&o.introspectionEndpoint, "introspection-endpoint", "", "RFC 7662 introspection endpoint `URL` (https, or http on loopback); empty means the introspection_endpoint of -issuer's metadata. Only with -token-mode introspect or hybrid")
 	fs.StringVar(&o.introspectionClientID, "introspection-client-id", "", "client `id` this server authenticates with (HTTP Basic) at the introspection endpoint; required with -token-mode introspect or hybrid")
 	fs.StringVar(&o.introspectionClientSecret, "introspection-client-secret", "", "client `secret` for the introspection endpoint; prefer the environment (MCPGUARD_INTROSPECTION_CLIENT_SECRET): command lines are visible to other local users")
+
+	// Session mode (gosdk adapter).
+	fs.BoolVar(&o.stateful, "stateful", false, "serve with the go-sdk's default stateful handler (Mcp-Session-Id sessions bound to the principal that created them, GET streams, DELETE; MCP 2025-11-25 and older only) instead of the stateless one, which also serves 2026-07-28")
 
 	// CIMD development mode (cimddev.go).
 	fs.BoolVar(&o.devInsecureCIMDLoopback, "dev-insecure-cimd-loopback", false, "DANGEROUS, development only: the embedded authorization server fetches Client ID Metadata Documents from https URLs on loopback (127.0.0.0/8, [::1], any port), which it refuses by default; only with the embedded server")
