@@ -161,7 +161,8 @@ func TestMCPGoClient(t *testing.T) {
 			step("revision", c.ProtocolVersion() == rev, "negotiated %q", c.ProtocolVersion())
 
 			tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-			step("tools/list", err == nil && len(tools.Tools) == 3, "%v %v", err, tools)
+			// Filtered by the policy: the base scope lists whoami only.
+			step("tools/list", err == nil && len(tools.Tools) == 1 && tools.Tools[0].Name == "whoami", "%v %v", err, tools)
 			who, err := c.CallTool(ctx, mcpgoCall("whoami", nil))
 			step("whoami", err == nil && strings.Contains(mcpgoText(who), `"subject":"dev-user"`), "%v %s", err, mcpgoText(who))
 

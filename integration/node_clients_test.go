@@ -140,7 +140,9 @@ func checkFlow(t *testing.T, r *driverResult, w flowWant) {
 		tok = c != nil && audIs(c.Aud, w.mcpURL) && c.Scope == baseScope && c.ClientID == r.ClientID && c.Sub == w.subject
 	}
 	check("token", tok, "%+v", r.Tokens)
-	check("tools/list", slices.Equal(r.Tools, []string{"notes_list", "notes_write", "whoami"}), "%v", r.Tools)
+	// The example filters tools/list by the policy: a token with only the
+	// base scope sees whoami.
+	check("tools/list", slices.Equal(r.Tools, []string{"whoami"}), "%v", r.Tools)
 	check("whoami", strings.Contains(r.Whoami, `"subject":"`+w.subject+`"`) && strings.Contains(r.Whoami, `"client_id":"`+r.ClientID+`"`), "%s", r.Whoami)
 	want403 := fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s notes:write", resource_metadata="%s", error_description="The operation requires additional scope"`, baseScope, metaURL)
 	i403 := -1
