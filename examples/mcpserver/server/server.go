@@ -39,8 +39,9 @@ type Config struct {
 	// as an audience.
 	Validator middleware.TokenValidator
 	// Scopes are the base scopes every request needs, sent in the 401
-	// challenge and published in scopes_supported with the tools' scopes. Nil means none: any
-	// valid token for the audience may list tools and call whoami.
+	// challenge and published in scopes_supported with the tools' scopes.
+	// Nil means none: any valid token for the audience may list tools and
+	// call whoami.
 	Scopes []string
 	// ResourceName is the RFC 9728 resource_name. Empty means
 	// "mcpguard example notes server".
