@@ -17,9 +17,9 @@ func TestDeps(t *testing.T) {
 			"code.dny.dev/ssrf/...", "golang.org/x/time/...", "golang.org/x/sync/...",
 		},
 		BadDeps: map[string]string{
-			"go.etcd.io/bbolt/...":                  "a storage engine: cimd/boltstore links it, cimd does not",
-			"golang.org/x/sys/...":                  "bbolt's dependency; cimd needs none",
-			"github.com/redis/go-redis/...":         "redisstore links it, cimd does not",
+			"go.etcd.io/bbolt/...":                 "a storage engine: cimd/boltstore links it, cimd does not",
+			"golang.org/x/sys/...":                 "bbolt's dependency; cimd needs none",
+			"github.com/redis/go-redis/...":        "redisstore links it, cimd does not",
 			deptest.Module + "/cimd/boltstore/...": "the subpackage imports cimd, not the reverse",
 		},
 	}.Check(t, ".")

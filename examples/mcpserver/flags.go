@@ -36,6 +36,9 @@ type options struct {
 	introspectionEndpoint     string
 	introspectionClientID     string
 	introspectionClientSecret string
+
+	// Operations: readiness and fail-fast start-up (ops).
+	waitKeys time.Duration
 }
 
 // listFlag is a flag.Value holding scope-like tokens separated by spaces
@@ -98,6 +101,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		tenantClaim:    "tenant",
 		logLevel:       slog.LevelInfo,
 		devAutoApprove: true,
+		waitKeys:       10 * time.Second,
 	}
 	fs := flag.NewFlagSet("mcpserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -119,6 +123,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.StringVar(&o.introspectionEndpoint, "introspection-endpoint", "", "RFC 7662 introspection endpoint `URL` (https, or http on loopback); empty means the introspection_endpoint of -issuer's metadata. Only with -token-mode introspect or hybrid")
 	fs.StringVar(&o.introspectionClientID, "introspection-client-id", "", "client `id` this server authenticates with (HTTP Basic) at the introspection endpoint; required with -token-mode introspect or hybrid")
 	fs.StringVar(&o.introspectionClientSecret, "introspection-client-secret", "", "client `secret` for the introspection endpoint; prefer the environment (MCPGUARD_INTROSPECTION_CLIENT_SECRET): command lines are visible to other local users")
+
+	// Operations: readiness and fail-fast start-up (ops).
+	fs.DurationVar(&o.waitKeys, "wait-keys", o.waitKeys, "with -issuer: how long start-up waits for the issuer's first key set before failing with the cause (DNS, TLS, 404, issuer mix-up); 0 starts at once and serves 503 until the keys arrive")
 
 	var envErrs []error
 	fs.VisitAll(func(f *flag.Flag) {

@@ -74,7 +74,7 @@ func (s *Source) run(parent context.Context, f *flight, onDemand bool) {
 	ctx, cancel := context.WithTimeout(parent, s.cfg.FetchTimeout)
 	defer cancel()
 	ctx, end := s.observeStart(ctx, onDemand) // health.go
-	s.wg.Add(1) // the caller holds a count, so this cannot race with Wait
+	s.wg.Add(1)                               // the caller holds a count, so this cannot race with Wait
 	go func() {
 		defer s.wg.Done()
 		select {
