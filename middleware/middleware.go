@@ -27,6 +27,7 @@ type Middleware struct {
 	answers      [numKinds]answer
 	log          *slog.Logger
 	onDecision   func(context.Context, Decision)
+	refusals     refusalSampler // logging.go
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -240,7 +241,7 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Pri
 		hdr = m.stepUpHeader(required)
 	}
 	a := &m.answers[kindInsufficientScope]
-	m.logRefusal(r, a.status, a.level, serr)
+	m.logRefusal(r, a.status, a.level, ReasonInsufficientScope, serr, p, g)
 	m.report(r.Context(), r.Header, a.status, ReasonInsufficientScope, p, g, required, missing, serr)
 	writeAnswer(w, a.status, hdr, "", a.body)
 }
