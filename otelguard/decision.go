@@ -116,8 +116,13 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		if !trace.SpanContextFromContext(ctx).IsValid() {
 			ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
 		}
-		ctx, span := t.tracer.Start(ctx, "mcpguard.authorize", trace.WithSpanKind(trace.SpanKindInternal),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method)))
+		ctx, span := t.tracer.Start(ctx, "mcpguard.authorize", spanStartOptions...)
+		if !span.IsRecording() { // not sampled: only the trace context travels on
+			next.ServeHTTP(w, r.WithContext(ctx))
+			span.End()
+			return
+		}
+		span.SetAttributes(attribute.String("http.request.method", r.Method))
 		ds := &decisionSpan{span: span}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, decisionSpanKey{}, ds)))
 		if ds.ended.CompareAndSwap(false, true) {
@@ -125,6 +130,8 @@ func (t *Telemetry) Handler(next http.Handler) http.Handler {
 		}
 	})
 }
+
+var spanStartOptions = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindInternal)}
 
 // Mount is [mcpguard.Guard.Mount] with the MCP route inside
 // [Telemetry.Handler]: the metadata routes unchanged, the protected
