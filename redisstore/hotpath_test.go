@@ -66,7 +66,10 @@ func newHotPath(tb testing.TB, store middleware.StepUpStore) *hotPath {
 		tb.Fatal(err)
 	}
 	return &hotPath{
-		h:     m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body); w.WriteHeader(http.StatusNoContent) })),
+		h: m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.WriteHeader(http.StatusNoContent)
+		})),
 		token: iss.Token(tb, authtest.WithScopes("mcp")),
 	}
 }
@@ -160,4 +163,3 @@ func BenchmarkHotPath(b *testing.B) {
 		b.Errorf("%d Redis commands on the hot path", n)
 	}
 }
-

@@ -3,8 +3,8 @@ package validate
 import (
 	"context"
 	"errors"
-	"time"
 	"testing"
+	"time"
 )
 
 // TestObserver: every Validate call is reported once, with the cache use
