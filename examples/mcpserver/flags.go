@@ -39,6 +39,8 @@ type options struct {
 
 	// Operations: readiness and fail-fast start-up (ops).
 	waitKeys time.Duration
+	// Session mode of the go-sdk handler (principal binding, gosdk adapter).
+	stateful bool
 }
 
 // listFlag is a flag.Value holding scope-like tokens separated by spaces
@@ -126,6 +128,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 
 	// Operations: readiness and fail-fast start-up (ops).
 	fs.DurationVar(&o.waitKeys, "wait-keys", o.waitKeys, "with -issuer: how long start-up waits for the issuer's first key set before failing with the cause (DNS, TLS, 404, issuer mix-up); 0 starts at once and serves 503 until the keys arrive")
+
+	// Session mode (gosdk adapter).
+	fs.BoolVar(&o.stateful, "stateful", false, "serve with the go-sdk's default stateful handler (Mcp-Session-Id sessions bound to the principal that created them, GET streams, DELETE; MCP 2025-11-25 and older only) instead of the stateless one, which also serves 2026-07-28")
 
 	var envErrs []error
 	fs.VisitAll(func(f *flag.Flag) {

@@ -151,6 +151,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Validator:            v,
 		Scopes:               o.scopes,
 		Logger:               logger,
+		Stateful:             o.stateful,
 	})
 	if err != nil {
 		return err
