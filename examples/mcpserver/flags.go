@@ -14,6 +14,9 @@ import (
 // -dev-as-addr is also read from MCPGUARD_DEV_AS_ADDR.
 const envPrefix = "MCPGUARD_"
 
+// defaultWaitKeys is the default of -wait-keys (ops: fail-fast start-up).
+const defaultWaitKeys = 10 * time.Second
+
 // options are the parsed command-line flags.
 type options struct {
 	addr                 string
@@ -103,7 +106,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		tenantClaim:    "tenant",
 		logLevel:       slog.LevelInfo,
 		devAutoApprove: true,
-		waitKeys:       10 * time.Second,
+		waitKeys:       defaultWaitKeys,
 	}
 	fs := flag.NewFlagSet("mcpserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -49,11 +49,11 @@ func TestRunFailsFast(t *testing.T) {
 	notFound := httptest.NewServer(http.NotFoundHandler())
 	defer notFound.Close()
 	start := time.Now()
-	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-issuer", notFound.URL, "-wait-keys", "300ms", "-log-level", "error"}, noEnv, io.Discard, nil)
+	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-issuer", notFound.URL, "-wait-keys", "2s", "-log-level", "error"}, noEnv, io.Discard, nil)
 	if !errors.Is(err, jwks.ErrNotReady) || !strings.Contains(err.Error(), `issuer "`+notFound.URL+`": not_found:`) {
 		t.Errorf("run = %v, want jwks.ErrNotReady naming the issuer and not_found", err)
 	}
-	if el := time.Since(start); el > 5*time.Second {
+	if el := time.Since(start); el > 8*time.Second {
 		t.Errorf("run took %v to fail", el)
 	}
 	ep, _, _ := startRun(t, []string{"-addr", "127.0.0.1:0", "-issuer", notFound.URL, "-wait-keys", "0", "-log-level", "error"}, noEnv)

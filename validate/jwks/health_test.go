@@ -157,7 +157,8 @@ func TestWaitReadyFails(t *testing.T) {
 	f := newFake(t, ecJWK(t, "k1"))
 	f.setMode(modeNotFound)
 	s := newSource(t, testConfig(t, f, newClock()))
-	ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
+	waitFirst(t, s)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	err := s.WaitReady(ctx)
 	if !errors.Is(err, ErrNotReady) || !errors.Is(err, context.DeadlineExceeded) {
