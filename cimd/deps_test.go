@@ -13,7 +13,7 @@ import (
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Allowed: []string{
-			deptest.Module + "/cimd", deptest.Module + "/asmeta/...", deptest.Module + "/internal/fetch/...",
+			deptest.Module + "/cimd", deptest.Module + "/asmeta/...", deptest.Module + "/internal/fetch/...", deptest.Module + "/internal/scopetoken",
 			"code.dny.dev/ssrf/...", "golang.org/x/time/...", "golang.org/x/sync/...",
 		},
 		BadDeps: map[string]string{
