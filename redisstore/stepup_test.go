@@ -178,3 +178,32 @@ func TestTwoReplicasShareStepUpBound(t *testing.T) {
 	}
 	keysWithTTL(t, rdb)
 }
+
+// TestStepUpSuccessResets: a success after a challenge, on the replica
+// that challenged, deletes the shared counter (middleware's Reset).
+func TestStepUpSuccessResets(t *testing.T) {
+	_, rdb := newRedis(t)
+	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
+	store, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := replica(t, iss, store)
+	sub := authtest.WithSubject("alice")
+	if !challenged(t, a, iss.Token(t, sub, authtest.WithScopes("mcp"))) {
+		t.Fatal("no challenge")
+	}
+	if n := len(keysWithTTL(t, rdb)); n != 1 {
+		t.Fatalf("%d keys after a challenge, want 1", n)
+	}
+	r := httptest.NewRequest(http.MethodGet, resource, nil)
+	r.Header.Set("Authorization", "Bearer "+iss.Token(t, sub, authtest.WithScopes("mcp", "admin")))
+	rec := httptest.NewRecorder()
+	a.ServeHTTP(rec, r)
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("stepped-up request: %d", rec.Code)
+	}
+	if keys := keysWithTTL(t, rdb); len(keys) != 0 {
+		t.Errorf("keys after the successful step-up = %q, want none (Reset)", keys)
+	}
+}
