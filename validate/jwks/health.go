@@ -41,9 +41,11 @@ type Health struct {
 	// ConsecutiveFailures counts the refreshes that failed since the last
 	// success.
 	ConsecutiveFailures int
-	// NextRefresh is when the background loop refreshes next (Config.Now
-	// plus the delay it chose); zero while a refresh runs or after Close.
-	// On-demand refreshes (unknown kid) may come sooner.
+	// NextRefresh is when the background loop is scheduled to refresh
+	// next (Config.Now plus the delay it chose after its last refresh:
+	// RefreshInterval, or the backoff after a failure); in the past while
+	// that refresh runs, zero before the first refresh ended and after
+	// Close. On-demand refreshes (unknown kid) may come sooner.
 	NextRefresh time.Time
 }
 
@@ -129,7 +131,6 @@ func newHealthState() healthState { return healthState{ready: make(chan struct{}
 // record notes the end of a refresh at now. The caller holds mu.
 func (h *healthState) record(now time.Time, err error) {
 	h.lastAttempt = now
-	h.nextRefresh = time.Time{}
 	if err != nil {
 		h.failures++
 		return
