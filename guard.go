@@ -40,7 +40,8 @@ var ErrConfig = errors.New("mcpguard: invalid config")
 //     Validate.Audiences (default: Resource; when set it must contain
 //     Resource), Metadata.Resource (Resource; when set it must equal it),
 //     Metadata.AuthorizationServers (Issuers; when set, a subset of them),
-//     Metadata.ScopesSupported (Scopes), and Middleware.Logger and
+//     Metadata.ScopesSupported (Scopes and every scope of Operations,
+//     de-duplicated, never offline_access), and Middleware.Logger and
 //     JWKS.Logger (Logger).
 //   - Everything else is passed through unchanged, with the defaults of
 //     its own package.
@@ -69,8 +70,8 @@ type Config struct {
 	Keys map[string]validate.KeySource
 
 	// Scopes are the base scopes every request needs (middleware
-	// Config.Scopes), sent in the 401 challenge and published as
-	// scopes_supported. Nil means none.
+	// Config.Scopes), sent in the 401 challenge and published, with the
+	// scopes of Operations, as scopes_supported. Nil means none.
 	Scopes []string
 
 	// Operations gives the scopes of MCP operations (JSON-RPC methods,
@@ -166,9 +167,6 @@ func (c *Config) metadata() prm.Metadata {
 	md.Resource = c.Resource
 	if md.AuthorizationServers == nil {
 		md.AuthorizationServers = slices.Clone(c.Issuers)
-	}
-	if md.ScopesSupported == nil {
-		md.ScopesSupported = slices.Clone(c.Scopes)
 	}
 	return md
 }

@@ -129,7 +129,7 @@ func TestRunDefaults(t *testing.T) {
 	wantPRM := map[string]any{
 		"resource":                 ep.MCP,
 		"authorization_servers":    []any{ep.Issuer},
-		"scopes_supported":         []any{"mcp:tools"},
+		"scopes_supported":         []any{"mcp:tools", "notes:read", "notes:write"},
 		"bearer_methods_supported": []any{"header"},
 		"resource_name":            "mcpguard example notes server",
 	}

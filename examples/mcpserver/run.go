@@ -76,6 +76,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err := checkTokenMode(o); err != nil {
 		return err
 	}
+	if err := checkCIMDDev(o); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on -addr: %w", err)
@@ -106,7 +109,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 		closers = append(closers, devLn)
 		issuer = "http://" + devLn.Addr().String()
+		cimdCfg, err := cimdResolverConfig(o)
+		if err != nil {
+			return err
+		}
 		dev, err = devas.New(devas.Config{
+			CIMD:        cimdCfg,
 			Issuer:      issuer,
 			Resources:   []string{resource},
 			Scopes:      union(o.scopes, []string{server.ScopeNotesRead, server.ScopeNotesWrite}),
@@ -292,6 +300,9 @@ and follow the resource_metadata URL of the 401. See README.md.
 
 `, ep.Issuer, ep.MCP, describeTokenMode(o), ep.MCP)
 		return
+	}
+	if o.devInsecureCIMDLoopback {
+		fmt.Fprint(w, cimdDevWarning)
 	}
 	approve := "it approves every authorization request at once (-dev-auto-approve)"
 	if !o.devAutoApprove {
