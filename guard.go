@@ -1,6 +1,7 @@
 package mcpguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/prm"
@@ -103,6 +105,15 @@ type Config struct {
 	// refresh failures, unless Middleware.Logger or JWKS.Logger is set.
 	// Nil discards.
 	Logger *slog.Logger
+
+	// WaitForKeys, if positive, makes [New] wait up to this long for
+	// every issuer's first key set ([Guard.WaitReady]) and fail, with an
+	// error wrapping [ErrNotReady] that names each issuer and the cause
+	// (DNS, TLS, 404, issuer mix-up, …), if one is still missing: a
+	// mistyped issuer then stops the deploy instead of serving 503s. Zero
+	// means New returns at once and the keys arrive in the background.
+	// Negative is a configuration error.
+	WaitForKeys time.Duration
 }
 
 // check reports the first conflict or missing value of c.
@@ -123,6 +134,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("%w: JWKS.Issuer and JWKS.JWKSURL must be empty; pass a jwks.Source in Keys for a fixed JWKS URL", ErrConfig)
 	case c.Metadata.Resource != "" && c.Metadata.Resource != c.Resource:
 		return fmt.Errorf("%w: Metadata.Resource differs from Resource", ErrConfig)
+	case c.WaitForKeys < 0:
+		return fmt.Errorf("%w: negative WaitForKeys", ErrConfig)
 	}
 	for i, iss := range c.Issuers {
 		if iss == "" {
@@ -168,6 +181,8 @@ type Guard struct {
 	mw      *middleware.Middleware
 	sources []*jwks.Source // created by New, closed by Close
 	mcpPath string
+	issuers []validate.Issuer // every issuer's key source, for health.go
+	now     func() time.Time
 }
 
 // New checks cfg and wires the packages: a [jwks.Source] for each issuer
@@ -176,7 +191,8 @@ type Guard struct {
 // cfg.Resource, and a [middleware.Middleware] publishing the RFC 9728
 // metadata. It adds no behaviour of its own: every check is the
 // middleware's and the validator's, with their defaults. Errors wrap
-// [ErrConfig]; on error no goroutine is left running.
+// [ErrConfig] (or [ErrNotReady], with Config.WaitForKeys); on error no
+// goroutine is left running.
 func New(cfg Config) (*Guard, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -226,6 +242,10 @@ func New(cfg Config) (*Guard, error) {
 	if g.v, err = validate.New(vc); err != nil {
 		return fail("Validate: %w", err)
 	}
+	g.issuers, g.now = vc.Issuers, vc.Now
+	if g.now == nil {
+		g.now = time.Now
+	}
 
 	mc := cfg.Middleware
 	mc.Validator = g.v
@@ -237,6 +257,14 @@ func New(cfg Config) (*Guard, error) {
 	}
 	if g.mw, err = middleware.New(mc); err != nil {
 		return fail("Middleware: %w", err)
+	}
+	if cfg.WaitForKeys > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.WaitForKeys)
+		defer cancel()
+		if err := g.WaitReady(ctx); err != nil {
+			_ = g.Close()
+			return nil, err
+		}
 	}
 	return g, nil
 }

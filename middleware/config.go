@@ -223,10 +223,18 @@ type Config struct {
 	// [DefaultRetryAfter] (30s).
 	RetryAfter time.Duration
 
-	// Logger receives refusals with their internal cause (Debug for client
-	// errors, Warn for 503s, exhausted step-ups and misconfiguration). Nil
-	// discards. Client responses never carry internal text.
+	// Logger receives refusals with their reason, internal cause, MCP
+	// method and tool labels, client and issuer (never the token): Info
+	// for client errors, Warn for 503s, exhausted step-ups and
+	// misconfiguration, so the default slog level shows them, at most
+	// RefusalLogRate a second per reason. Nil discards. Client responses
+	// never carry internal text.
 	Logger *slog.Logger
+	// RefusalLogRate bounds the refusal records per [Reason] per second
+	// (Now's clock); the excess is counted and reported as "suppressed"
+	// on the next record, so a flood of bad tokens cannot fill the disk.
+	// Zero means [DefaultRefusalLogRate] (5); negative logs every refusal.
+	RefusalLogRate int
 
 	// Now returns the current time for the step-up window. Nil means
 	// time.Now.

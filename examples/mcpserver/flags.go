@@ -14,6 +14,9 @@ import (
 // -dev-as-addr is also read from MCPGUARD_DEV_AS_ADDR.
 const envPrefix = "MCPGUARD_"
 
+// defaultWaitKeys is the default of -wait-keys (ops: fail-fast start-up).
+const defaultWaitKeys = 10 * time.Second
+
 // options are the parsed command-line flags.
 type options struct {
 	addr                 string
@@ -37,6 +40,8 @@ type options struct {
 	introspectionClientID     string
 	introspectionClientSecret string
 
+	// Operations: readiness and fail-fast start-up (ops).
+	waitKeys time.Duration
 	// Session mode of the go-sdk handler (principal binding, gosdk adapter).
 	stateful bool
 
@@ -106,6 +111,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		tenantClaim:    "tenant",
 		logLevel:       slog.LevelInfo,
 		devAutoApprove: true,
+		waitKeys:       defaultWaitKeys,
 	}
 	fs := flag.NewFlagSet("mcpserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -127,6 +133,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.StringVar(&o.introspectionEndpoint, "introspection-endpoint", "", "RFC 7662 introspection endpoint `URL` (https, or http on loopback); empty means the introspection_endpoint of -issuer's metadata. Only with -token-mode introspect or hybrid")
 	fs.StringVar(&o.introspectionClientID, "introspection-client-id", "", "client `id` this server authenticates with (HTTP Basic) at the introspection endpoint; required with -token-mode introspect or hybrid")
 	fs.StringVar(&o.introspectionClientSecret, "introspection-client-secret", "", "client `secret` for the introspection endpoint; prefer the environment (MCPGUARD_INTROSPECTION_CLIENT_SECRET): command lines are visible to other local users")
+
+	// Operations: readiness and fail-fast start-up (ops).
+	fs.DurationVar(&o.waitKeys, "wait-keys", o.waitKeys, "with -issuer: how long start-up waits for the issuer's first key set before failing with the cause (DNS, TLS, 404, issuer mix-up); 0 starts at once and serves 503 until the keys arrive")
 
 	// Session mode (gosdk adapter).
 	fs.BoolVar(&o.stateful, "stateful", false, "serve with the go-sdk's default stateful handler (Mcp-Session-Id sessions bound to the principal that created them, GET streams, DELETE; MCP 2025-11-25 and older only) instead of the stateless one, which also serves 2026-07-28")

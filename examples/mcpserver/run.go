@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
@@ -94,6 +95,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		dev     *devas.Server
 		devLn   net.Listener
 		closers []io.Closer
+		health  []mcpguard.HealthReporter // for /readyz
 	)
 	defer func() {
 		for _, c := range closers {
@@ -140,6 +142,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			}
 			closers = append(closers, src)
 			keys = src
+			health = append(health, src)
+			if err := waitKeys(ctx, src, o.waitKeys); err != nil {
+				return fmt.Errorf("-issuer: %w", err)
+			}
 		}
 	}
 
@@ -159,7 +165,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		return err
 	}
 
-	servers := []*http.Server{newHTTPServer(srv, logger)}
+	top := http.NewServeMux()
+	top.Handle("/readyz", mcpguard.ReadyHandler(health...))
+	top.Handle("/", srv)
+	servers := []*http.Server{newHTTPServer(top, logger)}
 	listeners := []net.Listener{ln}
 	if dev != nil {
 		servers = append(servers, newHTTPServer(dev, logger))
@@ -194,6 +203,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		errs = append(errs, serveErr)
 	}
 	return errors.Join(errs...)
+}
+
+// waitKeys waits up to d for src's first key set (fail fast: a mistyped
+// issuer stops start-up with the cause); d <= 0 does not wait.
+func waitKeys(ctx context.Context, src *jwks.Source, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return src.WaitReady(ctx)
 }
 
 // Server timeouts (issue #11 item 6). They bound every connection, and
@@ -268,8 +288,9 @@ mcpguard example MCP server
   MCP endpoint (resource):      %s
   protected-resource metadata:  %s
   authorization server:         %s
+  readiness probe:              http://%s/readyz
   base scopes:                  %s; notes_list needs %s, notes_write needs %s
-`, ep.MCP, ep.Metadata, ep.Issuer, scopes, server.ScopeNotesRead, server.ScopeNotesWrite)
+`, ep.MCP, ep.Metadata, ep.Issuer, ep.Listen, scopes, server.ScopeNotesRead, server.ScopeNotesWrite)
 	if dev == nil {
 		fmt.Fprintf(w, `
 Tokens must come from %s, with audience %s;
