@@ -15,7 +15,7 @@ func TestDeps(t *testing.T) {
 			"github.com/go-json-experiment/json/...",
 		},
 		BadDeps: map[string]string{
-			"net/http":                  "no HTTP in proof checking; the caller passes method, URI and headers",
+			"net/http":                   "no HTTP in proof checking; the caller passes method, URI and headers",
 			deptest.Module + "/validate": "proof checking is independent of token validation",
 		},
 	}.Check(t, ".")

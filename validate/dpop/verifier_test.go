@@ -48,7 +48,9 @@ func TestVerify(t *testing.T) {
 		{name: "two proofs in one field", proofs: func(t *testing.T, s proofSpec) []string {
 			return []string{s.sign(t) + ", " + s.sign(t)}
 		}, wantErr: ErrMalformed},
-		{name: "too large", mod: func(t *testing.T, s *proofSpec, r *Request) { s.claims["pad"] = strings.Repeat("a", DefaultMaxProofBytes) }, wantErr: ErrTooLarge},
+		{name: "too large", mod: func(t *testing.T, s *proofSpec, r *Request) {
+			s.claims["pad"] = strings.Repeat("a", DefaultMaxProofBytes)
+		}, wantErr: ErrTooLarge},
 
 		// Check 2: a well-formed JWT.
 		{name: "two segments", proofs: func(t *testing.T, s proofSpec) []string {
@@ -80,7 +82,10 @@ func TestVerify(t *testing.T) {
 		// Check 3: required claims, with their types.
 		{name: "no jti", mod: func(t *testing.T, s *proofSpec, r *Request) { delete(s.claims, "jti") }, wantErr: ErrMalformed},
 		{name: "no htm", mod: func(t *testing.T, s *proofSpec, r *Request) { delete(s.claims, "htm") }, wantErr: ErrMalformed},
-		{name: "HTM instead of htm", mod: func(t *testing.T, s *proofSpec, r *Request) { s.claims["HTM"] = s.claims["htm"]; delete(s.claims, "htm") }, wantErr: ErrMalformed},
+		{name: "HTM instead of htm", mod: func(t *testing.T, s *proofSpec, r *Request) {
+			s.claims["HTM"] = s.claims["htm"]
+			delete(s.claims, "htm")
+		}, wantErr: ErrMalformed},
 		{name: "no htu", mod: func(t *testing.T, s *proofSpec, r *Request) { delete(s.claims, "htu") }, wantErr: ErrMalformed},
 		{name: "no iat", mod: func(t *testing.T, s *proofSpec, r *Request) { delete(s.claims, "iat") }, wantErr: ErrMalformed},
 		{name: "iat string", mod: func(t *testing.T, s *proofSpec, r *Request) { s.claims["iat"] = itoa(now.Unix()) }, wantErr: ErrMalformed},
