@@ -171,6 +171,9 @@ func retryAfterValue(d time.Duration) string {
 func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error, p *Principal, g *grant, id []byte) {
 	k, reason := errorKind(err)
 	a := &m.answers[k]
+	if m.dpop != nil {
+		a, reason = m.dpopAnswer(w, r, err, k, reason)
+	}
 	body := a.body
 	if k == kindHeaderMismatch {
 		body = bodyMismatchHead + echoID(id) + bodyMismatchTail
@@ -221,7 +224,7 @@ func (m *Middleware) logRefusal(r *http.Request, status int, level slog.Level, e
 func writeAnswer(w http.ResponseWriter, status int, wwwAuth, retryAfter, body string) {
 	h := w.Header()
 	if wwwAuth != "" {
-		h.Set("WWW-Authenticate", wwwAuth)
+		setChallenges(h, wwwAuth)
 	} else {
 		h.Del("WWW-Authenticate")
 	}

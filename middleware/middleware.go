@@ -27,6 +27,7 @@ type Middleware struct {
 	answers      [numKinds]answer
 	log          *slog.Logger
 	onDecision   func(context.Context, Decision)
+	dpop         *dpopState // nil when DPoP is off (dpop.go)
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -40,11 +41,15 @@ func New(cfg Config) (*Middleware, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	ds, err := newDPoP(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	h, err := prm.Handler(cfg.Metadata)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
 	}
-	m := &Middleware{cfg: cfg, metadata: h, realm: cfg.Realm, log: cfg.Logger, onDecision: cfg.OnDecision}
+	m := &Middleware{cfg: cfg, metadata: h, realm: cfg.Realm, log: cfg.Logger, onDecision: cfg.OnDecision, dpop: ds}
 	if m.metadataURL, err = prm.MetadataURL(cfg.Metadata.Resource); err != nil {
 		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
 	}
@@ -57,6 +62,7 @@ func New(cfg Config) (*Middleware, error) {
 	m.implies = compileImplies(cfg.ScopeImplies)
 	m.policy = m.compilePolicy(&cfg)
 	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
+	m.buildDPoPAnswers(cfg.Scopes)
 	return m, nil
 }
 
@@ -147,7 +153,7 @@ func (m *Middleware) authenticate(r *http.Request) (*Principal, error) {
 	if err := m.origins.check(r); err != nil {
 		return nil, err
 	}
-	tok, err := BearerToken(r)
+	tok, isDPoP, err := m.credentials(r)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +164,13 @@ func (m *Middleware) authenticate(r *http.Request) (*Principal, error) {
 	if c == nil {
 		return nil, errNilClaims
 	}
-	return newPrincipal(c), nil
+	jkt, err := m.checkDPoP(r, tok, isDPoP, c)
+	if err != nil {
+		return nil, err
+	}
+	p := newPrincipal(c)
+	p.SenderConstrained, p.KeyThumbprint = jkt != "", jkt
+	return p, nil
 }
 
 // Authenticate makes the decision of [Middleware.Handler] that needs no
@@ -239,6 +251,7 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Pri
 	case hdr == "":
 		hdr = m.stepUpHeader(required)
 	}
+	hdr = m.dpopStepUp(r, hdr)
 	a := &m.answers[kindInsufficientScope]
 	m.logRefusal(r, a.status, a.level, serr)
 	m.report(r.Context(), r.Header, a.status, ReasonInsufficientScope, p, g, required, missing, serr)

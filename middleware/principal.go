@@ -30,6 +30,11 @@ type Principal struct {
 	// Claims are the verified claims, for claims not copied above
 	// ([validate.Claims.Decode]).
 	Claims *validate.Claims
+	// SenderConstrained reports a DPoP-bound token with a valid proof of
+	// its key (RFC 9449 §7); KeyThumbprint is that key's RFC 7638
+	// thumbprint, the token's cnf.jkt. Empty for bearer tokens.
+	SenderConstrained bool
+	KeyThumbprint     string
 
 	// grant is the operation Handler authorized, for RequireScopes and
 	// the labels of later decisions.

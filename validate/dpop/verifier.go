@@ -56,8 +56,8 @@ type Request struct {
 	Method string
 	// URI is the request's target URI built from the canonical resource
 	// identifier (its scheme and authority, never the Host header) and
-	// the request path, without query or fragment. It is normalised as
-	// "htu" is ([NormalizeURI]).
+	// the request path. It must have no query or fragment; it is
+	// normalised as "htu" is ([NormalizeURI]) unless the two are equal.
 	URI string
 	// AccessToken is the access token the proof accompanies. When set,
 	// "ath" must be its hash and JKT must be the proof key's thumbprint.
@@ -214,10 +214,12 @@ func (v *Verifier) checkClaims(req *Request, c *claims, now time.Time, p *Proof)
 	if c.HTM != req.Method {
 		return ErrMethod
 	}
-	htu, ok := NormalizeURI(c.HTU)
-	target, ok2 := NormalizeURI(req.URI)
-	if !ok || !ok2 || htu != target {
-		return ErrURI
+	if c.HTU != req.URI { // equal strings need no normalisation
+		htu, ok := NormalizeURI(c.HTU)
+		target, ok2 := NormalizeURI(req.URI)
+		if !ok || !ok2 || htu != target {
+			return ErrURI
+		}
 	}
 	if v.cfg.NonceSecret != nil && (c.Nonce == nil || !v.nonceOK(*c.Nonce, now)) {
 		return ErrUseNonce
