@@ -1,0 +1,302 @@
+package middleware
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+
+	"github.com/mcpguard/mcpguard/validate/dpop"
+)
+
+// dpopCall is one request to a dpopFixture's server.
+type dpopCall struct {
+	rev    string
+	authz  string   // Authorization value; "" sends none
+	proofs []string // DPoP header lines
+	method string   // JSON-RPC method; "" is tools/call get_weather
+}
+
+type dpopResult struct {
+	status  int
+	wwwAuth []string
+	body    string
+	nonce   string
+}
+
+func (f *dpopFixture) do(t testing.TB, c dpopCall) dpopResult {
+	t.Helper()
+	rev := c.rev
+	if rev == "" {
+		rev = modernRev
+	}
+	method, name := "tools/call", "get_weather"
+	if c.method != "" {
+		method, name = c.method, ""
+	}
+	r := rpcRequest(rev, method, name, "")
+	req, err := http.NewRequest(http.MethodPost, f.srv.URL+"/mcp", strings.NewReader(rpcBody(rev, method, name)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header = r.Header.Clone()
+	if c.authz != "" {
+		req.Header.Set("Authorization", c.authz)
+	}
+	for _, p := range c.proofs {
+		req.Header.Add("DPoP", p)
+	}
+	resp, err := f.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return dpopResult{resp.StatusCode, resp.Header.Values("WWW-Authenticate"), strings.TrimSpace(string(b)), resp.Header.Get("DPoP-Nonce")}
+}
+
+var allScopes = []string{"mcp", "tools:call", "weather:read"}
+
+// TestDPoPAnswers drives every RFC 9449 §4.3 check and the classic
+// mistakes over real HTTP, each with its exact status, challenges and
+// body, under both MCP revisions.
+func TestDPoPAnswers(t *testing.T) {
+	type call func(t testing.TB, f *dpopFixture) dpopCall
+	bound := func(p proof) call {
+		return func(t testing.TB, f *dpopFixture) dpopCall {
+			tok := f.boundToken(t, f.jkt, allScopes...)
+			return dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, p, tok)}}
+		}
+	}
+	const okBody = `"dpop":true`
+	tests := []struct {
+		name    string
+		policy  DPoPPolicy
+		call    call
+		status  int
+		wwwAuth []string
+		body    string // a substring for 200, the exact body otherwise
+	}{
+		{"bound token with proof", DPoPAllowed, bound(proof{}), 200, nil, okBody},
+		{"bound token with proof, required", DPoPRequired, bound(proof{}), 200, nil, okBody},
+		{"bearer token, allowed", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall {
+			return dpopCall{authz: "Bearer " + f.iss.Token(t, withScopes(allScopes...))}
+		}, 200, nil, `"dpop":false`},
+		{"no credentials, allowed: both schemes", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall { return dpopCall{} },
+			401, []string{offerBearer, offerDPoP}, bodyUnauthorized},
+		{"no credentials, required: DPoP only", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall { return dpopCall{} },
+			401, []string{offerDPoP}, bodyUnauthorized},
+		{"bearer token, required: no accepted credentials", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall {
+			return dpopCall{authz: "Bearer " + f.iss.Token(t, withScopes(allScopes...))}
+		}, 401, []string{offerDPoP}, bodyUnauthorized},
+		{"bound token presented as Bearer", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall {
+			return dpopCall{authz: "Bearer " + f.boundToken(t, f.jkt, allScopes...)}
+		}, 401, []string{bearerInv, offerDPoP}, bodyInvalidToken},
+		{"bound token presented as Bearer with a proof", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall {
+			tok := f.boundToken(t, f.jkt, allScopes...)
+			return dpopCall{authz: "Bearer " + tok, proofs: []string{f.sign(t, proof{}, tok)}}
+		}, 401, []string{bearerInv, offerDPoP}, bodyInvalidToken},
+		{"unbound token with the DPoP scheme", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall {
+			tok := f.iss.Token(t, withScopes(allScopes...))
+			return dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{}, tok)}}
+		}, 401, []string{dpopInvalid, offerBearer}, bodyInvalidToken},
+		{"proof signed by a key other than cnf.jkt", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall {
+			tok := f.boundToken(t, f.jkt, allScopes...)
+			return dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{key: f.other}, tok)}}
+		}, 401, []string{dpopInvalid, offerBearer}, bodyInvalidToken},
+		{"invalid token with the DPoP scheme", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall {
+			tok := f.iss.Token(t, withScopes(allScopes...), expired())
+			return dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{}, tok)}}
+		}, 401, []string{dpopInvalid}, bodyInvalidToken},
+		{"no proof", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall {
+			return dpopCall{authz: "DPoP " + f.boundToken(t, f.jkt, allScopes...)}
+		}, 401, []string{invalidProof, offerBearer}, bodyInvalidProof},
+		{"two proofs", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall {
+			tok := f.boundToken(t, f.jkt, allScopes...)
+			return dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{}, tok), f.sign(t, proof{}, tok)}}
+		}, 401, []string{invalidProof}, bodyInvalidProof},
+		{"htu with query", DPoPRequired, bound(proof{claims: map[string]any{"htu": resource + "?x=1"}}), 401, []string{invalidProof}, bodyInvalidProof},
+		{"htu with fragment", DPoPRequired, bound(proof{claims: map[string]any{"htu": resource + "#f"}}), 401, []string{invalidProof}, bodyInvalidProof},
+		{"htu normalised", DPoPRequired, bound(proof{claims: map[string]any{"htu": "HTTPS://MCP.EXAMPLE.COM:443/./mcp"}}), 200, nil, okBody},
+		{"proof for another resource", DPoPRequired, bound(proof{claims: map[string]any{"htu": "https://other.example.com/mcp"}}), 401, []string{invalidProof}, bodyInvalidProof},
+		{"htm lower case", DPoPRequired, bound(proof{claims: map[string]any{"htm": "post"}}), 401, []string{invalidProof}, bodyInvalidProof},
+		{"htm GET", DPoPRequired, bound(proof{claims: map[string]any{"htm": "GET"}}), 401, []string{invalidProof}, bodyInvalidProof},
+		{"iat 6 minutes old", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall {
+			return bound(proof{claims: map[string]any{"iat": f.iss.Now().Add(-6 * time.Minute).Unix()}})(t, f)
+		}, 401, []string{invalidProof}, bodyInvalidProof},
+		{"iat 6 minutes ahead", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall {
+			return bound(proof{claims: map[string]any{"iat": f.iss.Now().Add(6 * time.Minute).Unix()}})(t, f)
+		}, 401, []string{invalidProof}, bodyInvalidProof},
+		{"iat 4 minutes old", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall {
+			return bound(proof{claims: map[string]any{"iat": f.iss.Now().Add(-4 * time.Minute).Unix()}})(t, f)
+		}, 200, nil, okBody},
+		{"ath of another token", DPoPRequired, bound(proof{claims: map[string]any{"ath": "fUHyO2r2Z3DZ53EsNrWBb0xWXoaNy59IiKCAqksmQEo"}}), 401, []string{invalidProof}, bodyInvalidProof},
+		{"no ath", DPoPRequired, bound(proof{claims: map[string]any{"ath": nil}}), 401, []string{invalidProof}, bodyInvalidProof},
+		{"jwk with private members", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall {
+			priv, _ := jose.JSONWebKey{Key: f.key}.MarshalJSON()
+			var jwk map[string]any
+			_ = json.Unmarshal(priv, &jwk)
+			return bound(proof{header: map[string]any{"jwk": jwk}})(t, f)
+		}, 401, []string{invalidProof}, bodyInvalidProof},
+		{"alg none", DPoPRequired, bound(proof{alg: "none"}), 401, []string{invalidProof}, bodyInvalidProof},
+		{"alg HS256", DPoPRequired, bound(proof{alg: "HS256", hmacKey: []byte("0123456789abcdef0123456789abcdef")}), 401, []string{invalidProof}, bodyInvalidProof},
+		{"typ JWT", DPoPRequired, bound(proof{header: map[string]any{"typ": "JWT"}}), 401, []string{invalidProof}, bodyInvalidProof},
+		{"DPoP scheme without a token", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall { return dpopCall{authz: "DPoP"} },
+			400, []string{dpopChallenge(`error="invalid_request", resource_metadata="` + metadataURL + `", error_description="Malformed DPoP authorization header"`)}, bodyInvalidRequest},
+		{"insufficient scope: DPoP step-up", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall {
+			tok := f.boundToken(t, f.jkt, "mcp", "tools:call")
+			return dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{}, tok)}}
+		}, 403, []string{dpopChallenge(`error="insufficient_scope", scope="mcp tools:call weather:read", resource_metadata="` + metadataURL + `", error_description="The operation requires additional scope"`)}, bodyInsufficient},
+		// Off: nothing changes for bearer clients; DPoP is no credential.
+		{"off: DPoP scheme is no credentials", DPoPOff, func(t testing.TB, f *dpopFixture) dpopCall {
+			tok := f.boundToken(t, f.jkt, allScopes...)
+			return dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{}, tok)}}
+		}, 401, []string{offerBearer}, bodyUnauthorized},
+		{"off: bound token as Bearer", DPoPOff, func(t testing.TB, f *dpopFixture) dpopCall {
+			return dpopCall{authz: "Bearer " + f.boundToken(t, f.jkt, allScopes...)}
+		}, 401, []string{bearerInv}, bodyInvalidToken},
+	}
+	for _, tt := range tests {
+		for _, rev := range []string{legacyRev, modernRev} {
+			t.Run(tt.name+"/"+rev, func(t *testing.T) {
+				f := newDPoPFixture(t, tt.policy, nil)
+				c := tt.call(t, f)
+				c.rev = rev
+				got := f.do(t, c)
+				if got.status != tt.status || !slices.Equal(got.wwwAuth, tt.wwwAuth) {
+					t.Fatalf("got %d\n%s\nwant %d\n%s", got.status, strings.Join(got.wwwAuth, "\n"), tt.status, strings.Join(tt.wwwAuth, "\n"))
+				}
+				if tt.status == 200 && !strings.Contains(got.body, tt.body) || tt.status != 200 && got.body != tt.body {
+					t.Errorf("body = %s, want %s", got.body, tt.body)
+				}
+				if tt.status == 200 && tt.body == okBody && !strings.Contains(got.body, `"jkt":"`+f.jkt+`"`) {
+					t.Errorf("principal = %s, want jkt %s", got.body, f.jkt)
+				}
+			})
+		}
+	}
+}
+
+// TestDPoPReplayAcrossReplicas: two middleware instances sharing one
+// replay store refuse a proof the other accepted; with separate stores
+// (the default) the second replica would accept it.
+func TestDPoPReplayAcrossReplicas(t *testing.T) {
+	store := dpop.NewMemoryReplayStore(100, nil)
+	share := func(c *Config) { c.DPoP.Proof.ReplayStore = store }
+	a := newDPoPFixture(t, DPoPRequired, share)
+	b := a.replica(t, share)
+	tok := a.boundToken(t, a.jkt, allScopes...)
+	c := dpopCall{authz: "DPoP " + tok, proofs: []string{a.sign(t, proof{}, tok)}}
+	if got := a.do(t, c); got.status != 200 {
+		t.Fatalf("first use: %d %v", got.status, got.wwwAuth)
+	}
+	for name, f := range map[string]*dpopFixture{"same replica": a, "other replica": b} {
+		if got := f.do(t, c); got.status != 401 || !slices.Equal(got.wwwAuth, []string{invalidProof}) {
+			t.Errorf("%s: replay got %d %q, want 401 invalid_dpop_proof", name, got.status, got.wwwAuth)
+		}
+	}
+	lone := a.replica(t, nil)
+	if got := lone.do(t, c); got.status != 200 {
+		t.Errorf("unshared store: got %d, want 200 (the reason to share one)", got.status)
+	}
+}
+
+// replica returns a second Middleware over the same issuer and keys.
+func (f *dpopFixture) replica(t testing.TB, mutate func(*Config)) *dpopFixture {
+	t.Helper()
+	g := *f
+	cfg := f.m.cfg
+	cfg.DPoP.Proof.ReplayStore = nil
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	cfg.Metadata.DPoPSigningAlgValuesSupported, cfg.Metadata.DPoPBoundAccessTokensRequired = nil, false
+	m, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.m = m
+	g.srv = newServer(t, m)
+	return &g
+}
+
+// TestDPoPNonce: with a NonceSecret, a proof without nonce gets 401
+// use_dpop_nonce and a DPoP-Nonce; the same request with it succeeds.
+func TestDPoPNonce(t *testing.T) {
+	f := newDPoPFixture(t, DPoPRequired, func(c *Config) {
+		c.DPoP.Proof.NonceSecret = []byte("0123456789abcdef0123456789abcdef")
+	})
+	tok := f.boundToken(t, f.jkt, allScopes...)
+	got := f.do(t, dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{}, tok)}})
+	if got.status != 401 || !slices.Equal(got.wwwAuth, []string{useNonce}) || got.body != bodyUseNonce || got.nonce == "" {
+		t.Fatalf("without nonce: %d %q %s nonce %q", got.status, got.wwwAuth, got.body, got.nonce)
+	}
+	got2 := f.do(t, dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{claims: map[string]any{"nonce": got.nonce}}, tok)}})
+	if got2.status != 200 {
+		t.Fatalf("with nonce: %d %q", got2.status, got2.wwwAuth)
+	}
+	got3 := f.do(t, dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{claims: map[string]any{"nonce": "stale"}}, tok)}})
+	if got3.status != 401 || !slices.Equal(got3.wwwAuth, []string{useNonce}) {
+		t.Fatalf("bad nonce: %d %q", got3.status, got3.wwwAuth)
+	}
+}
+
+// TestDPoPStoreDown: a failing replay store refuses the request with 503,
+// no challenge, and Retry-After (fail closed; not the client's fault).
+func TestDPoPStoreDown(t *testing.T) {
+	f := newDPoPFixture(t, DPoPRequired, func(c *Config) { c.DPoP.Proof.ReplayStore = failingReplayStore{} })
+	tok := f.boundToken(t, f.jkt, allScopes...)
+	got := f.do(t, dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{}, tok)}})
+	if got.status != 503 || got.wwwAuth != nil || got.body != bodyUnavailable {
+		t.Fatalf("got %d %q %s", got.status, got.wwwAuth, got.body)
+	}
+}
+
+type failingReplayStore struct{}
+
+func (failingReplayStore) Claim(context.Context, string, time.Duration) (bool, error) {
+	return false, errors.New("store down")
+}
+
+// TestDPoPMetadata: the metadata publishes the algorithms, and the
+// requirement only when required (RFC 9728 §2); inconsistent metadata is a
+// configuration error.
+func TestDPoPMetadata(t *testing.T) {
+	for _, tt := range []struct {
+		policy DPoPPolicy
+		want   string
+	}{
+		{DPoPOff, ""},
+		{DPoPAllowed, `"dpop_signing_alg_values_supported":["ES256","ES384","ES512","PS256","PS384","PS512","RS256","RS384","RS512","EdDSA"]`},
+		{DPoPRequired, `"dpop_bound_access_tokens_required":true`},
+	} {
+		f := newDPoPFixture(t, tt.policy, nil)
+		rec := httptestGet(t, f.m.MetadataHandler())
+		if tt.want == "" && strings.Contains(rec, "dpop") || tt.want != "" && !strings.Contains(rec, tt.want) {
+			t.Errorf("policy %d: metadata %s, want %s", tt.policy, rec, tt.want)
+		}
+	}
+	bad := []func(*Config){
+		func(c *Config) { c.DPoP.Policy = DPoPOff; c.Metadata.DPoPSigningAlgValuesSupported = []string{"ES256"} },
+		func(c *Config) { c.Metadata.DPoPSigningAlgValuesSupported = []string{"RS256"} },
+		func(c *Config) { c.DPoP.Policy = DPoPAllowed; c.Metadata.DPoPBoundAccessTokensRequired = true },
+		func(c *Config) { c.DPoP.Policy = 7 },
+		func(c *Config) { c.DPoP.Proof.Window = -1 },
+	}
+	for i, mut := range bad {
+		f := newDPoPFixture(t, DPoPAllowed, nil)
+		cfg := f.m.cfg
+		cfg.Metadata.DPoPSigningAlgValuesSupported, cfg.Metadata.DPoPBoundAccessTokensRequired = nil, false
+		mut(&cfg)
+		if _, err := New(cfg); !errors.Is(err, ErrConfig) {
+			t.Errorf("bad config %d: err = %v, want ErrConfig", i, err)
+		}
+	}
+}
