@@ -186,7 +186,7 @@ var (
 )
 
 func withScopes(s ...string) authtest.TokenOption { return authtest.WithScopes(s...) }
-func expired() authtest.TokenOption                { return authtest.Expired() }
+func expired() authtest.TokenOption               { return authtest.Expired() }
 
 func newServer(t testing.TB, m *Middleware) *httptest.Server {
 	t.Helper()
