@@ -300,3 +300,55 @@ func TestDPoPMetadata(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDPoPHTTP sends fuzzed DPoP proofs and Authorization values over
+// real HTTP. Nothing panics, every answer is one of the fixed ones, and a
+// request is authorized only with a proof by the token's key.
+func FuzzDPoPHTTP(f *testing.F) {
+	fx := newDPoPFixture(f, DPoPAllowed, nil)
+	tok := fx.boundToken(f, fx.jkt, allScopes...)
+	f.Add("DPoP "+tok, fx.sign(f, proof{}, tok), "")
+	f.Add("DPoP "+tok, fx.sign(f, proof{claims: map[string]any{"htu": resource + "?q"}}, tok), "")
+	f.Add("DPoP "+tok, fx.sign(f, proof{alg: "none"}, tok), "")
+	f.Add("Bearer "+tok, "", "")
+	f.Add("DPoP "+tok, "a.b.c", "x.y.z")
+	f.Add("dpop  "+tok, fx.sign(f, proof{key: fx.other}, tok), "")
+	known := map[string]bool{offerBearer: true, offerDPoP: true, invalidProof: true, dpopInvalid: true, bearerInv: true}
+	f.Fuzz(func(t *testing.T, authz, p1, p2 string) {
+		var proofs []string
+		for _, p := range []string{p1, p2} {
+			if p != "" {
+				proofs = append(proofs, p)
+			}
+		}
+		if !validHeaderValue(authz) || !validHeaderValue(p1) || !validHeaderValue(p2) {
+			return
+		}
+		got := fx.do(t, dpopCall{authz: authz, proofs: proofs})
+		switch got.status {
+		case 200:
+			if !strings.Contains(got.body, `"jkt":"`+fx.jkt+`"`) && !strings.Contains(got.body, `"dpop":false`) {
+				t.Fatalf("authorized %q with %q: %s", authz, proofs, got.body)
+			}
+		case 400, 401, 403:
+			for _, c := range got.wwwAuth {
+				if got.status == 401 && !known[c] {
+					t.Fatalf("unexpected challenge %q", c)
+				}
+			}
+		default:
+			t.Fatalf("status %d", got.status)
+		}
+	})
+}
+
+// validHeaderValue reports whether net/http would send s as a header
+// value (the fuzzer's bytes are otherwise refused by the client).
+func validHeaderValue(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return false
+		}
+	}
+	return strings.TrimSpace(s) == s
+}
