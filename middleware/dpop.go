@@ -37,8 +37,8 @@ type DPoPConfig struct {
 	// Proof configures the proof checks: the algorithm allow-list
 	// (published as dpop_signing_alg_values_supported and in the algs of
 	// every DPoP challenge), the iat window (±5 minutes), the replay store
-	// (share one between replicas) and server nonces. Ignored when Policy
-	// is DPoPOff.
+	// (share one between replicas) and server nonces. Proof.Now nil means
+	// Config.Now. Ignored when Policy is DPoPOff.
 	Proof dpop.Config
 }
 
@@ -106,7 +106,11 @@ func newDPoP(c *Config) (*dpopState, error) {
 	default:
 		return nil, fmt.Errorf("%w: unknown DPoP.Policy", ErrConfig)
 	}
-	v, err := dpop.New(c.DPoP.Proof)
+	pc := c.DPoP.Proof
+	if pc.Now == nil {
+		pc.Now = c.Now
+	}
+	v, err := dpop.New(pc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: DPoP.Proof: %w", ErrConfig, err)
 	}
