@@ -15,6 +15,7 @@ import (
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
@@ -145,6 +146,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Validator:            v,
 		Scopes:               o.scopes,
 		Logger:               logger,
+		DPoP:                 middleware.DPoPConfig{Policy: o.dpop},
 	})
 	if err != nil {
 		return err
