@@ -28,6 +28,7 @@ import (
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
@@ -60,6 +61,9 @@ const rawClientID = "integration-raw-client"
 type envConfig struct {
 	// grantScopes is devas.Config.GrantScopes.
 	grantScopes func(clientID, subject string, requested []string) []string
+	// dpop is the MCP server's DPoP policy (dpop_test.go); the zero value
+	// is off.
+	dpop middleware.DPoPPolicy
 }
 
 // env is one example MCP server and its development authorization server,
@@ -173,9 +177,10 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	}
 	t.Cleanup(func() { keys.Close() })
 	v, err := validate.New(validate.Config{
-		Issuers:     []validate.Issuer{{Issuer: e.issuer, Keys: keys}},
-		Audiences:   []string{e.mcpURL},
-		TenantClaim: "tenant",
+		Issuers:           []validate.Issuer{{Issuer: e.issuer, Keys: keys}},
+		Audiences:         []string{e.mcpURL},
+		TenantClaim:       "tenant",
+		AllowConfirmation: cfg.dpop != middleware.DPoPOff,
 	})
 	if err != nil {
 		t.Fatalf("validate.New: %v", err)
@@ -185,6 +190,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		AuthorizationServers: []string{e.issuer},
 		Validator:            v,
 		Scopes:               []string{baseScope},
+		DPoP:                 middleware.DPoPConfig{Policy: cfg.dpop},
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
