@@ -13,7 +13,9 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/mcpguard/mcpguard/authtest"
 	"github.com/mcpguard/mcpguard/validate/dpop"
+	"github.com/mcpguard/mcpguard/validate/introspect"
 )
 
 // dpopCall is one request to a dpopFixture's server.
@@ -351,4 +353,36 @@ func validHeaderValue(s string) bool {
 		}
 	}
 	return strings.TrimSpace(s) == s
+}
+
+// TestDPoPIntrospection: the binding is checked for introspected tokens
+// too: cnf.jkt of the introspection response (RFC 9449 §6.2) must match
+// the proof key, and such a token is refused as Bearer.
+func TestDPoPIntrospection(t *testing.T) {
+	f := newDPoPFixture(t, DPoPAllowed, nil)
+	id, secret := f.iss.IntrospectionCredentials()
+	in, err := introspect.New(introspect.Config{
+		Issuer: f.iss.URL(), Endpoint: f.iss.IntrospectionURL(), Audiences: []string{resource},
+		ClientID: id, ClientSecret: secret, Now: f.iss.Now, AllowConfirmation: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := f.replica(t, func(c *Config) { c.Validator = in })
+	tok := f.iss.OpaqueToken(t, withScopes(allScopes...), authtest.WithClaim("cnf", map[string]any{"jkt": f.jkt}), authtest.WithClaim("token_type", "DPoP"))
+	for _, tt := range []struct {
+		name    string
+		c       dpopCall
+		status  int
+		wwwAuth []string
+	}{
+		{"proof by the bound key", dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{}, tok)}}, 200, nil},
+		{"proof by another key", dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{key: f.other}, tok)}}, 401, []string{dpopInvalid, offerBearer}},
+		{"as Bearer", dpopCall{authz: "Bearer " + tok}, 401, []string{bearerInv, offerDPoP}},
+	} {
+		got := g.do(t, tt.c)
+		if got.status != tt.status || !slices.Equal(got.wwwAuth, tt.wwwAuth) {
+			t.Errorf("%s: got %d %q, want %d %q", tt.name, got.status, got.wwwAuth, tt.status, tt.wwwAuth)
+		}
+	}
 }
