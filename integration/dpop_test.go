@@ -279,3 +279,29 @@ func TestDPoPHostileProofs(t *testing.T) {
 		})
 	}
 }
+
+// TestDPoPAllowedBearerClients: with DPoP allowed, every 401 carries a
+// Bearer and a DPoP challenge; the go-sdk's own OAuth client, which only
+// speaks Bearer, still completes its flow (CIMD and DCR, both revisions).
+func TestDPoPAllowedBearerClients(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envConfig{dpop: middleware.DPoPAllowed})
+	for _, reg := range []registration{viaCIMD, viaDCR} {
+		for _, rev := range revisions {
+			t.Run(reg.String()+"/"+rev, func(t *testing.T) {
+				ctx := testContext(t)
+				cs, rec := e.connect(ctx, t, sdkClient{reg: reg, revision: rev, loginHint: "bob@tenant-b"})
+				var who server.WhoamiResult
+				callJSON(ctx, t, cs, server.ToolWhoami, nil, &who)
+				if who.Subject != "bob" {
+					t.Errorf("whoami = %+v", who)
+				}
+				got := rec.withStatus(401)
+				want := []string{noToken(e.metaURL), `DPoP scope="` + baseScope + `", resource_metadata="` + e.metaURL + `", ` + dpopAlgs}
+				if len(got) == 0 || !slices.Equal(got[0].wwwAuth, want) {
+					t.Errorf("401 answers = %+v, want challenges %q", got, want)
+				}
+			})
+		}
+	}
+}
