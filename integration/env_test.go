@@ -64,6 +64,11 @@ type envConfig struct {
 	// dpop is the MCP server's DPoP policy (dpop_test.go); the zero value
 	// is off.
 	dpop middleware.DPoPPolicy
+	// stateful serves with the go-sdk's default stateful handler
+	// (server.Config.Stateful; session_test.go).
+	stateful bool
+	// public is server.Config.Public (public_test.go).
+	public middleware.PublicOperations
 }
 
 // env is one example MCP server and its development authorization server,
@@ -191,6 +196,8 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		Validator:            v,
 		Scopes:               []string{baseScope},
 		DPoP:                 middleware.DPoPConfig{Policy: cfg.dpop},
+		Stateful:             cfg.stateful,
+		Public:               cfg.public,
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)

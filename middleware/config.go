@@ -105,6 +105,10 @@ type OperationPolicy struct {
 	// such requests need the base and method scopes, and the MCP server
 	// answers an unknown name itself.
 	DenyUnlisted bool
+	// Public lists operations served without a token, to an anonymous
+	// [Principal]; read the trade-off at [PublicOperations] before using
+	// it. The zero value lists none: every request needs a valid token.
+	Public PublicOperations
 }
 
 // Config configures a [Middleware]. [New] copies it, slices and maps
@@ -221,6 +225,7 @@ func (c Config) withDefaults() Config {
 		rules[i] = r
 	}
 	c.Operations.Resources = rules
+	c.Operations.Public = c.Operations.Public.clone()
 	c.ScopeImplies = cloneScopeMap(c.ScopeImplies)
 	c.AllowedOrigins = slices.Clone(c.AllowedOrigins)
 	if c.StepUpLimit == 0 {
@@ -303,6 +308,9 @@ func (c Config) check() error {
 		if err := checkScopes(fmt.Sprintf("Operations.Resources[%d]", i), r.Scopes); err != nil {
 			return err
 		}
+	}
+	if err := checkPublic(&op); err != nil {
+		return err
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.ScopeImplies)) {
 		if !isScopeToken(k) {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -84,7 +85,9 @@ const (
 type dpopState struct {
 	policy DPoPPolicy
 	v      *dpop.Verifier
-	target string // Metadata.Resource: the htu every proof must carry
+	target string // Metadata.Resource without query: the htu of requests to its path
+	origin string // its scheme://authority, for other routes (Protect)
+	path   string // its escaped path
 	algs   string
 	// bearer answers requests without the DPoP scheme, dpop those with
 	// it; both by kind.
@@ -125,7 +128,15 @@ func newDPoP(c *Config) (*dpopState, error) {
 		return nil, fmt.Errorf("%w: Metadata.DPoPBoundAccessTokensRequired needs DPoP.Policy DPoPRequired", ErrConfig)
 	}
 	md.DPoPBoundAccessTokensRequired = c.DPoP.Policy == DPoPRequired
-	return &dpopState{policy: c.DPoP.Policy, v: v, target: md.Resource, algs: strings.Join(algs, " ")}, nil
+	u, err := url.Parse(md.Resource)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
+	}
+	origin := u.Scheme + "://" + u.Host // htu has no query (RFC 9449 §4.2)
+	return &dpopState{
+		policy: c.DPoP.Policy, v: v, target: origin + u.EscapedPath(),
+		origin: origin, path: u.EscapedPath(), algs: strings.Join(algs, " "),
+	}, nil
 }
 
 // buildDPoPAnswers renders the answer tables of both schemes, after
@@ -231,12 +242,31 @@ func (m *Middleware) checkDPoP(r *http.Request, tok string, isDPoP bool, c *vali
 		jkt = c.Confirmation.JKT
 	}
 	p, err := m.dpop.v.Verify(r.Context(), dpop.Request{
-		Method: r.Method, URI: m.dpop.target, AccessToken: tok, JKT: jkt, Proofs: r.Header.Values("DPoP"),
+		Method: r.Method, URI: m.dpop.targetURI(r), AccessToken: tok, JKT: jkt, Proofs: r.Header.Values("DPoP"),
 	})
 	if err != nil {
 		return "", err
 	}
 	return p.JKT, nil
+}
+
+// targetURI is the target URI a proof's htu must match (RFC 9449 §4.3
+// check 9): the canonical resource URI for a request to its path, else
+// its scheme and authority followed by the request's path, for routes
+// beside the MCP endpoint (Protect). The path is the one the client sent
+// (r.RequestURI, which path-stripping routers leave alone); the Host
+// header is never used.
+func (d *dpopState) targetURI(r *http.Request) string {
+	p := r.URL.EscapedPath()
+	if r.RequestURI != "" && r.RequestURI != "*" {
+		if u, err := url.ParseRequestURI(r.RequestURI); err == nil {
+			p = u.EscapedPath()
+		}
+	}
+	if p == d.path {
+		return d.target
+	}
+	return d.origin + p
 }
 
 // dpopAnswer picks the answer for err when DPoP is on: the DPoP-specific

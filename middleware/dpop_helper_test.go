@@ -202,3 +202,10 @@ func httptestGet(t testing.TB, h http.Handler) string {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, metadataURL, nil))
 	return rec.Body.String()
 }
+
+func newRawServer(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	s := httptest.NewServer(h)
+	t.Cleanup(s.Close)
+	return s
+}

@@ -165,10 +165,14 @@ func TestDPoPAnswers(t *testing.T) {
 			return dpopCall{authz: "Bearer " + f.boundToken(t, f.jkt, allScopes...)}
 		}, 401, []string{bearerInv}, bodyInvalidToken},
 	}
+	fixtures := map[DPoPPolicy]*dpopFixture{} // one per policy: issuers are slow to make
+	for _, p := range []DPoPPolicy{DPoPOff, DPoPAllowed, DPoPRequired} {
+		fixtures[p] = newDPoPFixture(t, p, nil)
+	}
 	for _, tt := range tests {
 		for _, rev := range []string{legacyRev, modernRev} {
 			t.Run(tt.name+"/"+rev, func(t *testing.T) {
-				f := newDPoPFixture(t, tt.policy, nil)
+				f := fixtures[tt.policy]
 				c := tt.call(t, f)
 				c.rev = rev
 				got := f.do(t, c)
@@ -383,6 +387,46 @@ func TestDPoPIntrospection(t *testing.T) {
 		got := g.do(t, tt.c)
 		if got.status != tt.status || !slices.Equal(got.wwwAuth, tt.wwwAuth) {
 			t.Errorf("%s: got %d %q, want %d %q", tt.name, got.status, got.wwwAuth, tt.status, tt.wwwAuth)
+		}
+	}
+}
+
+// TestDPoPTargetURI: requests to the resource's path are checked against
+// the canonical resource URI; other routes (Protect) against its origin
+// and the path the client sent, even behind a path-stripping router. The
+// Host header never counts.
+func TestDPoPTargetURI(t *testing.T) {
+	f := newDPoPFixture(t, DPoPRequired, nil)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", f.m.Handler(principalHandler()))
+	mux.Handle("/api/", http.StripPrefix("/api", f.m.Protect()(principalHandler())))
+	srv := newRawServer(t, mux)
+	tok := f.boundToken(t, f.jkt, "mcp", "tools:read")
+	for _, tt := range []struct {
+		path, htu string
+		status    int
+	}{
+		{"/mcp", resource, 200},
+		{"/api/notes", "https://mcp.example.com/api/notes", 200},
+		{"/api/notes", "https://mcp.example.com/notes", 401},
+		{"/api/notes", resource, 401},
+		{"/mcp", "http://" + strings.TrimPrefix(srv.URL, "http://") + "/mcp", 401}, // the Host
+	} {
+		method := http.MethodPost
+		if tt.path != "/mcp" {
+			method = http.MethodGet
+		}
+		req, _ := http.NewRequest(method, srv.URL+tt.path, strings.NewReader(rpcBody(legacyRev, "tools/list", "")))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "DPoP "+tok)
+		req.Header.Set("DPoP", f.sign(t, proof{claims: map[string]any{"htu": tt.htu, "htm": method}}, tok))
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != tt.status {
+			t.Errorf("%s with htu %s: %d %q, want %d", tt.path, tt.htu, resp.StatusCode, resp.Header.Values("WWW-Authenticate"), tt.status)
 		}
 	}
 }

@@ -28,6 +28,7 @@ type Middleware struct {
 	log          *slog.Logger
 	onDecision   func(context.Context, Decision)
 	dpop         *dpopState // nil when DPoP is off (dpop.go)
+	public       *publicSet // nil: no public operation
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -61,6 +62,7 @@ func New(cfg Config) (*Middleware, error) {
 	}
 	m.implies = compileImplies(cfg.ScopeImplies)
 	m.policy = m.compilePolicy(&cfg)
+	m.public = m.newPublicSet(cfg.Operations.Public)
 	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
 	m.buildDPoPAnswers(cfg.Scopes)
 	return m, nil
@@ -81,7 +83,9 @@ func New(cfg Config) (*Middleware, error) {
 //  6. the scopes of the operation, base scopes included (403
 //     insufficient_scope, or a terminal 403).
 //
-// The body is never read before the token is valid. next receives a
+// The body is never read before the token is valid, except for a request
+// without an Authorization header when OperationPolicy.Public lists
+// operations ([PublicOperations]). next receives a
 // shallow copy of the request carrying the [Principal] in its context and,
 // for POST, a body with exactly the bytes the client sent; the caller's
 // request is not modified. Requests other than POST are authorized with the
@@ -100,6 +104,10 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	p, err := m.authenticate(r)
 	if err != nil {
+		if m.public != nil && isAnonymous(r, err) {
+			m.servePublic(w, r, next)
+			return
+		}
 		m.refuse(w, r, err, nil, nil, nil)
 		return
 	}
@@ -122,6 +130,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		}
 	}
 	g, err := m.policy.lookup(&msg)
+	g, err = m.public.apply(&msg, g, err)
 	if err != nil {
 		m.refuse(w, r, err, p, g, nil)
 		return
@@ -213,6 +222,10 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 				m.refuse(w, r, ErrNoPrincipal, nil, nil, nil)
 				return
 			}
+			if p.Anonymous { // a public operation: scopes need a token
+				m.refuse(w, r, ErrNoToken, nil, p.grant, nil)
+				return
+			}
 			if missing := m.missing(p.Scopes, route); missing != nil {
 				base := m.policy.base.scopes
 				if p.grant != nil {
@@ -269,6 +282,10 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Pri
 // the labels of the operation Handler authorized.
 func (m *Middleware) Challenge(w http.ResponseWriter, r *http.Request, err error) {
 	p, _ := PrincipalFromContext(r.Context())
+	if p != nil && p.Anonymous { // anything beyond a public operation needs a token
+		m.refuse(w, r, ErrNoToken, nil, p.grant, nil)
+		return
+	}
 	var granted []string
 	var g *grant
 	if p != nil {

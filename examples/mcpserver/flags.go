@@ -41,6 +41,8 @@ type options struct {
 
 	// DPoP (RFC 9449): -dpop off|allowed|required (dpop.go).
 	dpop middleware.DPoPPolicy
+	// Session mode of the go-sdk handler (principal binding, gosdk adapter).
+	stateful bool
 }
 
 // listFlag is a flag.Value holding scope-like tokens separated by spaces
@@ -126,6 +128,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	// DPoP (RFC 9449), dpop.go.
 	fs.Var(dpopFlag{&o.dpop}, "dpop", "DPoP-bound access tokens (RFC 9449): `policy` off (Bearer only), allowed (Bearer and DPoP) or required (DPoP only; published as dpop_bound_access_tokens_required)")
 	fs.StringVar(&o.introspectionClientSecret, "introspection-client-secret", "", "client `secret` for the introspection endpoint; prefer the environment (MCPGUARD_INTROSPECTION_CLIENT_SECRET): command lines are visible to other local users")
+
+	// Session mode (gosdk adapter).
+	fs.BoolVar(&o.stateful, "stateful", false, "serve with the go-sdk's default stateful handler (Mcp-Session-Id sessions bound to the principal that created them, GET streams, DELETE; MCP 2025-11-25 and older only) instead of the stateless one, which also serves 2026-07-28")
 
 	var envErrs []error
 	fs.VisitAll(func(f *flag.Flag) {

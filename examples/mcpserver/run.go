@@ -147,6 +147,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Scopes:               o.scopes,
 		Logger:               logger,
 		DPoP:                 middleware.DPoPConfig{Policy: o.dpop},
+		Stateful:             o.stateful,
 	})
 	if err != nil {
 		return err
