@@ -2,9 +2,14 @@ package middleware
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/sha256"
+	"encoding/base64"
 	"fmt"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +17,12 @@ import (
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/dpop"
 )
+
+func reportCPU(b *testing.B, start time.Duration) {
+	if end := dpopCPUTime(); end > 0 && b.N > 0 {
+		b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+	}
+}
 
 // alwaysFresh is a ReplayStore that accepts every key, so that one proof
 // can be replayed by the benchmark; the cost of the in-memory store is
@@ -68,9 +79,11 @@ func BenchmarkDPoP(b *testing.B) {
 			dw := &discardWriter{h: http.Header{}}
 			b.Run(fmt.Sprintf("cache=%s/scheme=%s", c.name, s.scheme), func(b *testing.B) {
 				b.ReportAllocs()
+				start := dpopCPUTime()
 				for b.Loop() {
 					h.ServeHTTP(dw, r)
 				}
+				reportCPU(b, start)
 			})
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, r)
@@ -79,6 +92,27 @@ func BenchmarkDPoP(b *testing.B) {
 			}
 		}
 	}
+	b.Run("op=floor", func(b *testing.B) { // one ES256 verification, as BenchmarkFloor
+		dot := strings.LastIndexByte(bound, '.')
+		sig, _ := base64.RawURLEncoding.DecodeString(bound[dot+1:])
+		r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
+		var pub *ecdsa.PublicKey
+		for _, k := range iss.Keys() {
+			if k.KeyID == iss.SigningKID() {
+				pub, _ = k.Key.(*ecdsa.PublicKey)
+			}
+		}
+		input := []byte(bound[:dot])
+		b.ReportAllocs()
+		start := dpopCPUTime()
+		for b.Loop() {
+			sum := sha256.Sum256(input)
+			if !ecdsa.Verify(pub, sum[:], r, s) {
+				b.Fatal("verify")
+			}
+		}
+		reportCPU(b, start)
+	})
 	b.Run("op=replay_claim", func(b *testing.B) {
 		store := dpop.NewMemoryReplayStore(1<<20, nil)
 		keys := make([]string, 1<<16)

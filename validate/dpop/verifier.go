@@ -179,14 +179,24 @@ func (v *Verifier) verifySignature(raw string) (*Proof, *claims, error) {
 	if ss == "" {
 		return nil, nil, ErrMalformed
 	}
-	key, err := publicKey(h.JWK, alg)
-	if err != nil {
+	if err := checkJWKMembers(h.JWK); err != nil {
 		return nil, nil, err
 	}
+	// go-jose parses the header again, "jwk" included (refusing private
+	// material itself); its key is the one used below.
 	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{alg})
-	if err != nil {
+	if err != nil || len(jws.Signatures) != 1 {
+		var k jose.JSONWebKey
+		if k.UnmarshalJSON(h.JWK) != nil {
+			return nil, nil, ErrKey
+		}
 		return nil, nil, ErrMalformed
 	}
+	pk := jws.Signatures[0].Protected.JSONWebKey
+	if pk == nil || !pk.Valid() || !pk.IsPublic() || !keyFits(alg, pk.Key) {
+		return nil, nil, ErrKey
+	}
+	key := *pk
 	payload, err := jws.Verify(key.Key)
 	if err != nil {
 		return nil, nil, ErrSignature
@@ -248,30 +258,23 @@ func isProofType(typ string) bool {
 	return strings.EqualFold(typ, "dpop+jwt")
 }
 
-// publicKey parses the "jwk" header (§4.3 check 7): a public key of the
-// family of alg, never a private or symmetric key, RSA of 2048 bits or
-// more, an EC key on the curve of alg.
-func publicKey(raw jsontext.Value, alg jose.SignatureAlgorithm) (jose.JSONWebKey, error) {
-	var k jose.JSONWebKey
+// checkJWKMembers checks the raw "jwk" header (§4.3 check 7) before any
+// key is built from it: present, a JSON object, and without the members
+// of private or symmetric keys.
+func checkJWKMembers(raw jsontext.Value) error {
 	if raw == nil {
-		return k, ErrMalformed
+		return ErrMalformed
 	}
 	var members map[string]jsontext.Value
 	if err := readJSON(raw, &members); err != nil {
-		return k, ErrKey
+		return ErrKey
 	}
 	for _, m := range privateMembers {
 		if _, ok := members[m]; ok {
-			return k, ErrKey
+			return ErrKey
 		}
 	}
-	if err := k.UnmarshalJSON(raw); err != nil || !k.Valid() || !k.IsPublic() {
-		return jose.JSONWebKey{}, ErrKey
-	}
-	if !keyFits(alg, k.Key) {
-		return jose.JSONWebKey{}, ErrKey
-	}
-	return k, nil
+	return nil
 }
 
 // keyFits reports whether key can verify alg.
