@@ -76,7 +76,8 @@ type AuthorizeRequest struct {
 	// empty (a 401 without scope and metadata without scopes_supported);
 	// MCP then says to omit the scope parameter.
 	Scopes []string
-	// Challenge is the Bearer challenge that triggered the request.
+	// Challenge is the Bearer challenge that triggered the request (the
+	// DPoP one, when Config.DPoP is set and the server sent one).
 	Challenge challenge.Challenge
 	// Reason is [ReasonUnauthorized] or [ReasonInsufficientScope].
 	Reason string

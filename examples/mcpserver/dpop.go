@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
 
 	"github.com/mcpguard/mcpguard/middleware"
 )
@@ -27,4 +29,15 @@ func (f dpopFlag) Set(s string) error {
 		}
 	}
 	return errors.New("must be off, allowed or required")
+}
+
+// printDPoP adds the DPoP policy to the welcome text.
+func printDPoP(w io.Writer, o options) {
+	switch o.dpop {
+	case middleware.DPoPAllowed:
+		fmt.Fprintln(w, "  DPoP (RFC 9449):              allowed: Bearer tokens and DPoP-bound tokens with proofs")
+	case middleware.DPoPRequired:
+		fmt.Fprintln(w, "  DPoP (RFC 9449):              required: only DPoP-bound tokens with a proof per request;")
+		fmt.Fprintln(w, "                                the curl example below (Bearer) is refused; use mcpguard's client transport")
+	}
 }

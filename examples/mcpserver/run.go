@@ -240,6 +240,7 @@ mcpguard example MCP server
   authorization server:         %s
   base scopes:                  %s; notes_list needs %s, notes_write needs %s
 `, ep.MCP, ep.Metadata, ep.Issuer, scopes, server.ScopeNotesRead, server.ScopeNotesWrite)
+	printDPoP(w, o) // dpop.go
 	if dev == nil {
 		fmt.Fprintf(w, `
 Tokens must come from %s, with audience %s;
