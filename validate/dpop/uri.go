@@ -19,7 +19,7 @@ func NormalizeURI(s string) (string, bool) {
 		return "", false
 	}
 	u, err := url.Parse(s)
-	if err != nil || u.Opaque != "" || u.User != nil || u.Host == "" || u.ForceQuery {
+	if err != nil || u.Opaque != "" || u.User != nil || u.Hostname() == "" || u.ForceQuery {
 		return "", false
 	}
 	scheme := strings.ToLower(u.Scheme)

@@ -30,6 +30,8 @@ func TestNormalizeURI(t *testing.T) {
 		{"/mcp", ""},
 		{"", ""},
 		{"https://mcp.example.com/%zz", ""},
+		{"HTTP://:", ""},
+		{"https://:443/mcp", ""},
 	}
 	for _, tt := range tests {
 		got, ok := NormalizeURI(tt.in)
