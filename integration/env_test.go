@@ -69,6 +69,9 @@ type envConfig struct {
 	stateful bool
 	// public is server.Config.Public (public_test.go).
 	public middleware.PublicOperations
+	// wrapMCP, if set, wraps the example MCP server's handler (issue #11:
+	// measuring what clients do with candidate answers).
+	wrapMCP func(http.Handler) http.Handler
 }
 
 // env is one example MCP server and its development authorization server,
@@ -204,6 +207,9 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	}
 	e.metaURL = srv.ResourceMetadataURL()
 	mcpTS.Config.Handler = srv
+	if cfg.wrapMCP != nil {
+		mcpTS.Config.Handler = cfg.wrapMCP(srv)
+	}
 	mcpTS.Start()
 	t.Cleanup(mcpTS.Close)
 	return e

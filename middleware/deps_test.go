@@ -18,7 +18,8 @@ func TestDeps(t *testing.T) {
 			"github.com/go-json-experiment/json/...", // pulled in by validate/dpop
 			deptest.Module + "/challenge",
 			deptest.Module + "/prm",
-			"github.com/go-jose/go-jose/v4/...", // pulled in by validate (jose.JSONWebKey in its API)
+			deptest.Module + "/internal/scopetoken", // stdlib-only scope grammar
+			"github.com/go-jose/go-jose/v4/...",     // pulled in by validate (jose.JSONWebKey in its API)
 		},
 	}.Check(t, ".")
 	// Direct imports: go-jose must come through validate, not be imported here.

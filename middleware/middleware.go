@@ -27,8 +27,9 @@ type Middleware struct {
 	answers      [numKinds]answer
 	log          *slog.Logger
 	onDecision   func(context.Context, Decision)
-	dpop         *dpopState // nil when DPoP is off (dpop.go)
-	public       *publicSet // nil: no public operation
+	dpop         *dpopState  // nil when DPoP is off (dpop.go)
+	pending      *pendingSet // nil when the step-up bound is disabled
+	public       *publicSet  // nil: no public operation
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -65,6 +66,9 @@ func New(cfg Config) (*Middleware, error) {
 	m.public = m.newPublicSet(cfg.Operations.Public)
 	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
 	m.buildDPoPAnswers(cfg.Scopes)
+	if cfg.StepUpLimit > 0 {
+		m.pending = newPendingSet(DefaultStepUpKeys)
+	}
 	return m, nil
 }
 
@@ -79,13 +83,19 @@ func New(cfg Config) (*Middleware, error) {
 //  3. token validation (401 invalid_token; 503 when keys are unavailable);
 //  4. for POST only, the JSON-RPC body, read up to Config.MaxBodyBytes
 //     (413) and parsed (400);
-//  5. the MCP request headers against the body (400, JSON-RPC -32020);
-//  6. the scopes of the operation, base scopes included (403
-//     insufficient_scope, or a terminal 403).
+//  5. the MCP request headers against the body (400, JSON-RPC -32020;
+//     -32602 for a 2026-07-28 request without the _meta protocol version);
+//  6. the operation policy (docs/policy.md): DenyUnlisted (terminal 403),
+//     then the scopes of the operation, base scopes included (403
+//     insufficient_scope, or the terminal 403 of the step-up bound).
 //
 // The body is never read before the token is valid, except for a request
 // without an Authorization header when OperationPolicy.Public lists
-// operations ([PublicOperations]). next receives a
+// operations ([PublicOperations]). A refusal decided before the body was
+// read (steps 1-3, or a body over the limit) closes the connection after
+// the answer instead of draining the body, so that a client without a
+// token cannot hold the connection by trickling a body (HTTP/1.x:
+// "Connection: close"). next receives a
 // shallow copy of the request carrying the [Principal] in its context and,
 // for POST, a body with exactly the bytes the client sent; the caller's
 // request is not modified. Requests other than POST are authorized with the
@@ -108,6 +118,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			m.servePublic(w, r, next)
 			return
 		}
+		closeUnread(w, r)
 		m.refuse(w, r, err, nil, nil, nil)
 		return
 	}
@@ -116,6 +127,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	post := r.Method == http.MethodPost
 	if post {
 		if body, err = readBody(r, m.cfg.MaxBodyBytes); err != nil {
+			closeUnread(w, r) // the rest of the body is not read
 			m.refuse(w, r, err, p, nil, nil)
 			return
 		}
@@ -139,6 +151,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if missing := m.missing(p.Scopes, op.scopes); missing != nil {
 		m.insufficient(w, r, p, g, op.scopes, missing, op.key, op.challenge)
 		return
+	}
+	if m.pending != nil && !m.pending.empty() {
+		m.steppedUp(r.Context(), p)
 	}
 	p.grant = g
 	r2 := r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
@@ -235,6 +250,9 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 				m.insufficient(w, r, p, p.grant, required, missing, scopeKey(required), "")
 				return
 			}
+			if m.pending != nil && !m.pending.empty() {
+				m.steppedUp(r.Context(), p)
+			}
 			next.ServeHTTP(w, r)
 		})
 	}
@@ -247,8 +265,16 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 // challenge, or "".
 func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Principal, g *grant, required, missing []string, key, pre string) {
 	serr := &ScopeError{Required: required, Missing: missing}
-	if p != nil && m.cfg.StepUpLimit > 0 {
-		n, err := m.cfg.StepUpStore.Incr(r.Context(), p.stepUpID()+"\x00"+key, m.cfg.StepUpWindow, m.cfg.Now())
+	if p != nil && !p.Anonymous && m.pending != nil {
+		// Anonymous principals (public operations) share no identity:
+		// they are challenged uncounted.
+		storeKey := p.stepUpID() + "\x00" + key
+		now := m.cfg.Now()
+		n, err := m.cfg.StepUpStore.Incr(r.Context(), storeKey, m.cfg.StepUpWindow, now)
+		// Remember the challenge here, so that a later success of p with
+		// these scopes resets the counter (the terminal answer included:
+		// a principal that is granted the scope later gets its bound back).
+		m.pending.add(p, required, storeKey, now.Add(m.cfg.StepUpWindow), now)
 		switch {
 		case err != nil:
 			m.log.LogAttrs(r.Context(), slog.LevelWarn, "middleware: step-up store failed", slog.String("error", err.Error()))

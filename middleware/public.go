@@ -203,6 +203,7 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 	}
 	body, err := readBody(r, m.cfg.MaxBodyBytes)
 	if err != nil {
+		closeUnread(w, r) // issue #11: the rest of the body is not read
 		m.refuse(w, r, ErrNoToken, nil, nil, nil)
 		return
 	}

@@ -171,7 +171,7 @@ func New(cfg Config) (*Server, error) {
 	if root != inserted {
 		r.Handle(root, mw.MetadataHandler())
 	}
-	r.Handle(u.EscapedPath(), ad.Handler(mh))
+	r.Handle(u.EscapedPath(), ad.Handler(liftDeadlines(mh))) // lifted for authenticated principals only: deadlines.go
 	return &Server{handler: r, mw: mw, mcp: ms}, nil
 }
 
