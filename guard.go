@@ -85,7 +85,9 @@ type Config struct {
 	Validate validate.Config
 
 	// Middleware holds advanced middleware settings (ScopeImplies, step-up
-	// bounds, AllowedOrigins, OnDecision, …). Validator, Metadata, Scopes
+	// bounds, AllowedOrigins, OnDecision, DPoP, …). A DPoP policy other
+	// than off also sets Validate.AllowConfirmation, so that DPoP-bound
+	// tokens reach the middleware's binding check. Validator, Metadata, Scopes
 	// and Operations must be zero; Logger defaults to Logger.
 	Middleware middleware.Config
 
@@ -238,6 +240,9 @@ func New(cfg Config) (*Guard, error) {
 	}
 	if vc.Audiences == nil {
 		vc.Audiences = []string{cfg.Resource}
+	}
+	if cfg.Middleware.DPoP.Policy != middleware.DPoPOff {
+		vc.AllowConfirmation = true // DPoP-bound tokens carry cnf; the middleware checks the binding
 	}
 	if g.v, err = validate.New(vc); err != nil {
 		return fail("Validate: %w", err)

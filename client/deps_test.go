@@ -9,7 +9,7 @@ import (
 const self = deptest.Module + "/client"
 
 // TestDeps fails if client imports anything beyond the standard library,
-// challenge, prm and golang.org/x/oauth2 (DESIGN.md layering: client is an
+// challenge, prm, golang.org/x/oauth2 and go-jose (DESIGN.md layering: client is an
 // edge and must not grow the server packages' imports).
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
@@ -18,6 +18,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/prm",
 			deptest.Module + "/internal/scopetoken",
 			"golang.org/x/oauth2",
+			"github.com/go-jose/go-jose/v4/...", // DPoP proofs (dpop.go)
 			"golang.org/x/oauth2/internal",
 			"golang.org/x/oauth2/clientcredentials",
 		},

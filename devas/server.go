@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/cimd"
+	"github.com/mcpguard/mcpguard/validate/dpop"
 )
 
 // Server is the development authorization server. It is an http.Handler
@@ -39,6 +40,7 @@ type Server struct {
 	refresh    *refreshStore
 	spent      *store[struct{}] // consent forms used, by hashKey(nonce)
 	consentKey []byte           // HMAC key sealing consent forms
+	dpop       *dpop.Verifier   // token-request proofs (dpop.go)
 }
 
 // New returns a Server for cfg (copied; see [Config] for the defaults).
@@ -61,6 +63,9 @@ func New(cfg Config) (*Server, error) {
 	_, _ = rand.Read(s.consentKey) // never fails (crypto/rand, Go 1.24+)
 	var err error
 	if s.signer, s.pub, err = newSigner(cfg); err != nil {
+		return nil, err
+	}
+	if s.dpop, err = newDPoPVerifier(cfg); err != nil {
 		return nil, err
 	}
 	if err := s.buildRegistry(); err != nil {

@@ -215,6 +215,10 @@ type Config struct {
 	// Nil means only the resource's origin.
 	AllowedOrigins []string
 
+	// DPoP configures DPoP-bound access tokens (RFC 9449; dpop.go). The
+	// zero value is DPoPOff: Bearer only, as without this field.
+	DPoP DPoPConfig
+
 	// Realm is the RFC 6750 §3 realm of every challenge. Empty omits it.
 	Realm string
 

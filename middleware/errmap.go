@@ -186,6 +186,9 @@ func retryAfterValue(d time.Duration) string {
 func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error, p *Principal, g *grant, id []byte) {
 	k, reason := errorKind(err)
 	a := &m.answers[k]
+	if m.dpop != nil {
+		a, reason = m.dpopAnswer(w, r, err, k, reason)
+	}
 	body := a.body
 	switch k {
 	case kindHeaderMismatch:
@@ -232,7 +235,7 @@ func (m *Middleware) logRefusal(r *http.Request, status int, level slog.Level, r
 func writeAnswer(w http.ResponseWriter, status int, wwwAuth, retryAfter, body string) {
 	h := w.Header()
 	if wwwAuth != "" {
-		h.Set("WWW-Authenticate", wwwAuth)
+		setChallenges(h, wwwAuth)
 	} else {
 		h.Del("WWW-Authenticate")
 	}

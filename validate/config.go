@@ -99,6 +99,10 @@ type Config struct {
 	// AllowMissingClientID accepts tokens without "client_id" (RFC 9068
 	// §2.2). Claims.ClientID then falls back to "azp". Defaults to false.
 	AllowMissingClientID bool
+	// AllowConfirmation accepts tokens with "cnf" (sender-constrained),
+	// exposing it as Claims.Confirmation; the caller must then check the
+	// binding. Defaults to false: such a token fails with ErrSenderConstrained.
+	AllowConfirmation bool
 	// AllowMissingIssuedAt accepts tokens without "iat" (RFC 9068 §2.2).
 	// Ignored when MaxTokenLifetime is set, which needs "iat". Defaults to
 	// false.

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/mcpguard/mcpguard/middleware"
 )
 
 // envPrefix starts the environment variable that may set each flag:
@@ -42,6 +44,8 @@ type options struct {
 
 	// Operations: readiness and fail-fast start-up (ops).
 	waitKeys time.Duration
+	// DPoP (RFC 9449): -dpop off|allowed|required (dpop.go).
+	dpop middleware.DPoPPolicy
 	// Session mode of the go-sdk handler (principal binding, gosdk adapter).
 	stateful bool
 
@@ -132,6 +136,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.Var(tokenModeFlag{&o.tokenMode}, "token-mode", "how access tokens are validated: `mode` jwt (JWTs checked locally against the issuer's keys), introspect (every token sent to the issuer's RFC 7662 introspection endpoint) or hybrid (JWTs of -issuer locally, any other token by introspection); introspect and hybrid need -issuer")
 	fs.StringVar(&o.introspectionEndpoint, "introspection-endpoint", "", "RFC 7662 introspection endpoint `URL` (https, or http on loopback); empty means the introspection_endpoint of -issuer's metadata. Only with -token-mode introspect or hybrid")
 	fs.StringVar(&o.introspectionClientID, "introspection-client-id", "", "client `id` this server authenticates with (HTTP Basic) at the introspection endpoint; required with -token-mode introspect or hybrid")
+	// DPoP (RFC 9449), dpop.go.
+	fs.Var(dpopFlag{&o.dpop}, "dpop", "DPoP-bound access tokens (RFC 9449): `policy` off (Bearer only), allowed (Bearer and DPoP) or required (DPoP only; published as dpop_bound_access_tokens_required)")
 	fs.StringVar(&o.introspectionClientSecret, "introspection-client-secret", "", "client `secret` for the introspection endpoint; prefer the environment (MCPGUARD_INTROSPECTION_CLIENT_SECRET): command lines are visible to other local users")
 
 	// Operations: readiness and fail-fast start-up (ops).

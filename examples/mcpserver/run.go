@@ -16,6 +16,7 @@ import (
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
@@ -159,6 +160,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Validator:            v,
 		Scopes:               o.scopes,
 		Logger:               logger,
+		DPoP:                 middleware.DPoPConfig{Policy: o.dpop},
 		Stateful:             o.stateful,
 	})
 	if err != nil {
@@ -291,6 +293,7 @@ mcpguard example MCP server
   readiness probe:              http://%s/readyz
   base scopes:                  %s; notes_list needs %s, notes_write needs %s
 `, ep.MCP, ep.Metadata, ep.Issuer, ep.Listen, scopes, server.ScopeNotesRead, server.ScopeNotesWrite)
+	printDPoP(w, o) // dpop.go
 	if dev == nil {
 		fmt.Fprintf(w, `
 Tokens must come from %s, with audience %s;

@@ -105,6 +105,8 @@ type Config struct {
 	// authorization §Token Audience Binding) exists to stop. A present
 	// "aud" must still match. Defaults to false.
 	AllowMissingAudience bool
+	// AllowConfirmation is validate.Config.AllowConfirmation for "cnf".
+	AllowConfirmation bool
 
 	// ClientID and ClientSecret authenticate this resource server to the
 	// endpoint. ClientID is required except with [BearerToken];

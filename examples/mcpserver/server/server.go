@@ -58,6 +58,10 @@ type Config struct {
 	// Now stamps notes and drives the middleware's step-up window. Nil
 	// means time.Now.
 	Now func() time.Time
+	// DPoP is the middleware's DPoP configuration (RFC 9449). The zero
+	// value is off: Bearer tokens only. With a policy other than off, the
+	// Validator must accept tokens with cnf (validate.Config.AllowConfirmation).
+	DPoP middleware.DPoPConfig
 
 	// Session mode and policy-filtered lists (the gosdk adapter).
 
@@ -130,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 		Operations: middleware.OperationPolicy{Tools: toolScopes(), Public: cfg.Public},
 		Logger:     cfg.Logger,
 		Now:        cfg.Now,
+		DPoP:       cfg.DPoP,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
