@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpguard/mcpguard/asmeta"
@@ -150,6 +152,9 @@ func (a *Auditor) Run(ctx context.Context) (*Report, error) {
 // record merges one outcome into the result of id: fail wins over pass,
 // pass over skip; evidence accumulates up to maxEvidence lines.
 func (a *Auditor) record(id string, v Verdict, detail string, ev ...string) {
+	if v == Fail && slices.ContainsFunc(ev, func(e string) bool { return strings.HasSuffix(e, budgetNote) }) {
+		v, detail = Skip, "request budget exhausted (-max-requests)"
+	}
 	r, ok := a.results[id]
 	if !ok {
 		r = &Result{CheckInfo: checkInfo(id), Verdict: v, Detail: detail}

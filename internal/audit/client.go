@@ -18,6 +18,10 @@ import (
 // errBudget: the run has sent Config.MaxRequests requests.
 var errBudget = errors.New("audit: request budget exhausted")
 
+// budgetNote ends the evidence of a request that was not sent because of
+// the budget; a check failing on such evidence is skipped instead.
+const budgetNote = "not sent (request budget exhausted)"
+
 // exchange is one request the audit sent and what came back.
 type exchange struct {
 	method    string
@@ -176,7 +180,7 @@ func (a *Auditor) evidence(x *exchange) string {
 	b.WriteString(" → ")
 	switch {
 	case errors.Is(x.err, errBudget):
-		b.WriteString("not sent (request budget exhausted)")
+		b.WriteString(budgetNote)
 	case x.err != nil && x.status == 0:
 		b.WriteString("no answer: " + shortErr(x.err))
 	default:

@@ -213,6 +213,9 @@ func (a *Auditor) checkWithCredentials(ctx context.Context) {
 		return
 	}
 	a.pass(CredAccepted, "serves "+conn.rev, ev[len(ev)-1])
+	if conn.session != "" {
+		defer a.endSession(ctx, conn)
+	}
 	if conn.rev == rev20260728 {
 		a.checkTransport2026(ctx)
 	} else {

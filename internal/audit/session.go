@@ -13,7 +13,7 @@ import (
 )
 
 // streamPeek bounds a GET that may open an event stream.
-const streamPeek = 2 * time.Second
+const streamPeek = time.Second
 
 // unverifiedClaims decodes the payload of a JWT without verifying it, for
 // choosing test values only (never for a verdict on its own). It returns
