@@ -95,9 +95,9 @@ func TestAudit(t *testing.T) {
 			want:  with(),
 		},
 		{
-			name:    "challenge without error on an invalid token",
-			build:   func(t *testing.T) func(*env) http.Handler { return outer(exampleServer(t, nil), dropErrorCode) },
-			want:    with(audit.TOKErrorCode),
+			name:  "challenge without error on an invalid token",
+			build: func(t *testing.T) func(*env) http.Handler { return outer(exampleServer(t, nil), dropErrorCode) },
+			want:  with(audit.TOKErrorCode),
 		},
 		{
 			name:  "metadata built from Host",

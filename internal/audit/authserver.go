@@ -57,6 +57,7 @@ func (a *Auditor) checkAuthorizationServer(ctx context.Context, issuer string) *
 	}
 	var chosen *asmeta.Metadata
 	var chosenEv string
+	var evs []string
 	for _, u := range urls {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
@@ -65,6 +66,7 @@ func (a *Auditor) checkAuthorizationServer(ctx context.Context, issuer string) *
 		req.Header.Set("Accept", "application/json")
 		x := a.do(ctx, req)
 		ev := a.evidence(x)
+		evs = append(evs, ev)
 		if x.status != http.StatusOK || !fetch.IsJSONMediaType(x.header.Get("Content-Type")) || x.truncated || len(x.body) > asmeta.MaxMetadataBytes {
 			continue
 		}
@@ -83,7 +85,7 @@ func (a *Auditor) checkAuthorizationServer(ctx context.Context, issuer string) *
 		}
 	}
 	if chosen == nil {
-		a.fail(ASMetadata, "no metadata naming "+quote(issuer)+" at "+strings.Join(urls, ", "))
+		a.fail(ASMetadata, "no metadata naming "+quote(issuer)+" at "+strings.Join(urls, ", "), evs...)
 		return nil
 	}
 	a.pass(ASMetadata, "", chosenEv)

@@ -1,0 +1,169 @@
+package audit_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/internal/audit"
+)
+
+// TestWithoutCredentials is what CI runs: the example server, no token.
+// Every check that can run passes; the others are skipped, never failed.
+func TestWithoutCredentials(t *testing.T) {
+	e := newEnv(t, exampleServer(t, nil), nil)
+	rep, failed := runAudit(t, e, func(c *audit.Config) { c.Token, c.Token2 = "", "" })
+	if len(failed) > 0 {
+		t.Fatalf("failing checks %v\n%s", failed, dump(rep))
+	}
+	for _, r := range rep.Results {
+		if r.Credentials && r.Verdict != audit.Skip {
+			t.Errorf("%s: verdict %s without credentials, want skip", r.ID, r.Verdict)
+		}
+		if !r.Credentials && r.Verdict != audit.Pass {
+			t.Errorf("%s: verdict %s (%s), want pass", r.ID, r.Verdict, r.Detail)
+		}
+	}
+	if rep.Credentials != "none" {
+		t.Errorf("Credentials = %q, want none", rep.Credentials)
+	}
+}
+
+// TestNoTokenInOutput renders every format of a credentialed run and looks
+// for the tokens and anything JWT-shaped.
+func TestNoTokenInOutput(t *testing.T) {
+	e := newEnv(t, exampleServer(t, nil), nil)
+	rep, _ := runAudit(t, e, nil)
+	var table, js, sarif bytes.Buffer
+	if err := audit.WriteTable(&table, rep, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.WriteJSON(&js, rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.WriteSARIF(&sarif, rep, "test"); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"table": table.String(), "json": js.String(), "sarif": sarif.String()} {
+		for _, secret := range []string{e.tokA, e.tokB, e.tokA[len(e.tokA)-40:]} {
+			if strings.Contains(out, secret) {
+				t.Errorf("%s output contains a token", name)
+			}
+		}
+		if strings.Contains(out, "eyJ") {
+			t.Errorf("%s output contains something JWT-shaped", name)
+		}
+	}
+	if !strings.Contains(table.String(), "Bearer <token>") || !strings.Contains(table.String(), "Bearer <forged alg:none>") {
+		t.Errorf("table does not name the tokens by label:\n%s", table.String())
+	}
+}
+
+// TestHangingServer: a server that never answers costs one timeout per
+// request and the run reports it unreachable.
+func TestHangingServer(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // so that the server sees the client go
+		<-r.Context().Done()
+	}))
+	defer ts.Close()
+	a, err := audit.New(audit.Config{Endpoint: ts.URL + "/mcp", Timeout: 200 * time.Millisecond, Interval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := a.Run(context.Background())
+	if !errors.Is(err, audit.ErrUnreachable) {
+		t.Fatalf("Run: err %v, want ErrUnreachable", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Run took %v, want about one timeout", d)
+	}
+	if rep.Requests != 1 {
+		t.Errorf("Requests = %d, want 1", rep.Requests)
+	}
+	if r := result(rep, audit.CH401); r.Verdict != audit.Fail {
+		t.Errorf("CH-401: %s, want fail", r.Verdict)
+	}
+}
+
+// TestHangOnToken: a server that hangs on tokens fails the token checks
+// with "no answer", each within the timeout.
+func TestHangOnToken(t *testing.T) {
+	e := newEnv(t, outer(exampleServer(t, nil), func(_ *env, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer eyJ") {
+				_, _ = io.Copy(io.Discard, r.Body)
+				<-r.Context().Done()
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}), nil)
+	_, failed := runAudit(t, e, func(c *audit.Config) {
+		c.Token, c.Token2, c.Timeout = "", "", 300*time.Millisecond
+	})
+	for _, id := range []string{audit.TOKAlgNone, audit.TOKUnknownKey, audit.TOKExpired, audit.TOKWrongAud, audit.TOKHS256PubKey, audit.TOKOversized} {
+		if !contains(failed, id) {
+			t.Errorf("%s did not fail", id)
+		}
+	}
+}
+
+// TestRedirectsStayOnOrigin: a metadata URL that redirects to another
+// origin is not followed.
+func TestRedirectsStayOnOrigin(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		elsewhere.Add(1)
+	}))
+	defer other.Close()
+	e := newEnv(t, outer(exampleServer(t, nil), func(_ *env, next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource/mcp") {
+				http.Redirect(w, r, other.URL+r.URL.Path, http.StatusFound)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}), nil)
+	rep, failed := runAudit(t, e, func(c *audit.Config) { c.Token, c.Token2 = "", "" })
+	if n := elsewhere.Load(); n != 0 {
+		t.Errorf("the other origin got %d requests, want 0", n)
+	}
+	if !contains(failed, audit.PRMPathInserted) || !contains(failed, audit.PRMDiscovery) {
+		t.Errorf("failing %v, want PRM-PATH-INSERTED and PRM-DISCOVERY\n%s", failed, dump(rep))
+	}
+}
+
+// TestBudget: the request budget is a hard bound; checks it cuts off are
+// skipped, not failed.
+func TestBudget(t *testing.T) {
+	e := newEnv(t, exampleServer(t, nil), nil)
+	rep, failed := runAudit(t, e, func(c *audit.Config) { c.MaxRequests = 5 })
+	if rep.Requests != 5 {
+		t.Errorf("Requests = %d, want 5", rep.Requests)
+	}
+	if len(failed) > 0 {
+		t.Errorf("failing %v, want none (cut-off checks are skipped)\n%s", failed, dump(rep))
+	}
+	if r := result(rep, audit.TOKAlgNone); r.Verdict != audit.Skip {
+		t.Errorf("TOK-ALG-NONE: %s, want skip", r.Verdict)
+	}
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
