@@ -77,6 +77,7 @@ type Auditor struct {
 	as           *asmeta.Metadata     // its metadata, if found
 	asKey        *signingKey          // a signing key from its jwks_uri, if any
 	refusals     []*exchange          // error answers seen, for the leak check
+	legacyProbe  bool                 // probes use a 2025-11-25 initialize
 }
 
 // New checks cfg and returns an Auditor.
@@ -112,11 +113,12 @@ func (a *Auditor) Run(ctx context.Context) (*Report, error) {
 	if reachable {
 		a.checkAuthorizationServers(ctx)
 		a.checkTokens(ctx)
-		a.checkTransport(ctx)
 		if err := a.obtainToken(ctx); err != nil {
 			a.fail(CredAccepted, "the client credentials grant failed: "+err.Error())
 		}
-		if a.cfg.Token != "" {
+		if a.cfg.Token == "" {
+			a.checkTransport(ctx, nil)
+		} else {
 			rep.Credentials = "token"
 			if a.cfg.Token2 != "" {
 				rep.Credentials = "token+token2"

@@ -167,3 +167,51 @@ func contains(s []string, v string) bool {
 	}
 	return false
 }
+
+// TestClientCredentials: without a token, the client credentials grant
+// gets one (RFC 6749 §4.4, client_secret_basic, resource = endpoint), and
+// neither the token nor the secret reaches the report.
+func TestClientCredentials(t *testing.T) {
+	e := newEnv(t, exampleServer(t, nil), nil)
+	const id, secret = "svc client", "s3cret:value"
+	var issued string
+	var grants atomic.Int32
+	tokenTS := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		grants.Add(1)
+		u, p, ok := r.BasicAuth()
+		if err := r.ParseForm(); err != nil || !ok || r.Method != http.MethodPost {
+			http.Error(w, `{"error":"invalid_request"}`, http.StatusBadRequest)
+			return
+		}
+		// RFC 6749 §2.3.1: the credentials are form-encoded inside Basic.
+		if u != "svc+client" || p != "s3cret%3Avalue" || r.PostForm.Get("grant_type") != "client_credentials" ||
+			r.PostForm.Get("resource") != e.mcpURL || r.PostForm.Get("scope") != baseScope+" "+readScope {
+			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		issued = e.token(t, "svc", "t1", baseScope, readScope)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"access_token":"`+issued+`","token_type":"Bearer","expires_in":300}`)
+	}))
+	defer tokenTS.Close()
+	rep, _ := runAudit(t, e, func(c *audit.Config) {
+		c.Token, c.Token2 = "", ""
+		c.ClientCredentials = audit.ClientCredentials{TokenURL: tokenTS.URL + "/token", ClientID: id, ClientSecret: secret, Scopes: []string{baseScope, readScope}}
+	})
+	if grants.Load() != 1 {
+		t.Errorf("%d grants, want 1", grants.Load())
+	}
+	if r := result(rep, audit.CredAccepted); r.Verdict != audit.Pass {
+		t.Fatalf("CRED-ACCEPTED: %s %s\n%s", r.Verdict, r.Detail, dump(rep))
+	}
+	if rep.Credentials != "token" {
+		t.Errorf("Credentials = %q, want token", rep.Credentials)
+	}
+	var js bytes.Buffer
+	if err := audit.WriteJSON(&js, rep); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(js.String(), issued) || strings.Contains(js.String(), secret) {
+		t.Error("the report contains the token or the client secret")
+	}
+}

@@ -208,6 +208,7 @@ func minimalArgs(t tool, mark string) map[string]any {
 // checkWithCredentials runs every check that needs a token.
 func (a *Auditor) checkWithCredentials(ctx context.Context) {
 	conn, tools, ev := a.connect(ctx, a.cfg.Token)
+	a.checkTransport(ctx, conn)
 	if conn == nil {
 		a.fail(CredAccepted, "tools/list with the given token did not succeed in 2026-07-28 or 2025-11-25", ev...)
 		return

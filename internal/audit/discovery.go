@@ -21,9 +21,17 @@ const spoofHost = "mcpguard-audit.invalid"
 // offlineAccess must not be advertised by a resource server.
 const offlineAccess = "offline_access"
 
-// probe is the JSON-RPC request of tokenless probes: tools/list, the
-// operation every MCP client sends first.
-func probe() call { return call{rev: rev20260728, method: "tools/list"} }
+// probe is the JSON-RPC request of the probes with no or forged tokens: a
+// 2026-07-28 tools/list, or a 2025-11-25 initialize for a server that
+// answers the former with a protocol error before authenticating.
+func (a *Auditor) probe() call {
+	if a.legacyProbe {
+		return call{rev: rev20251125, method: "initialize", params: map[string]any{
+			"protocolVersion": rev20251125, "capabilities": map[string]any{}, "clientInfo": clientInfo,
+		}}
+	}
+	return call{rev: rev20260728, method: "tools/list"}
+}
 
 // bearerOf returns the first Bearer challenge of x, and whether the header
 // parsed.
@@ -50,10 +58,20 @@ func quotedParam(header, param string) bool {
 // discover runs the CH-* and PRM-* checks. It returns false when the
 // endpoint did not answer at all.
 func (a *Auditor) discover(ctx context.Context) bool {
-	x, _ := a.send(ctx, probe())
+	x, _ := a.send(ctx, a.probe())
 	if x.status == 0 {
 		a.fail(CH401, "the endpoint did not answer", a.evidence(x))
 		return false
+	}
+	if x.status != http.StatusUnauthorized && x.status >= 400 && x.status < 500 {
+		// Perhaps a 2025-11-25-only server that checks the protocol
+		// before authenticating: probe the way its clients start.
+		a.legacyProbe = true
+		if lx, _ := a.send(ctx, a.probe()); lx.status == http.StatusUnauthorized {
+			x = lx
+		} else {
+			a.legacyProbe = false
+		}
 	}
 	a.noteRefusal(x)
 	ev := a.evidence(x)
@@ -272,7 +290,7 @@ func (a *Auditor) checkHostSpoofing(ctx context.Context) {
 		func(r *http.Request) { r.Host = spoofHost },
 		forwarded,
 	} {
-		c := probe()
+		c := a.probe()
 		c.edit = variant
 		x, _ := a.send(ctx, c)
 		a.noteRefusal(x)

@@ -190,7 +190,7 @@ func (a *Auditor) checkTokens(ctx context.Context) {
 	tokens = append([]forged{{id: TOKGarbage, label: "garbage", token: "mcpguard-audit-garbage-token"}}, tokens...)
 	for _, t := range tokens {
 		a.secret(t.token, t.label)
-		c := probe()
+		c := a.probe()
 		c.token = t.token
 		x, _ := a.send(ctx, c)
 		a.noteRefusal(x)

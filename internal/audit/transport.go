@@ -10,15 +10,21 @@ import (
 const foreignOrigin = "https://" + spoofHost
 
 // checkTransport runs TR-QUERY-TOKEN, TR-DUPLICATE-AUTHORIZATION and
-// TR-ORIGIN. Without credentials they use the garbage token; a server
-// that authenticates before checking Origin cannot be judged then.
-func (a *Auditor) checkTransport(ctx context.Context) {
-	tok, withCreds := a.cfg.Token, a.cfg.Token != ""
-	if !withCreds {
-		tok = "mcpguard-audit-garbage-token"
+// TR-ORIGIN. With conn (a working token and the revision it works in)
+// they send what would otherwise succeed; without, they use the garbage
+// token, and a server that authenticates before checking Origin cannot be
+// judged.
+func (a *Auditor) checkTransport(ctx context.Context, conn *mcpConn) {
+	withCreds := conn != nil
+	tok := "mcpguard-audit-garbage-token"
+	base := a.probe()
+	if withCreds {
+		tok = conn.token
+		base = conn.call("tools/list", nil)
+		base.token = ""
 	}
 
-	c := probe()
+	c := base
 	c.edit = func(r *http.Request) {
 		q := r.URL.Query()
 		q.Set("access_token", tok)
@@ -38,7 +44,7 @@ func (a *Auditor) checkTransport(ctx context.Context) {
 		a.fail(TRQueryToken, fmt.Sprintf("got %d, want 400 or 401", x.status), ev)
 	}
 
-	c = probe()
+	c = base
 	c.edit = func(r *http.Request) {
 		r.Header["Authorization"] = []string{"Bearer " + tok, "Bearer " + tok}
 	}
@@ -56,7 +62,7 @@ func (a *Auditor) checkTransport(ctx context.Context) {
 		a.fail(TRDuplicateAuth, fmt.Sprintf("got %d, want 400 invalid_request", x.status), ev)
 	}
 
-	c = probe()
+	c = base
 	if withCreds {
 		c.token = tok
 	}
