@@ -95,6 +95,11 @@ func TestAudit(t *testing.T) {
 			want:  with(),
 		},
 		{
+			name:  "test stack, event-stream answers",
+			build: func(t *testing.T) func(*env) http.Handler { return notesStack(t, stack{sse: true}) },
+			want:  with(),
+		},
+		{
 			name:  "challenge without error on an invalid token",
 			build: func(t *testing.T) func(*env) http.Handler { return outer(exampleServer(t, nil), dropErrorCode) },
 			want:  with(audit.TOKErrorCode),

@@ -134,6 +134,7 @@ type stack struct {
 	noToolScopes  bool // the middleware knows no per-tool scopes
 	tenantFromArg bool // notes_list serves the tenant its argument names
 	anyOrigin     bool // AllowedOrigins: ["*"]
+	sse           bool // answers as text/event-stream (go-sdk default)
 	// inner wraps the go-sdk handler, inside the middleware.
 	inner func(e *env, next http.Handler) http.Handler
 }
@@ -173,7 +174,7 @@ func notesStack(t *testing.T, s stack) func(*env) http.Handler {
 				return nil, map[string]any{"tenant": tenant}, nil
 			})
 		var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms },
-			&mcp.StreamableHTTPOptions{Stateless: !s.stateful, JSONResponse: true})
+			&mcp.StreamableHTTPOptions{Stateless: !s.stateful, JSONResponse: !s.sse})
 		if s.inner != nil {
 			h = s.inner(e, h)
 		}
