@@ -170,48 +170,71 @@ func contains(s []string, v string) bool {
 
 // TestClientCredentials: without a token, the client credentials grant
 // gets one (RFC 6749 §4.4, client_secret_basic, resource = endpoint), and
-// neither the token nor the secret reaches the report.
+// neither the token nor the secret reaches the report. After a refusal,
+// a second grant with the challenged scopes shows whether one challenge
+// named them all.
 func TestClientCredentials(t *testing.T) {
-	e := newEnv(t, exampleServer(t, nil), nil)
-	const id, secret = "svc client", "s3cret:value"
-	var issued string
-	var grants atomic.Int32
-	tokenTS := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		grants.Add(1)
-		u, p, ok := r.BasicAuth()
-		if err := r.ParseForm(); err != nil || !ok || r.Method != http.MethodPost {
-			http.Error(w, `{"error":"invalid_request"}`, http.StatusBadRequest)
-			return
-		}
-		// RFC 6749 §2.3.1: the credentials are form-encoded inside Basic.
-		if u != "svc+client" || p != "s3cret%3Avalue" || r.PostForm.Get("grant_type") != "client_credentials" ||
-			r.PostForm.Get("resource") != e.mcpURL || r.PostForm.Get("scope") != baseScope+" "+readScope {
-			http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
-			return
-		}
-		issued = e.token(t, "svc", "t1", baseScope, readScope)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, `{"access_token":"`+issued+`","token_type":"Bearer","expires_in":300}`)
-	}))
-	defer tokenTS.Close()
-	rep, _ := runAudit(t, e, func(c *audit.Config) {
-		c.Token, c.Token2 = "", ""
-		c.ClientCredentials = audit.ClientCredentials{TokenURL: tokenTS.URL + "/token", ClientID: id, ClientSecret: secret, Scopes: []string{baseScope, readScope}}
-	})
-	if grants.Load() != 1 {
-		t.Errorf("%d grants, want 1", grants.Load())
+	tests := []struct {
+		name       string
+		build      func(*testing.T) func(*env) http.Handler
+		wantStepUp audit.Verdict
+	}{
+		{"example server", func(t *testing.T) func(*env) http.Handler { return exampleServer(t, nil) }, audit.Pass},
+		{"scopes one challenge at a time", func(t *testing.T) func(*env) http.Handler {
+			return outer(notesStack(t, stack{writeScopes: []string{writeScope, adminScope}}), oneScopeAtATime)
+		}, audit.Fail},
 	}
-	if r := result(rep, audit.CredAccepted); r.Verdict != audit.Pass {
-		t.Fatalf("CRED-ACCEPTED: %s %s\n%s", r.Verdict, r.Detail, dump(rep))
-	}
-	if rep.Credentials != "token" {
-		t.Errorf("Credentials = %q, want token", rep.Credentials)
-	}
-	var js bytes.Buffer
-	if err := audit.WriteJSON(&js, rep); err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(js.String(), issued) || strings.Contains(js.String(), secret) {
-		t.Error("the report contains the token or the client secret")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newEnv(t, tt.build(t), nil)
+			const id, secret = "svc client", "s3cret:value"
+			var issued []string
+			tokenTS := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				u, p, ok := r.BasicAuth()
+				if err := r.ParseForm(); err != nil || !ok || r.Method != http.MethodPost {
+					http.Error(w, `{"error":"invalid_request"}`, http.StatusBadRequest)
+					return
+				}
+				// RFC 6749 §2.3.1: the credentials are form-encoded inside Basic.
+				if u != "svc+client" || p != "s3cret%3Avalue" || r.PostForm.Get("grant_type") != "client_credentials" ||
+					r.PostForm.Get("resource") != e.mcpURL {
+					http.Error(w, `{"error":"invalid_client"}`, http.StatusUnauthorized)
+					return
+				}
+				tok := e.token(t, "svc", "t1", strings.Fields(r.PostForm.Get("scope"))...)
+				issued = append(issued, tok)
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, `{"access_token":"`+tok+`","token_type":"Bearer","expires_in":300}`)
+			}))
+			defer tokenTS.Close()
+			rep, _ := runAudit(t, e, func(c *audit.Config) {
+				c.Token, c.Token2 = "", ""
+				c.ClientCredentials = audit.ClientCredentials{TokenURL: tokenTS.URL + "/token", ClientID: id, ClientSecret: secret, Scopes: []string{baseScope, readScope}}
+			})
+			if len(issued) != 2 {
+				t.Errorf("%d grants, want 2 (the token, then the stepped-up one)", len(issued))
+			}
+			if r := result(rep, audit.CredAccepted); r.Verdict != audit.Pass {
+				t.Fatalf("CRED-ACCEPTED: %s %s\n%s", r.Verdict, r.Detail, dump(rep))
+			}
+			if r := result(rep, audit.StepUp); r.Verdict != tt.wantStepUp {
+				t.Errorf("STEP-UP: %s (%s), want %s\n%s", r.Verdict, r.Detail, tt.wantStepUp, strings.Join(r.Evidence, "\n"))
+			}
+			if rep.Credentials != "token" {
+				t.Errorf("Credentials = %q, want token", rep.Credentials)
+			}
+			var js bytes.Buffer
+			if err := audit.WriteJSON(&js, rep); err != nil {
+				t.Fatal(err)
+			}
+			for _, tok := range issued {
+				if strings.Contains(js.String(), tok) {
+					t.Error("the report contains a token")
+				}
+			}
+			if strings.Contains(js.String(), secret) {
+				t.Error("the report contains the client secret")
+			}
+		})
 	}
 }

@@ -63,44 +63,55 @@ func canary() string {
 // obtainToken runs the client credentials grant when configured and no
 // token was given.
 func (a *Auditor) obtainToken(ctx context.Context) error {
-	cc := a.cfg.ClientCredentials
-	if a.cfg.Token != "" || cc.ClientID == "" {
+	if a.cfg.Token != "" || a.cfg.ClientCredentials.ClientID == "" {
 		return nil
 	}
+	tok, err := a.grant(ctx, a.cfg.ClientCredentials.Scopes)
+	if err != nil {
+		return err
+	}
+	a.cfg.Token = tok
+	a.secret(tok, "token")
+	return nil
+}
+
+// grant runs one client credentials grant (RFC 6749 §4.4) for scopes,
+// with resource set to the endpoint (RFC 8707), and returns the access
+// token. It counts against the request budget.
+func (a *Auditor) grant(ctx context.Context, scopes []string) (string, error) {
+	cc := a.cfg.ClientCredentials
 	tokenURL := cc.TokenURL
 	if tokenURL == "" && a.as != nil {
 		tokenURL = a.as.TokenEndpoint
 	}
 	if tokenURL == "" {
-		return errors.New("no token endpoint: set -token-url")
+		return "", errors.New("no token endpoint: set -token-url")
 	}
 	form := url.Values{"grant_type": {"client_credentials"}, "resource": {a.endpoint.String()}}
-	if len(cc.Scopes) > 0 {
-		form.Set("scope", strings.Join(cc.Scopes, " "))
+	if len(scopes) > 0 {
+		form.Set("scope", strings.Join(scopes, " "))
 	}
 	// RFC 6749 §2.3.1: form-encode, then Basic.
 	basic := base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(cc.ClientID) + ":" + url.QueryEscape(cc.ClientSecret)))
 	if a.sent >= a.cfg.MaxRequests {
-		return errBudget
+		return "", errBudget
 	}
 	a.sent++
 	resp, err := fetch.PostForm(ctx, a.client, tokenURL, form, http.Header{"Authorization": {"Basic " + basic}}, 64<<10)
 	if err != nil {
-		return errors.New(a.redact(err.Error()))
+		return "", errors.New(a.redact(err.Error()))
 	}
 	var tr struct {
 		AccessToken string `json:"access_token"`
 		TokenType   string `json:"token_type"`
 	}
 	if err := json.Unmarshal(resp.Body, &tr); err != nil || tr.AccessToken == "" {
-		return errors.New("the token response has no access_token")
+		return "", errors.New("the token response has no access_token")
 	}
 	if !strings.EqualFold(tr.TokenType, "Bearer") {
-		return fmt.Errorf("token_type is %s, not Bearer", quote(tr.TokenType))
+		return "", fmt.Errorf("token_type is %s, not Bearer", quote(tr.TokenType))
 	}
-	a.cfg.Token = tr.AccessToken
-	a.secret(tr.AccessToken, "token")
-	return nil
+	return tr.AccessToken, nil
 }
 
 // connect finds a revision the server serves with tok and lists its
@@ -246,6 +257,7 @@ type refusedCall struct {
 	tool   tool
 	args   map[string]any
 	marker string
+	scope  []string // the scopes its challenge asked for
 }
 
 // checkStepUp calls each tool once and judges the refusals.
@@ -260,7 +272,11 @@ func (a *Auditor) checkStepUp(ctx context.Context, conn *mcpConn, tools []tool) 
 		switch {
 		case x.status == http.StatusForbidden:
 			a.noteRefusal(x)
-			refused = append(refused, refusedCall{t, args, mark})
+			rc := refusedCall{tool: t, args: args, marker: mark}
+			if b, _ := bearerOf(x); b != nil {
+				rc.scope = b.Scope
+			}
+			refused = append(refused, rc)
 			a.judgeStepUpAnswer(x, ev)
 			if r != nil && len(r.Result) > 0 {
 				a.fail(StepUpBeforeRun, t.Name+": the 403 carries a tool result", ev)
@@ -300,6 +316,7 @@ func (a *Auditor) checkStepUp(ctx context.Context, conn *mcpConn, tools []tool) 
 		}
 		a.pass(StepUpBeforeRun, detail)
 	}
+	a.checkStepUpRetry(ctx, conn, refused[0])
 	a.checkStepUpBound(ctx, conn, refused[0])
 }
 
@@ -354,4 +371,38 @@ func (a *Auditor) checkStepUpBound(ctx context.Context, conn *mcpConn, rc refuse
 		}
 	}
 	a.fail(StepUpBound, fmt.Sprintf("%s was still challenged for a step-up after %d more refusals", rc.tool.Name, maxBoundProbes))
+}
+
+// checkStepUpRetry, with client credentials, does what a client does
+// after a challenge: it gets a token for the configured scopes plus the
+// challenged ones and calls again. Another 403 means the one challenge
+// did not name every scope the operation needs (MCP 2026-07-28: all in a
+// single challenge). The retried call runs the tool, as a real step-up
+// would.
+func (a *Auditor) checkStepUpRetry(ctx context.Context, conn *mcpConn, rc refusedCall) {
+	if a.cfg.ClientCredentials.ClientID == "" || len(rc.scope) == 0 {
+		return
+	}
+	scopes := slices.Clone(a.cfg.ClientCredentials.Scopes)
+	for _, s := range rc.scope {
+		if !slices.Contains(scopes, s) {
+			scopes = append(scopes, s)
+		}
+	}
+	tok, err := a.grant(ctx, scopes)
+	if err != nil {
+		a.skip(StepUp, "could not get a token with the challenged scopes: "+err.Error())
+		return
+	}
+	a.secret(tok, "stepped-up token")
+	retry := *conn
+	retry.token = tok
+	x, _ := a.send(ctx, retry.call("tools/call", map[string]any{"name": rc.tool.Name, "arguments": minimalArgs(rc.tool, canary())}))
+	ev := a.evidence(x)
+	if x.status == http.StatusForbidden {
+		a.fail(StepUp, rc.tool.Name+": a token with the challenged scopes was refused again: the challenge did not name every scope", ev)
+		return
+	}
+	a.judge(StepUp, x.is2xx(), rc.tool.Name+": a token with the challenged scopes was accepted",
+		fmt.Sprintf("%s: the stepped-up call got %d", rc.tool.Name, x.status), ev)
 }

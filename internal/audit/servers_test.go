@@ -33,6 +33,7 @@ const (
 	baseScope  = "mcp:tools"
 	readScope  = "notes:read"
 	writeScope = "notes:write"
+	adminScope = "notes:admin"
 	clientID   = "audit-test-client"
 )
 
@@ -61,7 +62,7 @@ func newEnv(t *testing.T, build func(*env) http.Handler, asWrap func(http.Handle
 	as, err := devas.New(devas.Config{
 		Issuer:      e.issuer,
 		Resources:   []string{e.mcpURL},
-		Scopes:      []string{baseScope, readScope, writeScope},
+		Scopes:      []string{baseScope, readScope, writeScope, adminScope},
 		AutoApprove: true,
 		EnableDCR:   true,
 		Clients: []cimd.Client{{Document: cimd.Document{
@@ -135,6 +136,8 @@ type stack struct {
 	tenantFromArg bool // notes_list serves the tenant its argument names
 	anyOrigin     bool // AllowedOrigins: ["*"]
 	sse           bool // answers as text/event-stream (go-sdk default)
+	// writeScopes, if not nil, replaces notes_write's scopes.
+	writeScopes []string
 	// inner wraps the go-sdk handler, inside the middleware.
 	inner func(e *env, next http.Handler) http.Handler
 }
@@ -179,6 +182,9 @@ func notesStack(t *testing.T, s stack) func(*env) http.Handler {
 			h = s.inner(e, h)
 		}
 		tools := map[string][]string{"notes_list": {readScope}, "notes_write": {writeScope}}
+		if s.writeScopes != nil {
+			tools["notes_write"] = s.writeScopes
+		}
 		if s.noToolScopes {
 			tools = nil
 		}
@@ -462,4 +468,14 @@ func (n noneAccepting) Validate(ctx context.Context, raw string) (*validate.Clai
 		}
 	}
 	return n.next.Validate(ctx, raw)
+}
+
+// oneScopeAtATime drops notes:admin from every 403 challenge, so that a
+// client learns the scopes of notes_write one challenge at a time.
+func oneScopeAtATime(_ *env, next http.Handler) http.Handler {
+	return rewrite(next, func(r *http.Request, rec *httptest.ResponseRecorder) {
+		if v := rec.Header().Get("WWW-Authenticate"); rec.Code == http.StatusForbidden && v != "" {
+			rec.Header().Set("WWW-Authenticate", strings.Replace(v, " "+adminScope, "", 1))
+		}
+	})
 }
