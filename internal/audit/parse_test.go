@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -97,6 +98,22 @@ func TestCatalogUnique(t *testing.T) {
 		seen[c.ID] = true
 		if strings.ToUpper(c.ID) != c.ID {
 			t.Errorf("%s: IDs are upper case", c.ID)
+		}
+	}
+}
+
+// TestDocsListEveryCheck keeps docs/audit.md's check table in step with
+// the catalog.
+func TestDocsListEveryCheck(t *testing.T) {
+	b, err := os.ReadFile("../../docs/audit.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	for _, c := range Catalog() {
+		row := "| `" + c.ID + "` | " + c.Title + " | " + string(c.Severity) + " | "
+		if !strings.Contains(doc, row) {
+			t.Errorf("docs/audit.md has no row %q", row)
 		}
 	}
 }
