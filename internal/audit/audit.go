@@ -157,19 +157,23 @@ func (a *Auditor) record(id string, v Verdict, detail string, ev ...string) {
 	if v == Fail && slices.ContainsFunc(ev, func(e string) bool { return strings.HasSuffix(e, budgetNote) }) {
 		v, detail = Skip, "request budget exhausted (-max-requests)"
 	}
+	ev = slices.DeleteFunc(slices.Clone(ev), func(e string) bool { return e == "" })
 	r, ok := a.results[id]
-	if !ok {
+	switch {
+	case !ok:
 		r = &Result{CheckInfo: checkInfo(id), Verdict: v, Detail: detail}
 		a.results[id] = r
-	} else if rank(v) > rank(r.Verdict) {
+	case rank(v) > rank(r.Verdict):
+		// The evidence of the new verdict goes first.
 		r.Verdict, r.Detail = v, detail
-	} else if v == r.Verdict && v == Fail && detail != "" && r.Detail != detail {
+		r.Evidence = append(ev, r.Evidence...)
+		ev = nil
+	case v == r.Verdict && v == Fail && detail != "" && !strings.Contains(r.Detail, detail):
 		r.Detail += "; " + detail
 	}
-	for _, e := range ev {
-		if len(r.Evidence) < maxEvidence && e != "" {
-			r.Evidence = append(r.Evidence, e)
-		}
+	r.Evidence = append(r.Evidence, ev...)
+	if len(r.Evidence) > maxEvidence {
+		r.Evidence = r.Evidence[:maxEvidence]
 	}
 }
 

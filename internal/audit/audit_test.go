@@ -110,6 +110,11 @@ func TestAudit(t *testing.T) {
 			want:  with(audit.PRMHost),
 		},
 		{
+			name:  "metadata built from X-Forwarded-Proto",
+			build: func(t *testing.T) func(*env) http.Handler { return outer(exampleServer(t, nil), protoDerived) },
+			want:  with(audit.PRMHost),
+		},
+		{
 			name:  "accepts alg none",
 			build: func(t *testing.T) func(*env) http.Handler { return exampleServer(t, alg) },
 			want:  with(audit.TOKAlgNone),

@@ -280,11 +280,27 @@ func (a *Auditor) checkHostSpoofing(ctx context.Context) {
 		r.Header.Set("X-Forwarded-Proto", "https")
 		r.Header.Set("Forwarded", "host="+spoofHost+";proto=https")
 	}
+	// upgraded reports a URL that became https because the request said
+	// X-Forwarded-Proto: https, where the real one is http.
+	upgraded := func(real, got string) bool {
+		rest, ok := strings.CutPrefix(real, "http://")
+		return ok && got == "https://"+rest
+	}
 	leaked := func(x *exchange) bool {
 		if strings.Contains(strings.ToLower(strings.Join(x.header.Values("WWW-Authenticate"), " ")), spoofHost) {
 			return true
 		}
-		return x.status == http.StatusOK && strings.Contains(strings.ToLower(string(x.body)), spoofHost)
+		if b, _ := bearerOf(x); b != nil && a.metaURL != "" && upgraded(a.metaURL, b.ResourceMetadata) {
+			return true
+		}
+		if x.status != http.StatusOK {
+			return false
+		}
+		var m prm.Metadata
+		if json.Unmarshal(x.body, &m) == nil && upgraded(a.endpoint.String(), m.Resource) {
+			return true
+		}
+		return strings.Contains(strings.ToLower(string(x.body)), spoofHost)
 	}
 	for _, variant := range []func(*http.Request){
 		func(r *http.Request) { r.Host = spoofHost },

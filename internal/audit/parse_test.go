@@ -66,6 +66,7 @@ func TestLeakIn(t *testing.T) {
 		{`{"error":"invalid_token"}`, ""},
 		{`{"jsonrpc":"2.0","error":{"code":-32600,"message":"Origin not allowed"}}`, ""},
 		{"Method Not Allowed", ""},
+		{`Bearer resource_metadata="https://mcp.example.rs:443/.well-known/oauth-protected-resource/home/user/x.py:1"`, ""},
 		{"panic: runtime error: index out of range\n\ngoroutine 7 [running]:", "a Go stack trace"},
 		{"error at /srv/app/auth.go:42", "a source file position"},
 		{"Traceback (most recent call last):\n  File", "a Python traceback"},

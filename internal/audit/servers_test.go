@@ -479,3 +479,21 @@ func oneScopeAtATime(_ *env, next http.Handler) http.Handler {
 		}
 	})
 }
+
+// protoDerived makes challenges and metadata follow X-Forwarded-Proto, as
+// servers behind a proxy that trust it do.
+func protoDerived(e *env, next http.Handler) http.Handler {
+	origin := strings.TrimSuffix(e.mcpURL, "/mcp")
+	return rewrite(next, func(r *http.Request, rec *httptest.ResponseRecorder) {
+		if r.Header.Get("X-Forwarded-Proto") != "https" {
+			return
+		}
+		up := "https://" + strings.TrimPrefix(origin, "http://")
+		if v := rec.Header().Get("WWW-Authenticate"); v != "" {
+			rec.Header().Set("WWW-Authenticate", strings.ReplaceAll(v, origin, up))
+		}
+		if strings.HasPrefix(r.URL.Path, prm.WellKnownPath) {
+			setBody(rec, strings.ReplaceAll(rec.Body.String(), origin, up))
+		}
+	})
+}
