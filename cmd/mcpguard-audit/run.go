@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,6 +49,7 @@ type options struct {
 	interval     time.Duration
 	maxRequests  int
 	verbose      bool
+	caFile       string
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
@@ -75,6 +77,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.DurationVar(&o.interval, "interval", audit.DefaultInterval, "least time between two requests")
 	fs.IntVar(&o.maxRequests, "max-requests", audit.DefaultMaxRequests, "most requests sent")
 	fs.BoolVar(&o.verbose, "v", false, "show all evidence of every check")
+	fs.StringVar(&o.caFile, "ca-file", "", "PEM `file` of CA certificates to trust instead of the system roots")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -127,6 +130,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	if o.interval <= 0 {
 		cfg.Interval = -1
+	}
+	if o.caFile != "" {
+		pem, err := os.ReadFile(o.caFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpguard-audit: -ca-file:", err)
+			return exitUsage
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			fmt.Fprintln(stderr, "mcpguard-audit: -ca-file: no PEM certificate found")
+			return exitUsage
+		}
 	}
 	if o.tools != "" {
 		for _, t := range strings.Split(o.tools, ",") {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -169,5 +170,40 @@ func TestOutputs(t *testing.T) {
 	}
 	if r := log.Runs[0].Results; len(r) != 1 || r[0].RuleID != "TOK-INVALID-TOKEN-CODE" || r[0].Level != "warning" {
 		t.Errorf("SARIF results %+v, want one TOK-INVALID-TOKEN-CODE warning", r)
+	}
+}
+
+// TestCAFile: an https endpoint with a private CA is audited with -ca-file
+// and unreachable without it.
+func TestCAFile(t *testing.T) {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer scope="mcp:tools"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer ts.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd(t, nil, "-timeout", "2s", ts.URL+"/mcp"); code != exitNotAudit {
+		t.Errorf("without -ca-file: exit %d, want %d: %s", code, exitNotAudit, errOut)
+	}
+	code, out, errOut := runCmd(t, nil, "-json", "-ca-file", ca, ts.URL+"/mcp")
+	if code != exitFailed { // no metadata: PRM-DISCOVERY fails
+		t.Errorf("with -ca-file: exit %d, want %d: %s", code, exitFailed, errOut)
+	}
+	var rep struct {
+		Results []struct{ ID, Verdict string } `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.ID == "CH-401" && r.Verdict != "pass" {
+			t.Errorf("CH-401: %s, want pass", r.Verdict)
+		}
+	}
+	if code, _, _ := runCmd(t, nil, "-ca-file", filepath.Join(t.TempDir(), "missing.pem"), ts.URL+"/mcp"); code != exitUsage {
+		t.Errorf("missing -ca-file: exit %d, want %d", code, exitUsage)
 	}
 }

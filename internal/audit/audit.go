@@ -89,7 +89,7 @@ func New(cfg Config) (*Auditor, error) {
 	}
 	rt := cfg.Transport
 	if rt == nil {
-		rt = newTransport(cfg.Timeout)
+		rt = newTransport(cfg.Timeout, cfg.RootCAs)
 	}
 	a := &Auditor{
 		cfg:      cfg,

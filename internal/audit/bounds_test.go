@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -188,6 +189,7 @@ func TestClientCredentials(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, tt.build(t), nil)
 			const id, secret = "svc client", "s3cret:value"
+			var mu sync.Mutex
 			var issued []string
 			tokenTS := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				u, p, ok := r.BasicAuth()
@@ -202,7 +204,9 @@ func TestClientCredentials(t *testing.T) {
 					return
 				}
 				tok := e.token(t, "svc", "t1", strings.Fields(r.PostForm.Get("scope"))...)
+				mu.Lock()
 				issued = append(issued, tok)
+				mu.Unlock()
 				w.Header().Set("Content-Type", "application/json")
 				_, _ = io.WriteString(w, `{"access_token":"`+tok+`","token_type":"Bearer","expires_in":300}`)
 			}))
@@ -211,6 +215,8 @@ func TestClientCredentials(t *testing.T) {
 				c.Token, c.Token2 = "", ""
 				c.ClientCredentials = audit.ClientCredentials{TokenURL: tokenTS.URL + "/token", ClientID: id, ClientSecret: secret, Scopes: []string{baseScope, readScope}}
 			})
+			mu.Lock()
+			defer mu.Unlock()
 			if len(issued) != 2 {
 				t.Errorf("%d grants, want 2 (the token, then the stepped-up one)", len(issued))
 			}

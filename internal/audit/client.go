@@ -3,6 +3,8 @@ package audit
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -41,11 +43,12 @@ func (x *exchange) ok() bool { return x.err == nil }
 // is2xx reports a successful status.
 func (x *exchange) is2xx() bool { return x.err == nil && x.status >= 200 && x.status < 300 }
 
-// newTransport is the default transport: no proxies, bounded handshakes
-// and headers.
-func newTransport(timeout time.Duration) *http.Transport {
+// newTransport is the default transport: no proxies, TLS 1.2 or later,
+// bounded handshakes and headers.
+func newTransport(timeout time.Duration, roots *x509.CertPool) *http.Transport {
 	d := &net.Dialer{Timeout: 5 * time.Second}
 	return &http.Transport{
+		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots},
 		Proxy:                  nil,
 		DialContext:            d.DialContext,
 		TLSHandshakeTimeout:    5 * time.Second,

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net/http"
@@ -92,6 +93,10 @@ type Config struct {
 	// and with bounded header sizes and handshakes. Redirects are never
 	// followed off the origin of the request, whatever the transport.
 	Transport http.RoundTripper
+	// RootCAs, if not nil, replaces the system roots of the default
+	// transport (a staging server with a private CA). Ignored with
+	// Transport.
+	RootCAs *x509.CertPool
 	// Now is the clock for the times in forged tokens. Nil means time.Now.
 	Now func() time.Time
 }
