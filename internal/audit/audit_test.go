@@ -130,6 +130,16 @@ func TestAudit(t *testing.T) {
 			want: minus(with(audit.StepUpBeforeRun, audit.StepUpBound), audit.StepUpChallenge),
 		},
 		{
+			// Authorization inside the handler: a 200 with a tool error,
+			// no challenge. No call is refused with 403, so the other
+			// step-up checks are skipped.
+			name: "scope checked inside the tool",
+			build: func(t *testing.T) func(*env) http.Handler {
+				return notesStack(t, stack{noToolScopes: true, inToolScope: true})
+			},
+			want: minus(with(audit.StepUp), audit.StepUpChallenge),
+		},
+		{
 			name:  "stateful sessions without binding",
 			build: func(t *testing.T) func(*env) http.Handler { return notesStack(t, stack{inner: sessions(false)}) },
 			want:  with(audit.SessionBinding),

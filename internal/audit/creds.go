@@ -282,7 +282,15 @@ func (a *Auditor) checkStepUp(ctx context.Context, conn *mcpConn, tools []tool) 
 				a.fail(StepUpBeforeRun, t.Name+": the 403 carries a tool result", ev)
 			}
 		case x.is2xx() && r != nil && isToolError(r) && inToolRefusal.MatchString(string(x.body)):
-			a.fail(StepUpBeforeRun, t.Name+": refused inside the tool (HTTP 200 with an error), not with a 403 before it runs", ev)
+			// Authorization inside the handler: the client gets no
+			// challenge and cannot step up. Whether anything ran first
+			// only the canary below can tell.
+			a.fail(StepUp, t.Name+": refused inside the tool (HTTP 200 with an error), not with 403 insufficient_scope", ev)
+		case x.status == http.StatusUnauthorized:
+			a.noteRefusal(x)
+			if b, _ := bearerOf(x); b != nil && b.Error == "insufficient_scope" {
+				a.fail(StepUp, t.Name+": insufficient scope answered with 401, want 403", ev)
+			}
 		case x.is2xx() && r != nil && !isToolError(r):
 			if t.readOnly() && len(t.InputSchema.Required) == 0 && len(observers) < maxObservers {
 				observers = append(observers, t)

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -101,11 +103,11 @@ func (a *Auditor) newCall(ctx context.Context, c call) (*http.Request, error) {
 		switch c.method {
 		case "tools/call", "prompts/get":
 			if n, ok := c.params["name"].(string); ok {
-				h.Set("Mcp-Name", n)
+				h.Set("Mcp-Name", headerValue(n))
 			}
 		case "resources/read":
 			if u, ok := c.params["uri"].(string); ok {
-				h.Set("Mcp-Name", u)
+				h.Set("Mcp-Name", headerValue(u))
 			}
 		}
 	case rev20251125:
@@ -230,4 +232,21 @@ func isToolError(r *rpcResponse) bool {
 		return true
 	}
 	return tr.IsError
+}
+
+// headerValue encodes v for an Mcp-Name header (2026-07-28 §Value
+// Encoding): as is when it is visible ASCII and spaces with no leading or
+// trailing white space and does not look like the sentinel, else
+// =?base64?…?=.
+func headerValue(v string) string {
+	plain := v != "" && v == strings.TrimSpace(v) && !strings.HasPrefix(v, "=?base64?")
+	for i := 0; plain && i < len(v); i++ {
+		if c := v[i]; (c < 0x21 || c > 0x7e) && c != ' ' && c != '\t' {
+			plain = false
+		}
+	}
+	if plain {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
 }

@@ -118,3 +118,19 @@ func TestDocsListEveryCheck(t *testing.T) {
 		}
 	}
 }
+
+func TestHeaderValue(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"get_weather", "get_weather"},
+		{"file:///projects/myapp/config.json", "file:///projects/myapp/config.json"},
+		{"Hello, 世界", "=?base64?SGVsbG8sIOS4lueVjA==?="},
+		{" padded ", "=?base64?IHBhZGRlZCA=?="},
+		{"line1\nline2", "=?base64?bGluZTEKbGluZTI=?="},
+		{"=?base64?literal?=", "=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?="},
+	}
+	for _, tt := range tests {
+		if got := headerValue(tt.in); got != tt.want {
+			t.Errorf("headerValue(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}

@@ -136,6 +136,7 @@ type stack struct {
 	tenantFromArg bool // notes_list serves the tenant its argument names
 	anyOrigin     bool // AllowedOrigins: ["*"]
 	sse           bool // answers as text/event-stream (go-sdk default)
+	inToolScope   bool // notes_write checks its scope itself (a tool error)
 	// writeScopes, if not nil, replaces notes_write's scopes.
 	writeScopes []string
 	// inner wraps the go-sdk handler, inside the middleware.
@@ -172,6 +173,9 @@ func notesStack(t *testing.T, s stack) func(*env) http.Handler {
 			})
 		mcp.AddTool(ms, &mcp.Tool{Name: "notes_write"},
 			func(ctx context.Context, _ *mcp.CallToolRequest, in writeArgs) (*mcp.CallToolResult, map[string]any, error) {
+				if p, _ := middleware.PrincipalFromContext(ctx); s.inToolScope && (p == nil || !slices.Contains(p.Scopes, writeScope)) {
+					return nil, nil, errors.New("insufficient scope: notes:write is required")
+				}
 				tenant, _ := middleware.TenantFromContext(ctx)
 				notes.add(tenant, in.Text)
 				return nil, map[string]any{"tenant": tenant}, nil
