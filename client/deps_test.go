@@ -16,6 +16,7 @@ func TestDeps(t *testing.T) {
 		Allowed: []string{
 			deptest.Module + "/challenge",
 			deptest.Module + "/prm",
+			deptest.Module + "/internal/scopetoken",
 			"golang.org/x/oauth2",
 			"golang.org/x/oauth2/internal",
 			"golang.org/x/oauth2/clientcredentials",

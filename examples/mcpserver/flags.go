@@ -36,6 +36,9 @@ type options struct {
 	introspectionEndpoint     string
 	introspectionClientID     string
 	introspectionClientSecret string
+
+	// Session mode of the go-sdk handler (principal binding, gosdk adapter).
+	stateful bool
 }
 
 // listFlag is a flag.Value holding scope-like tokens separated by spaces
@@ -119,6 +122,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.StringVar(&o.introspectionEndpoint, "introspection-endpoint", "", "RFC 7662 introspection endpoint `URL` (https, or http on loopback); empty means the introspection_endpoint of -issuer's metadata. Only with -token-mode introspect or hybrid")
 	fs.StringVar(&o.introspectionClientID, "introspection-client-id", "", "client `id` this server authenticates with (HTTP Basic) at the introspection endpoint; required with -token-mode introspect or hybrid")
 	fs.StringVar(&o.introspectionClientSecret, "introspection-client-secret", "", "client `secret` for the introspection endpoint; prefer the environment (MCPGUARD_INTROSPECTION_CLIENT_SECRET): command lines are visible to other local users")
+
+	// Session mode (gosdk adapter).
+	fs.BoolVar(&o.stateful, "stateful", false, "serve with the go-sdk's default stateful handler (Mcp-Session-Id sessions bound to the principal that created them, GET streams, DELETE; MCP 2025-11-25 and older only) instead of the stateless one, which also serves 2026-07-28")
 
 	var envErrs []error
 	fs.VisitAll(func(f *flag.Flag) {
