@@ -214,6 +214,9 @@ func TestClientCredentials(t *testing.T) {
 			rep, _ := runAudit(t, e, func(c *audit.Config) {
 				c.Token, c.Token2 = "", ""
 				c.ClientCredentials = audit.ClientCredentials{TokenURL: tokenTS.URL + "/token", ClientID: id, ClientSecret: secret, Scopes: []string{baseScope, readScope}}
+				// The example lists only the tools a token may call: name
+				// the hidden one.
+				c.Tools = []string{"whoami", "notes_list", "notes_write"}
 			})
 			mu.Lock()
 			defer mu.Unlock()

@@ -242,14 +242,43 @@ func (a *Auditor) checkWithCredentials(ctx context.Context) {
 		}
 		return
 	}
-	if len(a.cfg.Tools) > 0 {
-		tools = slices.DeleteFunc(tools, func(t tool) bool { return !slices.Contains(a.cfg.Tools, t.Name) })
-	}
+	tools = a.toolsToCall(ctx, tools)
 	if len(tools) > a.cfg.MaxTools {
 		tools = tools[:a.cfg.MaxTools]
 	}
 	a.checkStepUp(ctx, conn, tools)
 	a.checkTenant(ctx, conn, tools)
+}
+
+// toolsToCall returns the tools the step-up checks call: those listed for
+// the token, plus those listed for Token2 (a server that filters tools/list
+// by scope hides exactly the tools the token may not call), limited to
+// Config.Tools when set, where a named tool no list shows is called too.
+func (a *Auditor) toolsToCall(ctx context.Context, tools []tool) []tool {
+	have := func(name string) bool {
+		return slices.ContainsFunc(tools, func(t tool) bool { return t.Name == name })
+	}
+	if a.cfg.Token2 != "" {
+		if c2, more, _ := a.connect(ctx, a.cfg.Token2); c2 != nil {
+			if c2.session != "" {
+				a.endSession(ctx, c2)
+			}
+			for _, t := range more {
+				if !have(t.Name) {
+					tools = append(tools, t)
+				}
+			}
+		}
+	}
+	if len(a.cfg.Tools) > 0 {
+		tools = slices.DeleteFunc(tools, func(t tool) bool { return !slices.Contains(a.cfg.Tools, t.Name) })
+		for _, name := range a.cfg.Tools {
+			if !have(name) {
+				tools = append(tools, tool{Name: name})
+			}
+		}
+	}
+	return tools
 }
 
 // refusedCall is a tool call the server refused with 403.
@@ -301,7 +330,7 @@ func (a *Auditor) checkStepUp(ctx context.Context, conn *mcpConn, tools []tool) 
 	}
 	if len(refused) == 0 {
 		for _, id := range []string{StepUp, StepUpBeforeRun, StepUpChallenge, StepUpBound} {
-			a.skip(id, "no tool call was refused with 403 for this token: use a token with fewer scopes")
+			a.skip(id, "no tool call was refused with 403 for this token: give a token with fewer scopes, a -token2 with more, or name hidden tools with -tools")
 		}
 		return
 	}

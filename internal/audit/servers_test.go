@@ -23,6 +23,7 @@ import (
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/gosdk"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/prm"
 	"github.com/mcpguard/mcpguard/validate"
@@ -43,8 +44,9 @@ type env struct {
 	issuer, mcpURL, metaURL string
 	as                      *devas.Server
 	validator               middleware.TokenValidator
-	// tokA is alice of tenant t1, tokB bob of tenant t2; both may list
-	// notes but not write them.
+	// tokA is alice of tenant t1, who may list notes but not write them;
+	// tokB is bob of tenant t2, who may also write (so that a server that
+	// filters tools/list shows him notes_write).
 	tokA, tokB string
 }
 
@@ -91,7 +93,7 @@ func newEnv(t *testing.T, build func(*env) http.Handler, asWrap func(http.Handle
 	}
 	e.validator = v
 	e.tokA = e.token(t, "alice", "t1", baseScope, readScope)
-	e.tokB = e.token(t, "bob", "t2", baseScope, readScope)
+	e.tokB = e.token(t, "bob", "t2", baseScope, readScope, writeScope)
 	mcpTS.Config.Handler = build(e)
 	mcpTS.Start()
 	t.Cleanup(mcpTS.Close)
@@ -132,6 +134,7 @@ func exampleServer(t *testing.T, wrapV func(middleware.TokenValidator) middlewar
 // variants are built from.
 type stack struct {
 	stateful      bool // go-sdk default (stateful) handler
+	adapter       bool // through the gosdk adapter (session binding)
 	noToolScopes  bool // the middleware knows no per-tool scopes
 	tenantFromArg bool // notes_list serves the tenant its argument names
 	anyOrigin     bool // AllowedOrigins: ["*"]
@@ -212,7 +215,16 @@ func notesStack(t *testing.T, s stack) func(*env) http.Handler {
 		inserted, root := mw.MetadataPaths()
 		mux.Handle(inserted, mw.MetadataHandler())
 		mux.Handle(root, mw.MetadataHandler())
-		mux.Handle("/mcp", mw.Handler(h))
+		if s.adapter {
+			a, err := gosdk.New(gosdk.Config{Middleware: mw})
+			if err != nil {
+				t.Fatalf("gosdk.New: %v", err)
+			}
+			a.Install(ms)
+			mux.Handle("/mcp", a.Handler(h))
+		} else {
+			mux.Handle("/mcp", mw.Handler(h))
+		}
 		return mux
 	}
 }
