@@ -68,7 +68,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.StringVar(&o.scopes, "scope", "", "`scopes` to request with client credentials, space-separated")
 	fs.StringVar(&o.tenant2, "tenant2", "", "the `tenant` of -token2 (default: its tenant/tid claim)")
 	fs.StringVar(&o.tenantArg, "tenant-arg", "", "tool argument `name` that selects a tenant (default: tenant, tenant_id, org_id, workspace, account, ...)")
-	fs.StringVar(&o.tools, "tools", "", "comma-separated tool `names` the audit may call (default: every listed tool)")
+	fs.StringVar(&o.tools, "tools", "", "comma-separated tool `names` the audit calls, listed or not, and no others (default: every tool listed for -token or -token2)")
 	fs.BoolVar(&o.noToolCalls, "no-tool-calls", false, "never call a tool (skips the step-up and tenant checks)")
 	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON instead of a table")
 	fs.StringVar(&o.sarifFile, "sarif", "", "also write a SARIF 2.1.0 report to `file` (\"-\" for stdout, replacing the table)")

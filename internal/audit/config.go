@@ -73,8 +73,9 @@ type Config struct {
 	// that the step-up and tenant checks are skipped. [New] copies it as
 	// given; the command sets it to true unless -no-tool-calls.
 	CallTools bool
-	// Tools, if not empty, limits the tools that are called to these
-	// names.
+	// Tools, if not empty, are the only tools called: listed ones with
+	// their schema, others (hidden by a filtered tools/list) with no
+	// arguments. Empty means every tool listed for Token or Token2.
 	Tools []string
 	// Timeout bounds each request. Zero means DefaultTimeout.
 	Timeout time.Duration
