@@ -136,15 +136,12 @@ type prmFetch struct {
 // fetchPRM GETs a metadata URL and applies the RFC 9728 §3.2 response
 // rules and the §2 member rules (offline_access and authorization_servers
 // are judged by their own checks, not here).
-func (a *Auditor) fetchPRM(ctx context.Context, rawURL string, host string) prmFetch {
+func (a *Auditor) fetchPRM(ctx context.Context, rawURL string) prmFetch {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
 		return prmFetch{x: &exchange{method: "GET", url: &url.URL{Path: rawURL}, reqHeader: http.Header{}}, problem: "bad URL"}
 	}
 	req.Header.Set("Accept", "application/json")
-	if host != "" {
-		req.Host = host
-	}
 	x := a.do(ctx, req)
 	f := prmFetch{x: x}
 	mt, _, _ := mime.ParseMediaType(x.header.Get("Content-Type"))
@@ -196,7 +193,7 @@ func (a *Auditor) checkMetadata(ctx context.Context) {
 		if f, ok := fetched[u]; ok {
 			return f
 		}
-		f := a.fetchPRM(ctx, u, "")
+		f := a.fetchPRM(ctx, u)
 		fetched[u] = f
 		return f
 	}
