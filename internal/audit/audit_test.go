@@ -178,6 +178,14 @@ func TestAudit(t *testing.T) {
 			want:  with(audit.TenantFromToken),
 		},
 		{
+			// Answers that change between identical calls cannot be
+			// compared: skipped, not failed (nor passed).
+			name:    "tenant argument on a tool whose answers vary",
+			build:   func(t *testing.T) func(*env) http.Handler { return notesStack(t, stack{nonce: true}) },
+			want:    with(),
+			skipped: []string{audit.TenantFromToken},
+		},
+		{
 			name:  "no Origin check",
 			build: func(t *testing.T) func(*env) http.Handler { return notesStack(t, stack{anyOrigin: true}) },
 			want:  with(audit.TROrigin),

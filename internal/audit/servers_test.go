@@ -140,6 +140,7 @@ type stack struct {
 	anyOrigin     bool // AllowedOrigins: ["*"]
 	sse           bool // answers as text/event-stream (go-sdk default)
 	inToolScope   bool // notes_write checks its scope itself (a tool error)
+	nonce         bool // notes_list answers carry a fresh request ID
 	// writeScopes, if not nil, replaces notes_write's scopes.
 	writeScopes []string
 	// inner wraps the go-sdk handler, inside the middleware.
@@ -172,7 +173,13 @@ func notesStack(t *testing.T, s stack) func(*env) http.Handler {
 				case middleware.CheckTenant(ctx, in.Tenant) != nil:
 					return nil, nil, errors.New("tenant does not match the caller's tenant")
 				}
-				return nil, map[string]any{"tenant": tenant, "notes": notes.list(tenant)}, nil
+				out := map[string]any{"tenant": tenant, "notes": notes.list(tenant)}
+				if s.nonce {
+					b := make([]byte, 8)
+					_, _ = rand.Read(b)
+					out["request_id"] = hex.EncodeToString(b)
+				}
+				return nil, out, nil
 			})
 		mcp.AddTool(ms, &mcp.Tool{Name: "notes_write"},
 			func(ctx context.Context, _ *mcp.CallToolRequest, in writeArgs) (*mcp.CallToolResult, map[string]any, error) {

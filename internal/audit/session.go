@@ -146,9 +146,10 @@ func (a *Auditor) otherTenant() string {
 }
 
 // checkTenant runs TENANT-FROM-TOKEN: each read-only tool with a tenant
-// argument is called with the first token twice, without the argument and
-// with another tenant's value. The second call must be refused or answer
-// exactly what the first did.
+// argument is called with the first token twice without the argument (the
+// answers must agree, else there is nothing to compare) and once with
+// another tenant's value, which must be refused or answer exactly the
+// same.
 func (a *Auditor) checkTenant(ctx context.Context, conn *mcpConn, tools []tool) {
 	other := a.otherTenant()
 	a.secret(other, "tenant2")
@@ -164,6 +165,12 @@ func (a *Auditor) checkTenant(ctx context.Context, conn *mcpConn, tools []tool) 
 		x0, r0 := a.send(ctx, conn.call("tools/call", map[string]any{"name": t.Name, "arguments": own}))
 		if !x0.is2xx() || r0 == nil || isToolError(r0) {
 			a.skip(TenantFromToken, t.Name+": the call without a tenant argument did not succeed", a.evidence(x0))
+			continue
+		}
+		// A tool whose answer changes between identical calls (times,
+		// request IDs) cannot be compared.
+		if xr, rr := a.send(ctx, conn.call("tools/call", map[string]any{"name": t.Name, "arguments": own})); !xr.is2xx() || rr == nil || !sameJSON(r0.Result, rr.Result) {
+			a.skip(TenantFromToken, t.Name+": two identical calls answered differently: nothing to compare with", a.evidence(xr))
 			continue
 		}
 		foreign := map[string]any{}
