@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 )
@@ -53,6 +54,6 @@ func (a *Auditor) checkLeaks() {
 		}
 	}
 	if !bad {
-		a.pass(LeakErrorBody, "")
+		a.pass(LeakErrorBody, fmt.Sprintf("%d error answers scanned", len(a.refusals)))
 	}
 }
