@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"time"
 
 	"github.com/go-jose/go-jose/v4"
 
@@ -89,8 +90,10 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) buildRegistry() error {
 	cfg := s.cfg
 	store := cfg.DCRStore
+	var secretLifetime time.Duration
 	if store == nil && cfg.EnableDCR {
-		store = cimd.NewMemoryStore()
+		store = newRegStore(cfg.MaxRegistrations, cfg.RegistrationTTL, cfg.Now)
+		secretLifetime = cfg.RegistrationTTL
 	}
 	s.registry = cfg.Registry
 	if s.registry == nil {
@@ -118,8 +121,10 @@ func (s *Server) buildRegistry() error {
 			// Generous limits: tests register many clients from loopback.
 			IPRate:  100,
 			IPBurst: 1000,
-			Now:     cfg.Now,
-			Logger:  cfg.Logger,
+			// A secret lives as long as its registration.
+			SecretLifetime: secretLifetime,
+			Now:            cfg.Now,
+			Logger:         cfg.Logger,
 		})
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)

@@ -193,7 +193,7 @@ func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error, p
 	case kindInvalidParams:
 		body = bodyMismatchHead + echoID(id) + bodyInvalidParamsTail
 	}
-	m.logRefusal(r, a.status, a.level, err)
+	m.logRefusal(r, a.status, a.level, reason, err, p, g)
 	if m.onDecision != nil {
 		required, missing := scopesOf(err)
 		m.report(r.Context(), r.Header, a.status, reason, p, g, required, missing, err)
@@ -222,16 +222,9 @@ func echoID(id []byte) string {
 	return "null"
 }
 
-func (m *Middleware) logRefusal(r *http.Request, status int, level slog.Level, err error) {
-	ctx := r.Context()
-	if !m.log.Enabled(ctx, level) {
-		return
-	}
-	m.log.LogAttrs(ctx, level, "middleware: request refused",
-		slog.Int("status", status),
-		slog.String("reason", err.Error()),
-		slog.String("method", r.Method),
-		slog.String("path", r.URL.Path))
+// logRefusal logs a refusal, sampled (logging.go).
+func (m *Middleware) logRefusal(r *http.Request, status int, level slog.Level, reason Reason, err error, p *Principal, g *grant) {
+	m.logRefusalRecord(r, status, level, reason, err, p, g)
 }
 
 // writeAnswer writes a refusal the way challenge.Write does: at most one

@@ -27,8 +27,9 @@ type Middleware struct {
 	answers      [numKinds]answer
 	log          *slog.Logger
 	onDecision   func(context.Context, Decision)
-	pending      *pendingSet // nil when the step-up bound is disabled
-	public       *publicSet  // nil: no public operation
+	refusals     refusalSampler // logging.go
+	pending      *pendingSet    // nil when the step-up bound is disabled
+	public       *publicSet     // nil: no public operation
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -279,7 +280,7 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Pri
 		hdr = m.stepUpHeader(required)
 	}
 	a := &m.answers[kindInsufficientScope]
-	m.logRefusal(r, a.status, a.level, serr)
+	m.logRefusal(r, a.status, a.level, ReasonInsufficientScope, serr, p, g)
 	m.report(r.Context(), r.Header, a.status, ReasonInsufficientScope, p, g, required, missing, serr)
 	writeAnswer(w, a.status, hdr, "", a.body)
 }

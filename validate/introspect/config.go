@@ -145,6 +145,11 @@ type Config struct {
 	// MaxBytes caps the response body after decompression. Zero means
 	// [DefaultMaxBytes] (64 KiB). Negative is a configuration error.
 	MaxBytes int64
+	// Observer, if set, is told when each call to the introspection
+	// endpoint starts and ends (cache hits make no call), for metrics and
+	// traces (package otelguard adapts it to OpenTelemetry). Nil costs
+	// nothing. See [CallObserver].
+	Observer CallObserver
 	// MaxTokenBytes bounds the raw token; a longer one is refused with
 	// [validate.ErrTooLarge] and never sent. Zero means
 	// [validate.DefaultMaxTokenBytes] (8192). Negative is a configuration

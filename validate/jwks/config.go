@@ -72,6 +72,11 @@ type Config struct {
 	// Now is the clock for rate limiting and [Stats.LastSuccess]. If nil,
 	// time.Now. Timers (refresh period, backoff, waits) use real time.
 	Now func() time.Time
+
+	// Observer, if set, is told when each refresh starts and ends, for
+	// metrics and traces (package otelguard adapts it to OpenTelemetry).
+	// Nil costs nothing. See [RefreshObserver].
+	Observer RefreshObserver
 }
 
 // withDefaults returns c with zero values replaced by defaults. It reports

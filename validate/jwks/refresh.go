@@ -23,7 +23,7 @@ func (s *Source) loop(first *flight) {
 	f, owned := first, true
 	for {
 		if owned {
-			s.run(f)
+			s.run(context.Background(), f, false)
 		} else {
 			select {
 			case <-f.done:
@@ -33,6 +33,7 @@ func (s *Source) loop(first *flight) {
 		}
 		var delay time.Duration
 		delay, backoff = nextDelay(f.err, backoff, minBackoff, s.cfg.RefreshRateLimit, s.cfg.RefreshInterval)
+		s.scheduled(delay) // health.go
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
@@ -41,7 +42,7 @@ func (s *Source) loop(first *flight) {
 			return
 		}
 		var err error
-		if f, owned, err = s.begin(false, nil); err != nil {
+		if f, owned, err = s.begin(context.Background(), false, nil); err != nil {
 			return // closed
 		}
 	}
@@ -65,12 +66,15 @@ func nextDelay(err error, backoff, minBackoff, limit, interval time.Duration) (d
 	return delay, next
 }
 
-// run performs flight f with its own deadline (never a caller's context),
-// records the outcome and releases the waiters. Close aborts it.
-func (s *Source) run(f *flight) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.FetchTimeout)
+// run performs flight f with its own deadline (parent carries values, such
+// as a trace, never a caller's cancellation), records the outcome and
+// releases the waiters. Close aborts it. onDemand labels it for
+// Config.Observer.
+func (s *Source) run(parent context.Context, f *flight, onDemand bool) {
+	ctx, cancel := context.WithTimeout(parent, s.cfg.FetchTimeout)
 	defer cancel()
-	s.wg.Add(1) // the caller holds a count, so this cannot race with Wait
+	ctx, end := s.observeStart(ctx, onDemand) // health.go
+	s.wg.Add(1)                               // the caller holds a count, so this cannot race with Wait
 	go func() {
 		defer s.wg.Done()
 		select {
@@ -93,9 +97,11 @@ func (s *Source) run(f *flight) {
 		s.lastSuccess = s.cfg.Now()
 		s.set.Store(set) // under mu so that Stats is consistent
 	}
+	s.health.record(s.cfg.Now(), err) // health.go
 	s.running = nil
 	s.mu.Unlock()
 	close(f.done)
+	end(set, err)
 }
 
 // refresh discovers the jwks_uri if needed, fetches and filters the set,

@@ -40,6 +40,7 @@ type Source struct {
 	closed      bool
 	lastErr     error
 	lastSuccess time.Time
+	health      healthState // health.go; under mu
 }
 
 // flight is one refresh. err is written before done is closed.
@@ -80,6 +81,7 @@ func New(cfg Config) (*Source, error) {
 		ownClient: owned,
 		log:       cfg.Logger.With("issuer", cfg.Issuer),
 		stop:      make(chan struct{}),
+		health:    newHealthState(),
 	}
 	first := &flight{done: make(chan struct{})}
 	s.running = first
@@ -128,7 +130,7 @@ func (s *Source) keysSlow(ctx context.Context, kid string, seen *keySet) ([]jose
 	deadline := time.NewTimer(s.cfg.WaitTimeout)
 	defer deadline.Stop()
 	for range 3 {
-		f, owned, err := s.begin(true, seen)
+		f, owned, err := s.begin(ctx, true, seen)
 		if err == errSetChanged {
 			seen = s.set.Load()
 			if ks, ok := seen.lookup(kid); ok {
@@ -173,7 +175,7 @@ func (set *keySet) lookup(kid string) ([]jose.JSONWebKey, bool) {
 // WaitTimeout ([ErrWaitTimeout]; the refresh goes on) or until ctx is done.
 // It returns the refresh's error: a failed refresh keeps the previous set.
 func (s *Source) Refresh(ctx context.Context) error {
-	f, _, err := s.begin(true, s.set.Load())
+	f, _, err := s.begin(ctx, true, s.set.Load())
 	if err == errSetChanged {
 		return nil // a refresh completed this very moment
 	}
@@ -237,8 +239,10 @@ var errSetChanged = errors.New("jwks: key set changed")
 // [ErrRateLimited] within RefreshRateLimit of the previous one, with
 // errSetChanged if the snapshot is no longer seen (the one the caller
 // missed on), and any start with [ErrClosed] after Close. An on-demand
-// flight gets its own goroutine; the loop runs its own flights inline.
-func (s *Source) begin(onDemand bool, seen *keySet) (f *flight, owned bool, err error) {
+// flight gets its own goroutine, running under ctx's values (not its
+// cancellation, so that one impatient caller cannot fail the others); the
+// loop runs its own flights inline.
+func (s *Source) begin(ctx context.Context, onDemand bool, seen *keySet) (f *flight, owned bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.running != nil {
@@ -260,10 +264,11 @@ func (s *Source) begin(onDemand bool, seen *keySet) (f *flight, owned bool, err 
 	f = &flight{done: make(chan struct{})}
 	s.running = f
 	if onDemand {
+		parent := context.WithoutCancel(ctx)
 		s.wg.Add(1) // under mu and before closed: ordered before Close's Wait
 		go func() {
 			defer s.wg.Done()
-			s.run(f)
+			s.run(parent, f, true)
 		}()
 	}
 	return f, true, nil

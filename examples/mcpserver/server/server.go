@@ -38,9 +38,10 @@ type Config struct {
 	// Validator validates access tokens. Required. It must accept Resource
 	// as an audience.
 	Validator middleware.TokenValidator
-	// Scopes are the base scopes every request needs, published as
-	// scopes_supported and sent in the 401 challenge. Nil means none: any
-	// valid token for the audience may list tools and call whoami.
+	// Scopes are the base scopes every request needs, sent in the 401
+	// challenge and published in scopes_supported with the tools' scopes.
+	// Nil means none: any valid token for the audience may list tools and
+	// call whoami.
 	Scopes []string
 	// ResourceName is the RFC 9728 resource_name. Empty means
 	// "mcpguard example notes server".
@@ -122,7 +123,6 @@ func New(cfg Config) (*Server, error) {
 		Metadata: prm.Metadata{
 			Resource:               cfg.Resource,
 			AuthorizationServers:   cfg.AuthorizationServers,
-			ScopesSupported:        cfg.Scopes,
 			BearerMethodsSupported: []string{"header"},
 			ResourceName:           cfg.ResourceName,
 		},
