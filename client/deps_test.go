@@ -9,13 +9,17 @@ import (
 const self = deptest.Module + "/client"
 
 // TestDeps fails if client imports anything beyond the standard library,
-// challenge, prm and golang.org/x/oauth2 (DESIGN.md layering: client is an
-// edge and must not grow the server packages' imports).
+// challenge, prm, asmeta, internal/fetch (with its SSRF guard) and
+// golang.org/x/oauth2 (DESIGN.md layering: client is an edge and must not
+// grow the server packages' imports).
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Allowed: []string{
 			deptest.Module + "/challenge",
 			deptest.Module + "/prm",
+			deptest.Module + "/asmeta",
+			deptest.Module + "/internal/fetch",
+			"code.dny.dev/ssrf",
 			"golang.org/x/oauth2",
 			"golang.org/x/oauth2/internal",
 			"golang.org/x/oauth2/clientcredentials",

@@ -1,7 +1,8 @@
-package prm
+package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/mcpguard/mcpguard/prm"
 )
 
 // fixtureServer serves testdata JSON with its "resource" rewritten to the
@@ -25,7 +28,7 @@ func fixtureServer(t *testing.T) (srv *httptest.Server, other *httptest.Server) 
 	var self string
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		doc := func(name string) string {
-			b, err := os.ReadFile(filepath.Join("testdata", name))
+			b, err := os.ReadFile(filepath.Join("..", "prm", "testdata", name))
 			if err != nil {
 				t.Error(err)
 			}
@@ -46,12 +49,12 @@ func fixtureServer(t *testing.T) (srv *httptest.Server, other *httptest.Server) 
 			_, _ = w.Write([]byte(doc("full.json")))
 		case "/big":
 			w.Header().Set("Content-Type", "application/json")
-			pad := strings.Repeat(" ", MaxMetadataBytes)
+			pad := strings.Repeat(" ", prm.MaxMetadataBytes)
 			_, _ = w.Write([]byte(pad + doc("full.json")))
 		case "/exactly-max":
 			w.Header().Set("Content-Type", "application/json")
 			d := doc("full.json")
-			_, _ = w.Write([]byte(d + strings.Repeat(" ", MaxMetadataBytes-len(d))))
+			_, _ = w.Write([]byte(d + strings.Repeat(" ", prm.MaxMetadataBytes-len(d))))
 		case "/redirect-same":
 			http.Redirect(w, r, "/.well-known/oauth-protected-resource/mcp", http.StatusFound)
 		case "/redirect-other":
@@ -79,12 +82,12 @@ func fixtureServer(t *testing.T) (srv *httptest.Server, other *httptest.Server) 
 	return srv, other
 }
 
-func TestFetch(t *testing.T) {
+func TestFetchMetadata(t *testing.T) {
 	srv, _ := fixtureServer(t)
 	want := loadJSON(t, "full.json")
 	want.Resource = srv.URL + "/mcp"
 	res := srv.URL + "/mcp"
-	mdURL, err := MetadataURL(res)
+	mdURL, err := prm.MetadataURL(res)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,46 +96,46 @@ func TestFetch(t *testing.T) {
 		wantErr         error
 	}{
 		{"ok", mdURL, res, nil},
-		{"resource mismatch", mdURL, srv.URL, ErrResourceMismatch},
-		{"resource trailing slash is a mismatch", mdURL, res + "/", ErrResourceMismatch},
-		{"resource case is a mismatch", mdURL, strings.ToUpper(res[:4]) + res[4:], ErrResourceMismatch},
-		{"empty want", mdURL, "", ErrInvalidResource},
-		{"wrong content type", srv.URL + "/text", res, ErrFetch},
-		{"no content type", srv.URL + "/no-type", res, ErrFetch},
-		{"404", srv.URL + "/missing", res, ErrFetch},
-		{"500", srv.URL + "/error", res, ErrFetch},
-		{"oversized body", srv.URL + "/big", res, ErrFetch},
+		{"resource mismatch", mdURL, srv.URL, prm.ErrResourceMismatch},
+		{"resource trailing slash is a mismatch", mdURL, res + "/", prm.ErrResourceMismatch},
+		{"resource case is a mismatch", mdURL, strings.ToUpper(res[:4]) + res[4:], prm.ErrResourceMismatch},
+		{"empty want", mdURL, "", prm.ErrInvalidResource},
+		{"wrong content type", srv.URL + "/text", res, ErrMetadataFetch},
+		{"no content type", srv.URL + "/no-type", res, ErrMetadataFetch},
+		{"404", srv.URL + "/missing", res, ErrMetadataFetch},
+		{"500", srv.URL + "/error", res, ErrMetadataFetch},
+		{"oversized body", srv.URL + "/big", res, ErrMetadataFetch},
 		{"body exactly at cap", srv.URL + "/exactly-max", res, nil},
-		{"redirect same origin refused", srv.URL + "/redirect-same", res, ErrFetch},
-		{"redirect other origin refused", srv.URL + "/redirect-other", res, ErrFetch},
-		{"invalid metadata", srv.URL + "/offline", res, ErrInvalidMetadata},
-		{"malformed JSON", srv.URL + "/malformed", res, ErrInvalidMetadata},
-		{"JSON array", srv.URL + "/array", res, ErrInvalidMetadata},
-		{"trailing data", srv.URL + "/trailing", res, ErrInvalidMetadata},
-		{"http non-loopback refused", "http://example.com/.well-known/oauth-protected-resource", "http://example.com", ErrFetch},
-		{"metadata URL with fragment", mdURL + "#x", res, ErrFetch},
-		{"relative metadata URL", "/.well-known/oauth-protected-resource", res, ErrFetch},
+		{"redirect same origin refused", srv.URL + "/redirect-same", res, ErrMetadataFetch},
+		{"redirect other origin refused", srv.URL + "/redirect-other", res, ErrMetadataFetch},
+		{"offline_access in scopes_supported accepted", srv.URL + "/offline", res, nil},
+		{"malformed JSON", srv.URL + "/malformed", res, prm.ErrInvalidMetadata},
+		{"JSON array", srv.URL + "/array", res, prm.ErrInvalidMetadata},
+		{"trailing data", srv.URL + "/trailing", res, prm.ErrInvalidMetadata},
+		{"http non-loopback refused", "http://example.com/.well-known/oauth-protected-resource", "http://example.com", ErrMetadataFetch},
+		{"metadata URL with fragment", mdURL + "#x", res, ErrMetadataFetch},
+		{"relative metadata URL", "/.well-known/oauth-protected-resource", res, ErrMetadataFetch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Fetch(context.Background(), srv.Client(), tt.url, tt.want)
+			got, err := FetchMetadata(context.Background(), srv.Client(), tt.url, tt.want)
 			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("Fetch() error = %v, want %v", err, tt.wantErr)
+				t.Fatalf("FetchMetadata() error = %v, want %v", err, tt.wantErr)
 			}
 			if err != nil {
 				if got != nil {
-					t.Errorf("Fetch() = %v with error", got)
+					t.Errorf("FetchMetadata() = %v with error", got)
 				}
 				return
 			}
-			if !reflect.DeepEqual(*got, want) {
-				t.Errorf("Fetch()\n got %#v\nwant %#v", *got, want)
+			if tt.url == mdURL && !reflect.DeepEqual(*got, want) {
+				t.Errorf("FetchMetadata()\n got %#v\nwant %#v", *got, want)
 			}
 		})
 	}
 }
 
-func TestFetchNilClientAndHandlerTogether(t *testing.T) {
+func TestFetchMetadataNilClientAndHandlerTogether(t *testing.T) {
 	// Serve this package's Handler on a loopback server, then fetch both
 	// documents the way an MCP client probes them (RFC 9728 §3.3 pairs).
 	var h http.Handler
@@ -140,29 +143,29 @@ func TestFetchNilClientAndHandlerTogether(t *testing.T) {
 	defer srv.Close()
 	res := srv.URL + "/mcp"
 	var err error
-	if h, err = Handler(Metadata{Resource: res, AuthorizationServers: []string{issuer}}); err != nil {
+	if h, err = prm.Handler(prm.Metadata{Resource: res, AuthorizationServers: []string{"https://auth.example.com"}}); err != nil {
 		t.Fatal(err)
 	}
-	ins, _ := MetadataURL(res)
-	root, _ := RootMetadataURL(res)
-	if _, err := Fetch(context.Background(), nil, ins, res); err != nil {
+	ins, _ := prm.MetadataURL(res)
+	root, _ := prm.RootMetadataURL(res)
+	if _, err := FetchMetadata(context.Background(), nil, ins, res); err != nil {
 		t.Errorf("path-inserted: %v", err)
 	}
-	if _, err := Fetch(context.Background(), nil, root, srv.URL); err != nil {
+	if _, err := FetchMetadata(context.Background(), nil, root, srv.URL); err != nil {
 		t.Errorf("root with origin: %v", err)
 	}
-	if _, err := Fetch(context.Background(), nil, root, res); !errors.Is(err, ErrResourceMismatch) {
-		t.Errorf("root with full resource: %v, want %v", err, ErrResourceMismatch)
+	if _, err := FetchMetadata(context.Background(), nil, root, res); !errors.Is(err, prm.ErrResourceMismatch) {
+		t.Errorf("root with full resource: %v, want %v", err, prm.ErrResourceMismatch)
 	}
 }
 
-func TestFetchDoesNotModifyClient(t *testing.T) {
+func TestFetchMetadataDoesNotModifyClient(t *testing.T) {
 	srv, _ := fixtureServer(t)
 	var called atomic.Bool
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { called.Store(true); return nil }}
-	_, err := Fetch(context.Background(), c, srv.URL+"/redirect-same", srv.URL+"/mcp")
-	if !errors.Is(err, ErrFetch) {
-		t.Errorf("Fetch() error = %v, want %v", err, ErrFetch)
+	_, err := FetchMetadata(context.Background(), c, srv.URL+"/redirect-same", srv.URL+"/mcp")
+	if !errors.Is(err, ErrMetadataFetch) {
+		t.Errorf("FetchMetadata() error = %v, want %v", err, ErrMetadataFetch)
 	}
 	if called.Load() {
 		t.Error("caller's CheckRedirect was used; redirects must be refused")
@@ -172,12 +175,26 @@ func TestFetchDoesNotModifyClient(t *testing.T) {
 	}
 }
 
-func TestFetchContextCanceled(t *testing.T) {
+func TestFetchMetadataContextCanceled(t *testing.T) {
 	srv, _ := fixtureServer(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := Fetch(ctx, srv.Client(), srv.URL+"/.well-known/oauth-protected-resource/mcp", srv.URL+"/mcp")
-	if !errors.Is(err, ErrFetch) || !errors.Is(err, context.Canceled) {
-		t.Errorf("Fetch() error = %v, want %v and %v", err, ErrFetch, context.Canceled)
+	_, err := FetchMetadata(ctx, srv.Client(), srv.URL+"/.well-known/oauth-protected-resource/mcp", srv.URL+"/mcp")
+	if !errors.Is(err, ErrMetadataFetch) || !errors.Is(err, context.Canceled) {
+		t.Errorf("FetchMetadata() error = %v, want %v and %v", err, ErrMetadataFetch, context.Canceled)
 	}
+}
+
+// loadJSON reads a prm testdata document.
+func loadJSON(t *testing.T, name string) prm.Metadata {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "prm", "testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m prm.Metadata
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
