@@ -115,6 +115,8 @@ func newValidator(o options, issuer string, keys validate.KeySource, audiences [
 		Leeway:       o.leeway,
 		TenantClaim:  o.tenantClaim,
 		Logger:       logger.With("component", "introspect"),
+
+		AllowMissingAudience: o.introspectionAllowMissingAudience,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("introspection: %w", err)
