@@ -60,3 +60,26 @@ func ExampleDiscover_mixUp() {
 	fmt.Println(errors.Is(err, asmeta.ErrIssuerMismatch))
 	// Output: true
 }
+
+func ExampleNewGuardedClient() {
+	var issuer string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"issuer":%q,"response_types_supported":["code"]}`, issuer)
+	}))
+	defer srv.Close()
+	issuer = srv.URL
+
+	// Without a client, Discover refuses non-public addresses: an issuer
+	// named by a server cannot make the client probe its own host.
+	_, err := asmeta.Discover(context.Background(), nil, issuer)
+	fmt.Println(errors.Is(err, asmeta.ErrNotFound))
+
+	// Tests allow loopback explicitly.
+	hc := asmeta.NewGuardedClient(asmeta.GuardConfig{InsecureAllowLoopback: true})
+	md, err := asmeta.Discover(context.Background(), hc, issuer)
+	fmt.Println(md.Issuer == issuer, err)
+	// Output:
+	// true
+	// true <nil>
+}
