@@ -162,22 +162,13 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*Claims, error) {
 var errKeySource = fmt.Errorf("%w: key source error", ErrKeysUnavailable)
 
 // verify checks tok's signature with is's usable keys under tok's kid and
-// returns the key that verified it. If a signature fails under a known kid,
-// or no key under it fits the algorithm, and the key source implements
-// Refresher, it refreshes once and retries.
+// returns the key that verified it. If a signature fails under a known kid
+// and the key source implements Refresher, it refreshes once and retries.
 func (v *Validator) verify(ctx context.Context, is *issuerState, tok *token, start time.Time) (crypto.PublicKey, error) {
 	pub, err := tryKeys(ctx, is, tok)
-	// A kid whose keys all fail (ErrSignature) or none fits the algorithm
-	// (errNoFit: re-keyed under the same kid with another key type) may
-	// have new material. A signature whose length no key of the algorithm
-	// could produce can never verify, so it must not cost the authorization
-	// server a fetch.
-	if err == errNoFit {
-		err = ErrKeyNotFound
-	} else if !errors.Is(err, ErrSignature) {
-		return pub, err
-	}
-	if is.refresher == nil || !tok.hasKID || !plausibleSignature(tok.alg, tok.sig) {
+	// A signature whose length no key of the algorithm could produce can
+	// never verify, so it must not cost the authorization server a fetch.
+	if !errors.Is(err, ErrSignature) || is.refresher == nil || !tok.hasKID || !plausibleSignature(tok.alg, tok.sig) {
 		return pub, err
 	}
 	// One Validate call waits on its key source for at most MaxKeyWait in
@@ -191,16 +182,8 @@ func (v *Validator) verify(ctx context.Context, is *issuerState, tok *token, sta
 	if is.refresher.Refresh(rctx) != nil {
 		return nil, err
 	}
-	pub, err = tryKeys(rctx, is, tok)
-	if err == errNoFit {
-		err = ErrKeyNotFound
-	}
-	return pub, err
+	return tryKeys(rctx, is, tok)
 }
-
-// errNoFit: the key source has keys under the token's kid, but none fits
-// the token's algorithm. verify reports it as ErrKeyNotFound.
-var errNoFit = fmt.Errorf("%w: no key under kid fits the algorithm", ErrKeyNotFound)
 
 // keySourceErr maps a KeySource error: ErrKeyNotFound loses the source's
 // text (which may quote the unverified kid), ErrKeysUnavailable passes, and
@@ -235,7 +218,7 @@ func tryKeys(ctx context.Context, is *issuerState, tok *token) (crypto.PublicKey
 		}
 	}
 	if tried == 0 {
-		return nil, errNoFit
+		return nil, ErrKeyNotFound
 	}
 	return nil, ErrSignature
 }
