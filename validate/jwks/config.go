@@ -55,9 +55,7 @@ type Config struct {
 	// authorization server has just published is served at most
 	// RefreshRateLimit (plus one fetch) after a token first needed it, while
 	// a flood of unknown kids still costs at most one fetch per
-	// RefreshRateLimit. After a failed refresh whose answer carried
-	// Retry-After, on-demand refreshes also wait that long (at most 30 s).
-	// Zero means 4 s. See docs/keys.md.
+	// RefreshRateLimit. Zero means 4 s. See docs/keys.md.
 	RefreshRateLimit time.Duration
 	// WaitTimeout is the longest a [Source.Keys] or [Source.Refresh] call
 	// waits for a refresh that is running; the refresh itself continues in

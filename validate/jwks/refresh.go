@@ -101,7 +101,6 @@ func (s *Source) run(f *flight) {
 	s.mu.Lock()
 	f.err = err
 	s.lastErr = err
-	s.noteRetryAfterLocked(err)
 	if err == nil {
 		s.lastSuccess = s.cfg.Now()
 		s.set.Store(set) // under mu so that Stats is consistent

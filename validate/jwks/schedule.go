@@ -1,11 +1,6 @@
 package jwks
 
-import (
-	"errors"
-	"time"
-
-	"github.com/mcpguard/mcpguard/internal/fetch"
-)
+import "time"
 
 // maxRetryBackoff caps the background retry delay after failed refreshes
 // when RefreshRateLimit is shorter: a short rate limit makes key rotation
@@ -24,10 +19,6 @@ type sched struct {
 	// in the meantime satisfies it and cancels it.
 	deferred *time.Timer
 	gen      uint64 // identifies the armed timer to its callback
-	// notBefore is when the server's Retry-After (of the last failed
-	// refresh, capped at maxRetryBackoff) lets on-demand refreshes start
-	// again; zero when none applies. Guarded by Source.mu.
-	notBefore time.Time
 	// kick wakes the loop after an on-demand refresh succeeded, so that it
 	// leaves its failure backoff for the normal RefreshInterval. Buffered 1.
 	kick chan struct{}
@@ -68,7 +59,7 @@ func (s *Source) fireDeferred(gen uint64) {
 		return
 	}
 	now := s.cfg.Now()
-	if now.Sub(s.lastDemand) < s.cfg.RefreshRateLimit || now.Before(s.sched.notBefore) {
+	if now.Sub(s.lastDemand) < s.cfg.RefreshRateLimit {
 		return
 	}
 	s.lastDemand = now
@@ -89,16 +80,4 @@ func (s *Source) lastOK() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.lastErr == nil && !s.lastSuccess.IsZero()
-}
-
-// noteRetryAfterLocked records the Retry-After of a refresh that ended
-// with err, for on-demand refreshes; s.mu is held. A success or a failure
-// without Retry-After clears it.
-func (s *Source) noteRetryAfterLocked(err error) {
-	var se *fetch.StatusError
-	if err == nil || !errors.As(err, &se) || se.RetryAfter <= 0 {
-		s.sched.notBefore = time.Time{}
-		return
-	}
-	s.sched.notBefore = s.cfg.Now().Add(min(se.RetryAfter, maxRetryBackoff))
 }

@@ -192,29 +192,3 @@ func TestRefreshAfterStalePeriodicRefresh(t *testing.T) {
 		t.Errorf("Refresh returned with the stale key still served (fetches %d)", f.hits.Load())
 	}
 }
-
-// TestRetryAfterHoldsOnDemandRefreshes: a 429 with Retry-After keeps
-// on-demand refreshes off the server for that long (pinned clock), then
-// they resume.
-func TestRetryAfterHoldsOnDemandRefreshes(t *testing.T) {
-	clk := newClock()
-	f := newFake(t, ecJWK(t, "k1"))
-	s := newSource(t, testConfig(t, f, clk)) // limit 100ms
-	waitFirst(t, s)
-	f.setStatus(429, "10")
-	if _, err := s.Keys(t.Context(), "a"); !errors.Is(err, validate.ErrKeyNotFound) {
-		t.Fatalf("Keys(a) = %v", err)
-	}
-	clk.Advance(time.Second) // past the rate limit, inside Retry-After
-	if _, err := s.Keys(t.Context(), "b"); !errors.Is(err, ErrRateLimited) {
-		t.Fatalf("Keys(b) inside Retry-After = %v, want %v", err, ErrRateLimited)
-	}
-	if got := f.hits.Load(); got != 2 {
-		t.Errorf("fetches inside Retry-After = %d, want 2", got)
-	}
-	clk.Advance(10 * time.Second)
-	f.setKeys(t, ecJWK(t, "k1"), ecJWK(t, "c"))
-	if _, err := s.Keys(t.Context(), "c"); err != nil {
-		t.Errorf("Keys(c) after Retry-After = %v", err)
-	}
-}

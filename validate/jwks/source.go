@@ -276,10 +276,6 @@ func (s *Source) begin(onDemand bool, seen *keySet) (f *flight, owned bool, err 
 			s.deferLocked(s.cfg.RefreshRateLimit - since)
 			return nil, false, ErrRateLimited
 		}
-		if wait := s.sched.notBefore.Sub(now); wait > 0 { // the server's Retry-After
-			s.deferLocked(wait)
-			return nil, false, ErrRateLimited
-		}
 		s.lastDemand = now
 	}
 	return s.startLocked(onDemand), true, nil
