@@ -11,7 +11,19 @@
 //	})
 //	if err != nil { … }
 //	defer g.Close()
-//	g.Mount(mux, mcpHandler) // e.g. mcp.NewStreamableHTTPHandler(…) of the MCP go-sdk
+//	g.Mount(mux, mcpHandler)
+//
+// With the MCP go-sdk, mcpHandler goes through the gosdk adapter, which
+// binds each stateful session to the principal that created it and gives
+// every handler the principal of its own request (docs/sdks.md):
+//
+//	a, err := gosdk.New(gosdk.Config{Middleware: g.Middleware()})
+//	if err != nil { … }
+//	a.Install(server) // the *mcp.Server
+//	g.Mount(mux, a.TokenInfo(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)))
+//
+// For mark3labs/mcp-go use the mcpgo adapter; for plain HTTP routes beside
+// MCP, middleware.Middleware.Protect.
 //
 // [Guard.Mount] serves the RFC 9728 protected-resource metadata without a
 // token and puts the MCP handler, at the path of Resource, behind the

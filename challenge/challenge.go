@@ -3,6 +3,8 @@ package challenge
 import (
 	"net/http"
 	"slices"
+
+	"github.com/mcpguard/mcpguard/internal/scopetoken"
 )
 
 // ErrorCode is an RFC 6750 §3.1 error code, the value of the "error"
@@ -27,8 +29,10 @@ const (
 const offlineAccess = "offline_access"
 
 // Challenge is one RFC 9110 §11.6.1 challenge with the RFC 6750 §3 and
-// RFC 9728 §5.1 parameters broken out. The zero value renders as "Bearer",
-// the RFC 6750 §3.1 answer to a request without credentials.
+// RFC 9728 §5.1 parameters broken out. The zero value has no parameters
+// and renders as "" ([Challenge.Err]): a challenge needs at least one
+// auth-param, for a request without credentials typically
+// resource_metadata (RFC 9728 §5.1) and scope.
 type Challenge struct {
 	// Scheme is the auth-scheme. "" renders as "Bearer". Parse reports
 	// "Bearer" for any spelling of that scheme (schemes are
@@ -104,7 +108,7 @@ func cleanScopes(in []string) []string {
 		seen = make(map[string]struct{}, len(in))
 	}
 	for _, s := range in {
-		if s == offlineAccess || !isScopeToken(s) {
+		if s == offlineAccess || !scopetoken.Valid(s) {
 			continue
 		}
 		if seen != nil {

@@ -43,9 +43,9 @@ func TestString(t *testing.T) {
 		c    Challenge
 		want string
 	}{
-		{"zero", Challenge{}, `Bearer`},
-		{"lower-case scheme", Challenge{Scheme: "bearer"}, `Bearer`},
-		{"invalid scheme", Challenge{Scheme: "Bear er"}, `Bearer`},
+		{"zero", Challenge{}, ``},
+		{"lower-case scheme", Challenge{Scheme: "bearer"}, ``},
+		{"invalid scheme", Challenge{Scheme: "Bear er"}, ``},
 		{"other scheme", Challenge{Scheme: "DPoP", Params: map[string]string{"algs": "ES256 RS256"}}, `DPoP algs="ES256 RS256"`},
 		{
 			"fixed order",
@@ -56,22 +56,22 @@ func TestString(t *testing.T) {
 			`Bearer realm="r", error="invalid_token", scope="s1 s2", resource_metadata="` + rm + `", error_description="d", a="1", error_uri="https://e/x"`,
 		},
 		{"quoted-string escaping", Challenge{Realm: `a "q" \b`}, `Bearer realm="a \"q\" \\b"`},
-		{"description dropped without error", Challenge{ErrorDescription: "x"}, `Bearer`},
+		{"description dropped without error", Challenge{ErrorDescription: "x"}, ``},
 		{"description fallback quote", Challenge{Error: InvalidToken, ErrorDescription: `bad "x"`}, `Bearer error="invalid_token", error_description="The access token is invalid"`},
 		{"description fallback non-ASCII", Challenge{Error: InsufficientScope, ErrorDescription: "naïve"}, `Bearer error="insufficient_scope", error_description="The request requires higher privileges than provided by the access token"`},
 		{"description fallback CRLF", Challenge{Error: InvalidRequest, ErrorDescription: "a\r\nSet-Cookie: x=y"}, `Bearer error="invalid_request", error_description="The request is malformed"`},
 		{"description unknown code dropped", Challenge{Error: "custom", ErrorDescription: "a\nb"}, `Bearer error="custom"`},
 		{"invalid error code", Challenge{Error: "a\"b"}, `Bearer error="invalid_token"`},
 		{"offline_access dropped", Challenge{Scope: []string{"offline_access", "files:read"}}, `Bearer scope="files:read"`},
-		{"only offline_access", Challenge{Scope: []string{"offline_access"}}, `Bearer`},
+		{"only offline_access", Challenge{Scope: []string{"offline_access"}}, ``},
 		{"scope duplicates and invalid", Challenge{Scope: []string{"a", "", "a", "b c", `q"`, "é", "b"}}, `Bearer scope="a b"`},
 		{"realm with CR dropped", Challenge{Realm: "a\rb", Error: InvalidToken}, `Bearer error="invalid_token"`},
-		{"resource_metadata with LF dropped", Challenge{ResourceMetadata: rm + "\n"}, `Bearer`},
+		{"resource_metadata with LF dropped", Challenge{ResourceMetadata: rm + "\n"}, ``},
 		{"extension name case and clash", Challenge{Params: map[string]string{"Foo": "1", "foo": "2", "REALM": "x", "bad name": "y", "ok": "\x00"}}, `Bearer foo="1"`},
 		{"extension empty value", Challenge{Params: map[string]string{"e": ""}}, `Bearer e=""`},
 		{"token68", Challenge{Scheme: "Negotiate", Token68: "abc=="}, `Negotiate abc==`},
 		{"token68 ignored with params", Challenge{Scheme: "Negotiate", Token68: "abc", Realm: "r"}, `Negotiate realm="r"`},
-		{"invalid token68 dropped", Challenge{Scheme: "Negotiate", Token68: "a b"}, `Negotiate`},
+		{"invalid token68 dropped", Challenge{Scheme: "Negotiate", Token68: "a b"}, ``},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -278,7 +278,6 @@ func TestParseAll(t *testing.T) {
 // roundTripCases are valid, already-normalized challenges; each must come
 // back unchanged from Parse(c.String()).
 var roundTripCases = []Challenge{
-	{Scheme: "Bearer"},
 	{Scheme: "Bearer", ResourceMetadata: rm, Scope: []string{"files:read"}},
 	{Scheme: "Bearer", Error: InvalidToken, ErrorDescription: "The token expired", Realm: "mcp", ResourceMetadata: rm},
 	StepUp(rm, "files:read", "files:write", "user:profile"),
@@ -363,5 +362,41 @@ func TestStepUpLinear(t *testing.T) {
 	}
 	if n := strings.Count(got, " ") + 1; n < 20000 {
 		t.Errorf("rendered %d scope separators, want about 20 000", n)
+	}
+}
+
+// TestNoBareScheme: a challenge without parameters is never rendered (RFC
+// 6750 §3: Bearer "MUST be followed by one or more auth-param values");
+// Err reports it and Write returns ErrNoParams while still refusing.
+func TestNoBareScheme(t *testing.T) {
+	for _, c := range []Challenge{{}, {Scheme: "bearer"}, {ErrorDescription: "x"}, {Scope: []string{"offline_access"}}, {Scheme: "Basic"}, {Scheme: "Negotiate", Token68: "a b"}} {
+		if s := c.String(); s != "" {
+			t.Errorf("%#v renders %q, want nothing", c, s)
+		}
+		if err := c.Err(); !errors.Is(err, ErrNoParams) {
+			t.Errorf("%#v: Err() = %v, want ErrNoParams", c, err)
+		}
+	}
+	for _, c := range roundTripCases {
+		if err := c.Err(); err != nil {
+			t.Errorf("%#v: Err() = %v", c, err)
+		}
+	}
+	rec := httptest.NewRecorder()
+	if err := Write(rec); !errors.Is(err, ErrNoParams) {
+		t.Errorf("Write() = %v, want ErrNoParams", err)
+	}
+	if rec.Code != http.StatusUnauthorized || len(rec.Header().Values("WWW-Authenticate")) != 0 {
+		t.Errorf("Write(): %d %q", rec.Code, rec.Header().Values("WWW-Authenticate"))
+	}
+	rec = httptest.NewRecorder()
+	if err := Write(rec, Challenge{ResourceMetadata: rm}, Challenge{Scheme: "DPoP"}); !errors.Is(err, ErrNoParams) {
+		t.Errorf("Write(ok, bare) = %v, want ErrNoParams", err)
+	}
+	if got := rec.Header().Values("WWW-Authenticate"); len(got) != 1 || got[0] != `Bearer resource_metadata="`+rm+`"` {
+		t.Errorf("Write(ok, bare) headers %q", got)
+	}
+	if err := Write(httptest.NewRecorder(), StepUp(rm, "a")); err != nil {
+		t.Errorf("Write(StepUp) = %v", err)
 	}
 }

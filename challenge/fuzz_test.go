@@ -37,6 +37,16 @@ func FuzzRoundTrip(f *testing.F) {
 		if n.String() != s {
 			t.Fatalf("String() of normalized differs: %q vs %q", n.String(), s)
 		}
+		if s == "" {
+			// Nothing to render: never a bare scheme (RFC 6750 §3).
+			if !n.empty() || c.Err() == nil {
+				t.Fatalf("empty rendering of a challenge with parameters: %#v", n)
+			}
+			return
+		}
+		if c.Err() != nil || strings.TrimSpace(s) == n.Scheme {
+			t.Fatalf("String() = %q, Err() = %v: a bare scheme", s, c.Err())
+		}
 		got, err := Parse(s)
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", s, err)
@@ -73,8 +83,14 @@ func FuzzParse(f *testing.F) {
 		var rendered []string
 		var want []Challenge
 		for _, c := range cs {
+			if c.Err() != nil {
+				continue // never rendered: no bare scheme
+			}
 			rendered = append(rendered, c.String())
 			want = append(want, c.normalize())
+		}
+		if len(rendered) == 0 {
+			return
 		}
 		got, err := ParseAll(rendered)
 		if err != nil {

@@ -9,8 +9,15 @@ import (
 // String renders c as one WWW-Authenticate field value (RFC 9110 §11.6.1),
 // following the order and the sanitising rules in the package doc. It never
 // returns a value containing CR, LF or other control characters except tab.
+// A challenge that would render no auth-param and no token68 (the zero
+// Challenge, or one whose every parameter was dropped) renders as "": RFC
+// 6750 §3 requires "one or more auth-param values" after Bearer, so a bare
+// scheme is never produced. [Challenge.Err] reports that case.
 func (c Challenge) String() string {
 	n := c.normalize()
+	if n.empty() {
+		return ""
+	}
 	var b strings.Builder
 	b.WriteString(n.Scheme)
 	if n.Token68 != "" {
@@ -58,16 +65,27 @@ func (c Challenge) String() string {
 // fixed small body such as
 // {"error":"invalid_token"}; a challenge without an error code gets
 // {"error":"unauthorized"}. Caller-supplied descriptions never reach the
-// body. With no challenges, Write sends the zero Challenge ("Bearer", 401),
-// because a 401 must carry a challenge (RFC 9110 §15.5.2).
-func Write(w http.ResponseWriter, cs ...Challenge) {
+// body.
+//
+// A challenge without parameters ([Challenge.Err]) is never rendered: RFC
+// 6750 §3 forbids a bare "Bearer". Write then still refuses the request
+// (the status and body of the first challenge, 401 with no challenges) so
+// that access stays denied, sends only the challenges that render, and
+// returns an error wrapping [ErrNoParams]: a 401 without WWW-Authenticate
+// breaks RFC 9110 §15.5.2, so fix the caller. Otherwise it returns nil.
+func Write(w http.ResponseWriter, cs ...Challenge) error {
+	var err error
 	if len(cs) == 0 {
 		cs = []Challenge{{}}
 	}
 	h := w.Header()
 	h.Del("WWW-Authenticate")
 	for _, c := range cs {
-		h.Add("WWW-Authenticate", c.String())
+		if s := c.String(); s != "" {
+			h.Add("WWW-Authenticate", s)
+		} else {
+			err = ErrNoParams
+		}
 	}
 	first := cs[0].normalize()
 	code := string(first.Error)
@@ -82,6 +100,25 @@ func Write(w http.ResponseWriter, cs ...Challenge) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(first.StatusCode())
 	_, _ = w.Write([]byte(body))
+	return err
+}
+
+// Err returns an error wrapping [ErrNoParams] if c renders no auth-param
+// and no token68 (see [Challenge.String]), and nil otherwise. Check it
+// where a challenge is built from configuration, once, instead of
+// discovering an empty header on the wire.
+func (c Challenge) Err() error {
+	if c.normalize().empty() {
+		return ErrNoParams
+	}
+	return nil
+}
+
+// empty reports whether the normalized challenge n has nothing to render
+// after its scheme.
+func (n Challenge) empty() bool {
+	return n.Realm == "" && n.Error == "" && len(n.Scope) == 0 && n.ResourceMetadata == "" &&
+		len(n.Params) == 0 && n.Token68 == ""
 }
 
 // standardDescription is the fallback error_description for a known code
@@ -211,20 +248,6 @@ func isErrorChars(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
-
-// isScopeToken reports whether s is an RFC 6750 §3 scope-token:
-// 1*( %x21 / %x23-5B / %x5D-7E ).
-func isScopeToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= 0x20 || c > 0x7e || c == '"' || c == '\\' {
 			return false
 		}
 	}

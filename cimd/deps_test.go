@@ -12,7 +12,7 @@ import (
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Allowed: []string{
-			deptest.Module + "/cimd/...", deptest.Module + "/asmeta/...", deptest.Module + "/internal/fetch/...",
+			deptest.Module + "/cimd/...", deptest.Module + "/asmeta/...", deptest.Module + "/internal/fetch/...", deptest.Module + "/internal/scopetoken",
 			"code.dny.dev/ssrf/...", "go.etcd.io/bbolt/...", "golang.org/x/time/...", "golang.org/x/sync/...",
 			"golang.org/x/sys/...", // bbolt's own dependency
 		},

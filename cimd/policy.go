@@ -3,7 +3,8 @@ package cimd
 import (
 	"fmt"
 	"slices"
-	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/scopetoken"
 )
 
 // Token endpoint authentication methods (RFC 7591 §2, RFC 7523 §2.2).
@@ -168,17 +169,4 @@ func (p policy) validateGrants(d *Document) error {
 
 // validScope reports whether s is a space-separated list of RFC 6749 §3.3
 // scope tokens.
-func validScope(s string) bool {
-	for tok := range strings.SplitSeq(s, " ") {
-		if tok == "" {
-			return false
-		}
-		for i := 0; i < len(tok); i++ {
-			c := tok[i]
-			if c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
-				return false
-			}
-		}
-	}
-	return true
-}
+func validScope(s string) bool { return scopetoken.ValidList(s) }

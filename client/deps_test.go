@@ -20,6 +20,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/asmeta",
 			deptest.Module + "/internal/fetch",
 			"code.dny.dev/ssrf",
+			deptest.Module + "/internal/scopetoken",
 			"golang.org/x/oauth2",
 			"golang.org/x/oauth2/internal",
 			"golang.org/x/oauth2/clientcredentials",

@@ -1,6 +1,10 @@
 package client
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/scopetoken"
+)
 
 // offlineAccess is never taken from a server (challenge scope or
 // scopes_supported): MCP 2026-07-28 §Refresh Tokens says refresh tokens are
@@ -26,17 +30,7 @@ func cleanScopes(in []string, keepOffline bool) []string {
 
 // isScopeToken reports whether s is an RFC 6749 §3.3 scope-token:
 // 1*( %x21 / %x23-5B / %x5D-7E ).
-func isScopeToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
+func isScopeToken(s string) bool { return scopetoken.Valid(s) }
 
 // union returns the scopes of the lists in order of first appearance
 // (stable: earlier lists first), without duplicates. It never returns an

@@ -15,6 +15,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/cimd/...",
 			deptest.Module + "/asmeta/...",
 			deptest.Module + "/prm/...",
+			deptest.Module + "/internal/scopetoken",
 			"github.com/go-jose/go-jose/v4/...",
 		},
 	}.Check(t, ".")

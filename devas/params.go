@@ -12,6 +12,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/scopetoken"
 )
 
 // Input bounds.
@@ -107,18 +109,7 @@ func parseScope(s string) ([]string, bool) {
 
 // validScopeToken reports whether s is an RFC 6749 §3.3 scope-token:
 // 1*( %x21 / %x23-5B / %x5D-7E ).
-func validScopeToken(s string) bool {
-	if s == "" || len(s) > 256 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c < 0x21 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
+func validScopeToken(s string) bool { return len(s) <= 256 && scopetoken.Valid(s) }
 
 // validName reports whether s is a subject or tenant this server accepts.
 func validName(s string) bool {

@@ -28,6 +28,7 @@ import (
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
@@ -60,6 +61,14 @@ const rawClientID = "integration-raw-client"
 type envConfig struct {
 	// grantScopes is devas.Config.GrantScopes.
 	grantScopes func(clientID, subject string, requested []string) []string
+	// stateful serves with the go-sdk's default stateful handler
+	// (server.Config.Stateful; session_test.go).
+	stateful bool
+	// public is server.Config.Public (public_test.go).
+	public middleware.PublicOperations
+	// wrapMCP, if set, wraps the example MCP server's handler (issue #11:
+	// measuring what clients do with candidate answers).
+	wrapMCP func(http.Handler) http.Handler
 }
 
 // env is one example MCP server and its development authorization server,
@@ -185,12 +194,17 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		AuthorizationServers: []string{e.issuer},
 		Validator:            v,
 		Scopes:               []string{baseScope},
+		Stateful:             cfg.stateful,
+		Public:               cfg.public,
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
 	}
 	e.metaURL = srv.ResourceMetadataURL()
 	mcpTS.Config.Handler = srv
+	if cfg.wrapMCP != nil {
+		mcpTS.Config.Handler = cfg.wrapMCP(srv)
+	}
 	mcpTS.Start()
 	t.Cleanup(mcpTS.Close)
 	return e

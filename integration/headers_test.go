@@ -124,8 +124,8 @@ func TestScopeListPerRevision(t *testing.T) {
 // TestStepUpBoundServerSide: a client that keeps presenting a token
 // without the scope is invited to step up a bounded number of times
 // (middleware default: 3 per principal and scope set); after that the 403
-// carries no challenge, so no client is sent to the authorization server
-// again.
+// carries a challenge with resource_metadata only, so no client is sent to
+// the authorization server again.
 func TestStepUpBoundServerSide(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, envConfig{})
@@ -141,8 +141,8 @@ func TestStepUpBoundServerSide(t *testing.T) {
 		switch {
 		case i <= 3 && !slices.Equal(r.wwwAuth, []string{want}):
 			t.Errorf("attempt %d: WWW-Authenticate = %q, want %q", i, r.wwwAuth, want)
-		case i > 3 && len(r.wwwAuth) != 0:
-			t.Errorf("attempt %d: WWW-Authenticate = %q, want none (terminal)", i, r.wwwAuth)
+		case i > 3 && !slices.Equal(r.wwwAuth, []string{terminalChallenge(e.metaURL)}):
+			t.Errorf("attempt %d: WWW-Authenticate = %q, want the terminal challenge", i, r.wwwAuth)
 		}
 	}
 	// Another operation is unaffected.

@@ -7,10 +7,13 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mcpguard/mcpguard/prm"
 	"github.com/mcpguard/mcpguard/validate"
+
+	"github.com/mcpguard/mcpguard/internal/scopetoken"
 )
 
 // Defaults applied by [New] to zero-valued [Config] fields.
@@ -62,20 +65,27 @@ const (
 
 // ResourceRule gives the scopes a resources/read of a URI needs.
 type ResourceRule struct {
-	// URI is compared byte for byte with params.uri. Required.
+	// URI is compared byte for byte with the canonical form of
+	// params.uri: the URI without its query and fragment, which is what
+	// path-resolving resource handlers serve (go-sdk's file handler, any
+	// handler that parses the URI). So "config.json?x=1" and
+	// "config.json#x" need the scopes of the exact rule "config.json".
+	// Required; a URI with a query or fragment, or an exact URI not in
+	// canonical form, is refused by New.
 	URI string
-	// Prefix makes URI a prefix: the rule matches every params.uri that
-	// starts with it. An exact rule wins over prefix rules, and the
-	// longest matching prefix wins among them. Rules are compared on the
-	// raw string, so while any resource rule exists a params.uri that is
-	// not in canonical form is refused as [ErrInvalidMessage]: a "." or
-	// ".." segment (also percent-encoded), an empty segment ("//" in the
-	// path), a backslash, a percent-encoded unreserved character, "/" or
-	// "\\", malformed percent-encoding, or upper case in the scheme or
-	// authority. So "file:///public/../secret",
-	// "file:///public//secret" and "file:///public/%73ecret" cannot borrow
-	// the scopes of "file:///public/", and "config%2Ejson" cannot escape an
-	// exact rule for "config.json".
+	// Prefix makes URI a prefix: the rule matches every canonical
+	// params.uri that starts with it. An exact rule wins over prefix
+	// rules, and the longest matching prefix wins among them. While any
+	// resource rule exists, a params.uri that cannot be canonicalised is
+	// refused as [ErrInvalidMessage]: not absolute or not parsable by
+	// net/url, a "." or ".." segment (also percent-encoded), an empty
+	// segment ("//" in the path), a backslash (also encoded), a
+	// percent-encoded unreserved character or "/", upper case in the
+	// scheme or host, or bytes net/url would re-encode (raw non-ASCII,
+	// spaces). So "file:///public/../secret", "file:///public//secret"
+	// and "file:///public/%73ecret" cannot borrow the scopes of
+	// "file:///public/", and "config%2Ejson" cannot escape an exact rule
+	// for "config.json".
 	Prefix bool
 	// Scopes are the scopes needed, on top of the base and method scopes.
 	Scopes []string
@@ -85,10 +95,15 @@ type ResourceRule struct {
 // Config.Scopes. It is applied to POST bodies (the JSON-RPC message);
 // other requests need the base scopes only.
 //
-// A request whose method is not in Methods needs the base scopes only. A
-// tools/call, prompts/get or resources/read whose name (or URI) is not
-// listed needs the base and method scopes; with DenyUnlisted it is refused
-// with a terminal 403 instead. Names are compared byte for byte.
+// Every client-to-server method of MCP 2025-11-25 and 2026-07-28 has a
+// documented default (docs/policy.md, "Defaults of every method"): its
+// Methods entry, plus what it inherits (resources/subscribe needs what
+// resources/read of the same URI needs; tasks/* need the Methods scopes of
+// tools/call). A method neither in Methods nor defined by MCP needs the
+// base scopes only. A tools/call, prompts/get, resources/read or
+// resources/subscribe whose name (or URI) is not listed needs the base and
+// method scopes. With DenyUnlisted both are refused with a terminal 403
+// instead. Names are compared byte for byte.
 type OperationPolicy struct {
 	// Methods maps a JSON-RPC method ("tools/list", "tools/call", …) to the
 	// scopes it needs. Nil means none.
@@ -99,12 +114,20 @@ type OperationPolicy struct {
 	Prompts map[string][]string
 	// Resources gives the scopes of resources/read by params.uri.
 	Resources []ResourceRule
-	// DenyUnlisted refuses tools/call, prompts/get and resources/read
-	// requests whose name or URI matches no entry of Tools, Prompts or
-	// Resources (403, [ErrNotListed], no challenge). Defaults to false:
-	// such requests need the base and method scopes, and the MCP server
-	// answers an unknown name itself.
+	// DenyUnlisted refuses requests whose method is neither in Methods
+	// nor defined by MCP (docs/policy.md), and tools/call, prompts/get,
+	// resources/read and resources/subscribe requests whose name or URI
+	// matches no entry of Tools, Prompts or Resources: 403
+	// {"error":"access_denied"}, [ErrNotListed], with a challenge that
+	// invites no new authorization (resource_metadata only). Responses
+	// (no method) are never refused by it. Defaults to false: such
+	// requests need the base (and method) scopes, and the MCP server
+	// answers an unknown method or name itself.
 	DenyUnlisted bool
+	// Public lists operations served without a token, to an anonymous
+	// [Principal]; read the trade-off at [PublicOperations] before using
+	// it. The zero value lists none: every request needs a valid token.
+	Public PublicOperations
 }
 
 // Config configures a [Middleware]. [New] copies it, slices and maps
@@ -144,9 +167,13 @@ type Config struct {
 
 	// StepUpLimit bounds the insufficient_scope challenges sent to one
 	// principal (issuer, subject, client) for one scope set within
-	// StepUpWindow; past it the answer is a terminal 403 without a
-	// challenge ([ErrStepUpExhausted]). Zero means [DefaultStepUpLimit]
-	// (3); negative disables the bound.
+	// StepUpWindow; past it the answer is a terminal 403 whose challenge
+	// invites no new authorization ([ErrStepUpExhausted]). The bound is
+	// for loops, not users: an authorized request of the principal whose
+	// token satisfies a scope set it was challenged for resets that
+	// counter (StepUpStore.Reset), so a user who steps up successfully is
+	// never refused however often it starts over. Zero means
+	// [DefaultStepUpLimit] (3); negative disables the bound.
 	StepUpLimit int
 	// StepUpWindow is the fixed window of StepUpLimit, starting at the
 	// first challenge. Zero means [DefaultStepUpWindow] (10 minutes).
@@ -154,6 +181,19 @@ type Config struct {
 	// StepUpStore counts challenges. Nil means an in-memory store of
 	// [DefaultStepUpKeys] keys ([NewMemoryStepUpStore]); share a store
 	// between replicas to bound step-up across them.
+	//
+	// Which counters to reset is known in process: each Middleware
+	// remembers the (principal, scope set) pairs it challenged within
+	// the window (at most [DefaultStepUpKeys]), so that an authorized
+	// request makes no store call and allocates nothing more when nothing
+	// is pending. With several replicas sharing a store, a challenge sent
+	// by replica A is reset by the first success of that principal with
+	// those scopes that reaches A; a success that reaches only B resets
+	// nothing (B did not challenge), so the shared count stays as it was.
+	// That can only make the terminal answer come sooner, never let a
+	// request through or remove the bound: it fails closed. Behind a load
+	// balancer that spreads a principal's requests, its later successes
+	// reach A within a few requests; with sticky routing, at once.
 	StepUpStore StepUpStore
 
 	// MaxBodyBytes bounds the POST body read to find the JSON-RPC
@@ -217,6 +257,7 @@ func (c Config) withDefaults() Config {
 		rules[i] = r
 	}
 	c.Operations.Resources = rules
+	c.Operations.Public = c.Operations.Public.clone()
 	c.ScopeImplies = cloneScopeMap(c.ScopeImplies)
 	c.AllowedOrigins = slices.Clone(c.AllowedOrigins)
 	if c.StepUpLimit == 0 {
@@ -296,16 +337,27 @@ func (c Config) check() error {
 			return fmt.Errorf("%w: Operations.Resources[%d] repeats a rule", ErrConfig, i)
 		}
 		seen[k] = true
+		// Rules match the canonical form (no query, no fragment): a rule
+		// that is not in it could never match.
+		if strings.ContainsAny(r.URI, "?#") {
+			return fmt.Errorf("%w: Operations.Resources[%d] has a query or fragment, which matching ignores", ErrConfig, i)
+		}
+		if key, ok := canonicalResource(r.URI); !r.Prefix && (!ok || key != r.URI) {
+			return fmt.Errorf("%w: Operations.Resources[%d] is not a canonical URI", ErrConfig, i)
+		}
 		if err := checkScopes(fmt.Sprintf("Operations.Resources[%d]", i), r.Scopes); err != nil {
 			return err
 		}
 	}
+	if err := checkPublic(&op); err != nil {
+		return err
+	}
 	for _, k := range slices.Sorted(maps.Keys(c.ScopeImplies)) {
-		if !isScopeToken(k) {
+		if !scopetoken.Valid(k) {
 			return fmt.Errorf("%w: ScopeImplies has an invalid scope key", ErrConfig)
 		}
 		for _, s := range c.ScopeImplies[k] {
-			if !isScopeToken(s) {
+			if !scopetoken.Valid(s) {
 				return fmt.Errorf("%w: ScopeImplies[%s] has an invalid scope", ErrConfig, k)
 			}
 		}
@@ -330,7 +382,7 @@ func (c Config) check() error {
 // when rendering), so a client could never satisfy it.
 func checkScopes(field string, scopes []string) error {
 	for _, s := range scopes {
-		if !isScopeToken(s) {
+		if !scopetoken.Valid(s) {
 			return fmt.Errorf("%w: %s has an invalid scope token", ErrConfig, field)
 		}
 		if s == offlineAccess {
@@ -341,20 +393,6 @@ func checkScopes(field string, scopes []string) error {
 }
 
 const offlineAccess = "offline_access"
-
-// isScopeToken reports whether s is an RFC 6749 §3.3 scope-token:
-// 1*( %x21 / %x23-5B / %x5D-7E ).
-func isScopeToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
 
 // isVisible reports whether s consists of SP and VCHAR only.
 func isVisible(s string) bool {

@@ -42,7 +42,7 @@ func TestNewErrors(t *testing.T) {
 			c.Operations.Resources = []ResourceRule{{URI: "a", Prefix: true}, {URI: "a", Prefix: true}}
 		}, ErrConfig},
 		{"exact and prefix same URI ok", func(c *Config) {
-			c.Operations.Resources = []ResourceRule{{URI: "a"}, {URI: "a", Prefix: true}}
+			c.Operations.Resources = []ResourceRule{{URI: "file:///a"}, {URI: "file:///a", Prefix: true}}
 		}, nil},
 		{"bad implies key", func(c *Config) { c.ScopeImplies = map[string][]string{"a b": {"c"}} }, ErrConfig},
 		{"bad implies value", func(c *Config) { c.ScopeImplies = map[string][]string{"a": {""}} }, ErrConfig},

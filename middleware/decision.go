@@ -22,14 +22,15 @@ type Decision struct {
 	Reason Reason
 
 	// Method is the JSON-RPC "method" of a POST body: a method listed in
-	// OperationPolicy.Methods or defined by MCP is reported verbatim, any
-	// other as [Unlisted]. Empty when unknown: a request other than POST, a
+	// OperationPolicy.Methods or defined by MCP (the table of
+	// docs/policy.md) is reported verbatim, any other as [Unlisted]. Empty when unknown: a request other than POST, a
 	// message without a method (a response), or a refusal decided before
 	// the operation was known (a bad token, a body too large or not
 	// parsable; the body is never read before the token is valid).
 	Method string
 	// Name is the tool or prompt name (tools/call, prompts/get) or the
-	// resource rule (resources/read) the operation was authorized by: a
+	// resource rule (resources/read, resources/subscribe) the operation
+	// was authorized by: a
 	// name listed in OperationPolicy.Tools or Prompts, the URI of the
 	// matching exact OperationPolicy.Resources rule, or the URI of the
 	// matching prefix rule (the prefix, not the requested URI). A name or
@@ -119,10 +120,14 @@ const (
 	ReasonBatch Reason = "batch"
 	// ReasonHeaderMismatch: [ErrHeaderMismatch] (400, -32020).
 	ReasonHeaderMismatch Reason = "header_mismatch"
+	// ReasonInvalidParams: [ErrMissingMeta], a 2026-07-28 request without
+	// the _meta protocol version (400, -32602).
+	ReasonInvalidParams Reason = "invalid_params"
 	// ReasonInsufficientScope: [ErrInsufficientScope] (403 with a step-up
 	// challenge).
 	ReasonInsufficientScope Reason = "insufficient_scope"
-	// ReasonStepUpExhausted: [ErrStepUpExhausted] (terminal 403).
+	// ReasonStepUpExhausted: [ErrStepUpExhausted] (terminal 403, with a
+	// challenge that names no error and no scope).
 	ReasonStepUpExhausted Reason = "step_up_exhausted"
 	// ReasonNotListed: [ErrNotListed], OperationPolicy.DenyUnlisted
 	// (terminal 403).
@@ -136,20 +141,6 @@ const (
 // [Decision.ProtocolVersion] for a client-chosen value that neither the
 // configuration nor the MCP specification names.
 const Unlisted = "(unlisted)"
-
-// mcpMethods are the client-to-server methods and notifications of MCP
-// revisions 2024-11-05 through 2026-07-28. They are reported verbatim in
-// Decision.Method even when the policy does not list them.
-var mcpMethods = []string{
-	"initialize", "ping", "server/discover", "subscriptions/listen",
-	"tools/list", "tools/call", "prompts/list", "prompts/get",
-	"resources/list", "resources/templates/list", "resources/read",
-	"resources/subscribe", "resources/unsubscribe",
-	"completion/complete", "logging/setLevel",
-	"tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update",
-	"notifications/initialized", "notifications/cancelled", "notifications/progress",
-	"notifications/roots/list_changed", "notifications/tasks/status",
-}
 
 // versionLabel returns Decision.ProtocolVersion for h.
 func versionLabel(h http.Header) string {

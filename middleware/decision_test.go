@@ -119,7 +119,7 @@ var decisionWant = map[string]wantDecision{
 	"mismatch_name_base64_invalid":          {ReasonHeaderMismatch, "tools/call", "get_weather"},
 	"mismatch_name_uri_differs":             {ReasonHeaderMismatch, "resources/read", "file:///projects/myapp/config.json"},
 	"mismatch_version_differs_meta":         {ReasonHeaderMismatch, "tools/list", ""},
-	"mismatch_version_missing_in_body":      {ReasonHeaderMismatch, "tools/list", ""},
+	"mismatch_version_missing_in_body":      {ReasonInvalidParams, "tools/list", ""},
 	"mismatch_version_header_missing":       {ReasonHeaderMismatch, "tools/list", ""},
 	"mismatch_version_repeated":             {ReasonHeaderMismatch, "tools/list", ""},
 	"mismatch_legacy_method_header_differs": {ReasonHeaderMismatch, "tools/call", "delete_repo"},

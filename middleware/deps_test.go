@@ -16,7 +16,8 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/validate",
 			deptest.Module + "/challenge",
 			deptest.Module + "/prm",
-			"github.com/go-jose/go-jose/v4/...", // pulled in by validate (jose.JSONWebKey in its API)
+			deptest.Module + "/internal/scopetoken", // stdlib-only scope grammar
+			"github.com/go-jose/go-jose/v4/...",     // pulled in by validate (jose.JSONWebKey in its API)
 		},
 	}.Check(t, ".")
 	// Direct imports: go-jose must come through validate, not be imported here.

@@ -12,7 +12,17 @@
 //	mux.Handle(inserted, m.MetadataHandler()) // and root, if it differs
 //	mux.Handle("/mcp", m.Handler(mcpHandler))
 //
-// where v is a *validate.Validator whose audience is md.Resource.
+// where v is a *validate.Validator whose audience is md.Resource. Around
+// an MCP SDK's handler, use its adapter (packages gosdk and mcpgo beside
+// this one): with stateful sessions, m.Handler alone neither binds a
+// session to its principal nor, for the go-sdk, gives a handler the
+// principal of its own request (docs/sdks.md).
+//
+// Ordinary HTTP routes beside MCP (REST, webhooks) take
+// [Middleware.Protect], which never reads the body as JSON-RPC. Operations
+// served without a token are listed in OperationPolicy.Public (read
+// [PublicOperations] first); [Middleware.Permits] answers whether a
+// principal may call an operation, for filtering lists.
 //
 // # What a request goes through
 //

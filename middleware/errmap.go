@@ -42,6 +42,10 @@ const (
 	// (HeaderMismatch); the message is fixed and never quotes values.
 	bodyMismatchHead = `{"jsonrpc":"2.0","id":`
 	bodyMismatchTail = `,"error":{"code":-32020,"message":"Header mismatch"}}`
+	// MCP 2026-07-28 basic/index.mdx §_meta: a request missing a required
+	// _meta field "MUST" be rejected with -32602 (Invalid params) and, on
+	// HTTP, 400.
+	bodyInvalidParamsTail = `,"error":{"code":-32602,"message":"Invalid params"}}`
 )
 
 // kind is a class of refusal; each has one precomputed answer.
@@ -61,6 +65,7 @@ const (
 	kindInvalidMessage
 	kindBatch
 	kindHeaderMismatch
+	kindInvalidParams
 	kindInsufficientScope
 	kindStepUpExhausted
 	kindForbidden
@@ -90,6 +95,7 @@ var errorKinds = []struct {
 	{ErrMalformedBody, kindMalformedBody, ReasonParseError},
 	{ErrBatch, kindBatch, ReasonBatch},
 	{ErrInvalidMessage, kindInvalidMessage, ReasonInvalidMessage},
+	{ErrMissingMeta, kindInvalidParams, ReasonInvalidParams},
 	{ErrHeaderMismatch, kindHeaderMismatch, ReasonHeaderMismatch},
 	{ErrStepUpExhausted, kindStepUpExhausted, ReasonStepUpExhausted},
 	{ErrInsufficientScope, kindInsufficientScope, ReasonInsufficientScope},
@@ -138,6 +144,14 @@ func (m *Middleware) buildAnswers(base []string, retryAfter string) {
 			Scope: scopes, ResourceMetadata: m.metadataURL,
 		}.String()
 	}
+	// The terminal 403s (step-up bound, DenyUnlisted, tenant) refuse for
+	// lack of authorization, so RFC 6750 §3 requires a challenge, but
+	// they must not invite a new authorization: a Bearer challenge with
+	// resource_metadata only (and realm), without error="insufficient_scope"
+	// and without scope. Measured (docs/policy.md): the go-sdk v1.8.0 and
+	// TypeScript SDK 1.32 clients start a new authorization on every
+	// insufficient_scope 403, with or without scope, and stop on this one.
+	terminal := challenge.Challenge{Realm: m.realm, ResourceMetadata: m.metadataURL}.String()
 	debug, warn := slog.LevelDebug, slog.LevelWarn
 	m.answers = [numKinds]answer{
 		kindInvalidToken:      {http.StatusUnauthorized, ch(challenge.InvalidToken, descInvalidToken, base), "", bodyInvalidToken, debug},
@@ -153,9 +167,10 @@ func (m *Middleware) buildAnswers(base []string, retryAfter string) {
 		kindInvalidMessage:    {http.StatusBadRequest, "", "", bodyInvalidMessage, debug},
 		kindBatch:             {http.StatusBadRequest, "", "", bodyBatch, debug},
 		kindHeaderMismatch:    {http.StatusBadRequest, "", "", "", debug}, // body carries the id
+		kindInvalidParams:     {http.StatusBadRequest, "", "", "", debug}, // body carries the id
 		kindInsufficientScope: {http.StatusForbidden, "", "", bodyInsufficient, debug},
-		kindStepUpExhausted:   {http.StatusForbidden, "", "", bodyInsufficient, warn},
-		kindForbidden:         {http.StatusForbidden, "", "", bodyAccessDenied, debug},
+		kindStepUpExhausted:   {http.StatusForbidden, terminal, "", bodyInsufficient, warn},
+		kindForbidden:         {http.StatusForbidden, terminal, "", bodyAccessDenied, debug},
 	}
 }
 
@@ -167,13 +182,16 @@ func retryAfterValue(d time.Duration) string {
 
 // refuse answers r with the fixed answer for err, logs err and reports
 // the decision with principal p and labels g (each nil when unknown). id
-// is the raw JSON-RPC id, echoed only in the header-mismatch body.
+// is the raw JSON-RPC id, echoed only in the -32020 and -32602 bodies.
 func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error, p *Principal, g *grant, id []byte) {
 	k, reason := errorKind(err)
 	a := &m.answers[k]
 	body := a.body
-	if k == kindHeaderMismatch {
+	switch k {
+	case kindHeaderMismatch:
 		body = bodyMismatchHead + echoID(id) + bodyMismatchTail
+	case kindInvalidParams:
+		body = bodyMismatchHead + echoID(id) + bodyInvalidParamsTail
 	}
 	m.logRefusal(r, a.status, a.level, err)
 	if m.onDecision != nil {

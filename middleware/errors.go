@@ -60,6 +60,12 @@ var (
 	// the body (MCP 2026-07-28 Streamable HTTP §Server Validation).
 	// Answered 400 with JSON-RPC -32020.
 	ErrHeaderMismatch = errors.New("middleware: header mismatch")
+	// ErrMissingMeta: a request of MCP 2026-07-28 or later (by its
+	// MCP-Protocol-Version header) whose params._meta lacks
+	// "io.modelcontextprotocol/protocolVersion" (or has no _meta). MCP
+	// 2026-07-28 basic/index.mdx §_meta: 400 with JSON-RPC -32602 (Invalid
+	// params), not -32020.
+	ErrMissingMeta = errors.New("middleware: _meta protocol version missing")
 
 	// ErrInsufficientScope: the token lacks a scope the operation needs.
 	// Errors carrying the scopes are [*ScopeError]. Answered 403
@@ -67,12 +73,15 @@ var (
 	ErrInsufficientScope = errors.New("middleware: insufficient scope")
 	// ErrStepUpExhausted: the principal was already sent Config.StepUpLimit
 	// insufficient_scope challenges for the same scopes within
-	// Config.StepUpWindow. Answered with a terminal 403 that carries no
-	// challenge.
+	// Config.StepUpWindow without coming back with them (a success with
+	// the scopes resets the count). Answered with a terminal 403 whose
+	// challenge carries only resource_metadata: no error code and no scope,
+	// so that clients do not start a new authorization (docs/policy.md).
 	ErrStepUpExhausted = errors.New("middleware: step-up limit reached")
-	// ErrNotListed: OperationPolicy.DenyUnlisted is set and the tool, prompt
-	// or resource named by the request is not in the policy. Answered with
-	// a terminal 403 that carries no challenge.
+	// ErrNotListed: OperationPolicy.DenyUnlisted is set and the method, or
+	// the tool, prompt or resource named by the request, is not in the
+	// policy. Answered with a terminal 403 whose challenge carries only
+	// resource_metadata (RFC 6750 §3 without inviting a new authorization).
 	ErrNotListed = errors.New("middleware: operation not listed in policy")
 
 	// ErrNoPrincipal: the context carries no [Principal]: the handler is not

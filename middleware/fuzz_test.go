@@ -74,7 +74,10 @@ func FuzzPeek(f *testing.F) {
 			Resources: []ResourceRule{{URI: "file:///projects/", Prefix: true, Scopes: []string{"files:read"}}},
 		}
 	})
-	methods := append([]string{"", Unlisted}, mcpMethods...)
+	methods := []string{"", Unlisted}
+	for _, d := range methodDefaults {
+		methods = append(methods, d.method)
+	}
 	names := []string{"", Unlisted, "get_weather", "file:///projects/"}
 	versions := []string{"", Unlisted, "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
 	f.Fuzz(func(t *testing.T, body []byte, version, method, name string) {

@@ -21,7 +21,6 @@ const (
 var (
 	errVersionRepeated = fmt.Errorf("%w: MCP-Protocol-Version repeated", ErrHeaderMismatch)
 	errVersionMismatch = fmt.Errorf("%w: MCP-Protocol-Version differs from _meta", ErrHeaderMismatch)
-	errVersionMissing  = fmt.Errorf("%w: _meta protocolVersion missing", ErrHeaderMismatch)
 	errMethodMissing   = fmt.Errorf("%w: Mcp-Method missing", ErrHeaderMismatch)
 	errMethodMismatch  = fmt.Errorf("%w: Mcp-Method differs from method", ErrHeaderMismatch)
 	errNameMissing     = fmt.Errorf("%w: Mcp-Name missing", ErrHeaderMismatch)
@@ -63,8 +62,9 @@ func isModernVersion(v string) bool {
 //     a present Mcp-Name equals params.name (tools/call, prompts/get) or
 //     params.uri (resources/read) after decoding the =?base64?…?= form.
 //   - 2026-07-28 and later, for requests (a "method" and an "id"): the body
-//     has _meta protocolVersion, and Mcp-Method is present, as is Mcp-Name
-//     for tools/call, prompts/get and resources/read.
+//     has _meta protocolVersion (else [ErrMissingMeta]: 400, -32602), and
+//     Mcp-Method is present, as is Mcp-Name for tools/call, prompts/get and
+//     resources/read.
 //
 // Header values are case-sensitive; net/http has already trimmed OWS.
 // Mcp-Param-* headers need the tools' input schemas and are left to the
@@ -92,7 +92,7 @@ func checkHeaders(h http.Header, msg *message) error {
 	if len(vers) == 1 && isModernVersion(vers[0]) && msg.hasMethod && msg.hasID {
 		switch {
 		case !msg.hasVersion:
-			return errVersionMissing
+			return ErrMissingMeta
 		case len(methods) == 0:
 			return errMethodMissing
 		case needsName && len(names) == 0:

@@ -27,6 +27,8 @@ type Middleware struct {
 	answers      [numKinds]answer
 	log          *slog.Logger
 	onDecision   func(context.Context, Decision)
+	pending      *pendingSet // nil when the step-up bound is disabled
+	public       *publicSet  // nil: no public operation
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -56,7 +58,11 @@ func New(cfg Config) (*Middleware, error) {
 	}
 	m.implies = compileImplies(cfg.ScopeImplies)
 	m.policy = m.compilePolicy(&cfg)
+	m.public = m.newPublicSet(cfg.Operations.Public)
 	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
+	if cfg.StepUpLimit > 0 {
+		m.pending = newPendingSet(DefaultStepUpKeys)
+	}
 	return m, nil
 }
 
@@ -71,11 +77,19 @@ func New(cfg Config) (*Middleware, error) {
 //  3. token validation (401 invalid_token; 503 when keys are unavailable);
 //  4. for POST only, the JSON-RPC body, read up to Config.MaxBodyBytes
 //     (413) and parsed (400);
-//  5. the MCP request headers against the body (400, JSON-RPC -32020);
-//  6. the scopes of the operation, base scopes included (403
-//     insufficient_scope, or a terminal 403).
+//  5. the MCP request headers against the body (400, JSON-RPC -32020;
+//     -32602 for a 2026-07-28 request without the _meta protocol version);
+//  6. the operation policy (docs/policy.md): DenyUnlisted (terminal 403),
+//     then the scopes of the operation, base scopes included (403
+//     insufficient_scope, or the terminal 403 of the step-up bound).
 //
-// The body is never read before the token is valid. next receives a
+// The body is never read before the token is valid, except for a request
+// without an Authorization header when OperationPolicy.Public lists
+// operations ([PublicOperations]). A refusal decided before the body was
+// read (steps 1-3, or a body over the limit) closes the connection after
+// the answer instead of draining the body, so that a client without a
+// token cannot hold the connection by trickling a body (HTTP/1.x:
+// "Connection: close"). next receives a
 // shallow copy of the request carrying the [Principal] in its context and,
 // for POST, a body with exactly the bytes the client sent; the caller's
 // request is not modified. Requests other than POST are authorized with the
@@ -94,6 +108,11 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	p, err := m.authenticate(r)
 	if err != nil {
+		if m.public != nil && isAnonymous(r, err) {
+			m.servePublic(w, r, next)
+			return
+		}
+		closeUnread(w, r)
 		m.refuse(w, r, err, nil, nil, nil)
 		return
 	}
@@ -102,6 +121,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	post := r.Method == http.MethodPost
 	if post {
 		if body, err = readBody(r, m.cfg.MaxBodyBytes); err != nil {
+			closeUnread(w, r) // the rest of the body is not read
 			m.refuse(w, r, err, p, nil, nil)
 			return
 		}
@@ -116,6 +136,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		}
 	}
 	g, err := m.policy.lookup(&msg)
+	g, err = m.public.apply(&msg, g, err)
 	if err != nil {
 		m.refuse(w, r, err, p, g, nil)
 		return
@@ -124,6 +145,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if missing := m.missing(p.Scopes, op.scopes); missing != nil {
 		m.insufficient(w, r, p, g, op.scopes, missing, op.key, op.challenge)
 		return
+	}
+	if m.pending != nil && !m.pending.empty() {
+		m.steppedUp(r.Context(), p)
 	}
 	p.grant = g
 	r2 := r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
@@ -201,6 +225,10 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 				m.refuse(w, r, ErrNoPrincipal, nil, nil, nil)
 				return
 			}
+			if p.Anonymous { // a public operation: scopes need a token
+				m.refuse(w, r, ErrNoToken, nil, p.grant, nil)
+				return
+			}
 			if missing := m.missing(p.Scopes, route); missing != nil {
 				base := m.policy.base.scopes
 				if p.grant != nil {
@@ -209,6 +237,9 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 				required := appendUnique(slices.Clone(base), route...)
 				m.insufficient(w, r, p, p.grant, required, missing, scopeKey(required), "")
 				return
+			}
+			if m.pending != nil && !m.pending.empty() {
+				m.steppedUp(r.Context(), p)
 			}
 			next.ServeHTTP(w, r)
 		})
@@ -222,8 +253,16 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 // challenge, or "".
 func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Principal, g *grant, required, missing []string, key, pre string) {
 	serr := &ScopeError{Required: required, Missing: missing}
-	if p != nil && m.cfg.StepUpLimit > 0 {
-		n, err := m.cfg.StepUpStore.Incr(r.Context(), p.stepUpID()+"\x00"+key, m.cfg.StepUpWindow, m.cfg.Now())
+	if p != nil && !p.Anonymous && m.pending != nil {
+		// Anonymous principals (public operations) share no identity:
+		// they are challenged uncounted.
+		storeKey := p.stepUpID() + "\x00" + key
+		now := m.cfg.Now()
+		n, err := m.cfg.StepUpStore.Incr(r.Context(), storeKey, m.cfg.StepUpWindow, now)
+		// Remember the challenge here, so that a later success of p with
+		// these scopes resets the counter (the terminal answer included:
+		// a principal that is granted the scope later gets its bound back).
+		m.pending.add(p, required, storeKey, now.Add(m.cfg.StepUpWindow), now)
 		switch {
 		case err != nil:
 			m.log.LogAttrs(r.Context(), slog.LevelWarn, "middleware: step-up store failed", slog.String("error", err.Error()))
@@ -256,6 +295,10 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Pri
 // the labels of the operation Handler authorized.
 func (m *Middleware) Challenge(w http.ResponseWriter, r *http.Request, err error) {
 	p, _ := PrincipalFromContext(r.Context())
+	if p != nil && p.Anonymous { // anything beyond a public operation needs a token
+		m.refuse(w, r, ErrNoToken, nil, p.grant, nil)
+		return
+	}
 	var granted []string
 	var g *grant
 	if p != nil {

@@ -1,9 +1,9 @@
 package middleware
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -28,7 +28,7 @@ type grant struct {
 }
 
 type prefixRule struct {
-	prefix []byte
+	prefix string
 	g      *grant
 }
 
@@ -46,6 +46,7 @@ type policy struct {
 	// operation.
 	unlistedTool, unlistedPrompt, unlistedResource *grant
 	denyUnlisted                                   bool
+	subscribe                                      resourceRules // resources/subscribe (methods.go)
 }
 
 const (
@@ -69,12 +70,10 @@ func (m *Middleware) compilePolicy(cfg *Config) policy {
 		resExact:     map[string]*grant{},
 		denyUnlisted: op.DenyUnlisted,
 	}
-	for _, name := range mcpMethods {
-		p.methods[name] = &grant{op: base, method: name}
-	}
 	for name, s := range op.Methods {
 		p.methods[name] = &grant{op: m.newOperation(cfg.Scopes, s), method: name}
 	}
+	m.applyMethodDefaults(cfg, &p) // methods.go: methods that inherit another's scopes
 	named := func(method string, scopes []string, name string) *grant {
 		return &grant{op: m.newOperation(cfg.Scopes, op.Methods[method], scopes), method: method, name: name}
 	}
@@ -87,7 +86,7 @@ func (m *Middleware) compilePolicy(cfg *Config) policy {
 	for _, r := range op.Resources {
 		g := named(methodResourceRead, r.Scopes, r.URI)
 		if r.Prefix {
-			p.resPrefix = append(p.resPrefix, prefixRule{[]byte(r.URI), g})
+			p.resPrefix = append(p.resPrefix, prefixRule{r.URI, g})
 		} else {
 			p.resExact[r.URI] = g
 		}
@@ -99,6 +98,7 @@ func (m *Middleware) compilePolicy(cfg *Config) policy {
 	p.unlistedTool = unlisted(methodToolsCall)
 	p.unlistedPrompt = unlisted(methodPromptsGet)
 	p.unlistedResource = unlisted(methodResourceRead)
+	p.subscribe = m.compileSubscribe(cfg, &p)
 	return p
 }
 
@@ -129,7 +129,8 @@ func (p *policy) lookup(msg *message) (*grant, error) {
 	}
 	mg := p.methods[string(msg.method)]
 	if mg == nil {
-		mg = p.other
+		// Neither listed nor defined by MCP (docs/policy.md).
+		return p.unlisted(p.other)
 	}
 	switch {
 	case string(msg.method) == methodToolsCall:
@@ -137,32 +138,43 @@ func (p *policy) lookup(msg *message) (*grant, error) {
 	case string(msg.method) == methodPromptsGet:
 		return p.named(p.prompts, msg.hasName, msg.nameNotString, msg.name, mg, p.unlistedPrompt)
 	case string(msg.method) == methodResourceRead:
-		if msg.uriNotString {
-			return mg, errNotString
-		}
-		if !msg.hasURI {
-			return p.unlisted(mg)
-		}
-		// Rules compare raw bytes, so while any exist only one spelling of
-		// a resource may pass: another spelling of a protected URI would
-		// miss its rule and borrow weaker scopes, while a handler that
-		// normalises the URI serves the protected resource.
-		if (len(p.resExact) > 0 || len(p.resPrefix) > 0) && !canonicalURI(msg.uri) {
-			return mg, errNonCanonicalURI
-		}
-		if g := p.resExact[string(msg.uri)]; g != nil {
-			return g, nil
-		}
-		if len(p.resPrefix) > 0 {
-			for _, r := range p.resPrefix {
-				if bytes.HasPrefix(msg.uri, r.prefix) {
-					return r.g, nil
-				}
-			}
-		}
-		return p.unlisted(p.unlistedResource)
+		return p.resource(msg, mg, p.resExact, p.resPrefix, p.unlistedResource)
+	case string(msg.method) == methodResourcesSubscribe:
+		return p.resource(msg, mg, p.subscribe.exact, p.subscribe.prefix, p.subscribe.unlisted)
 	}
 	return mg, nil
+}
+
+// resource looks up the resource rule of msg's params.uri among exact and
+// prefix (built for one method; mg is its grant, unl its grant for a URI no
+// rule matches).
+func (p *policy) resource(msg *message, mg *grant, exact map[string]*grant, prefix []prefixRule, unl *grant) (*grant, error) {
+	if msg.uriNotString {
+		return mg, errNotString
+	}
+	if !msg.hasURI {
+		return p.unlisted(mg)
+	}
+	if len(exact) == 0 && len(prefix) == 0 {
+		return p.unlisted(unl)
+	}
+	// While rules exist only the canonical form is matched: another
+	// spelling of a protected URI would miss its rule and borrow
+	// weaker scopes, while a handler that normalises the URI serves
+	// the protected resource.
+	key, ok := canonicalResource(string(msg.uri))
+	if !ok {
+		return mg, errNonCanonicalURI
+	}
+	if g := exact[key]; g != nil {
+		return g, nil
+	}
+	for _, r := range prefix {
+		if strings.HasPrefix(key, r.prefix) {
+			return r.g, nil
+		}
+	}
+	return p.unlisted(unl)
 }
 
 // named looks name up in gs. mg is the method's grant, unl its grant for a
@@ -189,54 +201,69 @@ func (p *policy) unlisted(g *grant) (*grant, error) {
 	return g, nil
 }
 
-// canonicalURI reports whether uri is spelled in the one form resource
-// rules can match: no "." or ".." segment (also percent-encoded), no empty
-// path segment ("//" after the authority), no backslash, no
-// percent-encoding of an unreserved character, "/" or "\\", no malformed
-// percent-encoding, and no upper-case letter in the scheme or authority
-// (RFC 3986 §6.2.2). Other spellings of the same resource are refused
-// rather than guessed at, because the body is forwarded byte for byte.
-func canonicalURI(uri []byte) bool {
-	if hasDotSegment(uri) || bytes.IndexByte(uri, '\\') >= 0 {
-		return false
+// canonicalResource returns the form of uri that resource rules match, or
+// false if uri cannot be put in it. The canonical form is what the SDKs'
+// resource handlers resolve: go-sdk's file handler and template handlers
+// that parse the URI (net/url) serve the resource named by the URI without
+// its query and fragment, and a fragment is never part of the resource
+// (RFC 3986 §3.5). So the query and fragment ("?", "?x=1", "#", "#x") are
+// cut before matching, and an exact rule applies to every such variant.
+//
+// uri is parsed with net/url, and refused, rather than guessed at, when it
+// is not absolute, does not parse, or is another spelling of a resource
+// that rules could otherwise miss: a "." or ".." segment (also
+// percent-encoded), an empty path segment, a backslash (also encoded), a
+// percent-encoded unreserved character or "/", upper case in the scheme
+// or host (RFC 3986 §6.2.2), or any byte net/url would not reproduce as
+// is (raw non-ASCII or spaces: send them percent-encoded). The body is
+// forwarded byte for byte, so the handler sees exactly what was matched.
+func canonicalResource(uri string) (string, bool) {
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme == "" || !strings.HasPrefix(uri, u.Scheme+":") || u.Host != strings.ToLower(u.Host) {
+		return "", false
 	}
-	for i := 0; i < len(uri); i++ {
-		if uri[i] != '%' {
+	path := u.EscapedPath()
+	if u.Opaque != "" {
+		path = u.Opaque
+	}
+	if hasDotSegment([]byte(path)) || strings.Contains(u.Path, "//") || strings.ContainsRune(u.Path, '\\') ||
+		strings.ContainsRune(path, '\\') || !canonicalEscapes(path) {
+		return "", false
+	}
+	v := *u
+	v.RawQuery, v.ForceQuery, v.Fragment, v.RawFragment = "", false, "", ""
+	key := v.String()
+	rest, ok := strings.CutPrefix(uri, key)
+	if !ok || rest != "" && rest[0] != '?' && rest[0] != '#' {
+		return "", false // net/url respelled it
+	}
+	return key, true
+}
+
+// canonicalURI reports whether uri can be matched against resource rules
+// ([canonicalResource]).
+func canonicalURI(uri []byte) bool {
+	_, ok := canonicalResource(string(uri))
+	return ok
+}
+
+// canonicalEscapes reports whether the escaped path p percent-encodes only
+// what must be: no unreserved character, "/" or "\\".
+func canonicalEscapes(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] != '%' {
 			continue
 		}
-		if i+2 >= len(uri) || !isHexDigit(uri[i+1]) || !isHexDigit(uri[i+2]) {
+		if i+2 >= len(p) || !isHexDigit(p[i+1]) || !isHexDigit(p[i+2]) {
 			return false
 		}
-		c := unhex(uri[i+1])<<4 | unhex(uri[i+2])
+		c := unhex(p[i+1])<<4 | unhex(p[i+2])
 		if isUnreserved(c) || c == '/' || c == '\\' {
 			return false
 		}
 		i += 2
 	}
-	// Scheme and authority: lower case only.
-	rest := uri
-	if c := bytes.IndexByte(uri, ':'); c > 0 {
-		if hasUpper(uri[:c]) {
-			return false
-		}
-		rest = uri[c+1:]
-	}
-	if bytes.HasPrefix(rest, []byte("//")) {
-		rest = rest[2:]
-		end := bytes.IndexAny(rest, "/?#")
-		if end < 0 {
-			end = len(rest)
-		}
-		if hasUpper(rest[:end]) {
-			return false
-		}
-		rest = rest[end:]
-	}
-	// Path (up to query or fragment): no empty segment.
-	if q := bytes.IndexAny(rest, "?#"); q >= 0 {
-		rest = rest[:q]
-	}
-	return !bytes.Contains(rest, []byte("//"))
+	return true
 }
 
 func isHexDigit(c byte) bool {
@@ -259,15 +286,6 @@ func unhex(c byte) byte {
 func isUnreserved(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' ||
 		c == '-' || c == '.' || c == '_' || c == '~'
-}
-
-func hasUpper(b []byte) bool {
-	for _, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			return true
-		}
-	}
-	return false
 }
 
 // hasDotSegment reports whether uri has a "." or ".." segment, with dots

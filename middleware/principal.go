@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpguard/mcpguard/validate"
@@ -28,8 +29,13 @@ type Principal struct {
 	// Expiry is the token's "exp".
 	Expiry time.Time
 	// Claims are the verified claims, for claims not copied above
-	// ([validate.Claims.Decode]).
+	// ([validate.Claims.Decode]). Nil for the anonymous principal.
 	Claims *validate.Claims
+
+	// Anonymous is true for the principal of a request served without a
+	// token because its operation is public (OperationPolicy.Public). Every
+	// other field is then zero: no subject, no tenant, no scope.
+	Anonymous bool
 
 	// grant is the operation Handler authorized, for RequireScopes and
 	// the labels of later decisions.
@@ -61,6 +67,32 @@ func newPrincipal(c *validate.Claims) *Principal {
 func (p *Principal) stepUpID() string {
 	return strconv.Itoa(len(p.Issuer)) + ":" + p.Issuer + "\x00" +
 		strconv.Itoa(len(p.Subject)) + ":" + p.Subject + "\x00" + p.ClientID
+}
+
+// AnonymousID is the [Principal.ID] of the anonymous principal. No
+// authenticated principal has it: their IDs start with a digit.
+const AnonymousID = "anonymous"
+
+// ID returns a key identifying the principal, for binding state such as an
+// MCP session to it: issuer, subject, client and tenant, each
+// length-prefixed so that no two principals share a key. Two tokens of the
+// same user, client and tenant have the same ID whatever their scopes and
+// expiry. The anonymous principal's ID is [AnonymousID]; a nil principal's
+// is "".
+func (p *Principal) ID() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Anonymous:
+		return AnonymousID
+	}
+	var b strings.Builder
+	for _, f := range [...]string{p.Issuer, p.Subject, p.ClientID, p.Tenant} {
+		b.WriteString(strconv.Itoa(len(f)))
+		b.WriteByte(':')
+		b.WriteString(f)
+	}
+	return b.String()
 }
 
 type principalKey struct{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,10 +28,10 @@ func TestStepUp(t *testing.T) {
 				return rec
 			}
 			challenged := func(rec *httptest.ResponseRecorder) bool {
-				return rec.Code == http.StatusForbidden && rec.Header().Get("WWW-Authenticate") != ""
+				return rec.Code == http.StatusForbidden && strings.Contains(rec.Header().Get("WWW-Authenticate"), `error="insufficient_scope"`)
 			}
 			terminal := func(rec *httptest.ResponseRecorder) bool {
-				return rec.Code == http.StatusForbidden && len(rec.Header().Values("WWW-Authenticate")) == 0 &&
+				return rec.Code == http.StatusForbidden && rec.Header().Get("WWW-Authenticate") == `Bearer resource_metadata="`+metadataURL+`"` &&
 					rec.Body.String() == bodyInsufficient
 			}
 			for i := 1; i <= DefaultStepUpLimit; i++ {
@@ -84,6 +85,8 @@ type failingStore struct{}
 func (failingStore) Incr(context.Context, string, time.Duration, time.Time) (int, error) {
 	return 0, errors.New("store down")
 }
+
+func (failingStore) Reset(context.Context, string) error { return errors.New("store down") }
 
 // TestStepUpStoreError: a failing store costs the bound, not the
 // challenge (access is denied either way).

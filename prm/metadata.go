@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/scopetoken"
 )
 
 // offlineAccess must not appear in scopes_supported (MCP 2026-07-28,
@@ -237,17 +239,7 @@ func isLoopback(host string) bool {
 
 // isScopeToken reports whether s is an RFC 6749 §3.3 scope-token:
 // 1*( %x21 / %x23-5B / %x5D-7E ).
-func isScopeToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return false
-		}
-	}
-	return true
-}
+func isScopeToken(s string) bool { return scopetoken.Valid(s) }
 
 // looksLikeJWS reports whether s has the compact JWS shape: three
 // dot-separated base64url segments, the first two non-empty.

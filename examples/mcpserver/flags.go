@@ -44,6 +44,9 @@ type options struct {
 	jwksRefreshRateLimit              time.Duration
 	jwksWaitTimeout                   time.Duration
 	introspectionAllowMissingAudience bool
+
+	// Session mode of the go-sdk handler (principal binding, gosdk adapter).
+	stateful bool
 }
 
 // listFlag is a flag.Value holding scope-like tokens separated by spaces
@@ -133,6 +136,9 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.DurationVar(&o.jwksRefreshRateLimit, "jwks-refresh-rate-limit", 0, "minimum time between on-demand JWKS refreshes (unknown kid, failed signature under a known kid); a refused one is deferred to when the limit opens, so a new signing key is accepted within about this long; 0 means 4s")
 	fs.DurationVar(&o.jwksWaitTimeout, "jwks-wait-timeout", 0, "longest a request waits for a running JWKS refresh; 0 means 2s")
 	fs.BoolVar(&o.introspectionAllowMissingAudience, "introspection-allow-missing-aud", false, "accept introspection responses without aud (RFC 7662 makes it optional; Keycloak and others omit it unless configured); WEAKENS validation: any active token of the issuer is then accepted. Only with -token-mode introspect or hybrid")
+
+	// Session mode (gosdk adapter).
+	fs.BoolVar(&o.stateful, "stateful", false, "serve with the go-sdk's default stateful handler (Mcp-Session-Id sessions bound to the principal that created them, GET streams, DELETE; MCP 2025-11-25 and older only) instead of the stateless one, which also serves 2026-07-28")
 
 	var envErrs []error
 	fs.VisitAll(func(f *flag.Flag) {

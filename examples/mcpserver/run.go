@@ -146,6 +146,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Validator:            v,
 		Scopes:               o.scopes,
 		Logger:               logger,
+		Stateful:             o.stateful,
 	})
 	if err != nil {
 		return err
@@ -188,13 +189,37 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	return errors.Join(errs...)
 }
 
-// newHTTPServer returns an http.Server with bounded header and idle times.
-// There is no overall read or write timeout: MCP responses may stream.
+// Server timeouts (issue #11 item 6). They bound every connection, and
+// above all those of clients without a valid token:
+//   - readHeaderTimeout: the request line and headers;
+//   - readTimeout: the whole request, body included (a token holder has
+//     this long to send a body of at most the middleware's 1 MiB; a
+//     tokenless POST is refused before its body and the connection closed);
+//   - writeTimeout: the answer; refusals and plain JSON answers are small;
+//   - idleTimeout: a kept-alive connection between requests.
+//
+// SSE streams are long-lived: an authorized request gets its read
+// deadline cleared and its write deadline extended to
+// server.StreamWriteTimeout behind the middleware (server/deadlines.go),
+// so these short values never cut an authorized stream, and never cancel
+// its context (net/http cancels a request's context when a read deadline
+// passes during the handler).
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 2 * time.Minute
+)
+
+// newHTTPServer returns an http.Server with bounded header, read, write
+// and idle times (see the constants above).
 func newHTTPServer(h http.Handler, logger *slog.Logger) *http.Server {
 	return &http.Server{
 		Handler:           h,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}

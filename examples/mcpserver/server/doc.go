@@ -14,9 +14,12 @@
 // # Routes
 //
 //   - the path of Config.Resource (e.g. /mcp): the MCP Streamable HTTP
-//     endpoint, behind middleware.Middleware.Handler. The go-sdk handler is
-//     stateless, so both MCP revisions 2025-11-25 (initialize) and
-//     2026-07-28 (self-contained requests) are served.
+//     endpoint, behind the gosdk adapter (middleware.Middleware.Handler
+//     plus the go-sdk's TokenInfo). The go-sdk handler is stateless by
+//     default, so both MCP revisions 2025-11-25 (initialize) and
+//     2026-07-28 (self-contained requests) are served; Config.Stateful
+//     (flag -stateful) uses the go-sdk's default stateful handler instead,
+//     with each session bound to the principal that created it.
 //   - the RFC 9728 protected-resource metadata at the path-inserted
 //     well-known URL (/.well-known/oauth-protected-resource/mcp) and at
 //     the root form, outside the protected chain.
@@ -34,7 +37,10 @@
 //
 // The per-tool scopes are an operation policy of the middleware, so a
 // missing scope is an HTTP 403 insufficient_scope challenge before the tool
-// runs. Handlers read the caller only from middleware.PrincipalFromContext:
-// with the go-sdk's stateless Streamable HTTP handler, the context a tool
-// handler receives carries the values of the HTTP request context.
+// runs. Handlers read the caller only from middleware.PrincipalFromContext,
+// which the adapter's receiving middleware (gosdk.Adapter.Install) sets to
+// the principal of the HTTP request that carried the call, in both modes
+// (in a stateful session the go-sdk's own context is the session's, made
+// by its initialize request). tools/list offers only the tools the
+// caller's token may call.
 package server

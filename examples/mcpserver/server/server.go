@@ -13,6 +13,7 @@ import (
 	"github.com/gorilla/mux"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpguard/mcpguard/gosdk"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/prm"
 )
@@ -56,11 +57,27 @@ type Config struct {
 	// Now stamps notes and drives the middleware's step-up window. Nil
 	// means time.Now.
 	Now func() time.Time
+
+	// Session mode and policy-filtered lists (the gosdk adapter).
+
+	// Stateful serves MCP with the go-sdk's default, stateful handler
+	// (mcp.NewStreamableHTTPHandler(f, nil) plus JSONResponse): sessions
+	// with Mcp-Session-Id, GET streams and DELETE, for MCP 2025-11-25 and
+	// older; each session is bound to the principal that created it. False
+	// (the default) serves statelessly, which MCP 2026-07-28 needs.
+	Stateful bool
+	// Public lists operations served without a token
+	// (middleware.OperationPolicy.Public). The zero value lists none.
+	Public middleware.PublicOperations
 }
 
 func (c Config) withDefaults() Config {
 	c.AuthorizationServers = slices.Clone(c.AuthorizationServers)
 	c.Scopes = slices.Clone(c.Scopes)
+	c.Public = middleware.PublicOperations{
+		Methods: slices.Clone(c.Public.Methods), Tools: slices.Clone(c.Public.Tools),
+		Prompts: slices.Clone(c.Public.Prompts), Resources: slices.Clone(c.Public.Resources),
+	}
 	if c.ResourceName == "" {
 		c.ResourceName = "mcpguard example notes server"
 	}
@@ -110,7 +127,7 @@ func New(cfg Config) (*Server, error) {
 			ResourceName:           cfg.ResourceName,
 		},
 		Scopes:     cfg.Scopes,
-		Operations: middleware.OperationPolicy{Tools: toolScopes()},
+		Operations: middleware.OperationPolicy{Tools: toolScopes(), Public: cfg.Public},
 		Logger:     cfg.Logger,
 		Now:        cfg.Now,
 	})
@@ -125,12 +142,20 @@ func New(cfg Config) (*Server, error) {
 		Logger: sdkLog,
 	})
 	addTools(ms, newNotes(cfg.MaxNotesPerTenant, cfg.MaxTenants, cfg.Now))
-	// Stateless: the 2026-07-28 revision has no sessions, and the go-sdk
-	// serves it only in stateless mode; 2025-11-25 clients work too (their
-	// initialize is answered, no Mcp-Session-Id is issued). JSONResponse
-	// keeps answers plain JSON, which curl users can read.
+	// The adapter binds sessions to principals, gives every handler the
+	// principal of its own request and filters tools/list by the policy.
+	ad, err := gosdk.New(gosdk.Config{Middleware: mw, FilterLists: true})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	ad.Install(ms)
+	// Stateless by default: the 2026-07-28 revision has no sessions, and
+	// the go-sdk serves it only in stateless mode; 2025-11-25 clients work
+	// too (their initialize is answered, no Mcp-Session-Id is issued).
+	// Stateful is the go-sdk's default. JSONResponse keeps answers plain
+	// JSON, which curl users can read.
 	mh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, &mcp.StreamableHTTPOptions{
-		Stateless:    true,
+		Stateless:    !cfg.Stateful,
 		JSONResponse: true,
 		Logger:       sdkLog,
 	})
@@ -141,7 +166,7 @@ func New(cfg Config) (*Server, error) {
 	if root != inserted {
 		r.Handle(root, mw.MetadataHandler())
 	}
-	r.Handle(u.EscapedPath(), mw.Handler(mh))
+	r.Handle(u.EscapedPath(), ad.Handler(liftDeadlines(mh))) // lifted for authenticated principals only: deadlines.go
 	return &Server{handler: r, mw: mw, mcp: ms}, nil
 }
 

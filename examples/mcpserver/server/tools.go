@@ -47,6 +47,9 @@ type WhoamiResult struct {
 	ClientID string   `json:"client_id"`
 	Tenant   string   `json:"tenant"`
 	Scopes   []string `json:"scopes"`
+	// Anonymous is true for a request served without a token (a public
+	// operation); every other field is then empty.
+	Anonymous bool `json:"anonymous,omitempty"`
 }
 
 // NotesListArgs are the arguments of notes_list.
@@ -118,7 +121,7 @@ func whoami(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallT
 	if scopes == nil {
 		scopes = []string{}
 	}
-	return nil, WhoamiResult{Subject: p.Subject, ClientID: p.ClientID, Tenant: p.Tenant, Scopes: scopes}, nil
+	return nil, WhoamiResult{Subject: p.Subject, ClientID: p.ClientID, Tenant: p.Tenant, Scopes: scopes, Anonymous: p.Anonymous}, nil
 }
 
 // callerTenant returns the tenant of the request's principal. The token is

@@ -1,0 +1,64 @@
+// Package gosdk connects mcpguard's middleware to the official MCP Go SDK
+// (github.com/modelcontextprotocol/go-sdk), in both of its Streamable HTTP
+// modes: the default stateful handler (mcp.NewStreamableHTTPHandler(f,
+// nil)) and Stateless: true. Import it only with the go-sdk: middleware
+// itself never depends on an SDK.
+//
+//	a, err := gosdk.New(gosdk.Config{Middleware: m})
+//	a.Install(server)                    // handlers see the request's principal
+//	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
+//	mux.Handle("/mcp", a.Handler(h))     // m.Handler around the SDK, with TokenInfo
+//
+// # What the go-sdk delivers, and what this package adds
+//
+// In stateful mode a tool handler runs on the session's context, created
+// by the session's initialize request: its values are those of that first
+// HTTP request, not of the request that called the tool. What the go-sdk
+// does hand over per request is req.Extra.TokenInfo, read from the
+// context that auth.RequireBearerToken sets (its key is unexported), and it
+// refuses a request for a session whose creator's TokenInfo.UserID differs
+// (403 "session user mismatch", before reading the body or touching the
+// session; GET and DELETE alike).
+//
+// [Adapter.Handler] therefore runs [middleware.Middleware.Handler] and
+// then gives the go-sdk, through auth.RequireBearerToken, a TokenInfo
+// built from the request's [middleware.Principal] ([TokenInfo]): its
+// UserID is [middleware.Principal.ID] (issuer, subject, client and tenant),
+// so the go-sdk's own check binds each session to the principal that
+// created it; Scopes and Expiration are the token's; Extra carries the
+// principal ([Principal] reads it back). A session created by an anonymous
+// request (a public operation) is bound to the anonymous principal. The
+// adapter also remembers each session's creator (learnt from the go-sdk's
+// Mcp-Session-Id answer header) so that another principal's request for
+// it gets 404 "session not found" before the go-sdk runs: that answer
+// reveals nothing and makes a client start a new session, where the
+// go-sdk's own 403 has no challenge and proves the session exists. The
+// go-sdk's check stays behind it for sessions the adapter has forgotten
+// (Config.MaxSessions). The
+// principal is removed from the context the go-sdk sees, so that a
+// session never captures the principal of its first request.
+// [Adapter.Install] adds a receiving middleware that puts the current
+// request's principal back into each handler's context, so
+// [middleware.PrincipalFromContext] and [middleware.TenantFromContext] are
+// right in both modes; without Install they find no principal (fail
+// closed), and handlers must call [Principal] on the request.
+//
+// In a stateful handler, auth.TokenInfoFromContext(ctx) returns the
+// TokenInfo of the session's first request (the go-sdk's context is the
+// session's); use req.Extra.TokenInfo, [Principal] or, after Install,
+// middleware.PrincipalFromContext.
+//
+// In stateless mode there is no session to bind; every request's handler
+// context derives from the request, and the same TokenInfo reaches
+// req.Extra.
+//
+// # Lists filtered by the operation policy
+//
+// With Config.FilterLists, tools/list, prompts/list and resources/list
+// answer only the tools, prompts and resources the request's principal may
+// call under the middleware's operation policy
+// ([middleware.Middleware.Permits]), and mark the result cacheScope
+// "private". resources/templates/list is not filtered: a template is not a
+// URI the policy can match. Filtering only hides; the call is still
+// checked by the middleware.
+package gosdk

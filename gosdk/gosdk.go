@@ -1,0 +1,193 @@
+package gosdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpguard/mcpguard/middleware"
+)
+
+// ErrConfig reports an unusable [Config]. Only [New] returns it.
+var ErrConfig = errors.New("gosdk: invalid config")
+
+// ExtraKey is the key of the [middleware.Principal] in auth.TokenInfo.Extra.
+const ExtraKey = "github.com/mcpguard/mcpguard/middleware.Principal"
+
+// Config configures an [Adapter].
+type Config struct {
+	// Middleware authorizes every request. Required.
+	Middleware *middleware.Middleware
+
+	// FilterLists makes tools/list, prompts/list and resources/list
+	// answer only what the request's principal may call under the
+	// middleware's operation policy ([middleware.Middleware.Permits]). It
+	// takes effect through [Adapter.Install]. Defaults to false: lists are
+	// the go-sdk's, unfiltered.
+	FilterLists bool
+
+	// MaxSessions bounds the stateful sessions whose creator the adapter
+	// remembers, to answer another principal's request for one with 404.
+	// Zero means [DefaultMaxSessions]; past it the oldest is forgotten,
+	// and a request of another principal for it gets the go-sdk's own 403
+	// instead. Negative is refused.
+	MaxSessions int
+}
+
+// Adapter puts the middleware in front of a go-sdk Streamable HTTP handler
+// and carries each request's principal to its MCP handlers. Create it with
+// [New]; it is safe for concurrent use.
+type Adapter struct {
+	m      *middleware.Middleware
+	filter bool
+	bearer func(http.Handler) http.Handler
+	owners *owners
+}
+
+// New checks cfg and returns an Adapter.
+func New(cfg Config) (*Adapter, error) {
+	switch {
+	case cfg.Middleware == nil:
+		return nil, fmt.Errorf("%w: no Middleware", ErrConfig)
+	case cfg.MaxSessions < 0:
+		return nil, fmt.Errorf("%w: negative MaxSessions", ErrConfig)
+	case cfg.MaxSessions == 0:
+		cfg.MaxSessions = DefaultMaxSessions
+	}
+	a := &Adapter{m: cfg.Middleware, filter: cfg.FilterLists, owners: newOwners(cfg.MaxSessions)}
+	// The token was validated by the middleware (with its own leeway)
+	// before this runs; the go-sdk's expiry check must not refuse it again
+	// with a plain-text 401, so its skew is made irrelevant.
+	a.bearer = auth.RequireBearerToken(verifyFromContext, &auth.RequireBearerTokenOptions{
+		AllowMissingExpiration: true,
+		ClockSkew:              skewNeverRefuse,
+	})
+	return a, nil
+}
+
+// skewNeverRefuse is far beyond any token lifetime.
+const skewNeverRefuse = 100 * 365 * 24 * time.Hour
+
+// Handler returns h, a go-sdk handler (mcp.NewStreamableHTTPHandler, in
+// either mode), behind [middleware.Middleware.Handler] and [Adapter.TokenInfo]:
+// mount it at the MCP endpoint. h receives each request with the go-sdk's
+// auth.TokenInfo of the request's principal in its context, which binds
+// stateful sessions to their creator and fills req.Extra.TokenInfo.
+func (a *Adapter) Handler(h http.Handler) http.Handler {
+	return a.m.Handler(a.TokenInfo(h))
+}
+
+// TokenInfo returns the glue alone, for chains that run
+// [middleware.Middleware.Handler] (or Guard.Handler) themselves: it must
+// run behind it, and answers 401 ([middleware.ErrNoPrincipal], through
+// Middleware.Challenge) for a request without a principal. It hands next
+// the request with the go-sdk's auth.TokenInfo of the principal
+// ([TokenInfo]) in its context, set by auth.RequireBearerToken, and
+// without the principal itself. A request carrying the Mcp-Session-Id of a
+// session another principal created gets 404 "session not found" before
+// the go-sdk sees it (the go-sdk's own check, 403, stays behind it for
+// sessions the adapter has forgotten). The principal is removed so that a
+// stateful session, whose context is its first request's, never carries
+// a principal; [Adapter.Install] gives each handler the principal of its
+// own request.
+func (a *Adapter) TokenInfo(next http.Handler) http.Handler {
+	if next == nil {
+		panic("gosdk: TokenInfo(nil)")
+	}
+	inner := a.bearer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Context().Value(placeholderKey{}) != nil {
+			r.Header.Del("Authorization") // the placeholder never reaches the go-sdk
+		}
+		next.ServeHTTP(w, r.WithContext(middleware.ContextWithPrincipal(r.Context(), nil)))
+	}))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, ok := middleware.PrincipalFromContext(r.Context())
+		if !ok {
+			a.m.Challenge(w, r, middleware.ErrNoPrincipal)
+			return
+		}
+		if w, ok = a.bindSession(w, r, p.ID()); !ok {
+			return
+		}
+		if p.Anonymous {
+			// auth.RequireBearerToken, the only setter of the go-sdk's
+			// context key, needs a bearer header; a public request has
+			// none. The verifier ignores the value and uses the principal.
+			r = r.Clone(context.WithValue(r.Context(), placeholderKey{}, true))
+			r.Header.Set("Authorization", "Bearer anonymous")
+		}
+		inner.ServeHTTP(w, r)
+	})
+}
+
+type placeholderKey struct{}
+
+// verifyFromContext is the go-sdk auth.TokenVerifier of [Adapter.TokenInfo]:
+// the token was verified by the middleware, whose principal is in the
+// request context.
+func verifyFromContext(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+	p, ok := middleware.PrincipalFromContext(r.Context())
+	if !ok {
+		return nil, auth.ErrInvalidToken // unreachable: TokenInfo checks first
+	}
+	return TokenInfo(p), nil
+}
+
+// TokenInfo returns the go-sdk auth.TokenInfo of p: UserID is p.ID()
+// (issuer, subject, client and tenant; [middleware.AnonymousID] for the
+// anonymous principal), Scopes and Expiration are the token's, and Extra
+// holds p under [ExtraKey].
+func TokenInfo(p *middleware.Principal) *auth.TokenInfo {
+	return &auth.TokenInfo{
+		UserID:     p.ID(),
+		Scopes:     p.Scopes,
+		Expiration: p.Expiry,
+		Extra:      map[string]any{ExtraKey: p},
+	}
+}
+
+// Principal returns the principal of the request req, in any mode: the
+// one req.Extra.TokenInfo carries, set by [Adapter.Handler] for this very
+// HTTP request. It is the accessor to use in a handler when
+// [Adapter.Install] is not used. It returns false for a request that did
+// not come through the adapter.
+func Principal(req mcp.Request) (*middleware.Principal, bool) {
+	if req == nil {
+		return nil, false
+	}
+	extra := req.GetExtra()
+	if extra == nil || extra.TokenInfo == nil {
+		return nil, false
+	}
+	p, ok := extra.TokenInfo.Extra[ExtraKey].(*middleware.Principal)
+	return p, ok && p != nil
+}
+
+// Install adds the adapter's receiving middleware to s: every method
+// handler, and
+// so every tool, prompt and resource handler, gets a context carrying the
+// principal of its own request ([middleware.PrincipalFromContext]), or no
+// principal at all. With Config.FilterLists it also filters the lists.
+// Call it once per server, before serving, and after adding other
+// receiving middleware: the go-sdk runs the last added first, so those
+// run inside it and see the principal too.
+func (a *Adapter) Install(s *mcp.Server) {
+	s.AddReceivingMiddleware(a.receive)
+}
+
+func (a *Adapter) receive(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		p, _ := Principal(req)
+		ctx = middleware.ContextWithPrincipal(ctx, p) // nil p: no principal
+		res, err := next(ctx, method, req)
+		if err != nil || !a.filter {
+			return res, err
+		}
+		return a.filterList(p, method, res), nil
+	}
+}

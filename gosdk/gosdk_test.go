@@ -1,0 +1,274 @@
+package gosdk_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpguard/mcpguard/gosdk"
+	"github.com/mcpguard/mcpguard/middleware"
+)
+
+// TestSessionSharedAcrossTenants: alice of tenant-a creates a stateful
+// session; bob of tenant-b, with a valid token, presents its ID on POST
+// (tools/call), GET (the stream) and DELETE. Each is refused with 404
+// before the session is touched, and alice's session keeps working; past
+// the adapter's memory the go-sdk's own check still refuses (403).
+func TestSessionSharedAcrossTenants(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureConfig{})
+	alice := f.token(t, "alice", "tenant-a", "mcp")
+	bob := f.token(t, "bob", "tenant-b", "mcp", "secret:read")
+	sid := f.initialize(t, alice)
+	if sid == "" {
+		t.Fatal("no session ID")
+	}
+	if w := f.whoami(t, "whoami", alice, sid); w.CtxSubject != "alice" || w.ReqSubject != "alice" {
+		t.Fatalf("alice's whoami = %+v", w)
+	}
+	// Same subject, other tenant or client: another principal as well.
+	aliceB := f.token(t, "alice", "tenant-b", "mcp")
+
+	for _, tc := range []struct {
+		name, method, body, token string
+	}{
+		{"POST tools/call", http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`, bob},
+		{"POST other tenant", http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`, aliceB},
+		{"POST notification", http.MethodPost, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`, bob},
+		{"GET stream", http.MethodGet, "", bob},
+		{"DELETE", http.MethodDelete, "", bob},
+		{"POST anonymous", http.MethodPost, `{"jsonrpc":"2.0","id":3,"method":"tools/list"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := f.do(t, tc.method, tc.body, tc.token, sid)
+			if r.status != http.StatusNotFound || r.body != "session not found\n" {
+				t.Errorf("status %d, body %q; want 404 session not found", r.status, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") || strings.Contains(r.body, "alice") {
+				t.Errorf("answer leaks the session: %s %q", ct, r.body)
+			}
+		})
+	}
+	if w := f.whoami(t, "whoami", alice, sid); w.CtxSubject != "alice" || w.CtxTenant != "tenant-a" {
+		t.Errorf("alice's whoami after bob's attempts = %+v", w)
+	}
+	// Alice may end her own session.
+	if r := f.do(t, http.MethodDelete, "", alice, sid); r.status != http.StatusNoContent {
+		t.Errorf("alice's DELETE: %d %s", r.status, r.body)
+	}
+}
+
+// TestForgottenSessionBackstop: past MaxSessions the adapter forgets the
+// oldest session's creator; the go-sdk's own TokenInfo.UserID check then
+// still refuses another principal (403), with nothing of the session.
+func TestForgottenSessionBackstop(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureConfig{maxSess: 1})
+	alice := f.token(t, "alice", "tenant-a", "mcp")
+	bob := f.token(t, "bob", "tenant-b", "mcp")
+	sid := f.initialize(t, alice)
+	f.initialize(t, bob) // alice's session is forgotten by the adapter
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		body := ""
+		if m == http.MethodPost {
+			body = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`
+		}
+		if r := f.do(t, m, body, bob, sid); r.status != http.StatusForbidden || strings.Contains(r.body, "alice") {
+			t.Errorf("%s: %d %q, want the go-sdk's 403", m, r.status, r.body)
+		}
+	}
+	if w := f.whoami(t, "whoami", alice, sid); w.CtxSubject != "alice" {
+		t.Errorf("alice: %+v", w)
+	}
+	if _, err := gosdk.New(gosdk.Config{Middleware: f.m, MaxSessions: -1}); !errors.Is(err, gosdk.ErrConfig) {
+		t.Errorf("negative MaxSessions: %v", err)
+	}
+}
+
+// TestPrincipalPerRequest: in both modes, each request's handler sees the
+// principal of that request; mid-session, a new token of the same user
+// with more scopes is what the handler sees.
+func TestPrincipalPerRequest(t *testing.T) {
+	t.Parallel()
+	for _, stateless := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stateful", true: "stateless"}[stateless], func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, fixtureConfig{stateless: stateless})
+			narrow := f.token(t, "carol", "tenant-c", "mcp")
+			wide := f.token(t, "carol", "tenant-c", "mcp", "secret:read")
+			sid := f.initialize(t, narrow)
+			if (sid == "") != stateless {
+				t.Fatalf("session ID %q in stateless=%v", sid, stateless)
+			}
+			w := f.whoami(t, "whoami", narrow, sid)
+			if !slices.Equal(w.CtxScopes, []string{"mcp"}) || !slices.Equal(w.ReqScopes, []string{"mcp"}) {
+				t.Fatalf("narrow token: %+v", w)
+			}
+			w = f.whoami(t, "secret", wide, sid)
+			want := []string{"mcp", "secret:read"}
+			if !slices.Equal(w.CtxScopes, want) || !slices.Equal(w.ReqScopes, want) || w.CtxSubject != "carol" || w.CtxTenant != "tenant-c" {
+				t.Errorf("wide token in the same session: %+v, want scopes %q", w, want)
+			}
+			// Back to the narrow token: the secret tool is refused by the
+			// middleware, whoami sees the narrow scopes again.
+			if r := f.call(t, "secret", narrow, sid); r.status != http.StatusForbidden {
+				t.Errorf("secret with the narrow token: %d", r.status)
+			}
+			if w := f.whoami(t, "whoami", narrow, sid); !slices.Equal(w.CtxScopes, []string{"mcp"}) {
+				t.Errorf("narrow token again: %+v", w)
+			}
+			if w.UserID == "" || w.UserID == middleware.AnonymousID {
+				t.Errorf("TokenInfo.UserID = %q", w.UserID)
+			}
+			// Another user, statelessly or in a session of their own.
+			dave := f.token(t, "dave", "tenant-d", "mcp")
+			if w := f.whoami(t, "whoami", dave, f.initialize(t, dave)); w.CtxSubject != "dave" || w.CtxTenant != "tenant-d" {
+				t.Errorf("dave: %+v", w)
+			}
+		})
+	}
+}
+
+// TestWithoutInstall: without Install, a handler's context carries no
+// principal at all (never that of the session's first request), and
+// gosdk.Principal still reads the request's.
+func TestWithoutInstall(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureConfig{noInstall: true})
+	first := f.token(t, "erin", "tenant-e", "mcp")
+	sid := f.initialize(t, first)
+	w := f.whoami(t, "secret", f.token(t, "erin", "tenant-e", "mcp", "secret:read"), sid)
+	if !w.CtxNone || w.ReqSubject != "erin" || !slices.Equal(w.ReqScopes, []string{"mcp", "secret:read"}) {
+		t.Errorf("whoami without Install = %+v, want no context principal and the request's", w)
+	}
+}
+
+// TestPublicOperations: without a token, only the public operations are
+// served, to the anonymous principal; a token sent is validated; an
+// anonymous session is bound to the anonymous principal.
+func TestPublicOperations(t *testing.T) {
+	t.Parallel()
+	for _, stateless := range []bool{false, true} {
+		t.Run(map[bool]string{false: "stateful", true: "stateless"}[stateless], func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, fixtureConfig{stateless: stateless})
+			sid := f.initialize(t, "") // initialize is public
+			w := f.whoami(t, "hello", "", sid)
+			if !w.CtxAnon || !w.ReqAnon || w.CtxSubject != "" || w.UserID != middleware.AnonymousID {
+				t.Errorf("hello without a token = %+v, want the anonymous principal", w)
+			}
+			r := f.call(t, "whoami", "", sid)
+			if r.status != http.StatusUnauthorized || !strings.HasPrefix(r.header.Get("WWW-Authenticate"), "Bearer ") {
+				t.Errorf("whoami without a token: %d %q", r.status, r.header.Get("WWW-Authenticate"))
+			}
+			if r := f.call(t, "hello", "not-a-token", sid); r.status != http.StatusUnauthorized {
+				t.Errorf("hello with a bad token: %d, want 401", r.status)
+			}
+			if r := f.do(t, http.MethodGet, "", "", sid); r.status != http.StatusUnauthorized {
+				t.Errorf("GET without a token: %d, want 401", r.status)
+			}
+			if stateless {
+				return
+			}
+			// The anonymous session is not alice's to take over.
+			alice := f.token(t, "alice", "tenant-a", "mcp")
+			if r := f.call(t, "hello", alice, sid); r.status != http.StatusNotFound {
+				t.Errorf("alice on the anonymous session: %d, want 404", r.status)
+			}
+		})
+	}
+}
+
+// TestFilterLists: tools/list, prompts/list and resources/list answer
+// what the principal may call; without FilterLists, everything.
+func TestFilterLists(t *testing.T) {
+	t.Parallel()
+	list := func(t *testing.T, f *fixture, method, token, field, key string) []string {
+		t.Helper()
+		r := f.do(t, http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"`+method+`"}`, token, "", "MCP-Protocol-Version", legacyRev)
+		var res map[string]json.RawMessage
+		if r.status != http.StatusOK || json.Unmarshal(r.rpc.Result, &res) != nil {
+			t.Fatalf("%s: %d %s", method, r.status, r.body)
+		}
+		var items []map[string]any
+		_ = json.Unmarshal(res[field], &items)
+		var names []string
+		for _, it := range items {
+			names = append(names, it[key].(string))
+		}
+		slices.Sort(names)
+		return names
+	}
+	f := newFixture(t, fixtureConfig{stateless: true, filter: true})
+	for _, tc := range []struct {
+		name                   string
+		token                  string
+		tools, prompts, resrcs []string
+	}{
+		{"anonymous", "", []string{"hello"}, nil, nil},
+		{"base", f.token(t, "u", "t", "mcp"), []string{"hello", "whoami"}, []string{"greeting"}, []string{"file:///readme"}},
+		{"no base scope", f.token(t, "u", "t", "other"), []string{"hello"}, nil, nil},
+		{"secret", f.token(t, "u", "t", "mcp", "secret:read"), []string{"hello", "secret", "whoami"}, []string{"greeting"}, []string{"file:///readme"}},
+		{"admin", f.token(t, "u", "t", "mcp", "admin"), []string{"hello", "whoami"}, []string{"admin_prompt", "greeting"}, []string{"file:///admin", "file:///readme"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := list(t, f, "tools/list", tc.token, "tools", "name"); !slices.Equal(got, tc.tools) {
+				t.Errorf("tools/list = %q, want %q", got, tc.tools)
+			}
+			if got := list(t, f, "prompts/list", tc.token, "prompts", "name"); !slices.Equal(got, tc.prompts) {
+				t.Errorf("prompts/list = %q, want %q", got, tc.prompts)
+			}
+			if got := list(t, f, "resources/list", tc.token, "resources", "uri"); !slices.Equal(got, tc.resrcs) {
+				t.Errorf("resources/list = %q, want %q", got, tc.resrcs)
+			}
+		})
+	}
+	unfiltered := newFixture(t, fixtureConfig{stateless: true})
+	if got := list(t, unfiltered, "tools/list", "", "tools", "name"); !slices.Equal(got, []string{"hello", "secret", "whoami"}) {
+		t.Errorf("unfiltered tools/list = %q", got)
+	}
+}
+
+func TestNew(t *testing.T) {
+	if _, err := gosdk.New(gosdk.Config{}); !errors.Is(err, gosdk.ErrConfig) {
+		t.Errorf("New without Middleware: %v, want ErrConfig", err)
+	}
+}
+
+func TestPrincipalOutsideAdapter(t *testing.T) {
+	if p, ok := gosdk.Principal(nil); ok || p != nil {
+		t.Error("Principal(nil) found a principal")
+	}
+	if _, ok := gosdk.Principal(&mcp.CallToolRequest{}); ok {
+		t.Error("Principal of a request without Extra found a principal")
+	}
+	if _, ok := gosdk.Principal(&mcp.CallToolRequest{Extra: &mcp.RequestExtra{}}); ok {
+		t.Error("Principal of a request without TokenInfo found a principal")
+	}
+}
+
+// TestStatelessSessionIDs: a stateless handler has no sessions to share:
+// a session ID sent by a client changes nothing about whose request it is,
+// and GET and DELETE are the go-sdk's 405.
+func TestStatelessSessionIDs(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureConfig{stateless: true})
+	alice := f.token(t, "alice", "tenant-a", "mcp")
+	bob := f.token(t, "bob", "tenant-b", "mcp")
+	if sid := f.initialize(t, alice); sid != "" {
+		t.Fatalf("stateless handler issued session %q", sid)
+	}
+	if w := f.whoami(t, "whoami", bob, "made-up-session"); w.CtxSubject != "bob" || w.CtxTenant != "tenant-b" {
+		t.Errorf("bob with a session header: %+v", w)
+	}
+	for _, m := range []string{http.MethodGet, http.MethodDelete} {
+		if r := f.do(t, m, "", bob, "made-up-session"); r.status != http.StatusMethodNotAllowed {
+			t.Errorf("%s: %d, want 405", m, r.status)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package integration
+
+import (
+	"net/http"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/middleware"
+)
+
+// toolNames lists the tools the session is offered.
+func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
+	t.Helper()
+	res, err := cs.ListTools(testContext(t), nil)
+	if err != nil {
+		t.Fatalf("ListTools: %v", err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// TestListsFilteredByPolicy: the example's tools/list answers only the
+// tools the caller's token may call (gosdk FilterLists), for both modes,
+// with the real go-sdk client.
+func TestListsFilteredByPolicy(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []struct {
+		name     string
+		stateful bool
+		revision string
+	}{{"stateless", false, rev20260728}, {"stateful", true, rev20251125}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envConfig{stateful: mode.stateful})
+			ctx := testContext(t)
+			base, _ := e.connect(ctx, t, sdkClient{reg: viaCIMD, revision: mode.revision, loginHint: "fay@tenant-f"})
+			if got, want := toolNames(t, base), []string{server.ToolWhoami}; !slices.Equal(got, want) {
+				t.Errorf("base scope: tools %q, want %q", got, want)
+			}
+			reader, _ := e.connect(ctx, t, sdkClient{reg: viaDCR, revision: mode.revision, loginHint: "gus@tenant-g",
+				extraScopes: []string{server.ScopeNotesRead}})
+			if got, want := toolNames(t, reader), []string{server.ToolNotesList, server.ToolWhoami}; !slices.Equal(got, want) {
+				t.Errorf("notes:read: tools %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestPublicOperationsGoSDKClient: with initialize, tools/list and whoami
+// public, the go-sdk client without any OAuth configuration connects,
+// lists the one public tool and calls it as the anonymous principal; the
+// other tools still answer 401 with the usual challenge.
+func TestPublicOperationsGoSDKClient(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []struct {
+		name     string
+		stateful bool
+		revision string
+	}{{"stateless", false, rev20260728}, {"stateful", true, rev20251125}} {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envConfig{stateful: mode.stateful, public: middleware.PublicOperations{
+				Methods: []string{"initialize", "notifications/initialized", "server/discover", "ping", "tools/list"},
+				Tools:   []string{server.ToolWhoami},
+			}})
+			ctx := testContext(t)
+			rec := &recorder{base: http.DefaultTransport}
+			cl := mcp.NewClient(&mcp.Implementation{Name: "anonymous", Version: "0"}, nil)
+			cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{
+				Endpoint: e.mcpURL, HTTPClient: &http.Client{Transport: rec, Timeout: 10 * time.Second},
+				MaxRetries: -1, DisableStandaloneSSE: true,
+			}, &mcp.ClientSessionOptions{ProtocolVersion: mode.revision})
+			if err != nil {
+				t.Fatalf("connect without a token: %v", err)
+			}
+			defer cs.Close()
+			if got := toolNames(t, cs); !slices.Equal(got, []string{server.ToolWhoami}) {
+				t.Errorf("anonymous tools/list = %q, want [whoami]", got)
+			}
+			var who server.WhoamiResult
+			callJSON(ctx, t, cs, server.ToolWhoami, nil, &who)
+			if !who.Anonymous || who.Subject != "" || who.Tenant != "" {
+				t.Errorf("anonymous whoami = %+v", who)
+			}
+			if _, err := cs.CallTool(ctx, callParams(server.ToolNotesList, nil)); err == nil {
+				t.Error("notes_list without a token succeeded")
+			}
+			last := rec.exchanges()[len(rec.exchanges())-1]
+			if last.status != http.StatusUnauthorized || len(last.wwwAuth) != 1 || last.wwwAuth[0] != noToken(e.metaURL) {
+				t.Errorf("notes_list without a token: %d %q, want 401 %q", last.status, last.wwwAuth, noToken(e.metaURL))
+			}
+			// A bad token is still refused, even for the public tool.
+			r := rawPost(ctx, t, e.mcpURL, rawRequest{token: "not-a-token", revision: rev20260728, method: "tools/call", params: toolCall(server.ToolWhoami, nil)})
+			if r.status != http.StatusUnauthorized || len(r.wwwAuth) != 1 || r.wwwAuth[0] != invalidToken(e.metaURL) {
+				t.Errorf("whoami with a bad token: %d %q", r.status, r.wwwAuth)
+			}
+		})
+	}
+}

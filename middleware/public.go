@@ -1,0 +1,262 @@
+package middleware
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+)
+
+// PublicOperations lists the MCP operations served without a token
+// (OperationPolicy.Public): discovery, listing, or a deliberately public,
+// non-sensitive tool. The zero value lists none, and then every request
+// needs a valid token, as before.
+//
+// # The trade-off
+//
+// A request without an Authorization header is no longer refused at once:
+// to know its operation, the middleware reads and parses its body first,
+// bounded by Config.MaxBodyBytes, so an unauthenticated client can make the
+// server read up to that many bytes per request (cap it lower when public
+// operations are on). The request is served only when it is a single,
+// well-formed JSON-RPC message whose operation is listed here and whose MCP
+// headers agree with the body; anything else, including a body too large
+// or not parsable, gets the same 401 challenge as before, so nothing more
+// is disclosed to a client without a token. Its handler sees a [Principal]
+// with Anonymous set and nothing else: it must serve only public data.
+//
+// A token that is sent is always validated: a bad one is 401 even for a
+// public operation, and a valid one makes the request authenticated as
+// usual (its handler sees that principal). Public operations need no scope
+// from anyone: a public tool, prompt or resource is exempt from the
+// scopes of its method (Methods["tools/call"], …) and from resource prefix
+// rules, while a method, name or exact resource rule that both lists
+// scopes and is public is refused by [New] as contradictory. Requests
+// other than POST (an SSE GET stream, a session DELETE) are never public.
+//
+// With stateful MCP sessions, a session created without a token belongs to
+// the anonymous principal: once the client has a token, it must start a new
+// session (the go-sdk refuses the old one with 403).
+type PublicOperations struct {
+	// Methods are JSON-RPC methods served without a token, such as
+	// "initialize", "notifications/initialized", "ping", "server/discover"
+	// or "tools/list". tools/call, prompts/get and resources/read cannot
+	// be listed here: name the tools, prompts and resources instead.
+	Methods []string
+	// Tools are tools/call params.name values served without a token.
+	Tools []string
+	// Prompts are prompts/get params.name values served without a token.
+	Prompts []string
+	// Resources are resources/read params.uri values served without a
+	// token, compared byte for byte (no prefixes).
+	Resources []string
+}
+
+// ReasonPublic: a request without a token was passed to the next handler
+// because its operation is public (OperationPolicy.Public). Its
+// [Decision.Principal] is anonymous.
+const ReasonPublic Reason = "public"
+
+func (po PublicOperations) clone() PublicOperations {
+	return PublicOperations{
+		Methods:   slices.Clone(po.Methods),
+		Tools:     slices.Clone(po.Tools),
+		Prompts:   slices.Clone(po.Prompts),
+		Resources: slices.Clone(po.Resources),
+	}
+}
+
+func (po PublicOperations) empty() bool {
+	return len(po.Methods) == 0 && len(po.Tools) == 0 && len(po.Prompts) == 0 && len(po.Resources) == 0
+}
+
+// checkPublic refuses public operations that would need a scope, and names
+// that cannot be public.
+func checkPublic(op *OperationPolicy) error {
+	po := op.Public
+	for _, name := range po.Methods {
+		switch {
+		case name == "":
+			return fmt.Errorf("%w: Operations.Public.Methods has an empty name", ErrConfig)
+		case name == methodToolsCall || name == methodPromptsGet || name == methodResourceRead:
+			return fmt.Errorf("%w: Operations.Public.Methods cannot make %s public; list names in Tools, Prompts or Resources", ErrConfig, name)
+		case len(op.Methods[name]) > 0:
+			return fmt.Errorf("%w: Operations.Public.Methods has %s, which Operations.Methods gives scopes", ErrConfig, name)
+		}
+	}
+	named := []struct {
+		field  string
+		names  []string
+		scopes map[string][]string
+	}{
+		{"Tools", po.Tools, op.Tools},
+		{"Prompts", po.Prompts, op.Prompts},
+	}
+	for _, n := range named {
+		for _, name := range n.names {
+			switch {
+			case name == "":
+				return fmt.Errorf("%w: Operations.Public.%s has an empty name", ErrConfig, n.field)
+			case len(n.scopes[name]) > 0:
+				return fmt.Errorf("%w: Operations.Public.%s has %q, which Operations.%s gives scopes", ErrConfig, n.field, name, n.field)
+			}
+		}
+	}
+	for _, uri := range po.Resources {
+		if uri == "" {
+			return fmt.Errorf("%w: Operations.Public.Resources has an empty URI", ErrConfig)
+		}
+		for _, r := range op.Resources {
+			if !r.Prefix && r.URI == uri && len(r.Scopes) > 0 {
+				return fmt.Errorf("%w: Operations.Public.Resources has %q, which a resource rule gives scopes", ErrConfig, uri)
+			}
+		}
+	}
+	return nil
+}
+
+// publicSet is the compiled PublicOperations: the grant of each public
+// operation, needing no scope, labelled as a [Decision] reports it.
+type publicSet struct {
+	methods, tools, prompts, resources map[string]*grant
+}
+
+// newPublicSet compiles po, or returns nil when it lists nothing.
+func (m *Middleware) newPublicSet(po PublicOperations) *publicSet {
+	if po.empty() {
+		return nil
+	}
+	none := m.newOperation()
+	set := func(method string, names []string, label bool) map[string]*grant {
+		out := make(map[string]*grant, len(names))
+		for _, n := range names {
+			g := &grant{op: none, method: method, name: n}
+			if !label {
+				g.method, g.name = n, ""
+			}
+			out[n] = g
+		}
+		return out
+	}
+	return &publicSet{
+		methods:   set("", po.Methods, false),
+		tools:     set(methodToolsCall, po.Tools, true),
+		prompts:   set(methodPromptsGet, po.Prompts, true),
+		resources: set(methodResourceRead, po.Resources, true),
+	}
+}
+
+// lookup returns the public grant of msg, or nil when its operation is not
+// public.
+func (s *publicSet) lookup(msg *message) *grant {
+	if s == nil || !msg.hasMethod {
+		return nil
+	}
+	switch string(msg.method) {
+	case methodToolsCall:
+		if msg.hasName && !msg.nameNotString {
+			return s.tools[string(msg.name)]
+		}
+	case methodPromptsGet:
+		if msg.hasName && !msg.nameNotString {
+			return s.prompts[string(msg.name)]
+		}
+	case methodResourceRead:
+		if msg.hasURI && !msg.uriNotString {
+			return s.resources[string(msg.uri)]
+		}
+	default:
+		return s.methods[string(msg.method)]
+	}
+	return nil
+}
+
+// apply returns the grant of msg and the policy's verdict (g, err from
+// policy.lookup), replaced by the public grant when msg's operation is
+// public. A public operation is never refused for being unlisted.
+func (s *publicSet) apply(msg *message, g *grant, err error) (*grant, error) {
+	if s == nil || (err != nil && !errors.Is(err, ErrNotListed)) {
+		return g, err
+	}
+	if pg := s.lookup(msg); pg != nil {
+		return pg, nil
+	}
+	return g, err
+}
+
+// isAnonymous reports whether r has no Authorization header at all, the
+// only case in which a public operation is served without a token. A
+// request with another scheme (Basic, DPoP) or a malformed header keeps
+// its answer.
+func isAnonymous(r *http.Request, err error) bool {
+	return errors.Is(err, ErrNoToken) && len(r.Header.Values("Authorization")) == 0
+}
+
+// servePublic serves a request without a token when its operation is
+// public, and answers the usual 401 otherwise (origin and query-token
+// checks have passed). The body is read, bounded by Config.MaxBodyBytes,
+// before any token is seen: see [PublicOperations].
+func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if r.Method != http.MethodPost {
+		m.refuse(w, r, ErrNoToken, nil, nil, nil)
+		return
+	}
+	body, err := readBody(r, m.cfg.MaxBodyBytes)
+	if err != nil {
+		closeUnread(w, r) // issue #11: the rest of the body is not read
+		m.refuse(w, r, ErrNoToken, nil, nil, nil)
+		return
+	}
+	var msg message
+	if parseMessage(body, &msg) != nil || checkHeaders(r.Header, &msg) != nil {
+		m.refuse(w, r, ErrNoToken, nil, nil, nil)
+		return
+	}
+	g := m.public.lookup(&msg)
+	if g == nil {
+		g, _ = m.policy.lookup(&msg) // labels only
+		m.refuse(w, r, ErrNoToken, nil, g, nil)
+		return
+	}
+	p := &Principal{Anonymous: true, grant: g}
+	r2 := r.WithContext(ContextWithPrincipal(r.Context(), p))
+	b := &bodyReader{}
+	b.Reset(body)
+	r2.Body = b
+	r2.ContentLength = int64(len(body))
+	r2.TransferEncoding = nil
+	if m.onDecision != nil {
+		m.report(r2.Context(), r.Header, 0, ReasonPublic, p, g, nil, nil, nil)
+	}
+	next.ServeHTTP(w, r2)
+}
+
+// Permits reports whether p may call an operation under the operation
+// policy, as [Middleware.Handler] would decide for a request naming it:
+// method is the JSON-RPC method ("tools/call", "prompts/get",
+// "resources/read", "tools/list", …) and name the tool or prompt name or
+// the resource URI (ignored for other methods). A public operation is
+// permitted to everyone; anything else needs a principal that is not
+// anonymous and holds the scopes (Config.Scopes, the method's and the
+// name's, with Config.ScopeImplies). An unlisted name is refused under
+// OperationPolicy.DenyUnlisted, and a non-canonical URI while resource
+// rules exist. A nil p counts as anonymous. It is what SDK adapters use to
+// filter tools/list, prompts/list and resources/list, so that a client is
+// offered only what it may call; it never replaces the check at call time.
+func (m *Middleware) Permits(p *Principal, method, name string) bool {
+	msg := message{method: []byte(method), hasMethod: true}
+	switch method {
+	case methodToolsCall, methodPromptsGet:
+		msg.name, msg.hasName = []byte(name), true
+	case methodResourceRead:
+		msg.uri, msg.hasURI = []byte(name), true
+	}
+	if m.public.lookup(&msg) != nil {
+		return true
+	}
+	g, err := m.policy.lookup(&msg)
+	if err != nil || p == nil || p.Anonymous {
+		return false
+	}
+	return m.missing(p.Scopes, g.op.scopes) == nil
+}
