@@ -44,14 +44,13 @@ func TestDeferredRefreshServesNewKid(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, func() bool { return f.hits.Load() == 3 && s.idle() })
 	took := time.Since(seen)
-	start := time.Now()
 	if ks, err := s.Keys(t.Context(), "k2"); err != nil || len(ks) != 1 {
 		t.Fatalf("Keys(k2) after the deferred refresh = %v, %v", ks, err)
 	}
-	if d := time.Since(start); d > 50*time.Millisecond {
-		t.Errorf("Keys(k2) after the deferred refresh waited %v; want a snapshot hit", d)
+	if got := f.hits.Load(); got != 3 {
+		t.Errorf("fetches after Keys(k2) = %d, want 3 (a snapshot hit)", got)
 	}
-	if took > limit+time.Second {
+	if took > limit+3*time.Second { // generous: a loaded -race machine
 		t.Errorf("k2 served %v after first seen, want about %v", took, limit)
 	}
 	time.Sleep(2 * limit)
@@ -104,8 +103,8 @@ func TestUnknownKidFloodRealClock(t *testing.T) {
 	if want := int64(span/limit) + 2; got > want || got < 2 {
 		t.Errorf("fetches during a %v flood with limit %v = %d, want 2..%d", span, limit, got, want)
 	}
-	if maxLat > 2*time.Second {
-		t.Errorf("max Keys latency %v, want below WaitTimeout-ish bounds", maxLat)
+	if maxLat > 5*time.Second {
+		t.Errorf("max Keys latency %v, want at most WaitTimeout (5s here)", maxLat)
 	}
 	t.Logf("%d calls, %d fetches, max latency %v", calls, got, maxLat)
 }
