@@ -29,25 +29,6 @@ const (
 	testToken  = "opaque-token-1"
 )
 
-// clock is a pinned, advanceable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: testNow} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // stub is an introspection endpoint on 127.0.0.1 whose answer the test
 // sets. It records the last request's form and Authorization header.
@@ -81,12 +62,6 @@ func newStub(t testing.TB, h http.HandlerFunc) *stub {
 }
 
 func (s *stub) URL() string { return s.ts.URL + "/introspect" }
-
-func (s *stub) set(h http.HandlerFunc) {
-	s.mu.Lock()
-	s.h = h
-	s.mu.Unlock()
-}
 
 func (s *stub) last() (form url.Values, authz string) {
 	s.mu.Lock()
