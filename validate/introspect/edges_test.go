@@ -78,9 +78,11 @@ func TestEndpointAnswersThroughMiddleware(t *testing.T) {
 				t.Error("token leaked into log or error")
 			}
 
+			var mlogs logBuffer
 			m, err := middleware.New(middleware.Config{
 				Validator: in,
 				Metadata:  prm.Metadata{Resource: testAud, AuthorizationServers: []string{testIss}},
+				Logger:    slog.New(slog.NewTextHandler(&mlogs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -94,6 +96,9 @@ func TestEndpointAnswersThroughMiddleware(t *testing.T) {
 			h.ServeHTTP(rec, req)
 			if rec.Code != tt.wantStatus {
 				t.Errorf("status = %d, want %d", rec.Code, tt.wantStatus)
+			}
+			if warned := strings.Contains(mlogs.String(), "level=WARN"); warned != (tt.wantStatus == 503) {
+				t.Errorf("middleware logged at Warn = %v, want %v (a junk token must raise no outage alarm); log:\n%s", warned, tt.wantStatus == 503, mlogs.String())
 			}
 			wa := rec.Header().Get("WWW-Authenticate")
 			switch tt.wantStatus {
