@@ -20,6 +20,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/asmeta",
 			deptest.Module + "/internal/fetch",
 			"code.dny.dev/ssrf",
+			"github.com/go-json-experiment/json/...", // the strict JSON reader (jsontext)
 			deptest.Module + "/internal/scopetoken",
 			"golang.org/x/oauth2",
 			"golang.org/x/oauth2/internal",

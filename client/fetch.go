@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/mcpguard/mcpguard/internal/fetch"
 	"github.com/mcpguard/mcpguard/prm"
 )
@@ -19,6 +21,8 @@ import (
 //     error), whatever hc's policy, and hc is not modified;
 //   - the answer must be 200 with a JSON media type and at most
 //     prm.MaxMetadataBytes of body, read within hc's timeout and ctx;
+//   - the body must be valid JSON without repeated member names or invalid
+//     UTF-8 (go-json-experiment's jsontext), else prm.ErrInvalidMetadata;
 //   - [prm.Parse] then applies the §3.3 checks: "resource" identical to
 //     wantResource, at least one usable authorization server.
 //
@@ -43,6 +47,11 @@ func FetchMetadata(ctx context.Context, hc *http.Client, metadataURL, wantResour
 	resp, err := fetch.Get(ctx, &c, metadataURL, prm.MaxMetadataBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrMetadataFetch, err)
+	}
+	// The project's strict reader first: a repeated member name or invalid
+	// UTF-8 would leave what "resource" says to the decoder's choice.
+	if !jsontext.Value(resp.Body).IsValid() {
+		return nil, fmt.Errorf("%w: not valid JSON (syntax, invalid UTF-8 or a repeated member name)", prm.ErrInvalidMetadata)
 	}
 	return prm.Parse(resp.Body, wantResource)
 }

@@ -71,6 +71,12 @@ func fixtureServer(t *testing.T) (srv *httptest.Server, other *httptest.Server) 
 		case "/trailing":
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(doc("spec_tutorial.json") + `{}`))
+		case "/duplicate":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"resource":"` + self + `/mcp","authorization_servers":["https://auth.example.com"],"resource":"https://evil.example/mcp"}`))
+		case "/bad-utf8":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte("{\"resource\":\"" + self + "/mcp\",\"authorization_servers\":[\"https://auth.example.com\"],\"resource_name\":\"\xff\"}"))
 		case "/error":
 			http.Error(w, "boom", http.StatusInternalServerError)
 		default:
@@ -112,6 +118,8 @@ func TestFetchMetadata(t *testing.T) {
 		{"malformed JSON", srv.URL + "/malformed", res, prm.ErrInvalidMetadata},
 		{"JSON array", srv.URL + "/array", res, prm.ErrInvalidMetadata},
 		{"trailing data", srv.URL + "/trailing", res, prm.ErrInvalidMetadata},
+		{"repeated member name", srv.URL + "/duplicate", res, prm.ErrInvalidMetadata},
+		{"invalid UTF-8", srv.URL + "/bad-utf8", res, prm.ErrInvalidMetadata},
 		{"http non-loopback refused", "http://example.com/.well-known/oauth-protected-resource", "http://example.com", ErrMetadataFetch},
 		{"metadata URL with fragment", mdURL + "#x", res, ErrMetadataFetch},
 		{"relative metadata URL", "/.well-known/oauth-protected-resource", res, ErrMetadataFetch},
