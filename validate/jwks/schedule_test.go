@@ -191,3 +191,23 @@ func TestRefreshAfterStalePeriodicRefresh(t *testing.T) {
 		t.Errorf("Refresh returned with the stale key still served (fetches %d)", f.hits.Load())
 	}
 }
+
+// TestRefreshWaitBoundAcrossAttempts: the two attempts of Refresh share one
+// WaitTimeout, so a hanging periodic refresh costs a caller at most that.
+func TestRefreshWaitBoundAcrossAttempts(t *testing.T) {
+	f := newFake(t, ecJWK(t, "k1"))
+	gate, entered := make(chan struct{}), make(chan struct{}, 1)
+	f.setGate(gate, entered) // the first (periodic) refresh hangs
+	defer close(gate)
+	cfg := testConfig(t, f, newClock())
+	cfg.WaitTimeout = 200 * time.Millisecond
+	s := newSource(t, cfg)
+	<-entered
+	start := time.Now()
+	if err := s.Refresh(t.Context()); !errors.Is(err, ErrWaitTimeout) {
+		t.Fatalf("Refresh = %v, want %v", err, ErrWaitTimeout)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Refresh waited %v, want about WaitTimeout (200ms)", d)
+	}
+}
