@@ -76,7 +76,9 @@ type Config struct {
 	// nothing is logged. Tokens are never logged.
 	Logger *slog.Logger
 	// Now is the clock for rate limiting and [Stats.LastSuccess]. If nil,
-	// time.Now. Timers (refresh period, backoff, waits) use real time.
+	// time.Now. Timers (refresh period, backoff, waits, the deferred
+	// refresh) use real time; a deferred refresh starts only if Now agrees
+	// that the rate limit has opened.
 	Now func() time.Time
 }
 
