@@ -29,7 +29,6 @@ const (
 	testToken  = "opaque-token-1"
 )
 
-
 // stub is an introspection endpoint on 127.0.0.1 whose answer the test
 // sets. It records the last request's form and Authorization header.
 type stub struct {
