@@ -45,8 +45,8 @@
 // server's own credentials; that also wraps ErrKeysUnavailable (and
 // [ErrClientAuth]), so clients are not sent to re-authorize for a
 // server-side misconfiguration, and it is logged at Error level. Any other
-// 400 is an answer about the token itself (invalid_request,
-// unsupported_token_type, no error code): [ErrRefused] with
+// 400, or a 413, is an answer about the token itself (invalid_request,
+// unsupported_token_type, no error code, too large): [ErrRefused] with
 // [validate.ErrInactive], a 401 invalid_token logged at Debug only, so that
 // junk tokens cannot raise outage alarms. Everything else, inactive tokens
 // and malformed responses included, is a 401 invalid_token. The README

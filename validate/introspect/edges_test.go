@@ -40,6 +40,8 @@ func TestEndpointAnswersThroughMiddleware(t *testing.T) {
 		{"400 html", answer(400, "text/html", `<h1>bad</h1>`), 401, introspect.ErrRefused, "DEBUG"},
 		{"400 duplicate error member", answer(400, "application/json", `{"error":"invalid_request","error":"invalid_client"}`), 401, introspect.ErrRefused, "DEBUG"},
 		{"400 error member case variant", answer(400, "application/json", `{"ERROR":"invalid_client"}`), 401, introspect.ErrRefused, "DEBUG"},
+		{"413 token too large for the endpoint", answer(413, "text/plain", `too large`), 401, introspect.ErrRefused, "DEBUG"},
+		{"404 endpoint misconfigured", answer(404, "text/plain", `not found`), 503, introspect.ErrEndpoint, ""},
 		{"400 invalid_client", answer(400, "application/json", `{"error":"invalid_client"}`), 503, introspect.ErrClientAuth, "ERROR"},
 		{"400 unauthorized_client", answer(400, "application/json", `{"error":"unauthorized_client"}`), 503, introspect.ErrClientAuth, "ERROR"},
 		{"401 invalid_client", answer(401, "application/json", `{"error":"invalid_client"}`), 503, introspect.ErrClientAuth, "ERROR"},

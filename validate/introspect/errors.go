@@ -14,7 +14,7 @@ var (
 	// ErrEndpoint: the introspection endpoint could not be reached or did
 	// not answer 200 with a JSON body within Config.Timeout and
 	// Config.MaxBytes (transport error, timeout, 3xx, 429, 5xx, any other
-	// status but 400/401/403, wrong media type, oversized body), or its URL
+	// status but 400/401/403/413, wrong media type, oversized body), or its URL
 	// could not be discovered. Always wrapped together with
 	// [validate.ErrKeysUnavailable]: the token was not judged.
 	ErrEndpoint = errors.New("introspect: endpoint unavailable")
@@ -30,7 +30,8 @@ var (
 	// ErrRefused: the endpoint answered HTTP 400 about the token itself
 	// (RFC 7662 §2.3, RFC 6749 §5.2: invalid_request,
 	// unsupported_token_type, or no error code), for instance for a token
-	// that is not one of its own. The caller chose the token, so this is
+	// that is not one of its own, or 413 for a token larger than it
+	// accepts. The caller chose the token, so this is
 	// a refusal of the token, never an outage: it is wrapped together with
 	// [validate.ErrInactive] (401 invalid_token) and logged at Debug level
 	// only. A 400 with invalid_client or unauthorized_client blames our

@@ -238,9 +238,11 @@ func (i *Introspector) introspect(ctx context.Context, raw string, key cacheKey)
 //     misconfiguration that refuses every token: [ErrClientAuth], 503,
 //     logged at Error level;
 //   - any other 400 (invalid_request, unsupported_token_type, no error
-//     body, …): the endpoint refused to judge this token, which the caller
-//     chose: [ErrRefused], 401 invalid_token, logged at Debug only, so that
-//     junk tokens raise no outage alarm;
+//     body, …), and 413 (the token is larger than the endpoint accepts;
+//     the token is the only part of the request the caller controls): the
+//     endpoint refused to judge this token, which the caller chose:
+//     [ErrRefused], 401 invalid_token, logged at Debug only, so that junk
+//     tokens raise no outage alarm;
 //   - anything else (transport failure, timeout, 429, 5xx, other statuses):
 //     [ErrEndpoint], 503.
 func (i *Introspector) endpointError(ctx context.Context, endpoint string, err error) error {
@@ -258,8 +260,8 @@ func (i *Introspector) endpointError(ctx context.Context, endpoint string, err e
 		i.cfg.Logger.ErrorContext(ctx, "introspect: the introspection endpoint rejected this resource server's client authentication; check the client credentials. Every token is refused with 503 until this is fixed",
 			"endpoint", endpoint, "status", se.Code, "error", code, "auth_method", i.cfg.AuthMethod.String(), "client_id", i.cfg.ClientID)
 		return fmt.Errorf("%w: %w", errRejected, err)
-	case se.Code == http.StatusBadRequest:
-		i.cfg.Logger.DebugContext(ctx, "introspect: the introspection endpoint refused the token (400); answered 401", "endpoint", endpoint, "error", code)
+	case se.Code == http.StatusBadRequest, se.Code == http.StatusRequestEntityTooLarge:
+		i.cfg.Logger.DebugContext(ctx, "introspect: the introspection endpoint refused the token; answered 401", "endpoint", endpoint, "status", se.Code, "error", code)
 		return fmt.Errorf("%w: %w", errRefused, err)
 	}
 	return fmt.Errorf("%w: %w", errUnavailable, err)
