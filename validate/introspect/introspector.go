@@ -130,7 +130,8 @@ func New(cfg Config) (*Introspector, error) {
 //     failure, timeout, 429, 5xx, or our own credentials refused: 401,
 //     403, or 400 invalid_client / unauthorized_client); 503.
 //   - ErrInactive with [ErrRefused]: the endpoint answered 400 about the
-//     token itself (invalid_request, unsupported_token_type, …); 401.
+//     token itself (invalid_request, unsupported_token_type, …) or 413;
+//     401.
 //   - ErrMalformed: the response is not a JSON object with unique member
 //     names, "active" is missing or not a JSON boolean, or a member has
 //     the wrong type.
