@@ -77,10 +77,14 @@ type AuthorizeRequest struct {
 	// empty (a 401 without scope and metadata without scopes_supported);
 	// MCP then says to omit the scope parameter.
 	Scopes []string
-	// Challenge is the Bearer challenge that triggered the request.
+	// Challenge is the Bearer challenge that triggered the request (the
+	// DPoP one, when Config.DPoP is set and the server sent one).
 	Challenge challenge.Challenge
 	// Reason is [ReasonUnauthorized] or [ReasonInsufficientScope].
 	Reason string
+	// DPoP is [Config.DPoP]: when not nil, request a token bound to it
+	// (send the token request through DPoP.TokenTransport, RFC 9449 §5).
+	DPoP *DPoPKey
 }
 
 // Config configures [New]. It is copied; later changes have no effect.
@@ -136,6 +140,14 @@ type Config struct {
 	// Now returns the current time, for the metadata cache. If nil,
 	// time.Now.
 	Now func() time.Time
+
+	// DPoP, if set, sends tokens whose token_type is DPoP with the DPoP
+	// scheme and a fresh proof of this key per request (RFC 9449 §7),
+	// retries once with the server's nonce on use_dpop_nonce (§9), acts
+	// on DPoP challenges as on Bearer ones, and is passed to the
+	// Authorizer so that new tokens are bound to it. Nil means Bearer
+	// only (dpop.go).
+	DPoP *DPoPKey
 }
 
 // withDefaults returns a copy of c with zero values replaced by defaults.

@@ -38,6 +38,8 @@ type Claims struct {
 	IssuedAt time.Time
 	// KeyID is the "kid" header of the token, or empty.
 	KeyID string
+	// Confirmation is "cnf" (nil without it; needs Config.AllowConfirmation).
+	Confirmation *Confirmation
 
 	payload string // the verified claims set, JSON
 }
@@ -58,6 +60,10 @@ func (c *Claims) clone() *Claims {
 	d := *c
 	d.Audience = slices.Clone(c.Audience)
 	d.Scopes = slices.Clone(c.Scopes)
+	if c.Confirmation != nil {
+		cc := *c.Confirmation
+		d.Confirmation = &cc
+	}
 	return &d
 }
 
@@ -85,7 +91,7 @@ var (
 // rawClaims holds the raw JSON values of the members this package reads;
 // an empty string means absent.
 type rawClaims struct {
-	iss, sub, aud, exp, nbf, iat, jti, clientID, azp, scope, scp, tenant string
+	iss, sub, aud, exp, nbf, iat, jti, clientID, azp, scope, scp, tenant, cnf string
 }
 
 // collect scans the claims set once and picks out the members this package
@@ -120,6 +126,8 @@ func (v *Validator) collect(payload string) (rawClaims, error) {
 			dst = &rc.scope
 		case "scp":
 			dst = &rc.scp
+		case "cnf":
+			dst = &rc.cnf
 		}
 		if dst != nil {
 			if *dst != "" {
@@ -179,6 +187,9 @@ func (v *Validator) decodeClaims(rc *rawClaims, c *Claims) error {
 		return err
 	}
 	var err error
+	if c.Confirmation, err = ParseConfirmation([]byte(rc.cnf), v.cfg.AllowConfirmation); err != nil {
+		return err
+	}
 	if c.Scopes, err = v.scopes(rc); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -98,6 +99,10 @@ type Config struct {
 	// AllowMissingClientID accepts tokens without "client_id" (RFC 9068
 	// §2.2). Claims.ClientID then falls back to "azp". Defaults to false.
 	AllowMissingClientID bool
+	// AllowConfirmation accepts tokens with "cnf" (sender-constrained),
+	// exposing it as Claims.Confirmation; the caller must then check the
+	// binding. Defaults to false: such a token fails with ErrSenderConstrained.
+	AllowConfirmation bool
 	// AllowMissingIssuedAt accepts tokens without "iat" (RFC 9068 §2.2).
 	// Ignored when MaxTokenLifetime is set, which needs "iat". Defaults to
 	// false.
@@ -158,6 +163,12 @@ type Config struct {
 	// A KeySource bounds each single call itself (validate/jwks:
 	// WaitTimeout).
 	MaxKeyWait time.Duration
+
+	// Observer, if set, is called after every Validate call with its
+	// duration, its outcome and whether the verified-token cache answered,
+	// for metrics (package otelguard adapts it to OpenTelemetry). It runs
+	// on the caller's goroutine and must not block. Nil costs nothing.
+	Observer func(ctx context.Context, e Observation)
 }
 
 // withDefaults returns a copy of c with zero values replaced by defaults and

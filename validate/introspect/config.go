@@ -104,6 +104,8 @@ type Config struct {
 	// authorization §Token Audience Binding) exists to stop. A present
 	// "aud" must still match. Defaults to false.
 	AllowMissingAudience bool
+	// AllowConfirmation is validate.Config.AllowConfirmation for "cnf".
+	AllowConfirmation bool
 
 	// ClientID and ClientSecret authenticate this resource server to the
 	// endpoint. ClientID is required except with [BearerToken];
@@ -145,6 +147,11 @@ type Config struct {
 	// MaxBytes caps the response body after decompression. Zero means
 	// [DefaultMaxBytes] (64 KiB). Negative is a configuration error.
 	MaxBytes int64
+	// Observer, if set, is told when each call to the introspection
+	// endpoint starts and ends (cache hits make no call), for metrics and
+	// traces (package otelguard adapts it to OpenTelemetry). Nil costs
+	// nothing. See [CallObserver].
+	Observer CallObserver
 	// MaxTokenBytes bounds the raw token; a longer one is refused with
 	// [validate.ErrTooLarge] and never sent. Zero means
 	// [validate.DefaultMaxTokenBytes] (8192). Negative is a configuration

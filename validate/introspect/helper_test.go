@@ -62,6 +62,12 @@ func newStub(t testing.TB, h http.HandlerFunc) *stub {
 
 func (s *stub) URL() string { return s.ts.URL + "/introspect" }
 
+func (s *stub) set(h http.HandlerFunc) {
+	s.mu.Lock()
+	s.h = h
+	s.mu.Unlock()
+}
+
 func (s *stub) last() (form url.Values, authz string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -169,7 +169,7 @@ func (i *Introspector) Validate(ctx context.Context, raw string) (*validate.Clai
 // the others waiting on the same flight; Config.Timeout bounds it.
 func (i *Introspector) shared(ctx context.Context, raw string, key cacheKey) (*validate.Claims, error) {
 	ch := i.flights.DoChan(string(key[:]), func() (any, error) {
-		return i.introspect(context.WithoutCancel(ctx), raw, key)
+		return i.observed(context.WithoutCancel(ctx), raw, key) // observe.go
 	})
 	select {
 	case r := <-ch:

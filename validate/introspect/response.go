@@ -27,7 +27,6 @@ var (
 	errTenantType  = fmt.Errorf("%w: introspection response tenant claim is not a string", validate.ErrMalformed)
 	errInactive    = fmt.Errorf("%w: introspection response active is false", validate.ErrInactive)
 	errTokenType   = fmt.Errorf("%w: introspection response token_type is not Bearer", validate.ErrType)
-	errConfirmed   = fmt.Errorf("%w: introspection response has cnf (sender-constrained token)", validate.ErrType)
 	errIssuer      = fmt.Errorf("%w: introspection response iss differs from the configured issuer", validate.ErrIssuer)
 	errMissingAud  = fmt.Errorf("%w: aud (introspection response)", validate.ErrMissingClaim)
 	errMissingExp  = fmt.Errorf("%w: exp (introspection response)", validate.ErrMissingClaim)
@@ -166,8 +165,8 @@ func (i *Introspector) parseResponse(body []byte, now time.Time) (*validate.Clai
 	if err := decodeMembers(m, &c); err != nil {
 		return nil, err
 	}
-	if m.cnf != nil {
-		return nil, errConfirmed
+	if c.Confirmation, err = validate.ParseConfirmation(m.cnf, i.cfg.AllowConfirmation); err != nil {
+		return nil, err
 	}
 	if err := i.checkMembers(m, &c); err != nil {
 		return nil, err
@@ -226,7 +225,7 @@ func (i *Introspector) checkMembers(m *members, c *validate.Claims) error {
 		if !ok {
 			return errStringType
 		}
-		if !strings.EqualFold(tt, "Bearer") && !strings.EqualFold(tt, "access_token") {
+		if !strings.EqualFold(tt, "Bearer") && !strings.EqualFold(tt, "access_token") && (c.Confirmation == nil || !strings.EqualFold(tt, "DPoP")) {
 			return errTokenType
 		}
 	}

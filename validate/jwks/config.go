@@ -80,6 +80,11 @@ type Config struct {
 	// refresh) use real time; a deferred refresh starts only if Now agrees
 	// that the rate limit has opened.
 	Now func() time.Time
+
+	// Observer, if set, is told when each refresh starts and ends, for
+	// metrics and traces (package otelguard adapts it to OpenTelemetry).
+	// Nil costs nothing. See [RefreshObserver].
+	Observer RefreshObserver
 }
 
 // withDefaults returns c with zero values replaced by defaults. It reports

@@ -26,7 +26,7 @@ func (s *Source) loop(first *flight) {
 	f, owned := first, true
 	for {
 		if owned {
-			s.run(f)
+			s.run(context.Background(), f, false)
 		} else {
 			select {
 			case <-f.done:
@@ -36,6 +36,7 @@ func (s *Source) loop(first *flight) {
 		}
 		var delay time.Duration
 		delay, backoff = nextDelay(f.err, backoff, minBackoff, maxBackoff, s.cfg.RefreshInterval)
+		s.scheduled(delay) // health.go
 		t := time.NewTimer(delay)
 	sleep:
 		for {
@@ -46,6 +47,7 @@ func (s *Source) loop(first *flight) {
 				if s.lastOK() { // a kick older than a later failure is ignored
 					t.Reset(s.cfg.RefreshInterval)
 					backoff = minBackoff
+					s.scheduled(s.cfg.RefreshInterval) // health.go
 				}
 			case <-s.stop:
 				t.Stop()
@@ -53,7 +55,7 @@ func (s *Source) loop(first *flight) {
 			}
 		}
 		var err error
-		if f, owned, err = s.begin(false, nil); err != nil {
+		if f, owned, err = s.begin(context.Background(), false, nil); err != nil {
 			return // closed
 		}
 	}
@@ -77,12 +79,15 @@ func nextDelay(err error, backoff, minBackoff, limit, interval time.Duration) (d
 	return delay, next
 }
 
-// run performs flight f with its own deadline (never a caller's context),
-// records the outcome and releases the waiters. Close aborts it.
-func (s *Source) run(f *flight) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.FetchTimeout)
+// run performs flight f with its own deadline (parent carries values, such
+// as a trace, never a caller's cancellation), records the outcome and
+// releases the waiters. Close aborts it. onDemand labels it for
+// Config.Observer.
+func (s *Source) run(parent context.Context, f *flight, onDemand bool) {
+	ctx, cancel := context.WithTimeout(parent, s.cfg.FetchTimeout)
 	defer cancel()
-	s.wg.Add(1) // the caller holds a count, so this cannot race with Wait
+	ctx, end := s.observeStart(ctx, onDemand) // health.go
+	s.wg.Add(1)                               // the caller holds a count, so this cannot race with Wait
 	go func() {
 		defer s.wg.Done()
 		select {
@@ -105,9 +110,11 @@ func (s *Source) run(f *flight) {
 		s.lastSuccess = s.cfg.Now()
 		s.set.Store(set) // under mu so that Stats is consistent
 	}
+	s.health.record(s.cfg.Now(), err) // health.go
 	s.running = nil
 	s.mu.Unlock()
 	close(f.done)
+	end(set, err)
 	if err == nil && f.onDemand {
 		s.kickLoop()
 	}

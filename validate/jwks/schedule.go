@@ -1,6 +1,9 @@
 package jwks
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // maxRetryBackoff caps the background retry delay after failed refreshes
 // when RefreshRateLimit is shorter: a short rate limit makes key rotation
@@ -63,7 +66,7 @@ func (s *Source) fireDeferred(gen uint64) {
 		return
 	}
 	s.lastDemand = now
-	s.startLocked(true)
+	s.startLocked(context.Background(), true)
 	s.log.Debug("jwks: deferred refresh started (an earlier one was rate limited)")
 }
 

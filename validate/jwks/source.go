@@ -41,6 +41,7 @@ type Source struct {
 	closed      bool
 	lastErr     error
 	lastSuccess time.Time
+	health      healthState // health.go; under mu
 }
 
 // flight is one refresh. err is written before done is closed; onDemand
@@ -84,6 +85,7 @@ func New(cfg Config) (*Source, error) {
 		log:       cfg.Logger.With("issuer", cfg.Issuer),
 		stop:      make(chan struct{}),
 		sched:     sched{kick: make(chan struct{}, 1)},
+		health:    newHealthState(),
 	}
 	first := &flight{done: make(chan struct{})}
 	s.running = first
@@ -135,7 +137,7 @@ func (s *Source) keysSlow(ctx context.Context, kid string, seen *keySet) ([]jose
 	deadline := time.NewTimer(s.cfg.WaitTimeout)
 	defer deadline.Stop()
 	for range 3 {
-		f, owned, err := s.begin(true, seen)
+		f, owned, err := s.begin(ctx, true, seen)
 		if err == errSetChanged {
 			seen = s.set.Load()
 			if ks, ok := seen.lookup(kid); ok {
@@ -187,7 +189,7 @@ func (s *Source) Refresh(ctx context.Context) error {
 	t := time.NewTimer(s.cfg.WaitTimeout)
 	defer t.Stop()
 	for attempt := range 2 {
-		f, owned, err := s.begin(true, s.set.Load())
+		f, owned, err := s.begin(ctx, true, s.set.Load())
 		switch {
 		case err == errSetChanged:
 			return nil // a refresh completed this very moment
@@ -257,8 +259,10 @@ var errSetChanged = errors.New("jwks: key set changed")
 // deferred refresh is armed for when the limit opens), with errSetChanged
 // if the snapshot is no longer seen (the one the caller missed on), and
 // any start with [ErrClosed] after Close. An on-demand flight gets its own
-// goroutine; the loop runs its own flights inline.
-func (s *Source) begin(onDemand bool, seen *keySet) (f *flight, owned bool, err error) {
+// goroutine, running under ctx's values (not its cancellation, so that
+// one impatient caller cannot fail the others); the loop runs its own
+// flights inline.
+func (s *Source) begin(ctx context.Context, onDemand bool, seen *keySet) (f *flight, owned bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.running != nil {
@@ -278,20 +282,21 @@ func (s *Source) begin(onDemand bool, seen *keySet) (f *flight, owned bool, err 
 		}
 		s.lastDemand = now
 	}
-	return s.startLocked(onDemand), true, nil
+	return s.startLocked(ctx, onDemand), true, nil
 }
 
 // startLocked creates and publishes a flight; s.mu is held. Any start
 // satisfies a deferred refresh, which it cancels.
-func (s *Source) startLocked(onDemand bool) *flight {
+func (s *Source) startLocked(ctx context.Context, onDemand bool) *flight {
 	s.cancelDeferredLocked()
 	f := &flight{done: make(chan struct{}), onDemand: onDemand}
 	s.running = f
 	if onDemand {
+		parent := context.WithoutCancel(ctx)
 		s.wg.Add(1) // under mu and before closed: ordered before Close's Wait
 		go func() {
 			defer s.wg.Done()
-			s.run(f)
+			s.run(parent, f, true)
 		}()
 	}
 	return f
