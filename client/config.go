@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/challenge"
 	"github.com/mcpguard/mcpguard/prm"
 )
@@ -111,16 +112,28 @@ type Config struct {
 	// GrantedScopes lists the scopes of the initial token, if known. They
 	// seed the step-up union and the loop check.
 	GrantedScopes []string
-	// HTTPClient fetches the protected-resource metadata (prm.Fetch). If
-	// nil, a client with a 10 second timeout that refuses redirects. New
-	// copies the struct; its Transport must not be this Transport.
+	// HTTPClient fetches the protected-resource metadata from the
+	// resource's own origin ([FetchMetadata]). If nil, a client with a 10
+	// second timeout, no redirects and no environment proxies. New copies
+	// the struct; its Transport must not be this Transport.
 	HTTPClient *http.Client
-	// AllowCrossOriginMetadata lets a challenge's resource_metadata point
-	// to another origin. RFC 9728 §5.1 allows that, but a malicious or
-	// compromised resource could then make the client fetch any URL;
-	// DANGEROUS, and off by default: such challenges fail with
-	// [ErrCrossOrigin]. The fetched document must still name Resource.
-	AllowCrossOriginMetadata bool
+	// CrossOriginHTTPClient fetches a challenge's resource_metadata URL
+	// when it is on another origin than Resource. MCP requires clients to
+	// use that URL (2025-11-25 and 2026-07-28, §Protected Resource Metadata
+	// Discovery: clients "MUST use the resource metadata URL from the
+	// parsed WWW-Authenticate headers when present"), and RFC 9728 §5.1
+	// allows any origin; but the server names it, so by default the fetch
+	// goes through asmeta.NewGuardedClient's SSRF guard: public unicast
+	// addresses on port 443 only, no redirects. The document must still
+	// name Resource (RFC 9728 §3.3). Pass a client built with
+	// asmeta.NewGuardedClient (InsecureAllowLoopback in tests) rather than
+	// an unguarded one. New copies the struct.
+	CrossOriginHTTPClient *http.Client
+	// DenyCrossOriginMetadata refuses a resource_metadata URL on another
+	// origin with [ErrCrossOrigin] instead of fetching it, for
+	// deployments that know their resources publish metadata on their own
+	// origin. It departs from MCP, which tells clients to use the URL.
+	DenyCrossOriginMetadata bool
 	// MetadataTTL is how long fetched metadata is reused. Zero means one
 	// hour; negative disables caching.
 	MetadataTTL time.Duration
@@ -157,6 +170,12 @@ func (c Config) withDefaults() Config {
 	if c.HTTPClient != nil {
 		hc := *c.HTTPClient
 		c.HTTPClient = &hc
+	}
+	if c.CrossOriginHTTPClient != nil {
+		hc := *c.CrossOriginHTTPClient
+		c.CrossOriginHTTPClient = &hc
+	} else {
+		c.CrossOriginHTTPClient = asmeta.NewGuardedClient(asmeta.GuardConfig{})
 	}
 	c.GrantedScopes = union(nil, cleanScopes(c.GrantedScopes, true))
 	return c

@@ -143,7 +143,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return resp, nil
 		}
 		discard(resp)
-		if c.ResourceMetadata != "" && !t.cfg.AllowCrossOriginMetadata && !t.sameOriginURL(c.ResourceMetadata) {
+		if c.ResourceMetadata != "" && t.cfg.DenyCrossOriginMetadata && !t.sameOriginURL(c.ResourceMetadata) {
 			return nil, &ChallengeError{StatusCode: resp.StatusCode, Challenge: c, Err: ErrCrossOrigin}
 		}
 		if sends >= maxSends {

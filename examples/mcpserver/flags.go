@@ -42,6 +42,14 @@ type options struct {
 	introspectionClientID     string
 	introspectionClientSecret string
 
+	// Key refresh (validate/jwks) and introspection relaxations; see
+	// docs/keys.md.
+	jwksURL                           string
+	jwksRefreshInterval               time.Duration
+	jwksRefreshRateLimit              time.Duration
+	jwksWaitTimeout                   time.Duration
+	introspectionAllowMissingAudience bool
+
 	// Operations: readiness and fail-fast start-up (ops).
 	waitKeys time.Duration
 	// DPoP (RFC 9449): -dpop off|allowed|required (dpop.go).
@@ -139,6 +147,12 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	// DPoP (RFC 9449), dpop.go.
 	fs.Var(dpopFlag{&o.dpop}, "dpop", "DPoP-bound access tokens (RFC 9449): `policy` off (Bearer only), allowed (Bearer and DPoP) or required (DPoP only; published as dpop_bound_access_tokens_required)")
 	fs.StringVar(&o.introspectionClientSecret, "introspection-client-secret", "", "client `secret` for the introspection endpoint; prefer the environment (MCPGUARD_INTROSPECTION_CLIENT_SECRET): command lines are visible to other local users")
+	// Key refresh and introspection relaxations.
+	fs.StringVar(&o.jwksURL, "jwks-url", "", "JWK Set `URL` of -issuer (https, or http on loopback); empty means the jwks_uri of -issuer's metadata")
+	fs.DurationVar(&o.jwksRefreshInterval, "jwks-refresh-interval", 0, "period of background JWKS refreshes after a successful one; 0 means 15m")
+	fs.DurationVar(&o.jwksRefreshRateLimit, "jwks-refresh-rate-limit", 0, "minimum time between on-demand JWKS refreshes (unknown kid, failed signature under a known kid); a refused one is deferred to when the limit opens, so a new signing key is accepted within about this long; 0 means 4s")
+	fs.DurationVar(&o.jwksWaitTimeout, "jwks-wait-timeout", 0, "longest a request waits for a running JWKS refresh; 0 means 2s")
+	fs.BoolVar(&o.introspectionAllowMissingAudience, "introspection-allow-missing-aud", false, "accept introspection responses without aud (RFC 7662 makes it optional; Keycloak and others omit it unless configured); WEAKENS validation: any active token of the issuer is then accepted. Only with -token-mode introspect or hybrid")
 
 	// Operations: readiness and fail-fast start-up (ops).
 	fs.DurationVar(&o.waitKeys, "wait-keys", o.waitKeys, "with -issuer: how long start-up waits for the issuer's first key set before failing with the cause (DNS, TLS, 404, issuer mix-up); 0 starts at once and serves 503 until the keys arrive")

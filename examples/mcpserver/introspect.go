@@ -118,6 +118,8 @@ func newValidator(o options, issuer string, keys validate.KeySource, audiences [
 		Logger:       logger.With("component", "introspect"),
 		// DPoP-bound tokens carry cnf (RFC 9449 §6.2); the middleware checks the binding.
 		AllowConfirmation: o.dpop != middleware.DPoPOff,
+
+		AllowMissingAudience: o.introspectionAllowMissingAudience,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("introspection: %w", err)

@@ -137,7 +137,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	} else {
 		issuer = o.issuer
 		if o.tokenMode != modeIntrospect { // introspection alone needs no keys
-			src, err := jwks.New(jwks.Config{Issuer: issuer, Logger: logger.With("component", "jwks")})
+			src, err := jwks.New(jwks.Config{Issuer: issuer, JWKSURL: o.jwksURL, RefreshInterval: o.jwksRefreshInterval,
+				RefreshRateLimit: o.jwksRefreshRateLimit, WaitTimeout: o.jwksWaitTimeout, Logger: logger.With("component", "jwks")})
 			if err != nil {
 				return fmt.Errorf("-issuer: %w", err)
 			}

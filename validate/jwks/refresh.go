@@ -16,9 +16,12 @@ import (
 
 // loop is the one long-lived goroutine: it runs the first refresh, then
 // refreshes every RefreshInterval, or sooner with backoff after a failure.
+// An on-demand refresh that succeeds while it sleeps puts it back on the
+// normal schedule: RefreshInterval after that success, backoff reset.
 func (s *Source) loop(first *flight) {
 	defer s.wg.Done()
 	minBackoff := min(time.Second, s.cfg.RefreshRateLimit)
+	maxBackoff := max(s.cfg.RefreshRateLimit, maxRetryBackoff)
 	backoff := minBackoff
 	f, owned := first, true
 	for {
@@ -32,14 +35,24 @@ func (s *Source) loop(first *flight) {
 			}
 		}
 		var delay time.Duration
-		delay, backoff = nextDelay(f.err, backoff, minBackoff, s.cfg.RefreshRateLimit, s.cfg.RefreshInterval)
+		delay, backoff = nextDelay(f.err, backoff, minBackoff, maxBackoff, s.cfg.RefreshInterval)
 		s.scheduled(delay) // health.go
 		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-s.stop:
-			t.Stop()
-			return
+	sleep:
+		for {
+			select {
+			case <-t.C:
+				break sleep
+			case <-s.sched.kick:
+				if s.lastOK() { // a kick older than a later failure is ignored
+					t.Reset(s.cfg.RefreshInterval)
+					backoff = minBackoff
+					s.scheduled(s.cfg.RefreshInterval) // health.go
+				}
+			case <-s.stop:
+				t.Stop()
+				return
+			}
 		}
 		var err error
 		if f, owned, err = s.begin(context.Background(), false, nil); err != nil {
@@ -102,6 +115,9 @@ func (s *Source) run(parent context.Context, f *flight, onDemand bool) {
 	s.mu.Unlock()
 	close(f.done)
 	end(set, err)
+	if err == nil && f.onDemand {
+		s.kickLoop()
+	}
 }
 
 // refresh discovers the jwks_uri if needed, fetches and filters the set,
