@@ -127,7 +127,7 @@ func Example() {
 	callTool(srv.URL+"/mcp", is.token("mcp:tools"), "get_weather")
 	callTool(srv.URL+"/mcp", is.token("mcp:tools"), "delete_repo")
 	// Output:
-	// 200 {"resource":"https://mcp.example.com/mcp","authorization_servers":["https://auth.example.com"],"scopes_supported":["mcp:tools"]}
+	// 200 {"resource":"https://mcp.example.com/mcp","authorization_servers":["https://auth.example.com"],"scopes_supported":["mcp:tools","repo:admin"]}
 	// 401 {"error":"unauthorized"}
 	//   WWW-Authenticate: Bearer scope="mcp:tools", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
 	// 200 served alice

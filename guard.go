@@ -1,6 +1,7 @@
 package mcpguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
+	"time"
 
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/prm"
@@ -38,7 +40,8 @@ var ErrConfig = errors.New("mcpguard: invalid config")
 //     Validate.Audiences (default: Resource; when set it must contain
 //     Resource), Metadata.Resource (Resource; when set it must equal it),
 //     Metadata.AuthorizationServers (Issuers; when set, a subset of them),
-//     Metadata.ScopesSupported (Scopes), and Middleware.Logger and
+//     Metadata.ScopesSupported (Scopes and every scope of Operations,
+//     de-duplicated, never offline_access), and Middleware.Logger and
 //     JWKS.Logger (Logger).
 //   - Everything else is passed through unchanged, with the defaults of
 //     its own package.
@@ -67,8 +70,8 @@ type Config struct {
 	Keys map[string]validate.KeySource
 
 	// Scopes are the base scopes every request needs (middleware
-	// Config.Scopes), sent in the 401 challenge and published as
-	// scopes_supported. Nil means none.
+	// Config.Scopes), sent in the 401 challenge and published, with the
+	// scopes of Operations, as scopes_supported. Nil means none.
 	Scopes []string
 
 	// Operations gives the scopes of MCP operations (JSON-RPC methods,
@@ -82,7 +85,9 @@ type Config struct {
 	Validate validate.Config
 
 	// Middleware holds advanced middleware settings (ScopeImplies, step-up
-	// bounds, AllowedOrigins, OnDecision, …). Validator, Metadata, Scopes
+	// bounds, AllowedOrigins, OnDecision, DPoP, …). A DPoP policy other
+	// than off also sets Validate.AllowConfirmation, so that DPoP-bound
+	// tokens reach the middleware's binding check. Validator, Metadata, Scopes
 	// and Operations must be zero; Logger defaults to Logger.
 	Middleware middleware.Config
 
@@ -102,6 +107,15 @@ type Config struct {
 	// refresh failures, unless Middleware.Logger or JWKS.Logger is set.
 	// Nil discards.
 	Logger *slog.Logger
+
+	// WaitForKeys, if positive, makes [New] wait up to this long for
+	// every issuer's first key set ([Guard.WaitReady]) and fail, with an
+	// error wrapping [ErrNotReady] that names each issuer and the cause
+	// (DNS, TLS, 404, issuer mix-up, …), if one is still missing: a
+	// mistyped issuer then stops the deploy instead of serving 503s. Zero
+	// means New returns at once and the keys arrive in the background.
+	// Negative is a configuration error.
+	WaitForKeys time.Duration
 }
 
 // check reports the first conflict or missing value of c.
@@ -122,6 +136,8 @@ func (c *Config) check() error {
 		return fmt.Errorf("%w: JWKS.Issuer and JWKS.JWKSURL must be empty; pass a jwks.Source in Keys for a fixed JWKS URL", ErrConfig)
 	case c.Metadata.Resource != "" && c.Metadata.Resource != c.Resource:
 		return fmt.Errorf("%w: Metadata.Resource differs from Resource", ErrConfig)
+	case c.WaitForKeys < 0:
+		return fmt.Errorf("%w: negative WaitForKeys", ErrConfig)
 	}
 	for i, iss := range c.Issuers {
 		if iss == "" {
@@ -154,9 +170,6 @@ func (c *Config) metadata() prm.Metadata {
 	if md.AuthorizationServers == nil {
 		md.AuthorizationServers = slices.Clone(c.Issuers)
 	}
-	if md.ScopesSupported == nil {
-		md.ScopesSupported = slices.Clone(c.Scopes)
-	}
 	return md
 }
 
@@ -170,6 +183,8 @@ type Guard struct {
 	mw      *middleware.Middleware
 	sources []*jwks.Source // created by New, closed by Close
 	mcpPath string
+	issuers []validate.Issuer // every issuer's key source, for health.go
+	now     func() time.Time
 }
 
 // New checks cfg and wires the packages: a [jwks.Source] for each issuer
@@ -178,7 +193,8 @@ type Guard struct {
 // cfg.Resource, and a [middleware.Middleware] publishing the RFC 9728
 // metadata. It adds no behaviour of its own: every check is the
 // middleware's and the validator's, with their defaults. Errors wrap
-// [ErrConfig]; on error no goroutine is left running.
+// [ErrConfig] (or [ErrNotReady], with Config.WaitForKeys); on error no
+// goroutine is left running.
 func New(cfg Config) (*Guard, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -225,8 +241,15 @@ func New(cfg Config) (*Guard, error) {
 	if vc.Audiences == nil {
 		vc.Audiences = []string{cfg.Resource}
 	}
+	if cfg.Middleware.DPoP.Policy != middleware.DPoPOff {
+		vc.AllowConfirmation = true // DPoP-bound tokens carry cnf; the middleware checks the binding
+	}
 	if g.v, err = validate.New(vc); err != nil {
 		return fail("Validate: %w", err)
+	}
+	g.issuers, g.now = vc.Issuers, vc.Now
+	if g.now == nil {
+		g.now = time.Now
 	}
 
 	mc := cfg.Middleware
@@ -239,6 +262,14 @@ func New(cfg Config) (*Guard, error) {
 	}
 	if g.mw, err = middleware.New(mc); err != nil {
 		return fail("Middleware: %w", err)
+	}
+	if cfg.WaitForKeys > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), cfg.WaitForKeys)
+		defer cancel()
+		if err := g.WaitReady(ctx); err != nil {
+			_ = g.Close()
+			return nil, err
+		}
 	}
 	return g, nil
 }

@@ -132,7 +132,7 @@ func TestGuard(t *testing.T) {
 					t.Fatalf("GET %s = %d %s", c.url, status, body)
 				}
 				if md.Resource != c.resource || len(md.AuthorizationServers) != 1 || md.AuthorizationServers[0] != iss.URL() ||
-					strings.Join(md.ScopesSupported, " ") != "mcp:tools" || md.ResourceName != "test server" {
+					strings.Join(md.ScopesSupported, " ") != "mcp:tools repo:admin" || md.ResourceName != "test server" {
 					t.Errorf("GET %s = %+v", c.url, md)
 				}
 			}
@@ -275,7 +275,7 @@ func TestNewErrors(t *testing.T) {
 		{"metadata servers not trusted", func(c *Config) { c.Metadata.AuthorizationServers = []string{"https://other.example"} }, nil},
 		{"resource not https", func(c *Config) { c.Resource = "http://mcp.example.com/mcp" }, prm.ErrInvalidMetadata},
 		{"resource path not mountable", func(c *Config) { c.Resource = "https://mcp.example.com/a%20b" }, prm.ErrInvalidResource},
-		{"offline_access in scopes", func(c *Config) { c.Scopes = []string{"offline_access"} }, prm.ErrInvalidMetadata},
+		{"offline_access in scopes", func(c *Config) { c.Scopes = []string{"offline_access"} }, middleware.ErrConfig},
 		{"bad jwks config", func(c *Config) { c.JWKS.MaxBytes = -1 }, jwks.ErrConfig},
 		{"bad validate config", func(c *Config) { c.Validate.Algorithms = []jose.SignatureAlgorithm{} }, validate.ErrConfig},
 		{"bad middleware config", func(c *Config) { c.Middleware.MaxBodyBytes = -1 }, middleware.ErrConfig},

@@ -36,15 +36,19 @@ const MaxMetadataBytes = 256 << 10
 //
 // Discovery stops early when ctx is done or the dial guard of c refuses
 // the address (every URL shares the issuer's host). If c is nil, Discover
-// uses fetch.NewClient with its zero config (10 s timeout, no redirects,
-// no proxies). An invalid issuer wraps [ErrInvalidIssuer].
+// uses [NewGuardedClient] with its zero config: public addresses on port
+// 443 only, 10 s timeout, no redirects, no proxies. That is the right
+// client for a client-side discovery of an issuer named by a server; pass
+// your own client for an operator-configured issuer on a private network
+// (or NewGuardedClient with InsecureAllowLoopback in tests). An invalid
+// issuer wraps [ErrInvalidIssuer].
 func Discover(ctx context.Context, c *http.Client, issuer string) (*Metadata, error) {
 	urls, err := WellKnownURLs(issuer)
 	if err != nil {
 		return nil, err
 	}
 	if c == nil {
-		c = fetch.NewClient(fetch.ClientConfig{})
+		c = NewGuardedClient(GuardConfig{})
 	}
 	var mismatch, last error
 	for _, u := range urls {

@@ -184,7 +184,7 @@ func TestDiscover(t *testing.T) {
 				f.set(p, d)
 			}
 			issuer := f.srv.URL + tt.path
-			m, err := Discover(t.Context(), nil, issuer)
+			m, err := Discover(t.Context(), NewGuardedClient(GuardConfig{InsecureAllowLoopback: true}), issuer)
 			if !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Discover error = %v, want %v", err, tt.wantErr)
 			}

@@ -37,7 +37,10 @@ func ExampleDiscover() {
 	defer srv.Close()
 	issuer = srv.URL + "/tenant1" // loopback http is accepted for local development
 
-	md, err := asmeta.Discover(context.Background(), nil, issuer)
+	// Discover without a client refuses loopback addresses; a test or a
+	// local development setup allows them explicitly.
+	hc := asmeta.NewGuardedClient(asmeta.GuardConfig{InsecureAllowLoopback: true})
+	md, err := asmeta.Discover(context.Background(), hc, issuer)
 	if err != nil {
 		panic(err)
 	}
@@ -52,7 +55,31 @@ func ExampleDiscover_mixUp() {
 	}))
 	defer srv.Close()
 
-	_, err := asmeta.Discover(context.Background(), nil, srv.URL)
+	hc := asmeta.NewGuardedClient(asmeta.GuardConfig{InsecureAllowLoopback: true})
+	_, err := asmeta.Discover(context.Background(), hc, srv.URL)
 	fmt.Println(errors.Is(err, asmeta.ErrIssuerMismatch))
 	// Output: true
+}
+
+func ExampleNewGuardedClient() {
+	var issuer string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"issuer":%q,"response_types_supported":["code"]}`, issuer)
+	}))
+	defer srv.Close()
+	issuer = srv.URL
+
+	// Without a client, Discover refuses non-public addresses: an issuer
+	// named by a server cannot make the client probe its own host.
+	_, err := asmeta.Discover(context.Background(), nil, issuer)
+	fmt.Println(errors.Is(err, asmeta.ErrNotFound))
+
+	// Tests allow loopback explicitly.
+	hc := asmeta.NewGuardedClient(asmeta.GuardConfig{InsecureAllowLoopback: true})
+	md, err := asmeta.Discover(context.Background(), hc, issuer)
+	fmt.Println(md.Issuer == issuer, err)
+	// Output:
+	// true
+	// true <nil>
 }

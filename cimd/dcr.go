@@ -136,10 +136,10 @@ func (c DCRConfig) withDefaults() DCRConfig {
 //
 // Registration is unauthenticated: anyone can register any client. The
 // handler rate-limits per client IP and globally, refuses jwks and
-// jwks_uri unless the method is private_key_jwt, and [BoltStore] and
+// jwks_uri unless the method is private_key_jwt, and cimd/boltstore and
 // [MemoryStore] cap each record at [MaxRecordBytes]; but the Store still
 // grows with every registration. This package never prunes on its own:
-// call [BoltStore.Prune] (or [MemoryStore.Prune]) periodically.
+// call boltstore.Store.Prune (or [MemoryStore.Prune]) periodically.
 type DCRHandler struct {
 	cfg    DCRConfig
 	pol    policy

@@ -71,7 +71,7 @@ var (
 	// ErrSecretExpired: the client secret's client_secret_expires_at has
 	// passed (RFC 7591 §3.2.1).
 	ErrSecretExpired = errors.New("cimd: client secret expired")
-	// ErrRecordTooLarge: [BoltStore.Put] or [MemoryStore.Put] refused a
+	// ErrRecordTooLarge: boltstore.Store.Put or [MemoryStore.Put] refused a
 	// client whose stored form ([Client.MarshalJSON]) exceeds
 	// [MaxRecordBytes]. [DCRHandler] answers it with 400
 	// invalid_client_metadata.

@@ -4,16 +4,12 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/mcpguard/mcpguard/cimd"
 )
@@ -166,7 +162,7 @@ func ExampleServerMetadata() {
 // Legacy dynamic registration (RFC 7591) for pre-2026 MCP clients, with
 // the registered client then found through the same Registry.
 func ExampleNewDCRHandler() {
-	store := cimd.NewMemoryStore() // use cimd.NewBoltStore(path) in production
+	store := cimd.NewMemoryStore() // in production: cimd/boltstore, or redisstore for replicas
 	dcr, err := cimd.NewDCRHandler(cimd.DCRConfig{Store: store})
 	if err != nil {
 		panic(err)
@@ -192,35 +188,6 @@ func ExampleNewDCRHandler() {
 	// Output:
 	// 201 @1785196800 true
 	// <nil> dcr true
-}
-
-// Registrations are unauthenticated, and the store never forgets on its
-// own: prune old ones periodically to bound it. A pruned client must
-// register again.
-func ExampleBoltStore_Prune() {
-	dir, _ := os.MkdirTemp("", "cimd")
-	defer os.RemoveAll(dir)
-	store, err := cimd.NewBoltStore(filepath.Join(dir, "clients.db"))
-	if err != nil {
-		panic(err)
-	}
-	defer store.Close()
-	now := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
-	for id, age := range map[string]time.Duration{"dcr_old": 100 * 24 * time.Hour, "dcr_recent": time.Hour} {
-		c := &cimd.Client{Document: cimd.Document{ClientID: id}, IssuedAt: now.Add(-age), Source: cimd.SourceDCR}
-		if err := store.Put(context.Background(), c); err != nil {
-			panic(err)
-		}
-	}
-
-	// In production: a goroutine with a time.Ticker, daily.
-	n, err := store.Prune(context.Background(), now.Add(-90*24*time.Hour))
-	fmt.Println(n, err)
-	_, err = store.Get(context.Background(), "dcr_old")
-	fmt.Println(errors.Is(err, cimd.ErrUnknownClient))
-	// Output:
-	// 1 <nil>
-	// true
 }
 
 func ExampleOAuthError() {

@@ -8,8 +8,9 @@ import (
 )
 
 // Store persists dynamically registered clients. It is the consumer-side
-// interface [Registry] and [DCRHandler] need; [BoltStore] (the default,
-// embedded and persistent) and [MemoryStore] (tests) implement it.
+// interface [Registry] and [DCRHandler] need; cimd/boltstore (embedded
+// and persistent, one process), redisstore.ClientStore (shared by
+// replicas) and [MemoryStore] (tests) implement it.
 // Implementations must be safe for concurrent use. Persist a Client with
 // its MarshalJSON method (compact, not HTML-escaped; json.Marshal works
 // but escapes '<', '>' and '&' to six bytes each) and restore it with
@@ -23,12 +24,9 @@ type Store interface {
 	Get(ctx context.Context, id string) (*Client, error)
 }
 
-var (
-	_ Store = (*MemoryStore)(nil)
-	_ Store = (*BoltStore)(nil)
-)
+var _ Store = (*MemoryStore)(nil)
 
-// MaxRecordBytes caps one client as [BoltStore] and [MemoryStore] keep it
+// MaxRecordBytes caps one client as cimd/boltstore and [MemoryStore] keep it
 // (the JSON [Client.MarshalJSON] produces): twice [DefaultMaxBodyBytes].
 // A registration accepted under the default DCRConfig.MaxBodyBytes is
 // stored in about its request size plus a few hundred bytes, so only a
@@ -103,7 +101,7 @@ func (s *MemoryStore) Delete(_ context.Context, id string) error {
 // Prune removes every client registered before issuedBefore (IssuedAt
 // non-zero and before it) and returns how many it removed. Clients with
 // a zero IssuedAt, which a [DCRHandler] never stores, are kept. See
-// [BoltStore.Prune].
+// boltstore.Store.Prune.
 func (s *MemoryStore) Prune(ctx context.Context, issuedBefore time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err

@@ -3,8 +3,6 @@ package cimd
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -30,16 +28,12 @@ func sampleClient() *Client {
 	return c
 }
 
+// TestStores: cimd/boltstore and redisstore run the same checks on theirs.
 func TestStores(t *testing.T) {
-	bolt, err := NewBoltStore(filepath.Join(t.TempDir(), "clients.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = bolt.Close() })
 	for name, s := range map[string]interface {
 		Store
 		Delete(context.Context, string) error
-	}{"memory": NewMemoryStore(), "bolt": bolt} {
+	}{"memory": NewMemoryStore()} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			_, err := s.Get(ctx, "dcr_abc")
@@ -70,49 +64,6 @@ func assertSameClient(t *testing.T, got, want *Client) {
 	}
 	if !got.secretMatches("s3cret") || got.secretMatches("s3cret!") {
 		t.Error("secret hash did not survive")
-	}
-}
-
-func TestBoltStoreSurvivesReopen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "clients.db")
-	s, err := NewBoltStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wantErrs(t, s.Put(context.Background(), sampleClient()))
-	wantErrs(t, s.Close())
-
-	s, err = NewBoltStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	got, err := s.Get(context.Background(), "dcr_abc")
-	wantErrs(t, err)
-	assertSameClient(t, got, sampleClient())
-
-	raw, _ := os.ReadFile(path)
-	if strings.Contains(string(raw), "s3cret") {
-		t.Error("the bolt file holds the plaintext secret")
-	}
-	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
-		t.Errorf("file mode = %v, want 0600", fi.Mode().Perm())
-	}
-}
-
-func TestBoltStoreLocked(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "clients.db")
-	s, err := NewBoltStore(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	start := time.Now()
-	if _, err := NewBoltStore(path); err == nil {
-		t.Fatal("opened a file another handle holds")
-	}
-	if el := time.Since(start); el > 3*time.Second {
-		t.Errorf("waited %v for the lock", el)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/challenge"
 	"github.com/mcpguard/mcpguard/prm"
 )
@@ -76,10 +77,14 @@ type AuthorizeRequest struct {
 	// empty (a 401 without scope and metadata without scopes_supported);
 	// MCP then says to omit the scope parameter.
 	Scopes []string
-	// Challenge is the Bearer challenge that triggered the request.
+	// Challenge is the Bearer challenge that triggered the request (the
+	// DPoP one, when Config.DPoP is set and the server sent one).
 	Challenge challenge.Challenge
 	// Reason is [ReasonUnauthorized] or [ReasonInsufficientScope].
 	Reason string
+	// DPoP is [Config.DPoP]: when not nil, request a token bound to it
+	// (send the token request through DPoP.TokenTransport, RFC 9449 §5).
+	DPoP *DPoPKey
 }
 
 // Config configures [New]. It is copied; later changes have no effect.
@@ -107,22 +112,42 @@ type Config struct {
 	// GrantedScopes lists the scopes of the initial token, if known. They
 	// seed the step-up union and the loop check.
 	GrantedScopes []string
-	// HTTPClient fetches the protected-resource metadata (prm.Fetch). If
-	// nil, a client with a 10 second timeout that refuses redirects. New
-	// copies the struct; its Transport must not be this Transport.
+	// HTTPClient fetches the protected-resource metadata from the
+	// resource's own origin ([FetchMetadata]). If nil, a client with a 10
+	// second timeout, no redirects and no environment proxies. New copies
+	// the struct; its Transport must not be this Transport.
 	HTTPClient *http.Client
-	// AllowCrossOriginMetadata lets a challenge's resource_metadata point
-	// to another origin. RFC 9728 §5.1 allows that, but a malicious or
-	// compromised resource could then make the client fetch any URL;
-	// DANGEROUS, and off by default: such challenges fail with
-	// [ErrCrossOrigin]. The fetched document must still name Resource.
-	AllowCrossOriginMetadata bool
+	// CrossOriginHTTPClient fetches a challenge's resource_metadata URL
+	// when it is on another origin than Resource. MCP requires clients to
+	// use that URL (2025-11-25 and 2026-07-28, §Protected Resource Metadata
+	// Discovery: clients "MUST use the resource metadata URL from the
+	// parsed WWW-Authenticate headers when present"), and RFC 9728 §5.1
+	// allows any origin; but the server names it, so by default the fetch
+	// goes through asmeta.NewGuardedClient's SSRF guard: public unicast
+	// addresses on port 443 only, no redirects. The document must still
+	// name Resource (RFC 9728 §3.3). Pass a client built with
+	// asmeta.NewGuardedClient (InsecureAllowLoopback in tests) rather than
+	// an unguarded one. New copies the struct.
+	CrossOriginHTTPClient *http.Client
+	// DenyCrossOriginMetadata refuses a resource_metadata URL on another
+	// origin with [ErrCrossOrigin] instead of fetching it, for
+	// deployments that know their resources publish metadata on their own
+	// origin. It departs from MCP, which tells clients to use the URL.
+	DenyCrossOriginMetadata bool
 	// MetadataTTL is how long fetched metadata is reused. Zero means one
 	// hour; negative disables caching.
 	MetadataTTL time.Duration
 	// Now returns the current time, for the metadata cache. If nil,
 	// time.Now.
 	Now func() time.Time
+
+	// DPoP, if set, sends tokens whose token_type is DPoP with the DPoP
+	// scheme and a fresh proof of this key per request (RFC 9449 §7),
+	// retries once with the server's nonce on use_dpop_nonce (§9), acts
+	// on DPoP challenges as on Bearer ones, and is passed to the
+	// Authorizer so that new tokens are bound to it. Nil means Bearer
+	// only (dpop.go).
+	DPoP *DPoPKey
 }
 
 // withDefaults returns a copy of c with zero values replaced by defaults.
@@ -145,6 +170,12 @@ func (c Config) withDefaults() Config {
 	if c.HTTPClient != nil {
 		hc := *c.HTTPClient
 		c.HTTPClient = &hc
+	}
+	if c.CrossOriginHTTPClient != nil {
+		hc := *c.CrossOriginHTTPClient
+		c.CrossOriginHTTPClient = &hc
+	} else {
+		c.CrossOriginHTTPClient = asmeta.NewGuardedClient(asmeta.GuardConfig{})
 	}
 	c.GrantedScopes = union(nil, cleanScopes(c.GrantedScopes, true))
 	return c

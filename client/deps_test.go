@@ -9,15 +9,22 @@ import (
 const self = deptest.Module + "/client"
 
 // TestDeps fails if client imports anything beyond the standard library,
-// challenge, prm and golang.org/x/oauth2 (DESIGN.md layering: client is an
-// edge and must not grow the server packages' imports).
+// challenge, prm, asmeta, internal/fetch (with its SSRF guard),
+// golang.org/x/oauth2, go-jose and go-json-experiment's jsontext (DESIGN.md
+// layering: client is an edge and must not grow the server packages'
+// imports).
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Allowed: []string{
 			deptest.Module + "/challenge",
 			deptest.Module + "/prm",
+			deptest.Module + "/asmeta",
+			deptest.Module + "/internal/fetch",
+			"code.dny.dev/ssrf",
+			"github.com/go-json-experiment/json/...", // the strict JSON reader (jsontext)
 			deptest.Module + "/internal/scopetoken",
 			"golang.org/x/oauth2",
+			"github.com/go-jose/go-jose/v4/...", // DPoP proofs (dpop.go)
 			"golang.org/x/oauth2/internal",
 			"golang.org/x/oauth2/clientcredentials",
 		},

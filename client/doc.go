@@ -43,13 +43,19 @@
 //
 // The RFC 9728 protected-resource metadata comes from the challenge's
 // resource_metadata URL or, if there is none, from the path-inserted and
-// then the root well-known URL (MCP discovery order). A resource_metadata
-// URL that is not an absolute URL on the resource's origin fails with
-// [ErrCrossOrigin] unless [Config.AllowCrossOriginMetadata] is set. RFC 9728
-// allows other origins; this transport is strict because the URL comes
-// from the server it is about to authorize. prm.Fetch performs the
-// §3.3 check (the document's resource must equal Config.Resource, else
-// [ErrResourceMismatch]). Metadata is cached for [Config.MetadataTTL].
+// then the root well-known URL (MCP discovery order). MCP requires clients
+// to use the resource_metadata URL when present, and RFC 9728 §5.1 allows
+// it on any origin, so the transport uses it; one on another origin than
+// [Config.Resource] is fetched through an SSRF-guarded client
+// ([Config.CrossOriginHTTPClient], by default asmeta.NewGuardedClient:
+// public addresses on port 443 only, no redirects), because the server
+// being authorized chose it. [Config.DenyCrossOriginMetadata] refuses such
+// URLs with [ErrCrossOrigin] instead. [FetchMetadata] performs the fetch
+// and prm.Parse the §3.3 check (the document's resource must equal
+// Config.Resource, else [ErrResourceMismatch]); what a server merely
+// SHOULD NOT publish (offline_access in scopes_supported, an unknown
+// bearer method) does not make a document unusable. Metadata is cached
+// for [Config.MetadataTTL]. See docs/client.md.
 //
 // # Loops and limits
 //

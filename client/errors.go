@@ -27,7 +27,7 @@ var (
 	ErrRetriesExhausted = errors.New("client: step-up retries exhausted")
 	// ErrCrossOrigin: a challenge's resource_metadata URL (RFC 9728 §5.1)
 	// is not on the origin of [Config.Resource], and
-	// [Config.AllowCrossOriginMetadata] is false. The error is a
+	// [Config.DenyCrossOriginMetadata] is set. The error is a
 	// [*ChallengeError].
 	ErrCrossOrigin = errors.New("client: resource_metadata on another origin")
 	// ErrResourceMismatch: the fetched protected-resource metadata names
@@ -35,9 +35,15 @@ var (
 	// prm.ErrResourceMismatch.
 	ErrResourceMismatch = errors.New("client: protected resource metadata names another resource")
 	// ErrMetadata: the protected-resource metadata could not be fetched or
-	// is invalid. The error also wraps the prm error (prm.ErrFetch,
-	// prm.ErrInvalidMetadata, ...).
+	// is invalid. The error also wraps [ErrMetadataFetch] or the prm error
+	// (prm.ErrInvalidMetadata, ...).
 	ErrMetadata = errors.New("client: protected resource metadata unavailable")
+	// ErrMetadataFetch: [FetchMetadata] could not obtain a document: the
+	// URL is not https (or loopback http), the address guard refused it,
+	// the request failed or timed out, or the answer was not a 200 JSON
+	// body within the size cap (a redirect included). The transport,
+	// status or context error is wrapped too.
+	ErrMetadataFetch = errors.New("client: fetching protected resource metadata failed")
 	// ErrAuthorize: the [Authorizer] failed, or returned a token source
 	// that yields no usable token. The Authorizer's error is wrapped too.
 	ErrAuthorize = errors.New("client: authorization failed")

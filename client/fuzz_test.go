@@ -40,7 +40,10 @@ func FuzzDecide(f *testing.F) {
 		f.Add(s.status, s.h1, s.h2)
 	}
 	f.Fuzz(func(t *testing.T, status int, h1, h2 string) {
-		c, reason, ok := decide(status, []string{h1, h2})
+		if c, _, ok := decide(status, []string{h1, h2}, true); ok && c.Scheme != "Bearer" && !strings.EqualFold(c.Scheme, "DPoP") {
+			t.Fatalf("acted on %+v with DPoP", c)
+		}
+		c, reason, ok := decide(status, []string{h1, h2}, false)
 		if !ok {
 			return
 		}

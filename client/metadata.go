@@ -29,10 +29,12 @@ type mdCache struct {
 }
 
 // metadata returns the protected-resource metadata for challenge URL
-// metaURL (already checked for origin), or, if it is empty, from the
+// metaURL, or, if it is empty, from the
 // RFC 9728 §3.1 well-known URLs of the resource: the path-inserted one
 // first, then the root one (MCP §Protected Resource Metadata Discovery).
-// Every document must pass the RFC 9728 §3.3 resource check in prm.Fetch.
+// Every document must pass the RFC 9728 §3.3 resource check
+// ([FetchMetadata]). A metaURL on another origin than the resource is
+// fetched with Config.CrossOriginHTTPClient (SSRF-guarded by default).
 func (t *Transport) metadata(ctx context.Context, metaURL string) (*prm.Metadata, error) {
 	type try struct{ url, want string }
 	var tries []try
@@ -56,7 +58,7 @@ func (t *Transport) metadata(ctx context.Context, metaURL string) (*prm.Metadata
 		if err == nil {
 			return cloneMetadata(md), nil
 		}
-		if !errors.Is(err, prm.ErrFetch) {
+		if !isFetchFailure(err) {
 			break // only a missing document falls back to the next URL
 		}
 	}
@@ -75,7 +77,11 @@ func (t *Transport) fetchCached(ctx context.Context, metaURL, want string) (*prm
 	if ok && now.Sub(e.at) < t.cfg.MetadataTTL && !now.Before(e.at) {
 		return e.md, nil
 	}
-	md, err := prm.Fetch(ctx, t.cfg.HTTPClient, metaURL, want)
+	hc := t.cfg.HTTPClient
+	if !t.sameOriginURL(metaURL) {
+		hc = t.cfg.CrossOriginHTTPClient
+	}
+	md, err := FetchMetadata(ctx, hc, metaURL, want)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 
 	"golang.org/x/oauth2"
@@ -101,6 +102,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	startGen := t.gen
 	t.mu.Unlock()
 	st := &opState{}
+	nonceRetried := false
 	for sends := 1; ; sends++ {
 		t.mu.Lock()
 		gen, ts := t.gen, t.ts
@@ -116,7 +118,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 				return nil, fmt.Errorf("%w: empty access token", ErrTokenSource)
 			}
 			t.noteScope(gen, tok)
-			r2.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+			if err := t.authorize(r2, tok); err != nil {
+				return nil, err
+			}
 		}
 		if err := body.apply(r2); err != nil {
 			return nil, fmt.Errorf("client: replay request body: %w", err)
@@ -125,15 +129,21 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
+		if t.useNonce(r2, resp) && !nonceRetried && body.replayable {
+			nonceRetried = true // RFC 9449 §9: once, with the new nonce
+			discard(resp)
+			sends--
+			continue
+		}
 		if t.cfg.Authorizer == nil || !body.replayable {
 			return resp, nil
 		}
-		c, reason, ok := decide(resp.StatusCode, resp.Header.Values("WWW-Authenticate"))
+		c, reason, ok := decide(resp.StatusCode, resp.Header.Values("WWW-Authenticate"), t.cfg.DPoP != nil)
 		if !ok {
 			return resp, nil
 		}
 		discard(resp)
-		if c.ResourceMetadata != "" && !t.cfg.AllowCrossOriginMetadata && !t.sameOriginURL(c.ResourceMetadata) {
+		if c.ResourceMetadata != "" && t.cfg.DenyCrossOriginMetadata && !t.sameOriginURL(c.ResourceMetadata) {
 			return nil, &ChallengeError{StatusCode: resp.StatusCode, Challenge: c, Err: ErrCrossOrigin}
 		}
 		if sends >= maxSends {
@@ -169,9 +179,10 @@ type newToken struct {
 // decide picks the challenge the transport acts on. It reports ok only for
 // a 401 whose first Bearer challenge has no error code or invalid_token,
 // and a 403 whose first Bearer challenge has error="insufficient_scope".
-// Malformed headers and responses without a Bearer challenge are not acted
+// With dpop, the first DPoP challenge is preferred over the Bearer one.
+// Malformed headers and responses without such a challenge are not acted
 // on.
-func decide(status int, values []string) (challenge.Challenge, string, bool) {
+func decide(status int, values []string, dpop bool) (challenge.Challenge, string, bool) {
 	if (status != http.StatusUnauthorized && status != http.StatusForbidden) || len(values) == 0 {
 		return challenge.Challenge{}, "", false
 	}
@@ -180,6 +191,9 @@ func decide(status int, values []string) (challenge.Challenge, string, bool) {
 		return challenge.Challenge{}, "", false
 	}
 	i := slices.IndexFunc(cs, func(c challenge.Challenge) bool { return c.Scheme == "Bearer" })
+	if j := slices.IndexFunc(cs, func(c challenge.Challenge) bool { return strings.EqualFold(c.Scheme, "DPoP") }); dpop && j >= 0 {
+		i = j
+	}
 	if i < 0 || len(cs[i].Scope) > maxChallengeScopes {
 		return challenge.Challenge{}, "", false
 	}
@@ -278,6 +292,7 @@ func (t *Transport) stepUp(ctx context.Context, st *opState, status int, c chall
 		Scopes:           slices.Clone(next),
 		Challenge:        c,
 		Reason:           reason,
+		DPoP:             t.cfg.DPoP,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrAuthorize, err)

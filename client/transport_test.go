@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -13,7 +14,9 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/challenge"
+	"github.com/mcpguard/mcpguard/internal/fetch"
 	"github.com/mcpguard/mcpguard/prm"
 )
 
@@ -85,8 +88,25 @@ func TestStepUp(t *testing.T) {
 	var otherHits atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		otherHits.Add(1)
+		if res := r.URL.Query().Get("res"); r.URL.Path == "/md" && res != "" {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, metadataJSON(res, "files:read"))
+			return
+		}
 		http.NotFound(w, r)
 	}))
+	// crossMD answers 401 with a resource_metadata URL on the other origin
+	// whose document names res(f), then serves the scoped resource.
+	crossMD := func(res func(*fake) string) respondFunc {
+		return func(f *fake, n int, w http.ResponseWriter, r *http.Request) {
+			if n == 1 {
+				fixed(401, `Bearer resource_metadata="`+other.URL+`/md?res=`+url.QueryEscape(res(f))+`"`)(f, n, w, r)
+				return
+			}
+			scoped(f, n, w, r)
+		}
+	}
+	self := func(f *fake) string { return f.resource }
 	defer other.Close()
 	const rm = `resource_metadata="{prm}"`
 
@@ -100,7 +120,8 @@ func TestStepUp(t *testing.T) {
 		authz    *fakeAuthz
 		noAuthz  bool
 		retries  int
-		crossOK  bool
+		crossOK  bool // CrossOriginHTTPClient: the guarded client with loopback allowed
+		denyX    bool // DenyCrossOriginMetadata
 		wantErr  error
 		wantErr2 error // a second error the first must also match
 		// wantStatus is the status returned when wantErr is nil.
@@ -282,23 +303,35 @@ func TestStepUp(t *testing.T) {
 			wantStatus: 200, wantRequests: 2, wantScopes: [][]string{{"a", "offline_access", "b"}},
 		},
 		{
-			name:    "resource_metadata on another origin",
+			name:    "resource_metadata on another origin: the default guard refuses loopback",
 			respond: fixed(401, `Bearer resource_metadata="`+other.URL+`/.well-known/oauth-protected-resource/mcp"`),
-			wantErr: ErrCrossOrigin, wantRequests: 1,
+			wantErr: ErrMetadata, wantErr2: fetch.ErrForbiddenAddress, wantRequests: 1,
 		},
 		{
-			name:    "resource_metadata on another port of the same host",
+			name:    "resource_metadata on another port of the same host: guarded",
 			respond: fixed(401, `Bearer resource_metadata="http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp"`),
-			wantErr: ErrCrossOrigin, wantRequests: 1,
+			wantErr: ErrMetadata, wantErr2: fetch.ErrForbiddenAddress, wantRequests: 1,
 		},
 		{
 			name: "relative resource_metadata", respond: fixed(401, `Bearer resource_metadata="/.well-known/oauth-protected-resource/mcp"`),
-			wantErr: ErrCrossOrigin, wantRequests: 1,
+			wantErr: ErrMetadata, wantErr2: ErrMetadataFetch, wantRequests: 1,
 		},
 		{
-			name:    "cross-origin metadata allowed still needs the resource check",
+			name: "resource_metadata on another origin is used (MCP MUST)", respond: crossMD(self), crossOK: true,
+			wantStatus: 200, wantRequests: 2, wantOther: 1, wantScopes: [][]string{{"files:read"}},
+		},
+		{
+			name: "cross-origin document must name the resource", respond: crossMD(func(f *fake) string { return f.resource + "/other" }), crossOK: true,
+			wantErr: ErrResourceMismatch, wantErr2: prm.ErrResourceMismatch, wantRequests: 1, wantOther: 1,
+		},
+		{
+			name:    "cross-origin fetch failure",
 			respond: fixed(401, `Bearer resource_metadata="`+other.URL+`/x"`), crossOK: true,
-			wantErr: ErrMetadata, wantErr2: prm.ErrFetch, wantRequests: 1, wantOther: 1,
+			wantErr: ErrMetadata, wantErr2: ErrMetadataFetch, wantRequests: 1, wantOther: 1,
+		},
+		{
+			name: "DenyCrossOriginMetadata refuses", respond: crossMD(self), crossOK: true, denyX: true,
+			wantErr: ErrCrossOrigin, wantRequests: 1,
 		},
 		{
 			name: "metadata names another resource", prmDoc: func(f *fake) string { return metadataJSON(f.resource + "/other") },
@@ -337,7 +370,10 @@ func TestStepUp(t *testing.T) {
 			}
 			cfg := Config{
 				Resource: f.resource, TokenSource: tt.initial, GrantedScopes: tt.granted,
-				MaxRetries: tt.retries, AllowCrossOriginMetadata: tt.crossOK, Authorizer: a,
+				MaxRetries: tt.retries, DenyCrossOriginMetadata: tt.denyX, Authorizer: a,
+			}
+			if tt.crossOK {
+				cfg.CrossOriginHTTPClient = asmeta.NewGuardedClient(asmeta.GuardConfig{InsecureAllowLoopback: true})
 			}
 			if tt.noAuthz {
 				cfg.Authorizer = nil

@@ -220,6 +220,15 @@ func (s *Server) checkResource(p params) (string, *oauthError) {
 // grantScopes parses the requested scopes, refuses unknown ones and
 // applies Config.GrantScopes. offline_access is kept only when the client
 // will get a refresh token.
+//
+// The registered scope of a client is a ceiling only for a pre-registered
+// client (cimd.SourceStatic: the operator chose it). A dynamically
+// registered client or a Client ID Metadata Document asserts its own
+// scope, and MCP clients register with the scope of the first 401
+// challenge; holding them to it would refuse every step-up (MCP
+// authorization, "Scope Selection Strategy") while protecting nothing,
+// since the same client could register again with more. Such clients may
+// request any scope in Config.Scopes, subject to Config.GrantScopes.
 func (s *Server) grantScopes(p params, client *cimd.Client, subject string) ([]string, *oauthError) {
 	raw, oerr := p.get("scope", maxScopeBytes)
 	if oerr != nil {
@@ -230,7 +239,7 @@ func (s *Server) grantScopes(p params, client *cimd.Client, subject string) ([]s
 		return nil, &oauthError{"invalid_scope", "malformed scope"}
 	}
 	var allowedByClient []string
-	if client.Scope != "" {
+	if client.Source == cimd.SourceStatic && client.Scope != "" {
 		allowedByClient = strings.Fields(client.Scope)
 	}
 	for _, sc := range requested {

@@ -34,6 +34,12 @@ const (
 	// remembered (at most 4096, oldest forgotten first) so that it is
 	// accepted once.
 	ConsentTTL = 10 * time.Minute
+	// DefaultMaxRegistrations is the default Config.MaxRegistrations:
+	// a registration takes at most [cimd.MaxRecordBytes] (32 KiB), so the
+	// built-in store holds at most 32 MiB.
+	DefaultMaxRegistrations = 1024
+	// DefaultRegistrationTTL is the default Config.RegistrationTTL.
+	DefaultRegistrationTTL = 24 * time.Hour
 	// OfflineAccess is the scope that asks for a refresh token (OpenID
 	// Connect Core §11, MCP SEP-2207).
 	OfflineAccess = "offline_access"
@@ -56,7 +62,11 @@ type Config struct {
 	// Scopes are published as scopes_supported. Requests for other scopes
 	// fail with invalid_scope. Nil means no scope can be requested.
 	// offline_access is added when RefreshTokens is on, and refused here
-	// when it is off.
+	// when it is off. A client may request any of them: the scope a
+	// client registered is a ceiling only for Clients (pre-registered by
+	// the operator), never for dynamically registered clients or Client
+	// ID Metadata Documents, which register with the scope of the first
+	// challenge and must be able to step up (see GrantScopes).
 	Scopes []string
 	// GrantScopes decides which of the requested scopes are granted. It
 	// may drop scopes (RFC 6749 §3.3 partial grant: the token response
@@ -104,9 +114,23 @@ type Config struct {
 	// MCP 2026-07-28) at Issuer+"/register" through [cimd.DCRHandler].
 	EnableDCR bool
 	// DCRStore holds dynamically registered clients. If nil and Registry
-	// is nil, an in-memory store is used. Required with EnableDCR when
-	// Registry is set, and must then be the Registry's store.
+	// is nil, an in-memory store bounded by MaxRegistrations and
+	// RegistrationTTL is used. Required with EnableDCR when Registry is
+	// set, and must then be the Registry's store (bounding it is then the
+	// caller's job).
 	DCRStore cimd.Store
+	// MaxRegistrations caps the dynamically registered clients the
+	// built-in store keeps (registration is unauthenticated; each client
+	// takes at most [cimd.MaxRecordBytes]). A registration when the store
+	// is full first drops expired clients, then the oldest one. Zero
+	// means [DefaultMaxRegistrations]. Ignored when DCRStore is set.
+	MaxRegistrations int
+	// RegistrationTTL is how long the built-in store keeps a dynamically
+	// registered client; after it, the client_id is unknown
+	// (invalid_client) and the client must register again, and an issued
+	// client_secret expires with it (client_secret_expires_at). Zero
+	// means [DefaultRegistrationTTL]. Ignored when DCRStore is set.
+	RegistrationTTL time.Duration
 
 	// TokenTTL is the access token lifetime. Zero means
 	// [DefaultTokenTTL].
@@ -153,6 +177,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RefreshTokenTTL == 0 {
 		c.RefreshTokenTTL = DefaultRefreshTokenTTL
+	}
+	if c.MaxRegistrations == 0 {
+		c.MaxRegistrations = DefaultMaxRegistrations
+	}
+	if c.RegistrationTTL == 0 {
+		c.RegistrationTTL = DefaultRegistrationTTL
 	}
 	if c.SigningAlgorithm == "" {
 		c.SigningAlgorithm = jose.ES256
@@ -204,8 +234,11 @@ func (c Config) check() error {
 	if !validName(c.Subject) || !validName(c.Tenant) {
 		return bad("Subject and Tenant must be 1 to 64 characters of [A-Za-z0-9._~+-]")
 	}
-	if c.TokenTTL < 0 || c.RefreshTokenTTL < 0 {
+	if c.TokenTTL < 0 || c.RefreshTokenTTL < 0 || c.RegistrationTTL < 0 {
 		return bad("negative TTL")
+	}
+	if c.MaxRegistrations < 0 {
+		return bad("negative MaxRegistrations")
 	}
 	if c.Registry != nil && c.EnableDCR && c.DCRStore == nil {
 		return bad("EnableDCR with a Registry needs DCRStore (the Registry's store)")

@@ -7,7 +7,8 @@ import (
 )
 
 // TestDeps enforces docs/DESIGN.md: devas imports only the standard
-// library, cimd, asmeta, prm and go-jose; never middleware or validate.
+// library, cimd, asmeta, prm, validate/dpop and go-jose; never middleware or
+// validate.
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Direct: true,
@@ -15,6 +16,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/cimd/...",
 			deptest.Module + "/asmeta/...",
 			deptest.Module + "/prm/...",
+			deptest.Module + "/validate/dpop", // token-request proofs (RFC 9449 §5)
 			deptest.Module + "/internal/scopetoken",
 			"github.com/go-jose/go-jose/v4/...",
 		},

@@ -31,7 +31,11 @@
 //     authorization_response_iss_parameter_supported);
 //   - clients from Client ID Metadata Documents (https client_id URLs,
 //     resolved by cimd.Resolver), pre-registered clients, and legacy
-//     RFC 7591 dynamic registration ([Config.EnableDCR]);
+//     RFC 7591 dynamic registration ([Config.EnableDCR]), kept in memory
+//     for [Config.RegistrationTTL] and at most [Config.MaxRegistrations]
+//     at once; the scope a client registers or publishes is no ceiling
+//     (only a pre-registered client's is), so clients that register with
+//     the first challenge's scope can step up;
 //   - a consent page (or [Config.AutoApprove]) with CSRF protection, no
 //     framing, and the client's host and redirect host shown;
 //   - JWT access tokens (RFC 9068: typ at+jwt, aud = the resource,

@@ -8,11 +8,13 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"time"
 
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/cimd"
+	"github.com/mcpguard/mcpguard/validate/dpop"
 )
 
 // Server is the development authorization server. It is an http.Handler
@@ -38,6 +40,7 @@ type Server struct {
 	refresh    *refreshStore
 	spent      *store[struct{}] // consent forms used, by hashKey(nonce)
 	consentKey []byte           // HMAC key sealing consent forms
+	dpop       *dpop.Verifier   // token-request proofs (dpop.go)
 }
 
 // New returns a Server for cfg (copied; see [Config] for the defaults).
@@ -60,6 +63,9 @@ func New(cfg Config) (*Server, error) {
 	_, _ = rand.Read(s.consentKey) // never fails (crypto/rand, Go 1.24+)
 	var err error
 	if s.signer, s.pub, err = newSigner(cfg); err != nil {
+		return nil, err
+	}
+	if s.dpop, err = newDPoPVerifier(cfg); err != nil {
 		return nil, err
 	}
 	if err := s.buildRegistry(); err != nil {
@@ -89,8 +95,10 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) buildRegistry() error {
 	cfg := s.cfg
 	store := cfg.DCRStore
+	var secretLifetime time.Duration
 	if store == nil && cfg.EnableDCR {
-		store = cimd.NewMemoryStore()
+		store = newRegStore(cfg.MaxRegistrations, cfg.RegistrationTTL, cfg.Now)
+		secretLifetime = cfg.RegistrationTTL
 	}
 	s.registry = cfg.Registry
 	if s.registry == nil {
@@ -118,8 +126,10 @@ func (s *Server) buildRegistry() error {
 			// Generous limits: tests register many clients from loopback.
 			IPRate:  100,
 			IPBurst: 1000,
-			Now:     cfg.Now,
-			Logger:  cfg.Logger,
+			// A secret lives as long as its registration.
+			SecretLifetime: secretLifetime,
+			Now:            cfg.Now,
+			Logger:         cfg.Logger,
 		})
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrConfig, err)

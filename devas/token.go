@@ -17,20 +17,22 @@ type grant struct {
 	Tenant   string
 	Resource string
 	Scopes   []string
+	JKT      string // DPoP key thumbprint the tokens are bound to, or "" (dpop.go)
 }
 
 // accessClaims is the JWT access token payload (RFC 9068 §2.2).
 type accessClaims struct {
-	Issuer    string `json:"iss"`
-	Subject   string `json:"sub"`
-	Audience  string `json:"aud"`
-	ClientID  string `json:"client_id"`
-	Scope     string `json:"scope,omitempty"`
-	Tenant    string `json:"tenant,omitempty"`
-	ID        string `json:"jti"`
-	IssuedAt  int64  `json:"iat"`
-	NotBefore int64  `json:"nbf"`
-	Expiry    int64  `json:"exp"`
+	Issuer    string        `json:"iss"`
+	Subject   string        `json:"sub"`
+	Audience  string        `json:"aud"`
+	ClientID  string        `json:"client_id"`
+	Scope     string        `json:"scope,omitempty"`
+	Tenant    string        `json:"tenant,omitempty"`
+	ID        string        `json:"jti"`
+	IssuedAt  int64         `json:"iat"`
+	NotBefore int64         `json:"nbf"`
+	Expiry    int64         `json:"exp"`
+	Cnf       *confirmation `json:"cnf,omitempty"` // DPoP binding (dpop.go)
 }
 
 // IssueToken mints an access token directly, without any flow: for tests
@@ -76,6 +78,9 @@ func (s *Server) mint(g grant) (string, time.Time, error) {
 		IssuedAt:  now.Unix(),
 		NotBefore: now.Unix(),
 		Expiry:    exp.Unix(),
+	}
+	if g.JKT != "" {
+		c.Cnf = &confirmation{JKT: g.JKT}
 	}
 	payload, err := json.Marshal(c)
 	if err != nil {

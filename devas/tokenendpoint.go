@@ -58,6 +58,10 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.tokenError(w, r, &oauthError{"unauthorized_client", "the client may not use this grant type"})
 		return
 	}
+	if r, oerr = s.withDPoP(r); oerr != nil {
+		s.tokenError(w, r, oerr)
+		return
+	}
 	if gt == "authorization_code" {
 		s.exchangeCode(w, r, p, client)
 		return
@@ -194,6 +198,7 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, p params, 
 		// Stored before anything is sent, so that a replay that won the
 		// race leaves the client with nothing.
 		rt := newRefreshToken(family)
+		rec.grant.JKT = jktOf(r) // refresh tokens are bound to the DPoP key too
 		switch err := s.refresh.create(family, rec.grant, hashKey(rt), now.Add(s.cfg.RefreshTokenTTL), now); {
 		case err == nil:
 			resp.RefreshToken = rt
@@ -298,6 +303,10 @@ func (s *Server) reused(r *http.Request, family, clientID string, now time.Time)
 func (s *Server) accessToken(w http.ResponseWriter, r *http.Request, g grant, scopes []string) (tokenResponse, bool) {
 	ag := g
 	ag.Scopes = scopes
+	if oerr := bindGrant(r, &ag); oerr != nil {
+		s.tokenError(w, r, oerr)
+		return tokenResponse{}, false
+	}
 	at, _, err := s.mint(ag)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "devas: token: mint failed", "err", err)
@@ -306,7 +315,7 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request, g grant, sc
 	}
 	return tokenResponse{
 		AccessToken: at,
-		TokenType:   "Bearer",
+		TokenType:   tokenType(ag),
 		ExpiresIn:   int64(s.cfg.TokenTTL.Seconds()),
 		Scope:       strings.Join(scopes, " "),
 	}, true

@@ -100,8 +100,11 @@ func (a *Adapter) TokenInfo(next http.Handler) http.Handler {
 		panic("gosdk: TokenInfo(nil)")
 	}
 	inner := a.bearer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Context().Value(placeholderKey{}) != nil {
+		if orig, ok := r.Context().Value(placeholderKey{}).([]string); ok {
 			r.Header.Del("Authorization") // the placeholder never reaches the go-sdk
+			if orig != nil {
+				r.Header["Authorization"] = orig // the DPoP credentials
+			}
 		}
 		next.ServeHTTP(w, r.WithContext(middleware.ContextWithPrincipal(r.Context(), nil)))
 	}))
@@ -114,11 +117,12 @@ func (a *Adapter) TokenInfo(next http.Handler) http.Handler {
 		if w, ok = a.bindSession(w, r, p.ID()); !ok {
 			return
 		}
-		if p.Anonymous {
+		if p.Anonymous || p.SenderConstrained {
 			// auth.RequireBearerToken, the only setter of the go-sdk's
 			// context key, needs a bearer header; a public request has
-			// none. The verifier ignores the value and uses the principal.
-			r = r.Clone(context.WithValue(r.Context(), placeholderKey{}, true))
+			// none, a DPoP request (RFC 9449) has the DPoP scheme. The
+			// verifier ignores the value and uses the principal.
+			r = r.Clone(context.WithValue(r.Context(), placeholderKey{}, r.Header.Values("Authorization")))
 			r.Header.Set("Authorization", "Bearer anonymous")
 		}
 		inner.ServeHTTP(w, r)

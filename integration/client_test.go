@@ -45,6 +45,9 @@ func (a *codeAuthorizer) Authorize(ctx context.Context, req client.AuthorizeRequ
 	}
 	issuer := req.ResourceMetadata.AuthorizationServers[0]
 	hc := &http.Client{Timeout: 10 * time.Second}
+	if req.DPoP != nil { // RFC 9449 §5: a token bound to the transport's key
+		hc.Transport = req.DPoP.TokenTransport(nil)
+	}
 	md, err := asmeta.Discover(ctx, hc, issuer)
 	if err != nil {
 		return nil, err

@@ -61,6 +61,9 @@ const rawClientID = "integration-raw-client"
 type envConfig struct {
 	// grantScopes is devas.Config.GrantScopes.
 	grantScopes func(clientID, subject string, requested []string) []string
+	// dpop is the MCP server's DPoP policy (dpop_test.go); the zero value
+	// is off.
+	dpop middleware.DPoPPolicy
 	// stateful serves with the go-sdk's default stateful handler
 	// (server.Config.Stateful; session_test.go).
 	stateful bool
@@ -182,9 +185,10 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	}
 	t.Cleanup(func() { keys.Close() })
 	v, err := validate.New(validate.Config{
-		Issuers:     []validate.Issuer{{Issuer: e.issuer, Keys: keys}},
-		Audiences:   []string{e.mcpURL},
-		TenantClaim: "tenant",
+		Issuers:           []validate.Issuer{{Issuer: e.issuer, Keys: keys}},
+		Audiences:         []string{e.mcpURL},
+		TenantClaim:       "tenant",
+		AllowConfirmation: cfg.dpop != middleware.DPoPOff,
 	})
 	if err != nil {
 		t.Fatalf("validate.New: %v", err)
@@ -194,6 +198,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		AuthorizationServers: []string{e.issuer},
 		Validator:            v,
 		Scopes:               []string{baseScope},
+		DPoP:                 middleware.DPoPConfig{Policy: cfg.dpop},
 		Stateful:             cfg.stateful,
 		Public:               cfg.public,
 	})

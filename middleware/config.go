@@ -141,7 +141,12 @@ type Config struct {
 	// checked by [prm.Handler]. Metadata.Resource is the canonical resource
 	// identifier; the resource_metadata URL of every challenge is derived
 	// from it once, in New (RFC 9728 §3.1), never from the request's Host
-	// or X-Forwarded-* headers.
+	// or X-Forwarded-* headers. A nil Metadata.ScopesSupported is filled
+	// from the policy: Scopes, then every scope of Operations (methods,
+	// tools, prompts and resources, each map in key order), de-duplicated,
+	// so that clients sizing a registration from it can step up; a
+	// non-nil one is published as given (RFC 9728 §2 lets a resource
+	// advertise fewer).
 	Metadata prm.Metadata
 
 	// Scopes are the base scopes every request needs, also sent as the
@@ -210,6 +215,10 @@ type Config struct {
 	// Nil means only the resource's origin.
 	AllowedOrigins []string
 
+	// DPoP configures DPoP-bound access tokens (RFC 9449; dpop.go). The
+	// zero value is DPoPOff: Bearer only, as without this field.
+	DPoP DPoPConfig
+
 	// Realm is the RFC 6750 §3 realm of every challenge. Empty omits it.
 	Realm string
 
@@ -218,10 +227,18 @@ type Config struct {
 	// [DefaultRetryAfter] (30s).
 	RetryAfter time.Duration
 
-	// Logger receives refusals with their internal cause (Debug for client
-	// errors, Warn for 503s, exhausted step-ups and misconfiguration). Nil
-	// discards. Client responses never carry internal text.
+	// Logger receives refusals with their reason, internal cause, MCP
+	// method and tool labels, client and issuer (never the token): Info
+	// for client errors, Warn for 503s, exhausted step-ups and
+	// misconfiguration, so the default slog level shows them, at most
+	// RefusalLogRate a second per reason. Nil discards. Client responses
+	// never carry internal text.
 	Logger *slog.Logger
+	// RefusalLogRate bounds the refusal records per [Reason] per second
+	// (Now's clock); the excess is counted and reported as "suppressed"
+	// on the next record, so a flood of bad tokens cannot fill the disk.
+	// Zero means [DefaultRefusalLogRate] (5); negative logs every refusal.
+	RefusalLogRate int
 
 	// Now returns the current time for the step-up window. Nil means
 	// time.Now.
@@ -259,6 +276,9 @@ func (c Config) withDefaults() Config {
 	c.Operations.Resources = rules
 	c.Operations.Public = c.Operations.Public.clone()
 	c.ScopeImplies = cloneScopeMap(c.ScopeImplies)
+	if c.Metadata.ScopesSupported == nil {
+		c.Metadata.ScopesSupported = c.policyScopes()
+	}
 	c.AllowedOrigins = slices.Clone(c.AllowedOrigins)
 	if c.StepUpLimit == 0 {
 		c.StepUpLimit = DefaultStepUpLimit
@@ -402,4 +422,20 @@ func isVisible(s string) bool {
 		}
 	}
 	return true
+}
+
+// policyScopes returns Scopes and every scope of Operations,
+// de-duplicated in a stable order, without offline_access (which check
+// refuses anyway: it is no resource requirement). Nil when there are none.
+func (c Config) policyScopes() []string {
+	out := appendUnique(nil, c.Scopes...)
+	for _, m := range []map[string][]string{c.Operations.Methods, c.Operations.Tools, c.Operations.Prompts} {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			out = appendUnique(out, m[k]...)
+		}
+	}
+	for _, r := range c.Operations.Resources {
+		out = appendUnique(out, r.Scopes...)
+	}
+	return slices.DeleteFunc(out, func(s string) bool { return s == "offline_access" })
 }

@@ -7,13 +7,15 @@ import (
 )
 
 // TestDeps enforces the layering of docs/DESIGN.md: middleware imports the
-// standard library, validate, challenge and prm, and go-jose only through
+// standard library, validate, validate/dpop, challenge and prm, and go-jose only through
 // validate. Never cimd, authtest, internal/fetch, validate/jwks, or any
 // other third-party module (go list -deps covers non-test files only).
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Allowed: []string{
 			deptest.Module + "/validate",
+			deptest.Module + "/validate/dpop",        // DPoP proofs (RFC 9449), core like validate
+			"github.com/go-json-experiment/json/...", // pulled in by validate/dpop
 			deptest.Module + "/challenge",
 			deptest.Module + "/prm",
 			deptest.Module + "/internal/scopetoken",  // stdlib-only scope grammar

@@ -186,6 +186,9 @@ func retryAfterValue(d time.Duration) string {
 func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error, p *Principal, g *grant, id []byte) {
 	k, reason := errorKind(err)
 	a := &m.answers[k]
+	if m.dpop != nil {
+		a, reason = m.dpopAnswer(w, r, err, k, reason)
+	}
 	body := a.body
 	switch k {
 	case kindHeaderMismatch:
@@ -193,7 +196,7 @@ func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error, p
 	case kindInvalidParams:
 		body = bodyMismatchHead + echoID(id) + bodyInvalidParamsTail
 	}
-	m.logRefusal(r, a.status, a.level, err)
+	m.logRefusal(r, a.status, a.level, reason, err, p, g)
 	if m.onDecision != nil {
 		required, missing := scopesOf(err)
 		m.report(r.Context(), r.Header, a.status, reason, p, g, required, missing, err)
@@ -222,16 +225,9 @@ func echoID(id []byte) string {
 	return "null"
 }
 
-func (m *Middleware) logRefusal(r *http.Request, status int, level slog.Level, err error) {
-	ctx := r.Context()
-	if !m.log.Enabled(ctx, level) {
-		return
-	}
-	m.log.LogAttrs(ctx, level, "middleware: request refused",
-		slog.Int("status", status),
-		slog.String("reason", err.Error()),
-		slog.String("method", r.Method),
-		slog.String("path", r.URL.Path))
+// logRefusal logs a refusal, sampled (logging.go).
+func (m *Middleware) logRefusal(r *http.Request, status int, level slog.Level, reason Reason, err error, p *Principal, g *grant) {
+	m.logRefusalRecord(r, status, level, reason, err, p, g)
 }
 
 // writeAnswer writes a refusal the way challenge.Write does: at most one
@@ -239,7 +235,7 @@ func (m *Middleware) logRefusal(r *http.Request, status int, level slog.Level, e
 func writeAnswer(w http.ResponseWriter, status int, wwwAuth, retryAfter, body string) {
 	h := w.Header()
 	if wwwAuth != "" {
-		h.Set("WWW-Authenticate", wwwAuth)
+		setChallenges(h, wwwAuth)
 	} else {
 		h.Del("WWW-Authenticate")
 	}

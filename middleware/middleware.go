@@ -27,8 +27,10 @@ type Middleware struct {
 	answers      [numKinds]answer
 	log          *slog.Logger
 	onDecision   func(context.Context, Decision)
-	pending      *pendingSet // nil when the step-up bound is disabled
-	public       *publicSet  // nil: no public operation
+	refusals     refusalSampler // logging.go
+	dpop         *dpopState     // nil when DPoP is off (dpop.go)
+	pending      *pendingSet    // nil when the step-up bound is disabled
+	public       *publicSet     // nil: no public operation
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -42,11 +44,15 @@ func New(cfg Config) (*Middleware, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
+	ds, err := newDPoP(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	h, err := prm.Handler(cfg.Metadata)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
 	}
-	m := &Middleware{cfg: cfg, metadata: h, realm: cfg.Realm, log: cfg.Logger, onDecision: cfg.OnDecision}
+	m := &Middleware{cfg: cfg, metadata: h, realm: cfg.Realm, log: cfg.Logger, onDecision: cfg.OnDecision, dpop: ds}
 	if m.metadataURL, err = prm.MetadataURL(cfg.Metadata.Resource); err != nil {
 		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
 	}
@@ -60,6 +66,7 @@ func New(cfg Config) (*Middleware, error) {
 	m.policy = m.compilePolicy(&cfg)
 	m.public = m.newPublicSet(cfg.Operations.Public)
 	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
+	m.buildDPoPAnswers(cfg.Scopes)
 	if cfg.StepUpLimit > 0 {
 		m.pending = newPendingSet(DefaultStepUpKeys)
 	}
@@ -171,14 +178,25 @@ func (m *Middleware) authenticate(r *http.Request) (*Principal, error) {
 	if err := m.origins.check(r); err != nil {
 		return nil, err
 	}
-	c, err := m.validateBearer(r)
+	tok, isDPoP, err := m.credentials(r)
+	if err != nil {
+		return nil, err
+	}
+	c, err := m.cfg.Validator.Validate(r.Context(), tok)
+	err = m.afterValidation(tok, err)
 	if err != nil {
 		return nil, err
 	}
 	if c == nil {
 		return nil, errNilClaims
 	}
-	return newPrincipal(c), nil
+	jkt, err := m.checkDPoP(r, tok, isDPoP, c)
+	if err != nil {
+		return nil, err
+	}
+	p := newPrincipal(c)
+	p.SenderConstrained, p.KeyThumbprint = jkt != "", jkt
+	return p, nil
 }
 
 // Authenticate makes the decision of [Middleware.Handler] that needs no
@@ -274,8 +292,9 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Pri
 	case hdr == "":
 		hdr = m.stepUpHeader(required)
 	}
+	hdr = m.dpopStepUp(r, hdr)
 	a := &m.answers[kindInsufficientScope]
-	m.logRefusal(r, a.status, a.level, serr)
+	m.logRefusal(r, a.status, a.level, ReasonInsufficientScope, serr, p, g)
 	m.report(r.Context(), r.Header, a.status, ReasonInsufficientScope, p, g, required, missing, serr)
 	writeAnswer(w, a.status, hdr, "", a.body)
 }

@@ -31,6 +31,11 @@ type Principal struct {
 	// Claims are the verified claims, for claims not copied above
 	// ([validate.Claims.Decode]). Nil for the anonymous principal.
 	Claims *validate.Claims
+	// SenderConstrained reports a DPoP-bound token with a valid proof of
+	// its key (RFC 9449 §7); KeyThumbprint is that key's RFC 7638
+	// thumbprint, the token's cnf.jkt. Empty for bearer tokens.
+	SenderConstrained bool
+	KeyThumbprint     string
 
 	// Anonymous is true for the principal of a request served without a
 	// token because its operation is public (OperationPolicy.Public). Every

@@ -1,6 +1,9 @@
 // Package prm implements RFC 9728 OAuth 2.0 Protected Resource Metadata for
 // MCP servers: the metadata document, its well-known URLs, an HTTP handler
-// that serves it, and a bounded client-side fetch.
+// that serves it, and the client-side checks of a fetched document
+// ([Parse], RFC 9728 §3.3). The package is a standard-library leaf, so the
+// fetch itself lives in package client (client.FetchMetadata), on the
+// module's bounded, SSRF-guardable fetcher.
 //
 // Serving the metadata next to an MCP endpoint at https://mcp.example.com/mcp:
 //

@@ -1,7 +1,6 @@
 package prm_test
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -57,29 +56,22 @@ func ExampleHandler() {
 	// {"resource":"https://mcp.example.com","authorization_servers":["https://auth.example.com"],"scopes_supported":["files:read"]}
 }
 
-func ExampleFetch() {
-	mux := http.NewServeMux()
-	srv := httptest.NewServer(mux) // 127.0.0.1, so plain http is allowed
-	defer srv.Close()
-	resource := srv.URL + "/mcp"
-	h, err := prm.Handler(prm.Metadata{Resource: resource, AuthorizationServers: []string{"https://auth.example.com"}})
+func ExampleParse() {
+	// A client parses a fetched metadata document (the client package
+	// fetches it) and checks it names the resource it asked about.
+	body := []byte(`{"resource":"https://mcp.example.com/mcp",
+		"authorization_servers":["https://auth.example.com"],
+		"scopes_supported":["files:read","offline_access"]}`)
+	m, err := prm.Parse(body, "https://mcp.example.com/mcp")
 	if err != nil {
 		panic(err)
 	}
-	inserted, _, _ := prm.Paths(resource)
-	mux.Handle(inserted, h)
+	fmt.Println(m.AuthorizationServers, m.ScopesSupported)
 
-	metadataURL, _ := prm.MetadataURL(resource)
-	m, err := prm.Fetch(context.Background(), nil, metadataURL, resource)
-	if err != nil {
-		panic(err)
-	}
-	fmt.Println(m.AuthorizationServers)
-
-	_, err = prm.Fetch(context.Background(), nil, metadataURL, srv.URL+"/other")
+	_, err = prm.Parse(body, "https://mcp.example.com/other")
 	fmt.Println(err)
 	// Output:
-	// [https://auth.example.com]
+	// [https://auth.example.com] [files:read offline_access]
 	// prm: resource mismatch
 }
 

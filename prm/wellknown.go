@@ -24,7 +24,7 @@ const WellKnownPath = "/.well-known/oauth-protected-resource"
 // userinfo or fragment; otherwise the error wraps [ErrInvalidResource].
 // MetadataURL does not apply the stricter rules of [Metadata.Validate] (it
 // accepts a query and any host), so that clients can compute the URL for any
-// resource; [Fetch] then enforces https-or-loopback.
+// resource; the client fetch then enforces https-or-loopback.
 func MetadataURL(resource string) (string, error) {
 	u, err := parseResource(resource)
 	if err != nil {

@@ -1,6 +1,7 @@
 package validate
 
 import (
+	"context"
 	"fmt"
 	"reflect"
 	"slices"
@@ -169,6 +170,12 @@ type Config struct {
 	// A KeySource bounds each single call itself (validate/jwks:
 	// WaitTimeout).
 	MaxKeyWait time.Duration
+
+	// Observer, if set, is called after every Validate call with its
+	// duration, its outcome and whether the verified-token cache answered,
+	// for metrics (package otelguard adapts it to OpenTelemetry). It runs
+	// on the caller's goroutine and must not block. Nil costs nothing.
+	Observer func(ctx context.Context, e Observation)
 }
 
 // withDefaults returns a copy of c with zero values replaced by defaults and

@@ -110,6 +110,15 @@ func New(cfg Config) (*Validator, error) {
 //  8. audience (ErrAudience), client (ErrClient), then exp, nbf, iat and
 //     lifetime (ErrExpired, ErrNotYetValid, ErrIssuedAt, ErrLifetime).
 func (v *Validator) Validate(ctx context.Context, raw string) (*Claims, error) {
+	if v.cfg.Observer != nil {
+		return v.observed(ctx, raw) // observe.go
+	}
+	return v.validate(ctx, raw, nil)
+}
+
+// validate is Validate; it sets *hit, when hit is not nil, to whether the
+// verified-token cache answered.
+func (v *Validator) validate(ctx context.Context, raw string, hit *bool) (*Claims, error) {
 	if len(raw) > v.cfg.MaxTokenBytes {
 		return nil, ErrTooLarge
 	}
@@ -122,6 +131,9 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*Claims, error) {
 	if v.cache != nil {
 		key = v.cache.keyOf(raw)
 		if c, done, err := v.fromCache(ctx, key, raw, now); done {
+			if hit != nil {
+				*hit = true
+			}
 			return c, err
 		}
 	}

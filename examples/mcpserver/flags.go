@@ -8,11 +8,16 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/mcpguard/mcpguard/middleware"
 )
 
 // envPrefix starts the environment variable that may set each flag:
 // -dev-as-addr is also read from MCPGUARD_DEV_AS_ADDR.
 const envPrefix = "MCPGUARD_"
+
+// defaultWaitKeys is the default of -wait-keys (ops: fail-fast start-up).
+const defaultWaitKeys = 10 * time.Second
 
 // options are the parsed command-line flags.
 type options struct {
@@ -37,8 +42,25 @@ type options struct {
 	introspectionClientID     string
 	introspectionClientSecret string
 
+	// Key refresh (validate/jwks) and introspection relaxations; see
+	// docs/keys.md.
+	jwksURL                           string
+	jwksRefreshInterval               time.Duration
+	jwksRefreshRateLimit              time.Duration
+	jwksWaitTimeout                   time.Duration
+	introspectionAllowMissingAudience bool
+
+	// Operations: readiness and fail-fast start-up (ops).
+	waitKeys time.Duration
+	// DPoP (RFC 9449): -dpop off|allowed|required (dpop.go).
+	dpop middleware.DPoPPolicy
 	// Session mode of the go-sdk handler (principal binding, gosdk adapter).
 	stateful bool
+
+	// CIMD development mode (cimddev.go): the embedded authorization
+	// server resolves Client ID Metadata Documents served on loopback.
+	devInsecureCIMDLoopback bool
+	devCIMDRootCA           string
 }
 
 // listFlag is a flag.Value holding scope-like tokens separated by spaces
@@ -101,6 +123,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		tenantClaim:    "tenant",
 		logLevel:       slog.LevelInfo,
 		devAutoApprove: true,
+		waitKeys:       defaultWaitKeys,
 	}
 	fs := flag.NewFlagSet("mcpserver", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -121,11 +144,27 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.Var(tokenModeFlag{&o.tokenMode}, "token-mode", "how access tokens are validated: `mode` jwt (JWTs checked locally against the issuer's keys), introspect (every token sent to the issuer's RFC 7662 introspection endpoint) or hybrid (JWTs of -issuer locally, any other token by introspection); introspect and hybrid need -issuer")
 	fs.StringVar(&o.introspectionEndpoint, "introspection-endpoint", "", "RFC 7662 introspection endpoint `URL` (https, or http on loopback); empty means the introspection_endpoint of -issuer's metadata. Only with -token-mode introspect or hybrid")
 	fs.StringVar(&o.introspectionClientID, "introspection-client-id", "", "client `id` this server authenticates with (HTTP Basic) at the introspection endpoint; required with -token-mode introspect or hybrid")
+	// DPoP (RFC 9449), dpop.go.
+	fs.Var(dpopFlag{&o.dpop}, "dpop", "DPoP-bound access tokens (RFC 9449): `policy` off (Bearer only), allowed (Bearer and DPoP) or required (DPoP only; published as dpop_bound_access_tokens_required)")
 	fs.StringVar(&o.introspectionClientSecret, "introspection-client-secret", "", "client `secret` for the introspection endpoint; prefer the environment (MCPGUARD_INTROSPECTION_CLIENT_SECRET): command lines are visible to other local users")
+	// Key refresh and introspection relaxations.
+	fs.StringVar(&o.jwksURL, "jwks-url", "", "JWK Set `URL` of -issuer (https, or http on loopback); empty means the jwks_uri of -issuer's metadata")
+	fs.DurationVar(&o.jwksRefreshInterval, "jwks-refresh-interval", 0, "period of background JWKS refreshes after a successful one; 0 means 15m")
+	fs.DurationVar(&o.jwksRefreshRateLimit, "jwks-refresh-rate-limit", 0, "minimum time between on-demand JWKS refreshes (unknown kid, failed signature under a known kid); a refused one is deferred to when the limit opens, so a new signing key is accepted within about this long; 0 means 4s")
+	fs.DurationVar(&o.jwksWaitTimeout, "jwks-wait-timeout", 0, "longest a request waits for a running JWKS refresh; 0 means 2s")
+	fs.BoolVar(&o.introspectionAllowMissingAudience, "introspection-allow-missing-aud", false, "accept introspection responses without aud (RFC 7662 makes it optional; Keycloak and others omit it unless configured); WEAKENS validation: any active token of the issuer is then accepted. Only with -token-mode introspect or hybrid")
+
+	// Operations: readiness and fail-fast start-up (ops).
+	fs.DurationVar(&o.waitKeys, "wait-keys", o.waitKeys, "with -issuer: how long start-up waits for the issuer's first key set before failing with the cause (DNS, TLS, 404, issuer mix-up); 0 starts at once and serves 503 until the keys arrive")
 
 	// Session mode (gosdk adapter).
 	fs.BoolVar(&o.stateful, "stateful", false, "serve with the go-sdk's default stateful handler (Mcp-Session-Id sessions bound to the principal that created them, GET streams, DELETE; MCP 2025-11-25 and older only) instead of the stateless one, which also serves 2026-07-28")
 
+	// CIMD development mode (cimddev.go).
+	fs.BoolVar(&o.devInsecureCIMDLoopback, "dev-insecure-cimd-loopback", false, "DANGEROUS, development only: the embedded authorization server fetches Client ID Metadata Documents from https URLs on loopback (127.0.0.0/8, [::1], any port), which it refuses by default; only with the embedded server")
+	fs.StringVar(&o.devCIMDRootCA, "dev-cimd-root-ca", "", "PEM `file` of the CA that signed the loopback metadata document server's certificate (e.g. mkcert's rootCA.pem), used instead of the system roots; only with -dev-insecure-cimd-loopback")
+
+	fs.Usage = func() { printUsage(fs) }
 	var envErrs []error
 	fs.VisitAll(func(f *flag.Flag) {
 		name := envName(f.Name)
@@ -145,4 +184,32 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 		return options{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 	return o, nil
+}
+
+// printUsage prints the -h text: every flag with its environment
+// variable.
+func printUsage(fs *flag.FlagSet) {
+	w := fs.Output()
+	fmt.Fprintf(w, `Usage: mcpserver [flags]
+
+The mcpguard example MCP server. Without -issuer it starts an embedded
+DEVELOPMENT authorization server on -dev-as-addr.
+
+Every flag can also be set in the environment as MCPGUARD_<FLAG>, dashes
+as underscores (named below each flag); the command line wins.
+
+Flags:
+`)
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		line := "  -" + f.Name
+		if name != "" {
+			line += " " + name
+		}
+		fmt.Fprintf(w, "%s\n    \t%s", line, strings.ReplaceAll(usage, "\n", "\n    \t"))
+		if f.DefValue != "" && f.DefValue != "false" {
+			fmt.Fprintf(w, " (default %q)", f.DefValue)
+		}
+		fmt.Fprintf(w, "\n    \tenvironment: %s\n", envName(f.Name))
+	})
 }

@@ -97,6 +97,7 @@ func newValidator(o options, issuer string, keys validate.KeySource, audiences [
 			AllowMissingClientID: o.allowMissingClientID,
 			Leeway:               o.leeway,
 			TenantClaim:          o.tenantClaim,
+			AllowConfirmation:    o.dpop != middleware.DPoPOff,
 		})
 		if err != nil {
 			return nil, err
@@ -115,6 +116,10 @@ func newValidator(o options, issuer string, keys validate.KeySource, audiences [
 		Leeway:       o.leeway,
 		TenantClaim:  o.tenantClaim,
 		Logger:       logger.With("component", "introspect"),
+		// DPoP-bound tokens carry cnf (RFC 9449 §6.2); the middleware checks the binding.
+		AllowConfirmation: o.dpop != middleware.DPoPOff,
+
+		AllowMissingAudience: o.introspectionAllowMissingAudience,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("introspection: %w", err)

@@ -68,6 +68,9 @@ func TestParseFlagsTokenMode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if tt.want.waitKeys == 0 {
+				tt.want.waitKeys = defaultWaitKeys // ops: the -wait-keys default
+			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("options:\n got %+v\nwant %+v", got, tt.want)
 			}

@@ -129,7 +129,7 @@ func TestRunDefaults(t *testing.T) {
 	wantPRM := map[string]any{
 		"resource":                 ep.MCP,
 		"authorization_servers":    []any{ep.Issuer},
-		"scopes_supported":         []any{"mcp:tools"},
+		"scopes_supported":         []any{"mcp:tools", "notes:read", "notes:write"},
 		"bearer_methods_supported": []any{"header"},
 		"resource_name":            "mcpguard example notes server",
 	}
@@ -282,6 +282,9 @@ func TestParseFlags(t *testing.T) {
 			got, err := parseFlags(tt.args, func(k string) string { return tt.env[k] }, io.Discard)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.want.waitKeys == 0 {
+				tt.want.waitKeys = defaultWaitKeys // ops: the -wait-keys default
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("options:\n got %+v\nwant %+v", got, tt.want)

@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
@@ -75,6 +77,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err := checkTokenMode(o); err != nil {
 		return err
 	}
+	if err := checkCIMDDev(o); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.addr)
 	if err != nil {
 		return fmt.Errorf("listen on -addr: %w", err)
@@ -91,6 +96,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		dev     *devas.Server
 		devLn   net.Listener
 		closers []io.Closer
+		health  []mcpguard.HealthReporter // for /readyz
 	)
 	defer func() {
 		for _, c := range closers {
@@ -104,7 +110,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		}
 		closers = append(closers, devLn)
 		issuer = "http://" + devLn.Addr().String()
+		cimdCfg, err := cimdResolverConfig(o)
+		if err != nil {
+			return err
+		}
 		dev, err = devas.New(devas.Config{
+			CIMD:        cimdCfg,
 			Issuer:      issuer,
 			Resources:   []string{resource},
 			Scopes:      union(o.scopes, []string{server.ScopeNotesRead, server.ScopeNotesWrite}),
@@ -126,12 +137,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	} else {
 		issuer = o.issuer
 		if o.tokenMode != modeIntrospect { // introspection alone needs no keys
-			src, err := jwks.New(jwks.Config{Issuer: issuer, Logger: logger.With("component", "jwks")})
+			src, err := jwks.New(jwks.Config{Issuer: issuer, JWKSURL: o.jwksURL, RefreshInterval: o.jwksRefreshInterval,
+				RefreshRateLimit: o.jwksRefreshRateLimit, WaitTimeout: o.jwksWaitTimeout, Logger: logger.With("component", "jwks")})
 			if err != nil {
 				return fmt.Errorf("-issuer: %w", err)
 			}
 			closers = append(closers, src)
 			keys = src
+			health = append(health, src)
+			if err := waitKeys(ctx, src, o.waitKeys); err != nil {
+				return fmt.Errorf("-issuer: %w", err)
+			}
 		}
 	}
 
@@ -145,13 +161,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Validator:            v,
 		Scopes:               o.scopes,
 		Logger:               logger,
+		DPoP:                 middleware.DPoPConfig{Policy: o.dpop},
 		Stateful:             o.stateful,
 	})
 	if err != nil {
 		return err
 	}
 
-	servers := []*http.Server{newHTTPServer(srv, logger)}
+	top := http.NewServeMux()
+	top.Handle("/readyz", mcpguard.ReadyHandler(health...))
+	top.Handle("/", srv)
+	servers := []*http.Server{newHTTPServer(top, logger)}
 	listeners := []net.Listener{ln}
 	if dev != nil {
 		servers = append(servers, newHTTPServer(dev, logger))
@@ -186,6 +206,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		errs = append(errs, serveErr)
 	}
 	return errors.Join(errs...)
+}
+
+// waitKeys waits up to d for src's first key set (fail fast: a mistyped
+// issuer stops start-up with the cause); d <= 0 does not wait.
+func waitKeys(ctx context.Context, src *jwks.Source, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	return src.WaitReady(ctx)
 }
 
 // Server timeouts (issue #11 item 6). They bound every connection, and
@@ -260,8 +291,10 @@ mcpguard example MCP server
   MCP endpoint (resource):      %s
   protected-resource metadata:  %s
   authorization server:         %s
+  readiness probe:              http://%s/readyz
   base scopes:                  %s; notes_list needs %s, notes_write needs %s
-`, ep.MCP, ep.Metadata, ep.Issuer, scopes, server.ScopeNotesRead, server.ScopeNotesWrite)
+`, ep.MCP, ep.Metadata, ep.Issuer, ep.Listen, scopes, server.ScopeNotesRead, server.ScopeNotesWrite)
+	printDPoP(w, o) // dpop.go
 	if dev == nil {
 		fmt.Fprintf(w, `
 Tokens must come from %s, with audience %s;
@@ -271,6 +304,9 @@ and follow the resource_metadata URL of the 401. See README.md.
 
 `, ep.Issuer, ep.MCP, describeTokenMode(o), ep.MCP)
 		return
+	}
+	if o.devInsecureCIMDLoopback {
+		fmt.Fprint(w, cimdDevWarning)
 	}
 	approve := "it approves every authorization request at once (-dev-auto-approve)"
 	if !o.devAutoApprove {

@@ -34,7 +34,14 @@ type StatusError struct {
 	// RetryAfter is the parsed Retry-After delay (seconds form only); zero
 	// when absent or unparsable.
 	RetryAfter time.Duration
+	// Body is the response body of a 4xx answer with a JSON media type
+	// (an OAuth 2.0 error response, RFC 6749 §5.2), when it fits in
+	// [MaxErrorBodyBytes]; nil otherwise. It is untrusted and unparsed.
+	Body []byte
 }
+
+// MaxErrorBodyBytes caps [StatusError.Body].
+const MaxErrorBodyBytes = 4 << 10
 
 func (e *StatusError) Error() string {
 	return "fetch: unexpected status " + strconv.Itoa(e.Code)

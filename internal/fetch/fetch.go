@@ -52,9 +52,15 @@ func do(c *http.Client, req *http.Request, maxBytes int64) (*Response, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		se := &StatusError{Code: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+		if resp.StatusCode >= 400 && resp.StatusCode < 500 && IsJSONMediaType(resp.Header.Get("Content-Type")) {
+			if b, err := ReadBounded(resp.Body, MaxErrorBodyBytes); err == nil {
+				se.Body = b
+			}
+		}
 		// Drain a little so the connection can be reused; never much.
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
-		return nil, &StatusError{Code: resp.StatusCode, RetryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+		return nil, se
 	}
 	if ct := resp.Header.Get("Content-Type"); !IsJSONMediaType(ct) {
 		if len(ct) > 64 {

@@ -1,6 +1,7 @@
 package introspect_test
 
 import (
+	"context"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
@@ -143,7 +144,7 @@ func TestBearerToken(t *testing.T) {
 		}
 		jsonAnswer(activeJSON())(w, r)
 	})
-	ts := oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "rs-access-token", TokenType: "DPoP"})
+	ts := introspect.StaticToken(&oauth2.Token{AccessToken: "rs-access-token", TokenType: "DPoP"})
 	in := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: introspect.BearerToken, TokenSource: ts})
 	checkErr(t, validateErr(t, in), nil)
 
@@ -157,14 +158,16 @@ func TestBearerToken(t *testing.T) {
 	if !errors.Is(err, introspect.ErrClientAuth) || !strings.Contains(logs.String(), "level=ERROR") || s.calls.Load() != before {
 		t.Errorf("err = %v, calls %d→%d, log:\n%s", err, before, s.calls.Load(), logs.String())
 	}
-	expired := oauth2.StaticTokenSource(&oauth2.Token{AccessToken: "x", Expiry: time.Unix(1, 0)})
+	expired := introspect.StaticToken(&oauth2.Token{AccessToken: "x", Expiry: time.Unix(1, 0)})
 	err = validateErr(t, newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: introspect.BearerToken, TokenSource: expired}))
 	checkErr(t, err, validate.ErrKeysUnavailable)
 }
 
 type failingSource struct{}
 
-func (failingSource) Token() (*oauth2.Token, error) { return nil, errors.New("token endpoint down") }
+func (failingSource) Token(context.Context) (*oauth2.Token, error) {
+	return nil, errors.New("token endpoint down")
+}
 
 func validateErr(t *testing.T, in *introspect.Introspector) error {
 	t.Helper()

@@ -84,13 +84,6 @@ func (c *resultCache) remove(e *entry) {
 	}
 }
 
-// len returns the number of entries, expired ones included.
-func (c *resultCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ll.Len()
-}
-
 // store caches the result of one introspection made at now: an active
 // token's claims until its exp or now+MaxCacheTTL, whichever is first, or
 // an inactive result for InactiveCacheTTL when that is positive. Results

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
-	"golang.org/x/oauth2"
 
 	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/internal/fetch"
@@ -52,7 +51,7 @@ const (
 	// TokenSource (RFC 6750 §2.1), for authorization servers that protect
 	// their introspection endpoint that way, for instance with a token the
 	// resource server obtains through the client credentials grant
-	// (golang.org/x/oauth2/clientcredentials).
+	// ([ClientCredentials]).
 	BearerToken
 )
 
@@ -141,10 +140,11 @@ type Config struct {
 	// RS256 for RSA, EdDSA for Ed25519. It must fit the key.
 	Algorithm jose.SignatureAlgorithm
 	// TokenSource supplies the access token of [BearerToken]; required
-	// with it. It is called on every introspection request, so it should
-	// cache its token (clientcredentials.Config.TokenSource and
-	// oauth2.ReuseTokenSource do).
-	TokenSource oauth2.TokenSource
+	// with it. It is called on every introspection request with that
+	// request's context, so it must cache its token: use
+	// [ClientCredentials] for the client credentials grant, or
+	// [StaticToken].
+	TokenSource TokenSource
 
 	// HTTPClient sends the requests. If nil, a client from internal/fetch
 	// is used: Timeout per request, no environment proxies, TLS 1.2+. It
@@ -160,6 +160,11 @@ type Config struct {
 	// MaxBytes caps the response body after decompression. Zero means
 	// [DefaultMaxBytes] (64 KiB). Negative is a configuration error.
 	MaxBytes int64
+	// Observer, if set, is told when each call to the introspection
+	// endpoint starts and ends (cache hits make no call), for metrics and
+	// traces (package otelguard adapts it to OpenTelemetry). Nil costs
+	// nothing. See [CallObserver].
+	Observer CallObserver
 	// MaxTokenBytes bounds the raw token; a longer one is refused with
 	// [validate.ErrTooLarge] and never sent. Zero means
 	// [validate.DefaultMaxTokenBytes] (8192). Negative is a configuration

@@ -18,6 +18,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/internal/fetch/...",
 			"github.com/go-jose/go-jose/v4/...",
 			"golang.org/x/oauth2/...",
+			"github.com/go-json-experiment/json/...",
 			"golang.org/x/sync/singleflight/...",
 			"code.dny.dev/ssrf/...",                  // through internal/fetch
 			deptest.Module + "/internal/strictjson",  // the one JSON reader

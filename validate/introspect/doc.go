@@ -46,12 +46,22 @@
 // answers 429, 5xx or another unexpected status, sends a non-JSON media
 // type or an oversized body wraps [validate.ErrKeysUnavailable] (and
 // [ErrEndpoint]): 503 with Retry-After, never an accepted token. A 401 or
-// 403 from the endpoint means it refused this resource server's own
-// credentials; that also wraps ErrKeysUnavailable (and [ErrClientAuth]),
-// so clients are not sent to re-authorize for a server-side
-// misconfiguration, and it is logged at Error level. Everything else,
-// inactive tokens and malformed responses included, is a 401
-// invalid_token. The README section on introspection has the full table.
+// 403 from the endpoint, or a 400 whose error is invalid_client or
+// unauthorized_client (RFC 6749 §5.2), means it refused this resource
+// server's own credentials; that also wraps ErrKeysUnavailable (and
+// [ErrClientAuth]), so clients are not sent to re-authorize for a
+// server-side misconfiguration, and it is logged at Error level. Any other
+// 400, or a 413, is an answer about the token itself (invalid_request,
+// unsupported_token_type, no error code, too large): [ErrRefused] with
+// [validate.ErrInactive], a 401 invalid_token logged at Debug only, so that
+// junk tokens cannot raise outage alarms. Everything else, inactive tokens
+// and malformed responses included, is a 401 invalid_token. The README
+// section on introspection has the full table.
+//
+// The access token of [BearerToken] comes from a [TokenSource], which,
+// unlike oauth2.TokenSource, takes the introspection request's context
+// (golang/oauth2#262); [ClientCredentials] obtains and caches one with the
+// client credentials grant.
 //
 // This package imports no middleware.
 package introspect

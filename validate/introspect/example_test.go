@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"golang.org/x/oauth2/clientcredentials"
 
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/introspect"
@@ -103,4 +104,24 @@ func ExampleNewHybrid() {
 	// Output:
 	// bob <nil>
 	// alice <nil>
+}
+
+// ExampleClientCredentials authenticates to an introspection endpoint that
+// wants a bearer token, obtained with the client credentials grant; every
+// token request runs under the introspection request's context.
+func ExampleClientCredentials() {
+	ts := introspect.ClientCredentials(clientcredentials.Config{
+		ClientID:     "mcp-server",
+		ClientSecret: "from-your-secret-store",
+		TokenURL:     "https://auth.example.com/oauth2/token",
+	}, nil)
+	in, err := introspect.New(introspect.Config{
+		Issuer:      "https://auth.example.com",
+		Endpoint:    "https://auth.example.com/oauth2/introspect",
+		Audiences:   []string{"https://mcp.example.com/mcp"},
+		AuthMethod:  introspect.BearerToken,
+		TokenSource: ts,
+	})
+	fmt.Println(in != nil, err)
+	// Output: true <nil>
 }

@@ -29,26 +29,6 @@ const (
 	testToken  = "opaque-token-1"
 )
 
-// clock is a pinned, advanceable clock.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock { return &clock{t: testNow} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // stub is an introspection endpoint on 127.0.0.1 whose answer the test
 // sets. It records the last request's form and Authorization header.
 type stub struct {

@@ -29,7 +29,9 @@ var (
 	// errUnavailable: the token was not judged; 503 at the HTTP layer.
 	errUnavailable = fmt.Errorf("%w: %w", ErrEndpoint, validate.ErrKeysUnavailable)
 	// errRejected: the endpoint refused our client authentication.
-	errRejected    = fmt.Errorf("%w: %w", ErrClientAuth, validate.ErrKeysUnavailable)
+	errRejected = fmt.Errorf("%w: %w", ErrClientAuth, validate.ErrKeysUnavailable)
+	// errRefused: the endpoint answered 400 about the token; 401.
+	errRefused     = fmt.Errorf("%w: %w", ErrRefused, validate.ErrInactive)
 	errTooLarge    = fmt.Errorf("%w: token longer than MaxTokenBytes", validate.ErrTooLarge)
 	errTokenSyntax = fmt.Errorf("%w: token is empty or has a character outside visible ASCII", validate.ErrMalformed)
 )
@@ -170,7 +172,7 @@ func (i *Introspector) Validate(ctx context.Context, raw string) (*validate.Clai
 // the others waiting on the same flight; Config.Timeout bounds it.
 func (i *Introspector) shared(ctx context.Context, raw string, key cacheKey) (*validate.Claims, error) {
 	ch := i.flights.DoChan(string(key[:]), func() (any, error) {
-		return i.introspect(context.WithoutCancel(ctx), raw, key)
+		return i.observed(context.WithoutCancel(ctx), raw, key) // observe.go
 	})
 	select {
 	case r := <-ch:
@@ -207,14 +209,18 @@ func (i *Introspector) introspect(ctx context.Context, raw string, key cacheKey)
 	}
 	form := url.Values{"token": {raw}, "token_type_hint": {"access_token"}}
 	header := http.Header{}
-	if err := i.authenticate(endpoint, form, header); err != nil {
+	if err := i.authenticate(ctx, endpoint, form, header); err != nil {
 		i.cfg.Logger.ErrorContext(ctx, "introspect: cannot authenticate to the introspection endpoint; every token is refused with 503 until this is fixed",
 			"endpoint", endpoint, "auth_method", i.cfg.AuthMethod.String(), "err", err)
 		return nil, fmt.Errorf("%w: %w", errRejected, err)
 	}
 	resp, err := fetch.PostForm(ctx, i.client, endpoint, form, header, i.cfg.MaxBytes)
 	if err != nil {
-		return nil, i.endpointError(ctx, endpoint, err)
+		err = i.endpointError(ctx, endpoint, err)
+		if errors.Is(err, ErrRefused) {
+			i.store(key, nil, i.cfg.Now()) // like "active": false
+		}
+		return nil, err
 	}
 	now := i.cfg.Now()
 	c, err := i.parseResponse(resp.Body, now)
@@ -229,22 +235,45 @@ func (i *Introspector) introspect(ctx context.Context, raw string, key cacheKey)
 	return c, err
 }
 
-// endpointError classifies a failed request. 401 and 403 mean the
-// endpoint refused our own credentials: a misconfiguration that refuses
-// every token, so it is logged at Error level.
+// endpointError classifies a failed request:
+//
+//   - 401, 403, and 400 with error invalid_client or unauthorized_client
+//     (RFC 6749 §5.2): the endpoint refused our own credentials, a
+//     misconfiguration that refuses every token: [ErrClientAuth], 503,
+//     logged at Error level;
+//   - any other 400 (invalid_request, unsupported_token_type, no error
+//     body, …), and 413 (the token is larger than the endpoint accepts;
+//     the token is the only part of the request the caller controls): the
+//     endpoint refused to judge this token, which the caller chose:
+//     [ErrRefused], 401 invalid_token, logged at Debug only, so that junk
+//     tokens raise no outage alarm;
+//   - anything else (transport failure, timeout, 429, 5xx, other statuses):
+//     [ErrEndpoint], 503.
 func (i *Introspector) endpointError(ctx context.Context, endpoint string, err error) error {
 	var se *fetch.StatusError
-	if errors.As(err, &se) && (se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden) {
+	if !errors.As(err, &se) {
+		return fmt.Errorf("%w: %w", errUnavailable, err)
+	}
+	code := ""
+	if se.Code == http.StatusBadRequest {
+		code = oauthErrorCode(se.Body)
+	}
+	switch {
+	case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden,
+		code == codeInvalidClient || code == codeUnauthorizedClient:
 		i.cfg.Logger.ErrorContext(ctx, "introspect: the introspection endpoint rejected this resource server's client authentication; check the client credentials. Every token is refused with 503 until this is fixed",
-			"endpoint", endpoint, "status", se.Code, "auth_method", i.cfg.AuthMethod.String(), "client_id", i.cfg.ClientID)
+			"endpoint", endpoint, "status", se.Code, "error", code, "auth_method", i.cfg.AuthMethod.String(), "client_id", i.cfg.ClientID)
 		return fmt.Errorf("%w: %w", errRejected, err)
+	case se.Code == http.StatusBadRequest, se.Code == http.StatusRequestEntityTooLarge:
+		i.cfg.Logger.DebugContext(ctx, "introspect: the introspection endpoint refused the token; answered 401", "endpoint", endpoint, "status", se.Code, "error", code)
+		return fmt.Errorf("%w: %w", errRefused, err)
 	}
 	return fmt.Errorf("%w: %w", errUnavailable, err)
 }
 
 // authenticate adds the client authentication of Config.AuthMethod to the
-// request's form or header.
-func (i *Introspector) authenticate(endpoint string, form url.Values, header http.Header) error {
+// request's form or header. ctx bounds a token request of [BearerToken].
+func (i *Introspector) authenticate(ctx context.Context, endpoint string, form url.Values, header http.Header) error {
 	switch i.cfg.AuthMethod {
 	case ClientSecretBasic:
 		header.Set("Authorization", i.basicAuth)
@@ -260,7 +289,7 @@ func (i *Introspector) authenticate(endpoint string, form url.Values, header htt
 		form.Set("client_assertion_type", clientAssertionType)
 		form.Set("client_assertion", a)
 	case BearerToken:
-		t, err := i.cfg.TokenSource.Token()
+		t, err := i.cfg.TokenSource.Token(ctx)
 		if err != nil {
 			return fmt.Errorf("token source: %w", err)
 		}

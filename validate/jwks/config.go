@@ -15,7 +15,7 @@ import (
 // Defaults for the zero values of [Config].
 const (
 	DefaultRefreshInterval  = 15 * time.Minute
-	DefaultRefreshRateLimit = 30 * time.Second
+	DefaultRefreshRateLimit = 4 * time.Second
 	DefaultWaitTimeout      = 2 * time.Second
 	DefaultFetchTimeout     = 10 * time.Second
 	DefaultMaxBytes         = 512 << 10
@@ -41,15 +41,21 @@ type Config struct {
 	// the issuer or JWKS URL can come from an untrusted party.
 	HTTPClient *http.Client
 	// RefreshInterval is the period of background refreshes after a
-	// successful one. Zero means 15 minutes. After a failed refresh the
-	// source retries sooner: 1 s (or RefreshRateLimit if smaller), doubling
-	// up to RefreshRateLimit, or later if the server sent Retry-After (never
-	// later than RefreshInterval).
+	// successful one (periodic or on-demand). Zero means 15 minutes. After
+	// a failed refresh the source retries sooner: 1 s (or RefreshRateLimit
+	// if smaller), doubling up to 30 s (or RefreshRateLimit if larger), or
+	// later if the server sent Retry-After (never later than
+	// RefreshInterval).
 	RefreshInterval time.Duration
 	// RefreshRateLimit is the minimum time between the starts of two
-	// on-demand refreshes (unknown kid, [Source.Refresh], no keys yet). When
-	// the limit refuses one, the caller gets its error at once. Zero means
-	// 30 s.
+	// on-demand refreshes (unknown kid, [Source.Refresh] after a failed
+	// signature under a known kid, no keys yet); periodic refreshes do not
+	// count. When the limit refuses one, the caller gets its error at once
+	// and a deferred refresh is armed for when the limit opens, so a key the
+	// authorization server has just published is served at most
+	// RefreshRateLimit (plus one fetch) after a token first needed it, while
+	// a flood of unknown kids still costs at most one fetch per
+	// RefreshRateLimit. Zero means 4 s. See docs/keys.md.
 	RefreshRateLimit time.Duration
 	// WaitTimeout is the longest a [Source.Keys] or [Source.Refresh] call
 	// waits for a refresh that is running; the refresh itself continues in
@@ -70,8 +76,15 @@ type Config struct {
 	// nothing is logged. Tokens are never logged.
 	Logger *slog.Logger
 	// Now is the clock for rate limiting and [Stats.LastSuccess]. If nil,
-	// time.Now. Timers (refresh period, backoff, waits) use real time.
+	// time.Now. Timers (refresh period, backoff, waits, the deferred
+	// refresh) use real time; a deferred refresh starts only if Now agrees
+	// that the rate limit has opened.
 	Now func() time.Time
+
+	// Observer, if set, is told when each refresh starts and ends, for
+	// metrics and traces (package otelguard adapts it to OpenTelemetry).
+	// Nil costs nothing. See [RefreshObserver].
+	Observer RefreshObserver
 }
 
 // withDefaults returns c with zero values replaced by defaults. It reports

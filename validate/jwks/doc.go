@@ -17,17 +17,22 @@
 // the issuer mix-up check; the result is cached.
 //
 // [Source.Keys] answers known kids from an immutable snapshot: no lock, no
-// allocation, no call into jwkset or keyfunc. An unknown kid may start one
-// single-flight refresh per RefreshRateLimit (30 s); a request waits only
+// allocation, no call into jwkset or keyfunc. An unknown kid, or a
+// signature that fails under a known kid ([Source.Refresh]), may start one
+// single-flight refresh per RefreshRateLimit (4 s); a request waits only
 // for a refresh that is actually running, and only up to WaitTimeout (2 s).
-// When the limit refuses, the request fails at once. This is the project's
-// key policy (docs/DESIGN.md); jwkset's RefreshUnknownKID limiter, whose
-// Wait can block for a minute, is never used.
+// When the limit refuses, the request fails at once and one deferred
+// refresh runs when the limit opens, so a key the authorization server has
+// just published is served within RefreshRateLimit plus one fetch of the
+// first token that needed it. An on-demand refresh that succeeds puts the
+// background schedule back on RefreshInterval. This is the project's key
+// policy (docs/DESIGN.md, docs/keys.md); jwkset's RefreshUnknownKID
+// limiter, whose Wait can block for a minute, is never used.
 //
 // Failures never make things worse: a failed refresh (network error, 5xx,
 // 429, wrong media type, body over MaxBytes, not a JWK Set, no usable key)
 // keeps the last good set, and after a failure the goroutine retries with
-// backoff (1 s doubling to RefreshRateLimit, honouring Retry-After). Until a
+// backoff (1 s doubling to 30 s, honouring Retry-After). Until a
 // first set has been obtained, Keys fails with an error wrapping
 // validate.ErrKeysUnavailable (the HTTP layer answers 503) and recovers by
 // itself once the server is back.

@@ -70,7 +70,8 @@ func ExampleSource_Refresh() {
 	}
 
 	fmt.Println(src.Refresh(context.Background()))
-	// Within RefreshRateLimit (30 s by default) another refresh is refused at once.
+	// Within RefreshRateLimit (4 s by default) another refresh is refused at
+	// once; a deferred refresh then runs when the limit opens.
 	fmt.Println(errors.Is(src.Refresh(context.Background()), jwks.ErrRateLimited))
 	// Output:
 	// <nil>

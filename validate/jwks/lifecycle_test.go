@@ -120,7 +120,7 @@ func TestDefaults(t *testing.T) {
 	if !owned || cfg.HTTPClient == nil || cfg.HTTPClient.Timeout != DefaultFetchTimeout {
 		t.Errorf("default client: owned %v, %+v", owned, cfg.HTTPClient)
 	}
-	if cfg.RefreshInterval != 15*time.Minute || cfg.RefreshRateLimit != 30*time.Second ||
+	if cfg.RefreshInterval != 15*time.Minute || cfg.RefreshRateLimit != 4*time.Second ||
 		cfg.WaitTimeout != 2*time.Second || cfg.FetchTimeout != 10*time.Second || cfg.MaxBytes != 512<<10 {
 		t.Errorf("defaults = %+v", cfg)
 	}

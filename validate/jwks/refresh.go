@@ -16,14 +16,17 @@ import (
 
 // loop is the one long-lived goroutine: it runs the first refresh, then
 // refreshes every RefreshInterval, or sooner with backoff after a failure.
+// An on-demand refresh that succeeds while it sleeps puts it back on the
+// normal schedule: RefreshInterval after that success, backoff reset.
 func (s *Source) loop(first *flight) {
 	defer s.wg.Done()
 	minBackoff := min(time.Second, s.cfg.RefreshRateLimit)
+	maxBackoff := max(s.cfg.RefreshRateLimit, maxRetryBackoff)
 	backoff := minBackoff
 	f, owned := first, true
 	for {
 		if owned {
-			s.run(f)
+			s.run(context.Background(), f, false)
 		} else {
 			select {
 			case <-f.done:
@@ -32,16 +35,27 @@ func (s *Source) loop(first *flight) {
 			}
 		}
 		var delay time.Duration
-		delay, backoff = nextDelay(f.err, backoff, minBackoff, s.cfg.RefreshRateLimit, s.cfg.RefreshInterval)
+		delay, backoff = nextDelay(f.err, backoff, minBackoff, maxBackoff, s.cfg.RefreshInterval)
+		s.scheduled(delay) // health.go
 		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-s.stop:
-			t.Stop()
-			return
+	sleep:
+		for {
+			select {
+			case <-t.C:
+				break sleep
+			case <-s.sched.kick:
+				if s.lastOK() { // a kick older than a later failure is ignored
+					t.Reset(s.cfg.RefreshInterval)
+					backoff = minBackoff
+					s.scheduled(s.cfg.RefreshInterval) // health.go
+				}
+			case <-s.stop:
+				t.Stop()
+				return
+			}
 		}
 		var err error
-		if f, owned, err = s.begin(false, nil); err != nil {
+		if f, owned, err = s.begin(context.Background(), false, nil); err != nil {
 			return // closed
 		}
 	}
@@ -65,12 +79,15 @@ func nextDelay(err error, backoff, minBackoff, limit, interval time.Duration) (d
 	return delay, next
 }
 
-// run performs flight f with its own deadline (never a caller's context),
-// records the outcome and releases the waiters. Close aborts it.
-func (s *Source) run(f *flight) {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.FetchTimeout)
+// run performs flight f with its own deadline (parent carries values, such
+// as a trace, never a caller's cancellation), records the outcome and
+// releases the waiters. Close aborts it. onDemand labels it for
+// Config.Observer.
+func (s *Source) run(parent context.Context, f *flight, onDemand bool) {
+	ctx, cancel := context.WithTimeout(parent, s.cfg.FetchTimeout)
 	defer cancel()
-	s.wg.Add(1) // the caller holds a count, so this cannot race with Wait
+	ctx, end := s.observeStart(ctx, onDemand) // health.go
+	s.wg.Add(1)                               // the caller holds a count, so this cannot race with Wait
 	go func() {
 		defer s.wg.Done()
 		select {
@@ -93,9 +110,14 @@ func (s *Source) run(f *flight) {
 		s.lastSuccess = s.cfg.Now()
 		s.set.Store(set) // under mu so that Stats is consistent
 	}
+	s.health.record(s.cfg.Now(), err) // health.go
 	s.running = nil
 	s.mu.Unlock()
 	close(f.done)
+	end(set, err)
+	if err == nil && f.onDemand {
+		s.kickLoop()
+	}
 }
 
 // refresh discovers the jwks_uri if needed, fetches and filters the set,

@@ -37,15 +37,19 @@ type Source struct {
 	mu          sync.Mutex
 	running     *flight   // the refresh in progress, nil when idle
 	lastDemand  time.Time // start of the last on-demand refresh
+	sched       sched     // deferred refresh and loop wake-up (schedule.go)
 	closed      bool
 	lastErr     error
 	lastSuccess time.Time
+	health      healthState // health.go; under mu
 }
 
-// flight is one refresh. err is written before done is closed.
+// flight is one refresh. err is written before done is closed; onDemand
+// is set at creation (false for the loop's periodic refreshes).
 type flight struct {
-	done chan struct{}
-	err  error
+	done     chan struct{}
+	err      error
+	onDemand bool
 }
 
 // Stats is a point-in-time view of a [Source], for tests and metrics.
@@ -80,6 +84,8 @@ func New(cfg Config) (*Source, error) {
 		ownClient: owned,
 		log:       cfg.Logger.With("issuer", cfg.Issuer),
 		stop:      make(chan struct{}),
+		sched:     sched{kick: make(chan struct{}, 1)},
+		health:    newHealthState(),
 	}
 	first := &flight{done: make(chan struct{})}
 	s.running = first
@@ -96,9 +102,12 @@ func New(cfg Config) (*Source, error) {
 // to WaitTimeout (and at most until ctx is done) for a refresh that is
 // running; otherwise, if RefreshRateLimit allows, it starts one on-demand
 // refresh, which runs with its own FetchTimeout and survives ctx, and waits
-// for it the same way. If the rate limit refuses, it fails at once; if the
-// refresh it joined failed, it does not start another. Every waiter of one
-// refresh shares it, so a storm of unknown kids costs at most one fetch per
+// for it the same way. If the rate limit refuses, it fails at once, and a
+// deferred refresh runs as soon as the limit opens (one, however many
+// requests were refused), so the kid is served at most RefreshRateLimit
+// plus one fetch after it was first asked for; if the refresh it joined
+// failed, it does not start another. Every waiter of one refresh shares
+// it, so a storm of unknown kids costs at most one fetch per
 // RefreshRateLimit, and the whole call lasts at most about WaitTimeout.
 //
 // Errors wrap [validate.ErrKeyNotFound] when a key set is being served, or
@@ -128,7 +137,7 @@ func (s *Source) keysSlow(ctx context.Context, kid string, seen *keySet) ([]jose
 	deadline := time.NewTimer(s.cfg.WaitTimeout)
 	defer deadline.Stop()
 	for range 3 {
-		f, owned, err := s.begin(true, seen)
+		f, owned, err := s.begin(ctx, true, seen)
 		if err == errSetChanged {
 			seen = s.set.Load()
 			if ks, ok := seen.lookup(kid); ok {
@@ -169,27 +178,38 @@ func (set *keySet) lookup(kid string) ([]jose.JSONWebKey, bool) {
 // Refresh fetches the key set now, for a caller that saw a signature fail
 // under a known kid (re-keying under an unchanged kid). It joins a refresh
 // that is already running; otherwise it starts one if RefreshRateLimit
-// allows and returns [ErrRateLimited] at once if not. It waits at most
-// WaitTimeout ([ErrWaitTimeout]; the refresh goes on) or until ctx is done.
-// It returns the refresh's error: a failed refresh keeps the previous set.
+// allows and returns [ErrRateLimited] at once if not (a deferred refresh
+// then runs as soon as the limit allows, see [Source.Keys]). A periodic
+// refresh it joined may have fetched the set before the new key was
+// published, so after one Refresh asks once more (rate-limited) before it
+// returns. It waits at most WaitTimeout in all ([ErrWaitTimeout]; the
+// refresh goes on) or until ctx is done. It returns the refresh's error: a
+// failed refresh keeps the previous set.
 func (s *Source) Refresh(ctx context.Context) error {
-	f, _, err := s.begin(true, s.set.Load())
-	if err == errSetChanged {
-		return nil // a refresh completed this very moment
-	}
-	if err != nil {
-		return err
-	}
 	t := time.NewTimer(s.cfg.WaitTimeout)
 	defer t.Stop()
-	select {
-	case <-f.done:
-		return f.err
-	case <-t.C:
-		return ErrWaitTimeout
-	case <-ctx.Done():
-		return ctx.Err()
+	for attempt := range 2 {
+		f, owned, err := s.begin(ctx, true, s.set.Load())
+		switch {
+		case err == errSetChanged:
+			return nil // a refresh completed this very moment
+		case attempt > 0 && errors.Is(err, ErrRateLimited):
+			return nil // the periodic refresh joined succeeded; a deferred one follows
+		case err != nil:
+			return err
+		}
+		select {
+		case <-f.done:
+		case <-t.C:
+			return ErrWaitTimeout
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		if owned || f.onDemand || f.err != nil {
+			return f.err
+		}
 	}
+	return nil
 }
 
 // Close stops the background goroutine, aborts a running fetch and waits
@@ -199,6 +219,7 @@ func (s *Source) Refresh(ctx context.Context) error {
 func (s *Source) Close() error {
 	s.mu.Lock()
 	s.closed = true
+	s.cancelDeferredLocked()
 	s.mu.Unlock()
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.wg.Wait()
@@ -234,11 +255,14 @@ var errSetChanged = errors.New("jwks: key set changed")
 
 // begin returns the running refresh, or starts one. owned reports that the
 // caller's request started it. An on-demand start is refused with
-// [ErrRateLimited] within RefreshRateLimit of the previous one, with
-// errSetChanged if the snapshot is no longer seen (the one the caller
-// missed on), and any start with [ErrClosed] after Close. An on-demand
-// flight gets its own goroutine; the loop runs its own flights inline.
-func (s *Source) begin(onDemand bool, seen *keySet) (f *flight, owned bool, err error) {
+// [ErrRateLimited] within RefreshRateLimit of the previous one (and a
+// deferred refresh is armed for when the limit opens), with errSetChanged
+// if the snapshot is no longer seen (the one the caller missed on), and
+// any start with [ErrClosed] after Close. An on-demand flight gets its own
+// goroutine, running under ctx's values (not its cancellation, so that
+// one impatient caller cannot fail the others); the loop runs its own
+// flights inline.
+func (s *Source) begin(ctx context.Context, onDemand bool, seen *keySet) (f *flight, owned bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.running != nil {
@@ -252,21 +276,30 @@ func (s *Source) begin(onDemand bool, seen *keySet) (f *flight, owned bool, err 
 	}
 	if onDemand {
 		now := s.cfg.Now()
-		if !s.lastDemand.IsZero() && now.Sub(s.lastDemand) < s.cfg.RefreshRateLimit {
+		if since := now.Sub(s.lastDemand); !s.lastDemand.IsZero() && since < s.cfg.RefreshRateLimit {
+			s.deferLocked(s.cfg.RefreshRateLimit - since)
 			return nil, false, ErrRateLimited
 		}
 		s.lastDemand = now
 	}
-	f = &flight{done: make(chan struct{})}
+	return s.startLocked(ctx, onDemand), true, nil
+}
+
+// startLocked creates and publishes a flight; s.mu is held. Any start
+// satisfies a deferred refresh, which it cancels.
+func (s *Source) startLocked(ctx context.Context, onDemand bool) *flight {
+	s.cancelDeferredLocked()
+	f := &flight{done: make(chan struct{}), onDemand: onDemand}
 	s.running = f
 	if onDemand {
+		parent := context.WithoutCancel(ctx)
 		s.wg.Add(1) // under mu and before closed: ordered before Close's Wait
 		go func() {
 			defer s.wg.Done()
-			s.run(f)
+			s.run(parent, f, true)
 		}()
 	}
-	return f, true, nil
+	return f
 }
 
 // missErr builds the error for a kid that is not served.

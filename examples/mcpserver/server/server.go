@@ -38,9 +38,10 @@ type Config struct {
 	// Validator validates access tokens. Required. It must accept Resource
 	// as an audience.
 	Validator middleware.TokenValidator
-	// Scopes are the base scopes every request needs, published as
-	// scopes_supported and sent in the 401 challenge. Nil means none: any
-	// valid token for the audience may list tools and call whoami.
+	// Scopes are the base scopes every request needs, sent in the 401
+	// challenge and published in scopes_supported with the tools' scopes.
+	// Nil means none: any valid token for the audience may list tools and
+	// call whoami.
 	Scopes []string
 	// ResourceName is the RFC 9728 resource_name. Empty means
 	// "mcpguard example notes server".
@@ -57,6 +58,10 @@ type Config struct {
 	// Now stamps notes and drives the middleware's step-up window. Nil
 	// means time.Now.
 	Now func() time.Time
+	// DPoP is the middleware's DPoP configuration (RFC 9449). The zero
+	// value is off: Bearer tokens only. With a policy other than off, the
+	// Validator must accept tokens with cnf (validate.Config.AllowConfirmation).
+	DPoP middleware.DPoPConfig
 
 	// Session mode and policy-filtered lists (the gosdk adapter).
 
@@ -122,7 +127,6 @@ func New(cfg Config) (*Server, error) {
 		Metadata: prm.Metadata{
 			Resource:               cfg.Resource,
 			AuthorizationServers:   cfg.AuthorizationServers,
-			ScopesSupported:        cfg.Scopes,
 			BearerMethodsSupported: []string{"header"},
 			ResourceName:           cfg.ResourceName,
 		},
@@ -130,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 		Operations: middleware.OperationPolicy{Tools: toolScopes(), Public: cfg.Public},
 		Logger:     cfg.Logger,
 		Now:        cfg.Now,
+		DPoP:       cfg.DPoP,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)

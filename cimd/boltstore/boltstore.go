@@ -1,4 +1,4 @@
-package cimd
+package boltstore
 
 import (
 	"context"
@@ -7,23 +7,29 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/mcpguard/mcpguard/cimd"
 )
 
 var boltBucket = []byte("cimd.clients.v1")
 
-// BoltStore is a persistent [Store] in a single bbolt file, the default
-// embedded store for dynamic registrations. Clients are kept as the JSON
-// [Client.MarshalJSON] produces (secret hashes, never secrets), each at
-// most [MaxRecordBytes]. It never removes a client by itself: bound it
-// with [BoltStore.Prune]. Close it when done.
-type BoltStore struct {
+var _ cimd.Store = (*Store)(nil)
+
+// Store is a persistent cimd.Store in a single bbolt file, the embedded
+// store for dynamic registrations of one process (for several replicas,
+// see redisstore.ClientStore). Clients are kept as the JSON
+// [cimd.Client.MarshalJSON] produces (secret hashes, never secrets), each
+// at most [cimd.MaxRecordBytes]. It never removes a client by itself:
+// bound it with [Store.Prune]. Close it when done.
+type Store struct {
 	db *bolt.DB
 }
 
-// NewBoltStore opens (creating if needed, mode 0600) the bbolt file at
-// path. It waits at most one second for the file lock, which another
-// process holding the file would keep.
-func NewBoltStore(path string) (*BoltStore, error) {
+// Open opens (creating if needed, mode 0600) the bbolt file at path. It
+// waits at most one second for the file lock, which another process
+// holding the file would keep. The file format is the one
+// cimd.BoltStore used, so existing files open unchanged.
+func Open(path string) (*Store, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("cimd: open bolt store: %w", err)
@@ -36,31 +42,34 @@ func NewBoltStore(path string) (*BoltStore, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("cimd: open bolt store: %w", err)
 	}
-	return &BoltStore{db: db}, nil
+	return &Store{db: db}, nil
 }
 
-// Put implements [Store]. The record is [Client.MarshalJSON] (compact,
-// not HTML-escaped); one larger than [MaxRecordBytes] is refused with an
-// error wrapping [ErrRecordTooLarge].
-func (s *BoltStore) Put(_ context.Context, c *Client) error {
-	v, err := encodeRecord(c)
+// Put implements cimd.Store. The record is [cimd.Client.MarshalJSON]
+// (compact, not HTML-escaped); one larger than [cimd.MaxRecordBytes] is
+// refused with an error wrapping cimd.ErrRecordTooLarge.
+func (s *Store) Put(_ context.Context, c *cimd.Client) error {
+	v, err := c.MarshalJSON()
 	if err != nil {
-		return fmt.Errorf("cimd: bolt store: %w", err)
+		return fmt.Errorf("cimd: bolt store: encode client: %w", err)
+	}
+	if len(v) > cimd.MaxRecordBytes {
+		return fmt.Errorf("cimd: bolt store: %w: %d bytes, the cap is %d", cimd.ErrRecordTooLarge, len(v), cimd.MaxRecordBytes)
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(boltBucket).Put([]byte(c.ClientID), v)
 	})
 }
 
-// Get implements [Store].
-func (s *BoltStore) Get(_ context.Context, id string) (*Client, error) {
-	var c *Client
+// Get implements cimd.Store.
+func (s *Store) Get(_ context.Context, id string) (*cimd.Client, error) {
+	var c *cimd.Client
 	err := s.db.View(func(tx *bolt.Tx) error {
 		v := tx.Bucket(boltBucket).Get([]byte(id))
 		if v == nil {
-			return fmt.Errorf("%w: not in store", ErrUnknownClient)
+			return fmt.Errorf("%w: not in store", cimd.ErrUnknownClient)
 		}
-		c = new(Client)
+		c = new(cimd.Client)
 		// Unmarshal copies out of the mmap, which is valid only inside the
 		// transaction.
 		if err := json.Unmarshal(v, c); err != nil {
@@ -75,7 +84,7 @@ func (s *BoltStore) Get(_ context.Context, id string) (*Client, error) {
 }
 
 // Delete removes the client with the given id, if any.
-func (s *BoltStore) Delete(_ context.Context, id string) error {
+func (s *Store) Delete(_ context.Context, id string) error {
 	return s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(boltBucket).Delete([]byte(id))
 	})
@@ -83,7 +92,7 @@ func (s *BoltStore) Delete(_ context.Context, id string) error {
 
 // Prune removes every client registered before issuedBefore (IssuedAt
 // non-zero and before it) and returns how many it removed. Clients with
-// a zero IssuedAt, which a [DCRHandler] never stores, are kept, and so
+// a zero IssuedAt, which a cimd.DCRHandler never stores, are kept, and so
 // are records that cannot be decoded. Registration is unauthenticated and
 // this package never prunes on its own: call Prune periodically, for
 // example daily with time.Now().Add(-90 * 24 * time.Hour), to bound the
@@ -92,7 +101,7 @@ func (s *BoltStore) Delete(_ context.Context, id string) error {
 // write transaction: ctx is checked before it starts and between
 // records, and a cancelled Prune removes nothing. bbolt reuses the freed
 // pages; the file itself does not shrink.
-func (s *BoltStore) Prune(ctx context.Context, issuedBefore time.Time) (int, error) {
+func (s *Store) Prune(ctx context.Context, issuedBefore time.Time) (int, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
@@ -107,7 +116,7 @@ func (s *BoltStore) Prune(ctx context.Context, issuedBefore time.Time) (int, err
 			var r struct {
 				IssuedAt time.Time `json:"issued_at"`
 			}
-			if json.Unmarshal(v, &r) == nil && prunable(r.IssuedAt, issuedBefore) {
+			if json.Unmarshal(v, &r) == nil && !r.IssuedAt.IsZero() && r.IssuedAt.Before(issuedBefore) {
 				old = append(old, append([]byte(nil), k...))
 			}
 			return nil
@@ -131,6 +140,6 @@ func (s *BoltStore) Prune(ctx context.Context, issuedBefore time.Time) (int, err
 }
 
 // Close closes the file.
-func (s *BoltStore) Close() error {
+func (s *Store) Close() error {
 	return s.db.Close()
 }

@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcpguard/mcpguard/internal/audit"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0 // no failure at or above -fail-on
+	exitFailed   = 1 // at least one failure at or above -fail-on
+	exitUsage    = 2 // bad flags or arguments
+	exitNotAudit = 3 // the endpoint could not be audited (unreachable, interrupted, output error)
+)
+
+// version is reported in SARIF.
+const version = "0.1.0"
+
+// envPrefix starts the environment variables that may carry secrets, so
+// that they need not appear on the command line.
+const envPrefix = "MCPGUARD_AUDIT_"
+
+// options are the parsed flags.
+type options struct {
+	endpoint     string
+	token        string
+	token2       string
+	clientID     string
+	clientSecret string
+	tokenURL     string
+	scopes       string
+	tenant2      string
+	tenantArg    string
+	tools        string
+	noToolCalls  bool
+	jsonOut      bool
+	sarifFile    string
+	failOn       string
+	timeout      time.Duration
+	interval     time.Duration
+	maxRequests  int
+	verbose      bool
+	caFile       string
+}
+
+func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("mcpguard-audit", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: mcpguard-audit [flags] URL\n\nChecks the authorization of the MCP endpoint URL black-box. See docs/audit.md.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.token, "token", "", "a valid access `token` for the endpoint (or "+envPrefix+"TOKEN); enables the credentialed checks")
+	fs.StringVar(&o.token2, "token2", "", "a `token` of another principal, ideally another tenant (or "+envPrefix+"TOKEN2): session binding and tenant checks")
+	fs.StringVar(&o.clientID, "client-id", "", "client `id` for the client credentials grant, used when -token is empty")
+	fs.StringVar(&o.clientSecret, "client-secret", "", "client `secret` (prefer "+envPrefix+"CLIENT_SECRET: command lines are visible to other users)")
+	fs.StringVar(&o.tokenURL, "token-url", "", "token endpoint `URL` for the client credentials grant (default: the authorization server's token_endpoint)")
+	fs.StringVar(&o.scopes, "scope", "", "`scopes` to request with client credentials, space-separated")
+	fs.StringVar(&o.tenant2, "tenant2", "", "the `tenant` of -token2 (default: its tenant/tid claim)")
+	fs.StringVar(&o.tenantArg, "tenant-arg", "", "tool argument `name` that selects a tenant (default: tenant, tenant_id, org_id, workspace, account, ...)")
+	fs.StringVar(&o.tools, "tools", "", "comma-separated tool `names` the audit calls, listed or not, and no others (default: every tool listed for -token or -token2)")
+	fs.BoolVar(&o.noToolCalls, "no-tool-calls", false, "never call a tool (skips the step-up and tenant checks)")
+	fs.BoolVar(&o.jsonOut, "json", false, "print the report as JSON instead of a table")
+	fs.StringVar(&o.sarifFile, "sarif", "", "also write a SARIF 2.1.0 report to `file` (\"-\" for stdout, replacing the table)")
+	fs.StringVar(&o.failOn, "fail-on", "must", "exit 1 when a check of this `severity` or stronger fails: must, should or may")
+	fs.DurationVar(&o.timeout, "timeout", audit.DefaultTimeout, "bound on each request")
+	fs.DurationVar(&o.interval, "interval", audit.DefaultInterval, "least time between two requests")
+	fs.IntVar(&o.maxRequests, "max-requests", audit.DefaultMaxRequests, "most requests sent")
+	fs.BoolVar(&o.verbose, "v", false, "show all evidence of every check")
+	fs.StringVar(&o.caFile, "ca-file", "", "PEM `file` of CA certificates to trust instead of the system roots")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return o, errors.New("exactly one endpoint URL is required")
+	}
+	o.endpoint = fs.Arg(0)
+	for _, e := range []struct {
+		v    *string
+		name string
+	}{{&o.token, "TOKEN"}, {&o.token2, "TOKEN2"}, {&o.clientSecret, "CLIENT_SECRET"}} {
+		if *e.v == "" {
+			*e.v = strings.TrimSpace(getenv(envPrefix + e.name))
+		}
+	}
+	if _, ok := audit.ParseSeverity(o.failOn); !ok {
+		return o, fmt.Errorf("-fail-on must be must, should or may, not %q", o.failOn)
+	}
+	if o.jsonOut && o.sarifFile == "-" {
+		return o, errors.New("-json and -sarif - both write to stdout: pick one")
+	}
+	return o, nil
+}
+
+// run is the command; it returns the exit code.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, getenv, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(stderr, "mcpguard-audit:", err)
+		}
+		return exitUsage
+	}
+	failOn, _ := audit.ParseSeverity(o.failOn)
+	cfg := audit.Config{
+		Endpoint:  o.endpoint,
+		Token:     o.token,
+		Token2:    o.token2,
+		Tenant2:   o.tenant2,
+		TenantArg: o.tenantArg,
+		CallTools: !o.noToolCalls,
+		Timeout:   o.timeout,
+		Interval:  o.interval,
+		ClientCredentials: audit.ClientCredentials{
+			TokenURL: o.tokenURL, ClientID: o.clientID, ClientSecret: o.clientSecret,
+			Scopes: strings.Fields(o.scopes),
+		},
+		MaxRequests: o.maxRequests,
+	}
+	if o.interval <= 0 {
+		cfg.Interval = -1
+	}
+	if o.caFile != "" {
+		pem, err := os.ReadFile(o.caFile)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcpguard-audit: -ca-file:", err)
+			return exitUsage
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+			fmt.Fprintln(stderr, "mcpguard-audit: -ca-file: no PEM certificate found")
+			return exitUsage
+		}
+	}
+	if o.tools != "" {
+		for _, t := range strings.Split(o.tools, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				cfg.Tools = append(cfg.Tools, t)
+			}
+		}
+	}
+	a, err := audit.New(cfg)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpguard-audit:", err)
+		return exitUsage
+	}
+	rep, runErr := a.Run(ctx)
+	if rep == nil {
+		fmt.Fprintln(stderr, "mcpguard-audit:", runErr)
+		return exitNotAudit
+	}
+	switch {
+	case o.sarifFile == "-":
+		err = audit.WriteSARIF(stdout, rep, version)
+	case o.jsonOut:
+		err = audit.WriteJSON(stdout, rep)
+	default:
+		err = audit.WriteTable(stdout, rep, o.verbose)
+	}
+	if err == nil && o.sarifFile != "" && o.sarifFile != "-" {
+		err = writeFile(o.sarifFile, func(w io.Writer) error { return audit.WriteSARIF(w, rep, version) })
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "mcpguard-audit: writing the report:", err)
+		return exitNotAudit
+	}
+	if runErr != nil {
+		fmt.Fprintln(stderr, "mcpguard-audit:", runErr)
+		return exitNotAudit
+	}
+	if failed := rep.Failed(failOn); len(failed) > 0 {
+		ids := make([]string, len(failed))
+		for i, r := range failed {
+			ids[i] = r.ID
+		}
+		fmt.Fprintf(stderr, "mcpguard-audit: %d check(s) at or above %s failed: %s\n", len(failed), failOn, strings.Join(ids, ", "))
+		return exitFailed
+	}
+	return exitOK
+}
+
+// writeFile writes a file through fn.
+func writeFile(name string, fn func(io.Writer) error) error {
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := fn(f); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+// startExample starts the example MCP server and its development
+// authorization server on 127.0.0.1, the MCP server wrapped by wrap (if
+// not nil), and returns the endpoint and a token for it.
+func startExample(t *testing.T, wrap func(http.Handler) http.Handler) (endpoint, token string) {
+	t.Helper()
+	asTS := httptest.NewUnstartedServer(nil)
+	mcpTS := httptest.NewUnstartedServer(nil)
+	issuer := "http://" + asTS.Listener.Addr().String()
+	endpoint = "http://" + mcpTS.Listener.Addr().String() + "/mcp"
+	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{endpoint}, Scopes: []string{"mcp:tools"}, AutoApprove: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asTS.Config.Handler = as
+	asTS.Start()
+	t.Cleanup(asTS.Close)
+	v, err := validate.New(validate.Config{
+		Issuers:   []validate.Issuer{{Issuer: issuer, Keys: &validate.StaticKeys{Set: as.PublicKeys()}}},
+		Audiences: []string{endpoint},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Config{Resource: endpoint, AuthorizationServers: []string{issuer}, Validator: v, Scopes: []string{"mcp:tools"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler = srv
+	if wrap != nil {
+		h = wrap(srv)
+	}
+	mcpTS.Config.Handler = h
+	mcpTS.Start()
+	t.Cleanup(mcpTS.Close)
+	token, err = as.IssueToken("alice", "t1", "cli", endpoint, []string{"mcp:tools"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return endpoint, token
+}
+
+// noErrorCode drops the error code from 401s to requests with a token: a
+// SHOULD violation (TOK-INVALID-TOKEN-CODE) only.
+func noErrorCode(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r)
+		for k, vs := range rec.Header() {
+			w.Header()[k] = vs
+		}
+		if rec.Code == http.StatusUnauthorized && r.Header.Get("Authorization") != "" {
+			w.Header().Set("WWW-Authenticate", `Bearer scope="mcp:tools"`)
+		}
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(rec.Body.Bytes())
+	})
+}
+
+func runCmd(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), append([]string{"-interval", "0"}, args...), func(k string) string { return env[k] }, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestExitCodes(t *testing.T) {
+	good, _ := startExample(t, nil)
+	bad, _ := startExample(t, noErrorCode)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "http://" + ln.Addr().String() + "/mcp"
+	ln.Close()
+
+	tests := []struct {
+		name string
+		args []string
+		want int
+	}{
+		{"no URL", nil, exitUsage},
+		{"two URLs", []string{good, good}, exitUsage},
+		{"bad -fail-on", []string{"-fail-on", "often", good}, exitUsage},
+		{"not a URL", []string{"ftp://x/mcp"}, exitUsage},
+		{"unreachable", []string{"-timeout", "1s", closed}, exitNotAudit},
+		{"example, no credentials", []string{good}, exitOK},
+		{"SHOULD failure, default -fail-on must", []string{bad}, exitOK},
+		{"SHOULD failure, -fail-on should", []string{"-fail-on", "should", bad}, exitFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errOut := runCmd(t, nil, tt.args...)
+			if code != tt.want {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.want, out, errOut)
+			}
+		})
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	endpoint, token := startExample(t, noErrorCode)
+	code, out, errOut := runCmd(t, map[string]string{"MCPGUARD_AUDIT_TOKEN": token}, "-json", "-no-tool-calls", endpoint)
+	if code != exitOK && code != exitFailed {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if strings.Contains(out, token) {
+		t.Fatal("the JSON report contains the token")
+	}
+	var rep struct {
+		Endpoint    string `json:"endpoint"`
+		Credentials string `json:"credentials"`
+		Results     []struct {
+			ID, Verdict, Severity string
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("JSON report: %v\n%s", err, out)
+	}
+	if rep.Endpoint != endpoint || rep.Credentials != "token" || len(rep.Results) == 0 {
+		t.Errorf("report header: %+v", rep)
+	}
+
+	sarif := filepath.Join(t.TempDir(), "audit.sarif")
+	if code, _, errOut := runCmd(t, nil, "-sarif", sarif, endpoint); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	b, err := os.ReadFile(sarif)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log struct {
+		Version string `json:"version"`
+		Runs    []struct {
+			Tool struct {
+				Driver struct {
+					Rules []struct{ ID string } `json:"rules"`
+				} `json:"driver"`
+			} `json:"tool"`
+			Results []struct {
+				RuleID string `json:"ruleId"`
+				Level  string `json:"level"`
+			} `json:"results"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal(b, &log); err != nil {
+		t.Fatalf("SARIF: %v", err)
+	}
+	if log.Version != "2.1.0" || len(log.Runs) != 1 || len(log.Runs[0].Tool.Driver.Rules) == 0 {
+		t.Fatalf("SARIF shape: %s", b)
+	}
+	if r := log.Runs[0].Results; len(r) != 1 || r[0].RuleID != "TOK-INVALID-TOKEN-CODE" || r[0].Level != "warning" {
+		t.Errorf("SARIF results %+v, want one TOK-INVALID-TOKEN-CODE warning", r)
+	}
+}
+
+// TestCAFile: an https endpoint with a private CA is audited with -ca-file
+// and unreachable without it.
+func TestCAFile(t *testing.T) {
+	ts := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer scope="mcp:tools"`)
+		w.WriteHeader(http.StatusUnauthorized)
+	}))
+	defer ts.Close()
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := runCmd(t, nil, "-timeout", "2s", ts.URL+"/mcp"); code != exitNotAudit {
+		t.Errorf("without -ca-file: exit %d, want %d: %s", code, exitNotAudit, errOut)
+	}
+	code, out, errOut := runCmd(t, nil, "-json", "-ca-file", ca, ts.URL+"/mcp")
+	if code != exitFailed { // no metadata: PRM-DISCOVERY fails
+		t.Errorf("with -ca-file: exit %d, want %d: %s", code, exitFailed, errOut)
+	}
+	var rep struct {
+		Results []struct{ ID, Verdict string } `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Results {
+		if r.ID == "CH-401" && r.Verdict != "pass" {
+			t.Errorf("CH-401: %s, want pass", r.Verdict)
+		}
+	}
+	if code, _, _ := runCmd(t, nil, "-ca-file", filepath.Join(t.TempDir(), "missing.pem"), ts.URL+"/mcp"); code != exitUsage {
+		t.Errorf("missing -ca-file: exit %d, want %d", code, exitUsage)
+	}
+}

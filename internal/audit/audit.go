@@ -1,0 +1,208 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpguard/mcpguard/asmeta"
+	"github.com/mcpguard/mcpguard/challenge"
+	"github.com/mcpguard/mcpguard/prm"
+)
+
+// maxEvidence bounds the evidence lines kept per check.
+const maxEvidence = 8
+
+// Result is the outcome of one check.
+type Result struct {
+	CheckInfo
+	// Verdict is pass, fail or skip.
+	Verdict Verdict `json:"verdict"`
+	// Detail says, in one sentence, why the verdict is what it is.
+	Detail string `json:"detail,omitempty"`
+	// Evidence holds the exchanges behind the verdict, one line each:
+	// request, status line, WWW-Authenticate and a body excerpt, with every
+	// token redacted.
+	Evidence []string `json:"evidence,omitempty"`
+}
+
+// Report is the outcome of a run.
+type Report struct {
+	// Endpoint is the audited MCP endpoint.
+	Endpoint string `json:"endpoint"`
+	// Started is when the run began, in UTC.
+	Started time.Time `json:"started"`
+	// Credentials says whether a token was used ("none", "token",
+	// "token+token2").
+	Credentials string `json:"credentials"`
+	// Requests is the number of requests sent.
+	Requests int `json:"requests"`
+	// Results has one entry per check of [Catalog], in its order.
+	Results []Result `json:"results"`
+}
+
+// Failed returns the failing results whose severity is at least min.
+func (r *Report) Failed(min Severity) []Result {
+	var out []Result
+	for _, res := range r.Results {
+		if res.Verdict == Fail && res.Severity.AtLeast(min) {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// Auditor runs the checks against one endpoint. It is not safe for
+// concurrent use; every request it sends is sequential.
+type Auditor struct {
+	cfg      Config
+	endpoint *url.URL
+	client   *http.Client
+
+	sent      int
+	lastStart time.Time
+	nextID    int
+	secrets   map[string]string
+	results   map[string]*Result
+
+	// What discovery learnt, for later checks.
+	challenge401 *challenge.Challenge // the Bearer challenge of the tokenless 401
+	metaURL      string               // the resource_metadata URL, or a probed one
+	prm          *prm.Metadata        // the endpoint's metadata, if found
+	issuer       string               // the first authorization server
+	as           *asmeta.Metadata     // its metadata, if found
+	asKey        *signingKey          // a signing key from its jwks_uri, if any
+	refusals     []*exchange          // error answers seen, for the leak check
+	legacyProbe  bool                 // probes use a 2025-11-25 initialize
+}
+
+// New checks cfg and returns an Auditor.
+func New(cfg Config) (*Auditor, error) {
+	cfg = cfg.withDefaults()
+	u, err := checkEndpoint(cfg.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	rt := cfg.Transport
+	if rt == nil {
+		rt = newTransport(cfg.Timeout, cfg.RootCAs)
+	}
+	a := &Auditor{
+		cfg:      cfg,
+		endpoint: u,
+		client:   newClient(rt, cfg.Timeout),
+		secrets:  map[string]string{},
+		results:  map[string]*Result{},
+	}
+	a.secret(cfg.Token, "token")
+	a.secret(cfg.Token2, "token2")
+	a.secret(cfg.ClientCredentials.ClientSecret, "client-secret")
+	return a, nil
+}
+
+// Run runs every check once and returns the report. It returns an error
+// wrapping [ErrUnreachable] when the endpoint never answered, and ctx's
+// error when ctx ends first; checks not reached are skipped.
+func (a *Auditor) Run(ctx context.Context) (*Report, error) {
+	rep := &Report{Endpoint: a.endpoint.String(), Started: a.cfg.Now().UTC(), Credentials: "none"}
+	reachable := a.discover(ctx)
+	if reachable {
+		a.checkAuthorizationServers(ctx)
+		a.checkTokens(ctx)
+		if err := a.obtainToken(ctx); err != nil {
+			a.fail(CredAccepted, "the client credentials grant failed: "+err.Error())
+		}
+		if a.cfg.Token == "" {
+			a.checkTransport(ctx, nil)
+		} else {
+			rep.Credentials = "token"
+			if a.cfg.Token2 != "" {
+				rep.Credentials = "token+token2"
+			}
+			a.checkWithCredentials(ctx)
+		}
+		a.checkLeaks()
+	}
+	rep.Requests = a.sent
+	for _, info := range Catalog() {
+		r, ok := a.results[info.ID]
+		if !ok {
+			why := "not reached"
+			switch {
+			case !reachable:
+				why = "not reached: the endpoint did not answer"
+			case info.Credentials && a.cfg.Token == "":
+				why = "needs credentials (-token or -client-id)"
+			}
+			r = &Result{CheckInfo: info, Verdict: Skip, Detail: why}
+		}
+		rep.Results = append(rep.Results, *r)
+	}
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	if !reachable {
+		return rep, fmt.Errorf("%w: %s", ErrUnreachable, a.endpoint.Redacted())
+	}
+	return rep, nil
+}
+
+// record merges one outcome into the result of id: fail wins over pass,
+// pass over skip; evidence accumulates up to maxEvidence lines.
+func (a *Auditor) record(id string, v Verdict, detail string, ev ...string) {
+	if v == Fail && slices.ContainsFunc(ev, func(e string) bool { return strings.HasSuffix(e, budgetNote) }) {
+		v, detail = Skip, "request budget exhausted (-max-requests)"
+	}
+	ev = slices.DeleteFunc(slices.Clone(ev), func(e string) bool { return e == "" })
+	r, ok := a.results[id]
+	switch {
+	case !ok:
+		r = &Result{CheckInfo: checkInfo(id), Verdict: v, Detail: detail}
+		a.results[id] = r
+	case rank(v) > rank(r.Verdict):
+		// The evidence of the new verdict goes first.
+		r.Verdict, r.Detail = v, detail
+		r.Evidence = append(ev, r.Evidence...)
+		ev = nil
+	case v == r.Verdict && v == Fail && detail != "" && !strings.Contains(r.Detail, detail):
+		r.Detail += "; " + detail
+	}
+	r.Evidence = append(r.Evidence, ev...)
+	if len(r.Evidence) > maxEvidence {
+		r.Evidence = r.Evidence[:maxEvidence]
+	}
+}
+
+func rank(v Verdict) int {
+	switch v {
+	case Fail:
+		return 2
+	case Pass:
+		return 1
+	}
+	return 0
+}
+
+func (a *Auditor) pass(id, detail string, ev ...string) { a.record(id, Pass, detail, ev...) }
+func (a *Auditor) fail(id, detail string, ev ...string) { a.record(id, Fail, detail, ev...) }
+func (a *Auditor) skip(id, detail string, ev ...string) { a.record(id, Skip, detail, ev...) }
+
+// judge records pass when ok, else fail with why.
+func (a *Auditor) judge(id string, ok bool, passDetail, why string, ev ...string) {
+	if ok {
+		a.pass(id, passDetail, ev...)
+	} else {
+		a.fail(id, why, ev...)
+	}
+}
+
+// noteRefusal keeps an error answer for the leak check.
+func (a *Auditor) noteRefusal(x *exchange) {
+	if x.ok() && x.status >= 400 && len(a.refusals) < 64 {
+		a.refusals = append(a.refusals, x)
+	}
+}

@@ -1,0 +1,231 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+)
+
+// errBudget: the run has sent Config.MaxRequests requests.
+var errBudget = errors.New("audit: request budget exhausted")
+
+// budgetNote ends the evidence of a request that was not sent because of
+// the budget; a check failing on such evidence is skipped instead.
+const budgetNote = "not sent (request budget exhausted)"
+
+// exchange is one request the audit sent and what came back.
+type exchange struct {
+	method    string
+	url       *url.URL
+	reqHeader http.Header
+	status    int
+	header    http.Header
+	body      []byte
+	truncated bool
+	elapsed   time.Duration
+	err       error
+}
+
+// ok reports whether a response arrived.
+func (x *exchange) ok() bool { return x.err == nil }
+
+// is2xx reports a successful status.
+func (x *exchange) is2xx() bool { return x.err == nil && x.status >= 200 && x.status < 300 }
+
+// newTransport is the default transport: no proxies, TLS 1.2 or later,
+// bounded handshakes and headers.
+func newTransport(timeout time.Duration, roots *x509.CertPool) *http.Transport {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	return &http.Transport{
+		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots},
+		Proxy:                  nil,
+		DialContext:            d.DialContext,
+		TLSHandshakeTimeout:    5 * time.Second,
+		ResponseHeaderTimeout:  timeout,
+		MaxResponseHeaderBytes: 64 << 10,
+		MaxIdleConnsPerHost:    2,
+		IdleConnTimeout:        30 * time.Second,
+		ForceAttemptHTTP2:      true,
+	}
+}
+
+// newClient returns the client of a run: per-request timeout, and
+// redirects followed only for GET and HEAD, at most 3, and only within the
+// origin of the first request.
+func newClient(rt http.RoundTripper, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Transport: rt,
+		Timeout:   timeout,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			first := via[0]
+			if len(via) > 3 || (first.Method != http.MethodGet && first.Method != http.MethodHead) {
+				return http.ErrUseLastResponse
+			}
+			if req.URL.Scheme != first.URL.Scheme || !strings.EqualFold(req.URL.Host, first.URL.Host) {
+				return http.ErrUseLastResponse
+			}
+			return nil
+		},
+	}
+}
+
+// do sends req, paced and counted, and reads at most MaxBody of the
+// answer. It never returns nil.
+func (a *Auditor) do(ctx context.Context, req *http.Request) *exchange {
+	x := &exchange{method: req.Method, url: req.URL, reqHeader: req.Header.Clone()}
+	if req.Host != "" && req.Host != req.URL.Host {
+		x.reqHeader.Set("Host", req.Host)
+	}
+	if a.sent >= a.cfg.MaxRequests {
+		x.err = errBudget
+		return x
+	}
+	if wait := a.cfg.Interval - time.Since(a.lastStart); a.cfg.Interval > 0 && wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			x.err = ctx.Err()
+			return x
+		case <-t.C:
+		}
+	}
+	a.sent++
+	a.lastStart = time.Now()
+	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
+	defer cancel()
+	resp, err := a.client.Do(req.WithContext(ctx))
+	if err != nil {
+		x.elapsed = time.Since(a.lastStart)
+		x.err = err
+		return x
+	}
+	defer resp.Body.Close()
+	x.status, x.header = resp.StatusCode, resp.Header
+	var buf bytes.Buffer
+	n, err := buf.ReadFrom(io.LimitReader(resp.Body, a.cfg.MaxBody+1))
+	x.elapsed = time.Since(a.lastStart)
+	if n > a.cfg.MaxBody {
+		x.truncated = true
+		buf.Truncate(int(a.cfg.MaxBody))
+	} else if err != nil && !isStreamCut(err) {
+		x.err = err
+	}
+	x.body = buf.Bytes()
+	return x
+}
+
+// isStreamCut reports a body that ended because the per-request deadline
+// cut a stream (an SSE answer that stays open): what was read is kept.
+func isStreamCut(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// secretRe finds JWT-shaped strings and bearer credentials in evidence.
+var secretRe = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*\.?[A-Za-z0-9_-]*`)
+
+// redact replaces every known token in s by its label, then anything else
+// shaped like a JWT by <jwt>.
+func (a *Auditor) redact(s string) string {
+	keys := make([]string, 0, len(a.secrets))
+	for k := range a.secrets {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
+	for _, k := range keys {
+		if len(k) >= 8 {
+			s = strings.ReplaceAll(s, k, "<"+a.secrets[k]+">")
+		}
+	}
+	return secretRe.ReplaceAllString(s, "<jwt>")
+}
+
+// secret registers a token so that evidence never shows it.
+func (a *Auditor) secret(tok, label string) {
+	if tok != "" {
+		a.secrets[tok] = label
+	}
+}
+
+// evidence renders x as one line: the request line with the headers that
+// matter, the status line, WWW-Authenticate, and a short body excerpt.
+// Tokens are redacted.
+func (a *Auditor) evidence(x *exchange) string {
+	var b strings.Builder
+	b.WriteString(x.method)
+	b.WriteByte(' ')
+	b.WriteString(x.url.RequestURI())
+	var hs []string
+	for _, name := range []string{"Host", "Authorization", "Origin", "X-Forwarded-Host", "Forwarded", "Mcp-Method", "Mcp-Name", "MCP-Protocol-Version", "Mcp-Session-Id"} {
+		for _, v := range x.reqHeader.Values(name) {
+			if name == "Authorization" {
+				if v = a.redact(v); len(v) > 48 {
+					v = v[:24] + "…"
+				}
+			}
+			hs = append(hs, name+": "+v)
+		}
+	}
+	if len(hs) > 0 {
+		b.WriteString(" [" + strings.Join(hs, "; ") + "]")
+	}
+	b.WriteString(" → ")
+	switch {
+	case errors.Is(x.err, errBudget):
+		b.WriteString(budgetNote)
+	case x.err != nil && x.status == 0:
+		b.WriteString("no answer: " + shortErr(x.err))
+	default:
+		fmt.Fprintf(&b, "%d %s", x.status, http.StatusText(x.status))
+		for _, v := range x.header.Values("WWW-Authenticate") {
+			b.WriteString("; WWW-Authenticate: " + v)
+		}
+		if ex := excerpt(x.body, 160); ex != "" {
+			b.WriteString("; body: " + ex)
+		}
+	}
+	return a.redact(b.String())
+}
+
+// shortErr names a transport failure without a long chain.
+func shortErr(err error) string {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return "timeout"
+	}
+	s := err.Error()
+	if len(s) > 120 {
+		s = s[:120] + "…"
+	}
+	return s
+}
+
+// excerpt returns up to n bytes of body as printable text.
+func excerpt(body []byte, n int) string {
+	s := strings.TrimSpace(string(body))
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// originOf returns scheme://host[:port] of u, lower-cased.
+func originOf(u *url.URL) string {
+	return strings.ToLower(u.Scheme + "://" + u.Host)
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package middleware
+
+import "time"
+
+func dpopCPUTime() time.Duration { return 0 }

@@ -1,0 +1,64 @@
+package prm
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// MaxMetadataBytes is the largest metadata document a client should read:
+// 64 KiB. The client package's fetch applies it.
+const MaxMetadataBytes = 64 << 10
+
+// Parse decodes body, a protected-resource metadata response (RFC 9728
+// §3.2), on the client side, and applies the checks RFC 9728 §3.3 makes a
+// client apply, and no others:
+//
+//   - body must be one JSON object whose members have the RFC 9728 §2
+//     types (else [ErrInvalidMetadata]);
+//   - its "resource" must be identical to wantResource, with no
+//     normalisation (§3.3: the URL the client requested when the metadata
+//     URL came from a WWW-Authenticate resource_metadata, or the
+//     identifier the well-known URL was built from), else
+//     [ErrResourceMismatch];
+//   - at least one "authorization_servers" entry must be usable: an
+//     absolute https URL (http only on a loopback host) without userinfo,
+//     query or fragment. Unusable entries are dropped from the result, so
+//     a client never contacts an authorization server over plain http;
+//     without any, the document is of no use to a client
+//     ([ErrInvalidMetadata]; MCP requires one).
+//
+// What a server merely SHOULD NOT publish is not a reason to refuse the
+// document: "offline_access" in scopes_supported, an unknown
+// bearer_methods_supported value, a jwks_uri or documentation URL that
+// [Metadata.Validate] would refuse. Such members are returned as they are;
+// the caller uses what it understands (the client transport, for example,
+// never takes offline_access or an invalid scope token from a server).
+// Metadata.Validate remains the server-side check of what a resource
+// publishes.
+func Parse(body []byte, wantResource string) (*Metadata, error) {
+	if wantResource == "" {
+		return nil, fmt.Errorf("%w: expected resource is empty", ErrInvalidResource)
+	}
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return nil, fmt.Errorf("%w: not a JSON object", ErrInvalidMetadata)
+	}
+	var m Metadata
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, fmt.Errorf("%w: malformed JSON: %w", ErrInvalidMetadata, err)
+	}
+	if m.Resource != wantResource {
+		return nil, ErrResourceMismatch
+	}
+	var usable []string
+	for _, s := range m.AuthorizationServers {
+		if checkURL(s, urlRules{secure: true, noQuery: true}) == nil {
+			usable = append(usable, s)
+		}
+	}
+	if len(usable) == 0 {
+		return nil, fmt.Errorf("%w: authorization_servers: no usable https URL", ErrInvalidMetadata)
+	}
+	m.AuthorizationServers = usable
+	return &m, nil
+}

@@ -1,0 +1,123 @@
+package redisstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/mcpguard/mcpguard/cimd"
+)
+
+// DefaultClientTTL is how long a registration is kept when
+// ClientConfig.TTL is zero.
+const DefaultClientTTL = 90 * 24 * time.Hour
+
+// ClientConfig configures [NewClientStore].
+type ClientConfig struct {
+	Config
+	// TTL is how long a registration is kept after its last Put; it is
+	// the Redis counterpart of BoltStore.Prune, so no registration is
+	// kept for ever (registration is unauthenticated). A client whose
+	// secret expires sooner is kept until then. Zero means
+	// [DefaultClientTTL] (90 days); negative is a configuration error.
+	TTL time.Duration
+	// Now is the clock for SecretExpiresAt. Nil means time.Now.
+	Now func() time.Time
+}
+
+// ClientStore is a cimd.Store in Redis: registrations made on one
+// replica are known to every replica. Records are [cimd.Client.MarshalJSON]
+// (secret hashes, never secrets), each at most [cimd.MaxRecordBytes].
+// Create it with [NewClientStore]. It is safe for concurrent use.
+type ClientStore struct {
+	b   base
+	ttl time.Duration
+	now func() time.Time
+}
+
+var _ cimd.Store = (*ClientStore)(nil)
+
+// NewClientStore returns a ClientStore. Errors wrap [ErrConfig].
+func NewClientStore(cfg ClientConfig) (*ClientStore, error) {
+	b, err := newBase(cfg.Config, "client:")
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case cfg.TTL < 0:
+		return nil, fmt.Errorf("%w: negative TTL", ErrConfig)
+	case cfg.TTL == 0:
+		cfg.TTL = DefaultClientTTL
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &ClientStore{b: b, ttl: cfg.TTL, now: cfg.Now}, nil
+}
+
+// Put implements cimd.Store: SET with a TTL (see [ClientConfig.TTL]). A
+// record over [cimd.MaxRecordBytes] is refused with an error wrapping
+// cimd.ErrRecordTooLarge, a client whose secret has already expired with
+// [ErrConfig]; Redis errors wrap [ErrUnavailable].
+func (s *ClientStore) Put(ctx context.Context, c *cimd.Client) error {
+	v, err := c.MarshalJSON()
+	if err != nil {
+		return fmt.Errorf("redisstore: encode client: %w", err)
+	}
+	if len(v) > cimd.MaxRecordBytes {
+		return fmt.Errorf("redisstore: %w: %d bytes, the cap is %d", cimd.ErrRecordTooLarge, len(v), cimd.MaxRecordBytes)
+	}
+	ttl := s.ttl
+	if !c.SecretExpiresAt.IsZero() {
+		left := c.SecretExpiresAt.Sub(s.now())
+		if left < time.Millisecond {
+			return fmt.Errorf("%w: client secret already expired", ErrConfig)
+		}
+		ttl = min(ttl, left)
+	}
+	ctx, cancel := s.b.ctx(ctx)
+	defer cancel()
+	if err := s.b.rdb.Set(ctx, s.b.readableKey(c.ClientID), v, ttl).Err(); err != nil {
+		return unavailable("client put", err)
+	}
+	return nil
+}
+
+// Get implements cimd.Store. An absent client is an error wrapping
+// cimd.ErrUnknownClient; a Redis failure wraps [ErrUnavailable] (and not
+// ErrUnknownClient), a record that is not a client [ErrCorrupt].
+func (s *ClientStore) Get(ctx context.Context, id string) (*cimd.Client, error) {
+	ctx, cancel := s.b.ctx(ctx)
+	defer cancel()
+	v, err := s.b.rdb.Get(ctx, s.b.readableKey(id)).Bytes()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return nil, fmt.Errorf("%w: not in store", cimd.ErrUnknownClient)
+	case err != nil:
+		return nil, unavailable("client get", err)
+	case len(v) > cimd.MaxRecordBytes:
+		return nil, fmt.Errorf("%w: record of %d bytes", ErrCorrupt, len(v))
+	}
+	c := new(cimd.Client)
+	if err := json.Unmarshal(v, c); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+	}
+	if c.ClientID != id {
+		return nil, fmt.Errorf("%w: record of another client", ErrCorrupt)
+	}
+	return c, nil
+}
+
+// Delete removes the client with the given id, if any.
+func (s *ClientStore) Delete(ctx context.Context, id string) error {
+	ctx, cancel := s.b.ctx(ctx)
+	defer cancel()
+	if err := s.b.rdb.Del(ctx, s.b.readableKey(id)).Err(); err != nil {
+		return unavailable("client delete", err)
+	}
+	return nil
+}

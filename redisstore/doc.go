@@ -1,0 +1,60 @@
+// Package redisstore keeps the state that replicas of an MCP server (or
+// of an authorization server built on cimd) must share in Redis or
+// Valkey, through github.com/redis/go-redis/v9:
+//
+//   - [StepUpStore], a middleware.StepUpStore: one step-up bound across
+//     replicas;
+//   - [ClientStore], a cimd.Store: dynamic registrations every replica
+//     knows;
+//   - [ReplayStore]: the DPoP proof replay cache (validate/dpop's
+//     ReplayStore).
+//
+// A program that does not import this package does not link go-redis.
+// The in-process stores (middleware.MemoryStepUpStore, cimd.MemoryStore,
+// cimd/boltstore) stay the default for a single process.
+//
+//	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379"})
+//	steps, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+//	if err != nil { … }
+//	// middleware.Config{StepUpStore: steps, …}
+//
+// # Keys, TTLs and atomicity
+//
+// Every key starts with Config.Prefix ("mcpguard:" by default) and a
+// store name ("stepup:", "replay:", "client:"). Step-up and replay keys
+// are the base64url SHA-256 of the caller's key, so they are 43 bytes
+// whatever the principal and hold no subject; client keys are the
+// client_id when it is short printable ASCII, its hash otherwise. Every
+// key is written with a TTL, so nothing outlives its purpose and no set
+// grows without bound:
+//
+//   - step-up: INCR and, for a new counter, PEXPIRE window, in one Lua
+//     script (one key, so it runs on Redis Cluster too); Reset is DEL;
+//   - replay: SET key 1 NX PX ttl, one command;
+//   - clients: SET key record PX ttl (ClientConfig.TTL, 90 days by
+//     default, or the secret's expiry when sooner); GET; DEL.
+//
+// Each operation has its own deadline (Config.Timeout, 250 ms) inside the
+// caller's context.
+//
+// # When Redis is down
+//
+//   - [ReplayStore.Claim] fails closed: it returns an error and
+//     fresh=false, and the proof is refused (a 401 the client can retry).
+//     Accepting a proof that might be a replay would defeat DPoP.
+//   - [StepUpStore.Incr] returns an error; the middleware then sends the
+//     ordinary insufficient_scope challenge, uncounted, and logs a
+//     warning. The step-up bound fails open, because it is a courtesy to
+//     clients that cannot obtain a scope, not an access control: the
+//     request is refused (403) either way, and failing closed would turn
+//     a Redis outage into terminal refusals of every legitimate step-up.
+//     A failed Reset leaves the counter to expire with its window.
+//   - [ClientStore.Get] returns an error that does not wrap
+//     cimd.ErrUnknownClient, so the registry answers it as a server error
+//     rather than as "unknown client"; Put fails, so registration fails
+//     (500) and nothing half-registered remains.
+//
+// Authorized requests never touch Redis: the middleware calls the
+// step-up store only when it answers insufficient_scope, and token
+// validation uses per-process key sets and caches (docs/operations.md).
+package redisstore

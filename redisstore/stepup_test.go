@@ -1,0 +1,209 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/middleware"
+	"github.com/mcpguard/mcpguard/prm"
+	"github.com/mcpguard/mcpguard/redisstore"
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+var _ middleware.StepUpStore = (*redisstore.StepUpStore)(nil)
+
+// resetter is the method the decisions change adds to middleware.StepUpStore.
+type resetter interface {
+	Reset(ctx context.Context, key string) error
+}
+
+var _ resetter = (*redisstore.StepUpStore)(nil)
+
+func TestStepUpIncrWindowAndReset(t *testing.T) {
+	_, rdb := newRedis(t)
+	s, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb, Prefix: "t:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	now := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	for want := 1; want <= 3; want++ {
+		n, err := s.Incr(ctx, "iss\x00sub\x00client\x00scope", time.Minute, now)
+		if err != nil || n != want {
+			t.Fatalf("Incr = %d, %v; want %d", n, err, want)
+		}
+	}
+	keys := keysWithTTL(t, rdb)
+	if len(keys) != 1 || !strings.HasPrefix(keys[0], "t:stepup:") || len(keys[0]) != len("t:stepup:")+43 {
+		t.Fatalf("keys = %q, want one hashed t:stepup: key", keys)
+	}
+	if ttl := rdb.PTTL(ctx, keys[0]).Val(); ttl > time.Minute || ttl < 50*time.Second {
+		t.Errorf("PTTL = %v, want about 1m (set by the first Incr only)", ttl)
+	}
+	if err := s.Reset(ctx, "iss\x00sub\x00client\x00scope"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := s.Incr(ctx, "iss\x00sub\x00client\x00scope", time.Minute, now); n != 1 || err != nil {
+		t.Errorf("Incr after Reset = %d, %v; want 1", n, err)
+	}
+	if err := s.Reset(ctx, "absent"); err != nil {
+		t.Errorf("Reset(absent) = %v", err)
+	}
+
+	// The window is Redis's: the counter expires by itself.
+	if n, _ := s.Incr(ctx, "short", 50*time.Millisecond, now); n != 1 {
+		t.Fatalf("Incr(short) = %d", n)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n, err := s.Incr(ctx, "short", 50*time.Millisecond, now); n != 1 || err != nil {
+		t.Errorf("Incr after the window = %d, %v; want 1 (a new window)", n, err)
+	}
+	if _, err := s.Incr(ctx, "k", 0, now); !errors.Is(err, redisstore.ErrConfig) {
+		t.Errorf("Incr(window 0) = %v, want ErrConfig", err)
+	}
+}
+
+// TestStepUpAtomic: concurrent Incrs from many goroutines (as from many
+// replicas) each get a distinct count.
+func TestStepUpAtomic(t *testing.T) {
+	_, rdb := newRedis(t)
+	s, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 50
+	var wg sync.WaitGroup
+	seen := make([]bool, n+1)
+	var mu sync.Mutex
+	for range n {
+		wg.Go(func() {
+			c, err := s.Incr(context.Background(), "k", time.Minute, time.Time{})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if c < 1 || c > n || seen[c] {
+				t.Errorf("count %d repeated or out of range", c)
+				return
+			}
+			seen[c] = true
+		})
+	}
+	wg.Wait()
+	keysWithTTL(t, rdb)
+}
+
+const resource = "https://mcp.example.com/mcp"
+
+// replica is one MCP server process: its own validator and middleware.
+func replica(t *testing.T, iss *authtest.Issuer, store middleware.StepUpStore) http.Handler {
+	t.Helper()
+	v, err := validate.New(validate.Config{
+		Issuers:   []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Audiences: []string{resource},
+		Now:       iss.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := middleware.New(middleware.Config{
+		Validator:   v,
+		Metadata:    prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL()}},
+		Scopes:      []string{"mcp", "admin"},
+		StepUpLimit: 3,
+		StepUpStore: store,
+		Now:         iss.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+}
+
+// challenged sends token to h and reports whether the 403 carried a
+// step-up challenge (false: terminal 403).
+func challenged(t *testing.T, h http.Handler, token string) bool {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, resource, nil)
+	r.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if rec.Code != http.StatusForbidden {
+		t.Fatalf("status %d, want 403", rec.Code)
+	}
+	return strings.Contains(rec.Header().Get("WWW-Authenticate"), "insufficient_scope")
+}
+
+// TestTwoReplicasShareStepUpBound: a client alternating between two
+// replicas gets StepUpLimit challenges in all, not per replica; with
+// per-process stores it would get twice as many.
+func TestTwoReplicasShareStepUpBound(t *testing.T) {
+	_, rdb := newRedis(t)
+	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
+	token := iss.Token(t, authtest.WithScopes("mcp"))
+	count := func(a, b middleware.StepUpStore) int {
+		replicas := []http.Handler{replica(t, iss, a), replica(t, iss, b)}
+		n := 0
+		for i := range 8 {
+			if challenged(t, replicas[i%2], token) {
+				n++
+			}
+		}
+		return n
+	}
+	shared, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := count(shared, shared); got != 3 {
+		t.Errorf("challenges across two replicas sharing Redis = %d, want 3", got)
+	}
+	// Two stores (two processes' clients) on the same Redis: still one bound.
+	rdb.FlushAll(t.Context())
+	other, _ := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+	if got := count(shared, other); got != 3 {
+		t.Errorf("challenges across two store values on one Redis = %d, want 3", got)
+	}
+	if got := count(middleware.NewMemoryStepUpStore(0), middleware.NewMemoryStepUpStore(0)); got != 6 {
+		t.Errorf("per-process stores = %d challenges, want 6 (the bound multiplies)", got)
+	}
+	keysWithTTL(t, rdb)
+}
+
+// TestStepUpSuccessResets: a success after a challenge, on the replica
+// that challenged, deletes the shared counter (middleware's Reset).
+func TestStepUpSuccessResets(t *testing.T) {
+	_, rdb := newRedis(t)
+	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
+	store, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := replica(t, iss, store)
+	sub := authtest.WithSubject("alice")
+	if !challenged(t, a, iss.Token(t, sub, authtest.WithScopes("mcp"))) {
+		t.Fatal("no challenge")
+	}
+	if n := len(keysWithTTL(t, rdb)); n != 1 {
+		t.Fatalf("%d keys after a challenge, want 1", n)
+	}
+	r := httptest.NewRequest(http.MethodGet, resource, nil)
+	r.Header.Set("Authorization", "Bearer "+iss.Token(t, sub, authtest.WithScopes("mcp", "admin")))
+	rec := httptest.NewRecorder()
+	a.ServeHTTP(rec, r)
+	if rec.Code != http.StatusNoContent {
+		t.Fatalf("stepped-up request: %d", rec.Code)
+	}
+	if keys := keysWithTTL(t, rdb); len(keys) != 0 {
+		t.Errorf("keys after the successful step-up = %q, want none (Reset)", keys)
+	}
+}

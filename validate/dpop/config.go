@@ -1,0 +1,138 @@
+package dpop
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+)
+
+// Defaults applied by [New] to zero-valued [Config] fields.
+const (
+	// DefaultWindow is the accepted distance between a proof's "iat" and
+	// now, in either direction: ±5 minutes, as SEP-1932 (DPoP for MCP)
+	// specifies.
+	DefaultWindow = 5 * time.Minute
+	// DefaultNonceLifetime is the slot length of server nonces.
+	DefaultNonceLifetime = 5 * time.Minute
+	// DefaultMaxProofBytes bounds the size of one proof: 8 KiB, enough for
+	// an RSA-4096 "jwk" and signature.
+	DefaultMaxProofBytes = 8192
+	// MinNonceSecretBytes is the shortest Config.NonceSecret accepted.
+	MinNonceSecretBytes = 32
+	// replayMargin is added to the time a proof stays acceptable when it
+	// is recorded in the ReplayStore, to cover clock differences between
+	// replicas sharing the store.
+	replayMargin = time.Minute
+)
+
+// DefaultAlgorithms is the allow-list used when Config.Algorithms is nil:
+// the asymmetric JWS algorithms of RFC 7518 §3.1 and RFC 8037 §3.1. It
+// returns a new slice on each call.
+func DefaultAlgorithms() []jose.SignatureAlgorithm {
+	return []jose.SignatureAlgorithm{
+		jose.ES256, jose.ES384, jose.ES512,
+		jose.PS256, jose.PS384, jose.PS512,
+		jose.RS256, jose.RS384, jose.RS512,
+		jose.EdDSA,
+	}
+}
+
+// Config configures a [Verifier]. [New] copies it. No zero value disables
+// a check.
+type Config struct {
+	// Algorithms is the allow-list of proof "alg" values (RFC 9449 §4.3
+	// check 5), published as dpop_signing_alg_values_supported (RFC 9728
+	// §2) and in the algs of the DPoP challenge (§7.1), in this order. Nil
+	// means [DefaultAlgorithms]. "none" and the HMAC algorithms are
+	// refused by New.
+	Algorithms []jose.SignatureAlgorithm
+
+	// Window is how far a proof's "iat" may be from now, before or after
+	// (§4.3 check 11). Zero means [DefaultWindow] (±5 minutes); the jti of
+	// an accepted proof is remembered for as long as the proof stays
+	// acceptable.
+	Window time.Duration
+
+	// ReplayStore remembers used proofs (§11.1). Nil means a new
+	// [MemoryReplayStore] of [DefaultMaxReplayEntries] entries for this
+	// Verifier alone; replicas must share a store (the Redis one, or one
+	// MemoryReplayStore for several Verifiers in a process) for a replay
+	// to be refused on every replica.
+	ReplayStore ReplayStore
+
+	// NonceSecret, if set, makes server nonces (§9) required: every proof
+	// must carry the "nonce" of [Verifier.Nonce], else [ErrUseNonce]. At
+	// least [MinNonceSecretBytes] random bytes; give every replica the
+	// same secret. Nil means no nonces.
+	NonceSecret []byte
+	// NonceLifetime is the slot length of nonces; a nonce is accepted in
+	// its slot and the next. Zero means [DefaultNonceLifetime].
+	NonceLifetime time.Duration
+
+	// MaxProofBytes bounds a proof's length, checked before any decoding.
+	// Zero means [DefaultMaxProofBytes].
+	MaxProofBytes int
+
+	// Now returns the current time for iat and nonces. Nil means time.Now.
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.Algorithms == nil {
+		c.Algorithms = DefaultAlgorithms()
+	} else {
+		c.Algorithms = slices.Clone(c.Algorithms)
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.NonceLifetime == 0 {
+		c.NonceLifetime = DefaultNonceLifetime
+	}
+	if c.MaxProofBytes == 0 {
+		c.MaxProofBytes = DefaultMaxProofBytes
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.ReplayStore == nil {
+		c.ReplayStore = NewMemoryReplayStore(DefaultMaxReplayEntries, c.Now)
+	}
+	c.NonceSecret = slices.Clone(c.NonceSecret)
+	return c
+}
+
+func (c Config) check() error {
+	if len(c.Algorithms) == 0 {
+		return fmt.Errorf("%w: empty Algorithms", ErrConfig)
+	}
+	for _, a := range c.Algorithms {
+		if !asymmetric(a) {
+			return fmt.Errorf("%w: algorithm %q is not an asymmetric signature algorithm", ErrConfig, a)
+		}
+	}
+	switch {
+	case c.Window < 0:
+		return fmt.Errorf("%w: negative Window", ErrConfig)
+	case c.NonceLifetime < 0:
+		return fmt.Errorf("%w: negative NonceLifetime", ErrConfig)
+	case c.MaxProofBytes < 0:
+		return fmt.Errorf("%w: negative MaxProofBytes", ErrConfig)
+	case c.NonceSecret != nil && len(c.NonceSecret) < MinNonceSecretBytes:
+		return fmt.Errorf("%w: NonceSecret shorter than %d bytes", ErrConfig, MinNonceSecretBytes)
+	}
+	return nil
+}
+
+// asymmetric reports whether a is one of the asymmetric JWS algorithms
+// this package can verify.
+func asymmetric(a jose.SignatureAlgorithm) bool {
+	switch a {
+	case jose.ES256, jose.ES384, jose.ES512, jose.PS256, jose.PS384, jose.PS512,
+		jose.RS256, jose.RS384, jose.RS512, jose.EdDSA:
+		return true
+	}
+	return false
+}

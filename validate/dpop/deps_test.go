@@ -1,0 +1,22 @@
+package dpop
+
+import (
+	"testing"
+
+	"github.com/mcpguard/mcpguard/internal/deptest"
+)
+
+// TestDeps enforces docs/DESIGN.md: dpop is core, like validate: the
+// standard library (never net/http), go-jose and go-json-experiment only.
+func TestDeps(t *testing.T) {
+	deptest.DepChecker{
+		Allowed: []string{
+			"github.com/go-jose/go-jose/v4/...",
+			"github.com/go-json-experiment/json/...",
+		},
+		BadDeps: map[string]string{
+			"net/http":                   "no HTTP in proof checking; the caller passes method, URI and headers",
+			deptest.Module + "/validate": "proof checking is independent of token validation",
+		},
+	}.Check(t, ".")
+}

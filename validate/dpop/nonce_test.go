@@ -1,0 +1,67 @@
+package dpop
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestNonces: with a NonceSecret, a proof needs the nonce of the current
+// or the previous slot; any other value, or none, is ErrUseNonce. A
+// replica with the same secret accepts it; one with another secret not.
+func TestNonces(t *testing.T) {
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	clock := now
+	cfg := Config{NonceSecret: secret, NonceLifetime: time.Minute, Now: func() time.Time { return clock }}
+	v := newTestVerifier(t, cfg)
+	other := cfg
+	other.NonceSecret = []byte("fedcba9876543210fedcba9876543210")
+	w := newTestVerifier(t, other)
+	replica := newTestVerifier(t, cfg)
+
+	n := v.Nonce(clock)
+	if len(n) != 32 || n != replica.Nonce(clock) || n == w.Nonce(clock) {
+		t.Fatalf("nonce %q: want 32 characters, equal across replicas with one secret", n)
+	}
+	if got := newTestVerifier(t, Config{}).Nonce(clock); got != "" {
+		t.Errorf("Nonce without secret = %q, want empty", got)
+	}
+	proof := func(nonce any) string {
+		s := goodSpec(t)
+		s.claims["iat"] = clock.Unix()
+		if nonce != nil {
+			s.claims["nonce"] = nonce
+		}
+		return s.sign(t)
+	}
+	tests := []struct {
+		name    string
+		v       *Verifier
+		nonce   any
+		advance time.Duration
+		wantErr error
+	}{
+		{"current", v, n, 0, nil},
+		{"other replica", replica, n, 0, nil},
+		{"previous slot", v, n, time.Minute, nil},
+		{"two slots old", v, n, 2 * time.Minute, ErrUseNonce},
+		{"missing", v, nil, 0, ErrUseNonce},
+		{"empty", v, "", 0, ErrUseNonce},
+		{"other secret", w, n, 0, ErrUseNonce},
+		{"garbage", v, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 0, ErrUseNonce},
+		{"number", v, 5, 0, ErrMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock = now.Add(tt.advance)
+			defer func() { clock = now }()
+			_, err := tt.v.Verify(bg, goodRequest(t, proof(tt.nonce)))
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if tt.wantErr == ErrUseNonce && errors.Is(err, ErrInvalidProof) {
+				t.Error("ErrUseNonce must not be ErrInvalidProof")
+			}
+		})
+	}
+}

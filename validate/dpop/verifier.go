@@ -1,0 +1,301 @@
+package dpop
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Verifier checks DPoP proofs (RFC 9449 §4.3). Create it with [New]; it is
+// safe for concurrent use.
+type Verifier struct {
+	cfg   Config
+	algs  []jose.SignatureAlgorithm
+	names []string
+}
+
+// New checks cfg and returns a Verifier. It returns an error wrapping
+// [ErrConfig] for an empty or non-asymmetric Algorithms list, a negative
+// duration or size, or a NonceSecret that is too short.
+func New(cfg Config) (*Verifier, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	v := &Verifier{cfg: cfg, algs: cfg.Algorithms}
+	for _, a := range cfg.Algorithms {
+		v.names = append(v.names, string(a))
+	}
+	return v, nil
+}
+
+// Algorithms returns the accepted "alg" values, in the configured order,
+// for the algs challenge parameter and dpop_signing_alg_values_supported.
+func (v *Verifier) Algorithms() []string { return slices.Clone(v.names) }
+
+// NoncesRequired reports whether proofs must carry a server nonce.
+func (v *Verifier) NoncesRequired() bool { return v.cfg.NonceSecret != nil }
+
+// Request is what a proof is checked against. The caller (the HTTP layer)
+// fills it; this package never sees an http.Request.
+type Request struct {
+	// Method is the request method, compared with "htm" exactly.
+	Method string
+	// URI is the request's target URI built from the canonical resource
+	// identifier (its scheme and authority, never the Host header) and
+	// the request path. It must have no query or fragment; it is
+	// normalised as "htu" is ([NormalizeURI]) unless the two are equal.
+	URI string
+	// AccessToken is the access token the proof accompanies. When set,
+	// "ath" must be its hash and JKT must be the proof key's thumbprint.
+	// Empty (a token request, RFC 9449 §5) checks neither.
+	AccessToken string
+	// JKT is the token's cnf.jkt (RFC 9449 §6). With AccessToken set, an
+	// empty JKT fails with [ErrKeyBinding].
+	JKT string
+	// Proofs holds the value of every DPoP header field of the request.
+	Proofs []string
+}
+
+// Proof is a verified proof.
+type Proof struct {
+	// JKT is the RFC 7638 SHA-256 thumbprint of the proof key,
+	// base64url-encoded: the value a token bound to it carries in cnf.jkt.
+	JKT string
+	// Key is the proof's public key (the "jwk" header).
+	Key jose.JSONWebKey
+	// Algorithm is the proof's "alg".
+	Algorithm jose.SignatureAlgorithm
+	// ID is the proof's "jti".
+	ID string
+	// IssuedAt is the proof's "iat", in UTC.
+	IssuedAt time.Time
+}
+
+// header is the proof's JOSE header (RFC 9449 §4.2).
+type header struct {
+	Typ  string         `json:"typ"`
+	Alg  string         `json:"alg"`
+	JWK  jsontext.Value `json:"jwk"`
+	Crit jsontext.Value `json:"crit"`
+	B64  jsontext.Value `json:"b64"`
+}
+
+// claims is the proof's claims set (RFC 9449 §4.2).
+type claims struct {
+	JTI   string   `json:"jti"`
+	HTM   string   `json:"htm"`
+	HTU   string   `json:"htu"`
+	IAT   *float64 `json:"iat"`
+	ATH   *string  `json:"ath"`
+	Nonce *string  `json:"nonce"`
+}
+
+// privateMembers are the JWK members of private and symmetric keys
+// (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2).
+var privateMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
+
+var b64 = base64.RawURLEncoding.Strict()
+
+// Verify checks req's proof: every check of RFC 9449 §4.3, in its order,
+// then the token binding (§6.1), then records the proof's jti in the
+// ReplayStore (§11.1) so that it is accepted once. It returns an error
+// wrapping one sentinel of errors.go.
+func (v *Verifier) Verify(ctx context.Context, req Request) (*Proof, error) {
+	switch len(req.Proofs) {
+	case 0:
+		return nil, ErrNoProof
+	case 1:
+	default:
+		return nil, ErrMultipleProofs
+	}
+	raw := req.Proofs[0]
+	if len(raw) > v.cfg.MaxProofBytes {
+		return nil, ErrTooLarge
+	}
+	now := v.cfg.Now()
+	p, c, err := v.verifySignature(raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := v.checkClaims(&req, c, now, p); err != nil {
+		return nil, err
+	}
+	if req.AccessToken != "" {
+		if req.JKT == "" || subtle.ConstantTimeCompare([]byte(req.JKT), []byte(p.JKT)) != 1 {
+			return nil, ErrKeyBinding
+		}
+	}
+	sum := sha256.Sum256([]byte(p.JKT + "\x00" + p.ID))
+	ttl := p.IssuedAt.Add(v.cfg.Window).Sub(now) + replayMargin
+	fresh, err := v.cfg.ReplayStore.Claim(ctx, "dpop:"+b64.EncodeToString(sum[:]), ttl)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrReplayStore, err)
+	}
+	if !fresh {
+		return nil, ErrReplay
+	}
+	return p, nil
+}
+
+// verifySignature runs §4.3 checks 2 to 7 and returns the proof with its
+// key and the decoded claims.
+func (v *Verifier) verifySignature(raw string) (*Proof, *claims, error) {
+	hs, rest, ok1 := strings.Cut(raw, ".")
+	ps, ss, ok2 := strings.Cut(rest, ".")
+	if !ok1 || !ok2 || hs == "" || ps == "" || strings.Contains(ss, ".") {
+		return nil, nil, ErrMalformed
+	}
+	hb, err1 := b64.DecodeString(hs)
+	_, err2 := b64.DecodeString(ps)
+	_, err3 := b64.DecodeString(ss)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return nil, nil, ErrMalformed
+	}
+	var h header
+	if err := readJSON(hb, &h); err != nil {
+		return nil, nil, ErrMalformed
+	}
+	if !isProofType(h.Typ) || h.Crit != nil || h.B64 != nil {
+		return nil, nil, ErrType
+	}
+	alg := jose.SignatureAlgorithm(h.Alg)
+	if !slices.Contains(v.algs, alg) {
+		return nil, nil, ErrAlgorithm
+	}
+	if ss == "" {
+		return nil, nil, ErrMalformed
+	}
+	if err := checkJWKMembers(h.JWK); err != nil {
+		return nil, nil, err
+	}
+	// go-jose parses the header again, "jwk" included (refusing private
+	// material itself); its key is the one used below.
+	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{alg})
+	if err != nil || len(jws.Signatures) != 1 {
+		var k jose.JSONWebKey
+		if k.UnmarshalJSON(h.JWK) != nil {
+			return nil, nil, ErrKey
+		}
+		return nil, nil, ErrMalformed
+	}
+	pk := jws.Signatures[0].Protected.JSONWebKey
+	if pk == nil || !pk.Valid() || !pk.IsPublic() || !keyFits(alg, pk.Key) {
+		return nil, nil, ErrKey
+	}
+	key := *pk
+	payload, err := jws.Verify(key.Key)
+	if err != nil {
+		return nil, nil, ErrSignature
+	}
+	var c claims
+	if err := readJSON(payload, &c); err != nil {
+		return nil, nil, ErrMalformed
+	}
+	tp, err := key.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return nil, nil, ErrKey
+	}
+	return &Proof{JKT: b64.EncodeToString(tp), Key: key, Algorithm: alg, ID: c.JTI}, &c, nil
+}
+
+// checkClaims runs §4.3 checks 3 and 8 to 12 on verified claims.
+func (v *Verifier) checkClaims(req *Request, c *claims, now time.Time, p *Proof) error {
+	if c.JTI == "" || c.HTM == "" || c.HTU == "" || c.IAT == nil {
+		return ErrMalformed
+	}
+	iat := *c.IAT
+	if math.IsNaN(iat) || iat < 0 || iat > 253402300799 { // the end of year 9999
+		return ErrMalformed
+	}
+	if c.HTM != req.Method {
+		return ErrMethod
+	}
+	if c.HTU != req.URI { // equal strings need no normalisation
+		htu, ok := NormalizeURI(c.HTU)
+		target, ok2 := NormalizeURI(req.URI)
+		if !ok || !ok2 || htu != target {
+			return ErrURI
+		}
+	}
+	if v.cfg.NonceSecret != nil && (c.Nonce == nil || !v.nonceOK(*c.Nonce, now)) {
+		return ErrUseNonce
+	}
+	sec, frac := math.Modf(iat)
+	p.IssuedAt = time.Unix(int64(sec), int64(frac*1e9)).UTC()
+	if d := now.Sub(p.IssuedAt); d > v.cfg.Window || d < -v.cfg.Window {
+		return ErrIssuedAt
+	}
+	if req.AccessToken != "" {
+		sum := sha256.Sum256([]byte(req.AccessToken))
+		if c.ATH == nil || subtle.ConstantTimeCompare([]byte(*c.ATH), []byte(b64.EncodeToString(sum[:]))) != 1 {
+			return ErrAccessTokenHash
+		}
+	}
+	return nil
+}
+
+// isProofType reports whether typ is "dpop+jwt" (RFC 9449 §4.2), as a
+// media type: case-insensitive, with or without "application/" (RFC 7515
+// §4.1.9).
+func isProofType(typ string) bool {
+	if len(typ) > len("application/") && strings.EqualFold(typ[:len("application/")], "application/") {
+		typ = typ[len("application/"):]
+	}
+	return strings.EqualFold(typ, "dpop+jwt")
+}
+
+// checkJWKMembers checks the raw "jwk" header (§4.3 check 7) before any
+// key is built from it: present, a JSON object, and without the members
+// of private or symmetric keys.
+func checkJWKMembers(raw jsontext.Value) error {
+	if raw == nil {
+		return ErrMalformed
+	}
+	var members map[string]jsontext.Value
+	if err := readJSON(raw, &members); err != nil {
+		return ErrKey
+	}
+	for _, m := range privateMembers {
+		if _, ok := members[m]; ok {
+			return ErrKey
+		}
+	}
+	return nil
+}
+
+// keyFits reports whether key can verify alg.
+func keyFits(alg jose.SignatureAlgorithm, key any) bool {
+	switch k := key.(type) {
+	case *ecdsa.PublicKey:
+		switch alg {
+		case jose.ES256:
+			return k.Curve.Params().BitSize == 256
+		case jose.ES384:
+			return k.Curve.Params().BitSize == 384
+		case jose.ES512:
+			return k.Curve.Params().BitSize == 521
+		}
+	case *rsa.PublicKey:
+		switch alg {
+		case jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512:
+			return k.N.BitLen() >= 2048
+		}
+	case ed25519.PublicKey:
+		return alg == jose.EdDSA
+	}
+	return false
+}

@@ -1,0 +1,213 @@
+package jwks
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+// realClockConfig is testConfig with the real clock, for the deferred
+// refresh, whose timer runs on real time.
+func realClockConfig(t *testing.T, f *fakeJWKS, limit time.Duration) Config {
+	cfg := testConfig(t, f, newClock())
+	cfg.Now = nil
+	cfg.RefreshRateLimit = limit
+	return cfg
+}
+
+// TestDeferredRefreshServesNewKid: a kid published just after an on-demand
+// refresh is refused at once (rate limit), then fetched by the deferred
+// refresh without any further request, and served without waiting.
+func TestDeferredRefreshServesNewKid(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	k1, k2 := ecJWK(t, "k1"), ecJWK(t, "k2")
+	f := newFake(t, k1)
+	s := newSource(t, realClockConfig(t, f, limit))
+	waitFirst(t, s)
+
+	if _, err := s.Keys(t.Context(), "junk"); !errors.Is(err, validate.ErrKeyNotFound) {
+		t.Fatalf("Keys(junk) = %v", err)
+	}
+	if got := f.hits.Load(); got != 2 {
+		t.Fatalf("fetches after the first unknown kid = %d, want 2", got)
+	}
+	f.setKeys(t, k1, k2) // published right after that refresh
+	seen := time.Now()
+	if _, err := s.Keys(t.Context(), "k2"); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("Keys(k2) inside the limit = %v, want %v", err, ErrRateLimited)
+	}
+	eventually(t, 5*time.Second, func() bool { return f.hits.Load() == 3 && s.idle() })
+	took := time.Since(seen)
+	if ks, err := s.Keys(t.Context(), "k2"); err != nil || len(ks) != 1 {
+		t.Fatalf("Keys(k2) after the deferred refresh = %v, %v", ks, err)
+	}
+	if got := f.hits.Load(); got != 3 {
+		t.Errorf("fetches after Keys(k2) = %d, want 3 (a snapshot hit)", got)
+	}
+	if took > limit+3*time.Second { // generous: a loaded -race machine
+		t.Errorf("k2 served %v after first seen, want about %v", took, limit)
+	}
+	time.Sleep(2 * limit)
+	if got := f.hits.Load(); got != 3 {
+		t.Errorf("fetches after the deferred refresh = %d, want 3 (no further timer)", got)
+	}
+	t.Logf("new kid served %v after it was first refused (limit %v)", took, limit)
+}
+
+// TestUnknownKidFloodRealClock floods unknown kids for a bounded time with
+// the real clock and counts fetches: at most one per RefreshRateLimit,
+// deferred refreshes included, and every refused call returns at once.
+func TestUnknownKidFloodRealClock(t *testing.T) {
+	const (
+		limit = 200 * time.Millisecond
+		span  = 1200 * time.Millisecond
+	)
+	f := newFake(t, ecJWK(t, "k1"))
+	s := newSource(t, realClockConfig(t, f, limit))
+	waitFirst(t, s)
+	before := f.hits.Load()
+
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		maxLat time.Duration
+		calls  int
+	)
+	stop := time.Now().Add(span)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := 0; time.Now().Before(stop); i++ {
+				st := time.Now()
+				_, err := s.Keys(context.Background(), fmt.Sprintf("flood-%d-%d", w, i))
+				d := time.Since(st)
+				if !errors.Is(err, validate.ErrKeyNotFound) {
+					t.Errorf("Keys(flood) = %v", err)
+					return
+				}
+				mu.Lock()
+				maxLat, calls = max(maxLat, d), calls+1
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(limit) // let a deferred refresh armed at the end run
+	eventually(t, 5*time.Second, s.idle)
+	got := f.hits.Load() - before
+	if want := int64(span/limit) + 2; got > want || got < 2 {
+		t.Errorf("fetches during a %v flood with limit %v = %d, want 2..%d", span, limit, got, want)
+	}
+	if maxLat > 5*time.Second {
+		t.Errorf("max Keys latency %v, want at most WaitTimeout (5s here)", maxLat)
+	}
+	t.Logf("%d calls, %d fetches, max latency %v", calls, got, maxLat)
+}
+
+// TestDeferredRefreshCancelledByAnyRefresh: a refresh that starts while a
+// deferred one is armed satisfies it; Close disarms it.
+func TestDeferredRefreshCancelledByAnyRefresh(t *testing.T) {
+	const limit = 300 * time.Millisecond
+	clk := newClock()
+	f := newFake(t, ecJWK(t, "k1"))
+	cfg := testConfig(t, f, clk)
+	cfg.RefreshRateLimit = limit
+	s := newSource(t, cfg)
+	waitFirst(t, s)
+	_, _ = s.Keys(t.Context(), "a") // on-demand fetch 2
+	if _, err := s.Keys(t.Context(), "b"); !errors.Is(err, ErrRateLimited) {
+		t.Fatalf("Keys(b) = %v, want %v", err, ErrRateLimited)
+	}
+	clk.Advance(limit)
+	_, _ = s.Keys(t.Context(), "c") // fetch 3 starts, cancels the deferred one
+	time.Sleep(2 * limit)
+	if got := f.hits.Load(); got != 3 {
+		t.Errorf("fetches = %d, want 3", got)
+	}
+	_, _ = s.Keys(t.Context(), "d") // refused: arms again
+	_ = s.Close()
+	s.mu.Lock()
+	armed := s.sched.deferred != nil
+	s.mu.Unlock()
+	if armed {
+		t.Error("deferred refresh still armed after Close")
+	}
+}
+
+// TestOnDemandSuccessRestoresSchedule: after failed refreshes the loop
+// retries with backoff; an on-demand refresh that succeeds puts it back on
+// RefreshInterval, so it does not fetch again at its backoff time.
+func TestOnDemandSuccessRestoresSchedule(t *testing.T) {
+	const limit = 400 * time.Millisecond // backoff: 400 ms, capped at 30 s
+	k1 := ecJWK(t, "k1")
+	f := newFake(t, k1)
+	f.setStatus(503, "")
+	cfg := testConfig(t, f, newClock())
+	cfg.RefreshRateLimit = limit
+	s := newSource(t, cfg)
+	waitFirst(t, s) // fetch 1 failed; the loop retries in 400 ms
+	f.setKeys(t, k1)
+	if err := s.Refresh(t.Context()); err != nil {
+		t.Fatalf("Refresh = %v", err)
+	}
+	if got := f.hits.Load(); got != 2 {
+		t.Fatalf("fetches after Refresh = %d, want 2", got)
+	}
+	time.Sleep(3 * limit)
+	if got := f.hits.Load(); got != 2 {
+		t.Errorf("fetches %v after a successful on-demand refresh = %d, want 2 (the loop kept its failure backoff)", 3*limit, got)
+	}
+}
+
+// TestRefreshAfterStalePeriodicRefresh: a signature failure whose Refresh
+// joins a periodic refresh that read the set before the re-key asks once
+// more, so the new material is served when Refresh returns.
+func TestRefreshAfterStalePeriodicRefresh(t *testing.T) {
+	old, rekeyed := ecJWK(t, "k1"), ecJWK(t, "k1")
+	f := newFake(t, old)
+	gate, entered := make(chan struct{}), make(chan struct{}, 1)
+	f.setGate(gate, entered) // the loop's first refresh reads the old set and waits
+	s := newSource(t, testConfig(t, f, newClock()))
+	<-entered
+	f.setKeys(t, rekeyed)
+	f.setGate(nil, nil)
+	done := make(chan error, 1)
+	go func() { done <- s.Refresh(context.Background()) }()
+	time.Sleep(100 * time.Millisecond) // Refresh joins the running periodic refresh
+	close(gate)
+	if err := <-done; err != nil {
+		t.Fatalf("Refresh = %v", err)
+	}
+	ks, err := s.Keys(t.Context(), "k1")
+	if err != nil || len(ks) != 1 || !ks[0].Valid() {
+		t.Fatalf("Keys(k1) = %v, %v", ks, err)
+	}
+	if ks[0].Key.(*ecdsa.PublicKey).Equal(old.Key) {
+		t.Errorf("Refresh returned with the stale key still served (fetches %d)", f.hits.Load())
+	}
+}
+
+// TestRefreshWaitBoundAcrossAttempts: the two attempts of Refresh share one
+// WaitTimeout, so a hanging periodic refresh costs a caller at most that.
+func TestRefreshWaitBoundAcrossAttempts(t *testing.T) {
+	f := newFake(t, ecJWK(t, "k1"))
+	gate, entered := make(chan struct{}), make(chan struct{}, 1)
+	f.setGate(gate, entered) // the first (periodic) refresh hangs
+	defer close(gate)
+	cfg := testConfig(t, f, newClock())
+	cfg.WaitTimeout = 200 * time.Millisecond
+	s := newSource(t, cfg)
+	<-entered
+	start := time.Now()
+	if err := s.Refresh(t.Context()); !errors.Is(err, ErrWaitTimeout) {
+		t.Fatalf("Refresh = %v, want %v", err, ErrWaitTimeout)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Refresh waited %v, want about WaitTimeout (200ms)", d)
+	}
+}
