@@ -1,8 +1,6 @@
 package devas_test
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -237,10 +235,4 @@ func decodeWith(t *testing.T, keys []jose.JSONWebKey, tok string) (atClaims, jos
 		t.Fatalf("Claims: %v", err)
 	}
 	return c, parsed.Headers[0]
-}
-
-// s256 is the PKCE S256 challenge of v.
-func s256(v string) string {
-	sum := sha256.Sum256([]byte(v))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
 }

@@ -55,8 +55,7 @@ func TestMetadataGolden(t *testing.T) {
 func TestDiscovery(t *testing.T) {
 	for _, path := range []string{"", "/tenant1"} {
 		t.Run("path="+path, func(t *testing.T) {
-			var e *env
-			e = start(t, func(c *devas.Config) { c.Issuer += path })
+			e := start(t, func(c *devas.Config) { c.Issuer += path })
 			iss := e.issuer + path
 			urls, err := asmeta.WellKnownURLs(iss)
 			if err != nil {

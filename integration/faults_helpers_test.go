@@ -30,7 +30,7 @@ const (
 	// hxSlack absorbs scheduling delay under -race on two shared cores
 	// (CI runs two test packages at once). Bounds stay far below what a
 	// hanging authorization server would cause (FetchTimeout or forever).
-	hxSlack = 1500 * time.Millisecond
+	hxSlack = 2500 * time.Millisecond
 )
 
 func hxFaultEnv(t *testing.T, before func(iss *authtest.Issuer)) *hxEnv {

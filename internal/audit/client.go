@@ -224,8 +224,3 @@ func excerpt(body []byte, n int) string {
 		return r
 	}, s)
 }
-
-// originOf returns scheme://host[:port] of u, lower-cased.
-func originOf(u *url.URL) string {
-	return strings.ToLower(u.Scheme + "://" + u.Host)
-}
