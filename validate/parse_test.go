@@ -89,11 +89,3 @@ func TestNumericDate(t *testing.T) {
 		}
 	}
 }
-
-func fill(n int, b byte) []byte {
-	out := make([]byte, n)
-	for i := range out {
-		out[i] = b
-	}
-	return out
-}
