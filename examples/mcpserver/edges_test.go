@@ -12,13 +12,13 @@ import (
 
 func TestParseFlagsRefreshAndRelaxations(t *testing.T) {
 	args := []string{"-jwks-url", "https://as.example.com/keys", "-jwks-refresh-interval", "5m", "-jwks-refresh-rate-limit", "2s",
-		"-jwks-wait-timeout", "1s", "-introspection-allow-missing-aud"}
+		"-jwks-wait-timeout", "1s", "-introspection-allow-missing-aud", "-introspection-allow-missing-sub"}
 	o, err := parseFlags(args, noEnv, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if o.jwksURL != "https://as.example.com/keys" || o.jwksRefreshInterval != 5*time.Minute || o.jwksRefreshRateLimit != 2*time.Second ||
-		o.jwksWaitTimeout != time.Second || !o.introspectionAllowMissingAudience {
+		o.jwksWaitTimeout != time.Second || !o.introspectionAllowMissingAudience || !o.introspectionAllowMissingSubject {
 		t.Errorf("options = %+v", o)
 	}
 	env := map[string]string{"MCPGUARD_JWKS_REFRESH_RATE_LIMIT": "3s", "MCPGUARD_INTROSPECTION_ALLOW_MISSING_AUD": "true"}
@@ -27,7 +27,7 @@ func TestParseFlagsRefreshAndRelaxations(t *testing.T) {
 		t.Errorf("from env: %+v, %v", o, err)
 	}
 	o, err = parseFlags(nil, noEnv, io.Discard)
-	if err != nil || o.jwksURL != "" || o.jwksRefreshRateLimit != 0 || o.introspectionAllowMissingAudience {
+	if err != nil || o.jwksURL != "" || o.jwksRefreshRateLimit != 0 || o.introspectionAllowMissingAudience || o.introspectionAllowMissingSubject {
 		t.Errorf("defaults: %+v, %v (relaxations must be off)", o, err)
 	}
 }

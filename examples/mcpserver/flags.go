@@ -49,6 +49,7 @@ type options struct {
 	jwksRefreshRateLimit              time.Duration
 	jwksWaitTimeout                   time.Duration
 	introspectionAllowMissingAudience bool
+	introspectionAllowMissingSubject  bool
 
 	// Operations: readiness and fail-fast start-up (ops).
 	waitKeys time.Duration
@@ -153,6 +154,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.DurationVar(&o.jwksRefreshRateLimit, "jwks-refresh-rate-limit", 0, "minimum time between on-demand JWKS refreshes (unknown kid, failed signature under a known kid); a refused one is deferred to when the limit opens, so a new signing key is accepted within about this long; 0 means 4s")
 	fs.DurationVar(&o.jwksWaitTimeout, "jwks-wait-timeout", 0, "longest a request waits for a running JWKS refresh; 0 means 2s")
 	fs.BoolVar(&o.introspectionAllowMissingAudience, "introspection-allow-missing-aud", false, "accept introspection responses without aud (RFC 7662 makes it optional; Keycloak and others omit it unless configured); WEAKENS validation: any active token of the issuer is then accepted. Only with -token-mode introspect or hybrid")
+	fs.BoolVar(&o.introspectionAllowMissingSubject, "introspection-allow-missing-sub", false, "accept introspection responses without sub (the JWT path requires sub by default too); WEAKENS validation: the principal then has no subject. Only with -token-mode introspect or hybrid")
 
 	// Operations: readiness and fail-fast start-up (ops).
 	fs.DurationVar(&o.waitKeys, "wait-keys", o.waitKeys, "with -issuer: how long start-up waits for the issuer's first key set before failing with the cause (DNS, TLS, 404, issuer mix-up); 0 starts at once and serves 503 until the keys arrive")

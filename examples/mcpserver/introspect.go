@@ -58,14 +58,15 @@ func (f tokenModeFlag) Set(s string) error {
 var (
 	errIntrospectionNeedsIssuer = errors.New("-token-mode introspect and hybrid need -issuer: the embedded development authorization server issues only JWTs and has no introspection endpoint")
 	errIntrospectionClient      = errors.New("-token-mode introspect and hybrid need -introspection-client-id and -introspection-client-secret (or MCPGUARD_INTROSPECTION_CLIENT_SECRET): RFC 7662 §2.1 introspection endpoints authenticate the resource server")
-	errIntrospectionFlagsUnused = errors.New("-introspection-endpoint, -introspection-client-id and -introspection-client-secret are used only with -token-mode introspect or hybrid")
+	errIntrospectionFlagsUnused = errors.New("-introspection-endpoint, -introspection-client-id, -introspection-client-secret, -introspection-allow-missing-aud and -introspection-allow-missing-sub are used only with -token-mode introspect or hybrid")
 )
 
 // checkTokenMode checks the combination of -token-mode and the
 // introspection flags.
 func checkTokenMode(o options) error {
 	if o.tokenMode == modeJWT {
-		if o.introspectionEndpoint != "" || o.introspectionClientID != "" || o.introspectionClientSecret != "" {
+		if o.introspectionEndpoint != "" || o.introspectionClientID != "" || o.introspectionClientSecret != "" ||
+			o.introspectionAllowMissingAudience || o.introspectionAllowMissingSubject {
 			return errIntrospectionFlagsUnused
 		}
 		return nil
@@ -120,6 +121,7 @@ func newValidator(o options, issuer string, keys validate.KeySource, audiences [
 		AllowConfirmation: o.dpop != middleware.DPoPOff,
 
 		AllowMissingAudience: o.introspectionAllowMissingAudience,
+		AllowMissingSubject:  o.introspectionAllowMissingSubject,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("introspection: %w", err)

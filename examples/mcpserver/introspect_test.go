@@ -91,6 +91,8 @@ func TestRunTokenModeErrors(t *testing.T) {
 		{name: "introspect without secret", args: []string{"-issuer", "https://as.example.com", "-token-mode", "introspect", "-introspection-client-id", "rs"}, wantIs: errIntrospectionClient},
 		{name: "client id with jwt mode", args: []string{"-introspection-client-id", "rs"}, wantIs: errIntrospectionFlagsUnused},
 		{name: "endpoint with jwt mode", args: []string{"-issuer", "https://as.example.com", "-introspection-endpoint", "https://as.example.com/i"}, wantIs: errIntrospectionFlagsUnused},
+		{name: "missing aud relaxation with jwt mode", args: []string{"-introspection-allow-missing-aud"}, wantIs: errIntrospectionFlagsUnused},
+		{name: "missing sub relaxation with jwt mode", args: []string{"-introspection-allow-missing-sub"}, wantIs: errIntrospectionFlagsUnused},
 		{
 			name:   "http endpoint not loopback",
 			args:   append([]string{"-issuer", "https://as.example.com", "-token-mode", "introspect", "-introspection-endpoint", "http://as.example.com/i"}, creds...),
