@@ -7,12 +7,13 @@ import (
 )
 
 // TestDeps enforces the layering in docs/DESIGN.md: validate imports only
-// the standard library (never net/http), go-jose and internal/strictjson.
+// the standard library (never net/http), go-jose, internal/strictjson and internal/scopetoken.
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Allowed: []string{
 			"github.com/go-jose/go-jose/v4/...",
 			"github.com/mcpguard/mcpguard/internal/strictjson",
+			"github.com/mcpguard/mcpguard/internal/scopetoken",
 			"github.com/go-json-experiment/json/...", // through internal/strictjson
 		},
 		BadDeps: map[string]string{

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/mcpguard/mcpguard/internal/scopetoken"
 	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
@@ -41,7 +42,7 @@ func (v *Validator) scopes(rc *rawClaims) ([]string, error) {
 			return nil, errScopeType
 		}
 		for _, s := range list {
-			if s == "" || !scopeToken(s) {
+			if !scopetoken.Valid(s) {
 				return nil, errScopeChar
 			}
 		}
@@ -60,7 +61,7 @@ func splitScope(s string) ([]string, error) {
 		if s[i] == ' ' {
 			continue
 		}
-		if !scopeByte(s[i]) {
+		if !scopetoken.ValidByte(s[i]) {
 			return nil, errScopeChar
 		}
 		if i == 0 || s[i-1] == ' ' {
@@ -77,19 +78,4 @@ func splitScope(s string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// scopeToken reports whether every byte of s is allowed in an RFC 6749 §3.3
-// scope-token: %x21 / %x23-5B / %x5D-7E.
-func scopeToken(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if !scopeByte(s[i]) {
-			return false
-		}
-	}
-	return true
-}
-
-func scopeByte(c byte) bool {
-	return c >= 0x21 && c <= 0x7e && c != '"' && c != '\\'
 }

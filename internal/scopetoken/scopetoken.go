@@ -9,7 +9,7 @@ func Valid(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !validByte(s[i]) {
+		if !ValidByte(s[i]) {
 			return false
 		}
 	}
@@ -31,8 +31,9 @@ func ValidList(s string) bool {
 	return true
 }
 
-// validByte reports whether c may appear in a scope-token:
-// %x21 / %x23-5B / %x5D-7E.
-func validByte(c byte) bool {
+// ValidByte reports whether c may appear in a scope-token:
+// %x21 / %x23-5B / %x5D-7E. It is for callers that split a scope string
+// themselves without allocating (validate, on the token path).
+func ValidByte(c byte) bool {
 	return c >= 0x21 && c <= 0x7e && c != '"' && c != '\\'
 }
