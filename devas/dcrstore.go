@@ -64,17 +64,7 @@ func (s *store[V]) putEvict(key string, v V, exp, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := s.m[key]; !ok && len(s.m) >= s.max {
-		first, firstExp := "", time.Time{}
-		for k, e := range s.m {
-			if !now.Before(e.exp) {
-				delete(s.m, k)
-			} else if first == "" || e.exp.Before(firstExp) {
-				first, firstExp = k, e.exp
-			}
-		}
-		if len(s.m) >= s.max {
-			delete(s.m, first)
-		}
+		s.evictLocked(now)
 	}
 	s.m[key] = entry[V]{v, exp}
 }

@@ -68,20 +68,26 @@ func (s *store[V]) addEvict(key string, v V, exp, now time.Time) bool {
 		return false
 	}
 	if len(s.m) >= s.max {
-		first, firstExp := "", time.Time{}
-		for k, e := range s.m {
-			if !now.Before(e.exp) {
-				delete(s.m, k)
-			} else if first == "" || e.exp.Before(firstExp) {
-				first, firstExp = k, e.exp
-			}
-		}
-		if len(s.m) >= s.max {
-			delete(s.m, first)
-		}
+		s.evictLocked(now)
 	}
 	s.m[key] = entry[V]{v, exp}
 	return true
+}
+
+// evictLocked makes room for one entry: it drops every expired entry and,
+// if the store is still full, the one that expires first. s.mu is held.
+func (s *store[V]) evictLocked(now time.Time) {
+	first, firstExp := "", time.Time{}
+	for k, e := range s.m {
+		if !now.Before(e.exp) {
+			delete(s.m, k)
+		} else if first == "" || e.exp.Before(firstExp) {
+			first, firstExp = k, e.exp
+		}
+	}
+	if len(s.m) >= s.max {
+		delete(s.m, first)
+	}
 }
 
 // update calls f on the unexpired value under key, under the lock, and
