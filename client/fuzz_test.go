@@ -94,7 +94,10 @@ func FuzzRoundTrip(f *testing.F) {
 			auths.Add(1)
 			return staticToken(req.Scopes...), nil
 		})
-		tr, err := New(Config{Resource: resource, Authorizer: authz, Base: base, HTTPClient: mdClient, TokenSource: staticToken("a")})
+		// A cross-origin resource_metadata is fetched with mdClient too: a
+		// fuzzed URL must never reach the network.
+		tr, err := New(Config{Resource: resource, Authorizer: authz, Base: base, HTTPClient: mdClient,
+			CrossOriginHTTPClient: mdClient, TokenSource: staticToken("a")})
 		if err != nil {
 			t.Fatal(err)
 		}
