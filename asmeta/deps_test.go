@@ -7,9 +7,11 @@ import (
 )
 
 // TestDeps enforces the layering in docs/DESIGN.md: asmeta imports the
-// standard library and internal/fetch (with its SSRF guard) only.
+// standard library, internal/fetch (with its SSRF guard) and
+// internal/strictjson (the one JSON reader) only.
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
-		Allowed: []string{deptest.Module + "/internal/fetch", "code.dny.dev/ssrf"},
+		Allowed: []string{deptest.Module + "/internal/fetch", "code.dny.dev/ssrf",
+			deptest.Module + "/internal/strictjson", "github.com/go-json-experiment/json/..."},
 	}.Check(t, ".")
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/mcpguard/mcpguard/internal/fetch"
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // MaxMetadataBytes caps a metadata document's (decompressed) size.
@@ -53,7 +54,7 @@ func Discover(ctx context.Context, c *http.Client, issuer string) (*Metadata, er
 	var mismatch, last error
 	for _, u := range urls {
 		var m Metadata
-		if _, err := fetch.GetJSON(ctx, c, u, MaxMetadataBytes, &m); err != nil {
+		if err := getMetadata(ctx, c, u, &m); err != nil {
 			last = fmt.Errorf("%s: %w", u, err)
 			if ctx.Err() != nil || errors.Is(err, fetch.ErrForbiddenAddress) {
 				break
@@ -73,4 +74,19 @@ func Discover(ctx context.Context, c *http.Client, issuer string) (*Metadata, er
 		return nil, mismatch
 	}
 	return nil, fmt.Errorf("%w: %w", ErrNotFound, last)
+}
+
+// getMetadata fetches the document at u (bounded, see internal/fetch) and
+// reads it with the module's one strict JSON reader: one value, valid
+// UTF-8, no repeated member name at any depth, members matched to fields
+// case-sensitively (internal/strictjson).
+func getMetadata(ctx context.Context, c *http.Client, u string, m *Metadata) error {
+	resp, err := fetch.Get(ctx, c, u, MaxMetadataBytes)
+	if err != nil {
+		return err
+	}
+	if err := strictjson.Unmarshal(resp.Body, m); err != nil {
+		return fmt.Errorf("%w: %w", fetch.ErrDecode, err)
+	}
+	return nil
 }

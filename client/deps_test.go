@@ -20,6 +20,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/prm",
 			deptest.Module + "/asmeta",
 			deptest.Module + "/internal/fetch",
+			deptest.Module + "/internal/strictjson", // through asmeta: the one JSON reader
 			"code.dny.dev/ssrf",
 			"github.com/go-json-experiment/json/...", // the strict JSON reader (jsontext)
 			deptest.Module + "/internal/scopetoken",

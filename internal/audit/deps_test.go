@@ -18,6 +18,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/challenge",
 			deptest.Module + "/prm",
 			deptest.Module + "/internal/fetch",
+			deptest.Module + "/internal/strictjson", // through asmeta: the one JSON reader
 			deptest.Module + "/internal/scopetoken",
 			"code.dny.dev/ssrf",
 			"github.com/go-jose/go-jose/v4/...",
