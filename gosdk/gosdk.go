@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpguard/mcpguard/internal/sessionowner"
 	"github.com/mcpguard/mcpguard/middleware"
 )
 
@@ -46,7 +47,7 @@ type Adapter struct {
 	m      *middleware.Middleware
 	filter bool
 	bearer func(http.Handler) http.Handler
-	owners *owners
+	owners *sessionowner.Owners
 }
 
 // New checks cfg and returns an Adapter.
@@ -59,7 +60,7 @@ func New(cfg Config) (*Adapter, error) {
 	case cfg.MaxSessions == 0:
 		cfg.MaxSessions = DefaultMaxSessions
 	}
-	a := &Adapter{m: cfg.Middleware, filter: cfg.FilterLists, owners: newOwners(cfg.MaxSessions)}
+	a := &Adapter{m: cfg.Middleware, filter: cfg.FilterLists, owners: sessionowner.New(cfg.MaxSessions)}
 	// The token was validated by the middleware (with its own leeway)
 	// before this runs; the go-sdk's expiry check must not refuse it again
 	// with a plain-text 401, so its skew is made irrelevant.

@@ -1,9 +1,7 @@
 package gosdk
 
 import (
-	"container/list"
 	"net/http"
-	"sync"
 )
 
 // DefaultMaxSessions is the number of session owners remembered when
@@ -12,59 +10,14 @@ const DefaultMaxSessions = 10000
 
 const sessionHeader = "Mcp-Session-Id"
 
-// owners remembers which principal (its ID) each go-sdk session was
-// created by, learnt from the Mcp-Session-Id header of the go-sdk's answer
-// to a request without one. It only turns the go-sdk's own refusal of a
-// session of another user (403, no challenge, and proof that the session
-// exists) into the answer for an unknown session (404), which makes a
-// client start a new session and reveals nothing: a session it does not
-// know (never seen, or forgotten past the bound) is left to the go-sdk's
-// check. Safe for concurrent use.
-type owners struct {
-	mu    sync.Mutex
-	max   int
-	byID  map[string]*list.Element // of *owner
-	order *list.List
-}
-
-type owner struct{ sid, id string }
-
-func newOwners(max int) *owners {
-	return &owners{max: max, byID: map[string]*list.Element{}, order: list.New()}
-}
-
-func (o *owners) add(sid, id string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if e := o.byID[sid]; e != nil {
-		e.Value.(*owner).id = id
-		return
-	}
-	for o.order.Len() >= o.max {
-		old := o.order.Remove(o.order.Front()).(*owner)
-		delete(o.byID, old.sid)
-	}
-	o.byID[sid] = o.order.PushBack(&owner{sid, id})
-}
-
-// get returns the principal ID of session sid and whether it is known.
-func (o *owners) get(sid string) (string, bool) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if e := o.byID[sid]; e != nil {
-		return e.Value.(*owner).id, true
-	}
-	return "", false
-}
-
-func (o *owners) remove(sid string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if e := o.byID[sid]; e != nil {
-		o.order.Remove(e)
-		delete(o.byID, sid)
-	}
-}
+// The adapter remembers which principal (its ID) each go-sdk session was
+// created by (an internal/sessionowner.Owners), learnt from the
+// Mcp-Session-Id header of the go-sdk's answer to a request without one. It
+// only turns the go-sdk's own refusal of a session of another user (403, no
+// challenge, and proof that the session exists) into the answer for an
+// unknown session (404), which makes a client start a new session and
+// reveals nothing: a session it does not know (never seen, or forgotten
+// past the bound) is left to the go-sdk's check.
 
 // headerHook is an http.ResponseWriter that calls onHeader once, with the
 // status, just before the header is written. Unwrap keeps
@@ -113,11 +66,11 @@ func (a *Adapter) bindSession(w http.ResponseWriter, r *http.Request, id string)
 		}
 		return &headerHook{ResponseWriter: w, onHeader: func(_ int, h http.Header) {
 			if s := h.Get(sessionHeader); s != "" {
-				a.owners.add(s, id)
+				a.owners.Add(s, id)
 			}
 		}}, true
 	}
-	if o, known := a.owners.get(sid); known && o != id {
+	if o, known := a.owners.Get(sid); known && o != id {
 		http.Error(w, "session not found", http.StatusNotFound)
 		return nil, false
 	}
@@ -126,7 +79,7 @@ func (a *Adapter) bindSession(w http.ResponseWriter, r *http.Request, id string)
 	}
 	return &headerHook{ResponseWriter: w, onHeader: func(status int, _ http.Header) {
 		if status == http.StatusNoContent {
-			a.owners.remove(sid)
+			a.owners.Remove(sid)
 		}
 	}}, true
 }

@@ -1,15 +1,14 @@
 package mcpgo
 
 import (
-	"container/list"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcpguard/mcpguard/internal/sessionowner"
 	"github.com/mcpguard/mcpguard/middleware"
 )
 
@@ -48,7 +47,7 @@ type Config struct {
 type Adapter struct {
 	m         *middleware.Middleware
 	stateless bool
-	sessions  *sessions
+	sessions  *sessionowner.Owners
 }
 
 // New checks cfg and returns an Adapter.
@@ -64,7 +63,7 @@ func New(cfg Config) (*Adapter, error) {
 	return &Adapter{
 		m:         cfg.Middleware,
 		stateless: cfg.Stateless,
-		sessions:  &sessions{max: cfg.MaxSessions, byID: map[string]*list.Element{}, order: list.New()},
+		sessions:  sessionowner.New(cfg.MaxSessions),
 	}, nil
 }
 
@@ -120,7 +119,7 @@ func (a *Adapter) Bind(next http.Handler) http.Handler {
 		case len(ids) > 1:
 			http.Error(w, "Bad Request: repeated Mcp-Session-Id", http.StatusBadRequest)
 			return
-		case len(ids) == 1 && a.sessions.owner(ids[0]) != p.ID():
+		case len(ids) == 1 && owner(a.sessions, ids[0]) != p.ID():
 			http.Error(w, "session not found", http.StatusNotFound)
 			return
 		}
@@ -128,51 +127,10 @@ func (a *Adapter) Bind(next http.Handler) http.Handler {
 	})
 }
 
-// sessions maps each live session ID to the ID of its principal, with
-// the oldest forgotten first past max.
-type sessions struct {
-	mu    sync.Mutex
-	max   int
-	byID  map[string]*list.Element // of *entry
-	order *list.List
-}
-
-type entry struct{ id, owner string }
-
-func (s *sessions) add(id, owner string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for s.order.Len() >= s.max {
-		old := s.order.Remove(s.order.Front()).(*entry)
-		delete(s.byID, old.id)
-	}
-	s.byID[id] = s.order.PushBack(&entry{id, owner})
-}
-
-// owner returns the principal ID of session id, or "" if unknown ("" is
-// no principal's ID).
-func (s *sessions) owner(id string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e := s.byID[id]; e != nil {
-		return e.Value.(*entry).owner
-	}
-	return ""
-}
-
-func (s *sessions) remove(id string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e := s.byID[id]; e != nil {
-		s.order.Remove(e)
-		delete(s.byID, id)
-	}
-}
-
 // resolver gives mcp-go a session ID manager per request, bound to the
 // request's principal; nil requests (mcp-go's idle sweeper) get one that
 // may only end sessions.
-type resolver struct{ s *sessions }
+type resolver struct{ s *sessionowner.Owners }
 
 func (rs resolver) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
 	if r == nil {
@@ -185,7 +143,7 @@ func (rs resolver) ResolveSessionIdManager(r *http.Request) server.SessionIdMana
 // manager is mcp-go's SessionIdManager for one principal (owner), or for
 // the system (owner "").
 type manager struct {
-	s     *sessions
+	s     *sessionowner.Owners
 	owner string
 }
 
@@ -197,12 +155,12 @@ func (m manager) Generate() string {
 		return "" // no principal: no session to bind
 	}
 	id := sessionPrefix + rand.Text()
-	m.s.add(id, m.owner)
+	m.s.Add(id, m.owner)
 	return id
 }
 
 func (m manager) Validate(id string) (isTerminated bool, err error) {
-	switch o := m.s.owner(id); {
+	switch o := owner(m.s, id); {
 	case o == "":
 		return false, errUnknownSession
 	case o != m.owner:
@@ -212,9 +170,16 @@ func (m manager) Validate(id string) (isTerminated bool, err error) {
 }
 
 func (m manager) Terminate(id string) (isNotAllowed bool, err error) {
-	if o := m.s.owner(id); o != "" && m.owner != "" && o != m.owner {
+	if o := owner(m.s, id); o != "" && m.owner != "" && o != m.owner {
 		return true, nil
 	}
-	m.s.remove(id)
+	m.s.Remove(id)
 	return false, nil
+}
+
+// owner returns the principal ID of session id, or "" if unknown ("" is
+// no principal's ID, so an unknown session is nobody's).
+func owner(s *sessionowner.Owners, id string) string {
+	o, _ := s.Get(id)
+	return o
 }
