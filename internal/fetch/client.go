@@ -18,7 +18,7 @@ import (
 type RedirectPolicy int
 
 const (
-	// NoRedirects returns the 3xx response itself, which [GetJSON] then
+	// NoRedirects returns the 3xx response itself, which [Get] then
 	// refuses with a [StatusError]. This is the default.
 	NoRedirects RedirectPolicy = iota
 	// SameOrigin follows at most 3 redirects whose target has the same

@@ -11,5 +11,5 @@
 //
 //	c := fetch.NewClient(fetch.ClientConfig{GuardAddresses: true})
 //	var doc map[string]any
-//	_, err := fetch.GetJSON(ctx, c, "https://app.example/client.json", 5<<10, &doc)
+//	resp, err := fetch.Get(ctx, c, "https://app.example/client.json", 5<<10) // then a strict JSON read of resp.Body
 package fetch

@@ -19,7 +19,8 @@ var (
 	ErrContentType = errors.New("fetch: unexpected content type")
 	// ErrTooLarge: the (decompressed) body exceeded the cap.
 	ErrTooLarge = errors.New("fetch: body too large")
-	// ErrDecode: the body is not valid JSON for the target type.
+	// ErrDecode: the body is not valid JSON for the target type (callers
+	// that read a fetched body wrap their decoding error with it).
 	ErrDecode = errors.New("fetch: invalid json")
 	// ErrTransport: the request failed below HTTP (dial, TLS, timeout,
 	// reset, refused redirect).

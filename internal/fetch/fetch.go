@@ -3,7 +3,6 @@ package fetch
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
@@ -73,18 +72,6 @@ func do(c *http.Client, req *http.Request, maxBytes int64) (*Response, error) {
 		return nil, err
 	}
 	return &Response{Body: body, Header: resp.Header}, nil
-}
-
-// GetJSON is [Get] followed by json.Unmarshal into v.
-func GetJSON(ctx context.Context, c *http.Client, rawURL string, maxBytes int64, v any) (http.Header, error) {
-	resp, err := Get(ctx, c, rawURL, maxBytes)
-	if err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(resp.Body, v); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrDecode, err)
-	}
-	return resp.Header, nil
 }
 
 // ReadBounded reads all of r, failing with [ErrTooLarge] past maxBytes.
