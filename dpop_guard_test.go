@@ -16,8 +16,20 @@ import (
 
 // TestGuardDPoP: a DPoP policy in Config.Middleware is enough: the Guard
 // makes its validator accept cnf, and a DPoP request with a bound token
-// passes, while the same token as Bearer is refused.
+// passes, while the same token as Bearer is refused. The issuer's clock is
+// pinned far from the wall clock, so the proof's iat is accepted only if
+// the middleware reads the same clock: set in Middleware.Now, or inherited
+// from Validate.Now alone (one pinned clock pins the whole Guard).
 func TestGuardDPoP(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ownClock bool
+	}{{"Middleware.Now set", true}, {"only Validate.Now set", false}} {
+		t.Run(tc.name, func(t *testing.T) { testGuardDPoP(t, tc.ownClock) })
+	}
+}
+
+func testGuardDPoP(t *testing.T, ownClock bool) {
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
 	srv := httptest.NewUnstartedServer(nil)
 	resource := "http://" + srv.Listener.Addr().String() + "/mcp"
@@ -25,12 +37,16 @@ func TestGuardDPoP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	mc := middleware.Config{DPoP: middleware.DPoPConfig{Policy: middleware.DPoPRequired}}
+	if ownClock {
+		mc.Now = iss.Now
+	}
 	g, err := New(Config{
 		Resource:   resource,
 		Issuers:    []string{iss.URL()},
 		Keys:       map[string]validate.KeySource{iss.URL(): &validate.StaticKeys{Set: iss.Keys()}},
 		Validate:   validate.Config{Now: iss.Now},
-		Middleware: middleware.Config{Now: iss.Now, DPoP: middleware.DPoPConfig{Policy: middleware.DPoPRequired}},
+		Middleware: mc,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -81,7 +81,10 @@ type Config struct {
 
 	// Validate holds advanced token-validation settings (leeway, allowed
 	// clients, algorithms, tenant claim, cache, clock, …). Issuers must be
-	// nil; Audiences defaults to {Resource}.
+	// nil; Audiences defaults to {Resource}. Validate.Now, when set, is
+	// also the clock of Middleware (step-up window, DPoP proofs, refusal
+	// log rate) and of JWKS when their own Now is nil, so one pinned clock
+	// pins the whole Guard.
 	Validate validate.Config
 
 	// Middleware holds advanced middleware settings (ScopeImplies, step-up
@@ -226,6 +229,9 @@ func New(cfg Config) (*Guard, error) {
 		if ks == nil {
 			jc := cfg.JWKS
 			jc.Issuer = iss
+			if jc.Now == nil {
+				jc.Now = cfg.Validate.Now
+			}
 			if jc.Logger == nil {
 				jc.Logger = cfg.Logger
 			}
@@ -257,6 +263,9 @@ func New(cfg Config) (*Guard, error) {
 	mc.Metadata = md
 	mc.Scopes = cfg.Scopes
 	mc.Operations = cfg.Operations
+	if mc.Now == nil {
+		mc.Now = vc.Now
+	}
 	if mc.Logger == nil {
 		mc.Logger = cfg.Logger
 	}
