@@ -24,6 +24,8 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcpguard/mcpguard/challenge"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // ErrDPoP: a DPoP key cannot be used or a proof cannot be made.
@@ -222,7 +224,7 @@ func isUseNonceBody(resp *http.Response) bool {
 	var e struct {
 		Error string `json:"error"`
 	}
-	return json.Unmarshal(b, &e) == nil && e.Error == "use_dpop_nonce"
+	return strictjson.Unmarshal(b, &e) == nil && e.Error == "use_dpop_nonce"
 }
 
 // isDPoPToken reports whether tok is to be sent with the DPoP scheme: its

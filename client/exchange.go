@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // Token type identifiers of RFC 8693 §3.
@@ -143,7 +144,7 @@ func ExchangeToken(ctx context.Context, c *http.Client, cfg ExchangeConfig, subj
 			Description string `json:"error_description"`
 			URI         string `json:"error_uri"`
 		}
-		if json.Unmarshal(body, &eb) == nil {
+		if strictjson.Unmarshal(body, &eb) == nil {
 			e.Code, e.Description, e.URI = eb.Code, eb.Description, eb.URI
 		}
 		return nil, e
@@ -154,10 +155,12 @@ func ExchangeToken(ctx context.Context, c *http.Client, cfg ExchangeConfig, subj
 	return parseExchangeResponse(body, now())
 }
 
-// parseExchangeResponse decodes an RFC 8693 §2.2.1 success response.
+// parseExchangeResponse decodes an RFC 8693 §2.2.1 success response with
+// the module's strict reader (internal/strictjson: one object, valid
+// UTF-8, no repeated member name, names matched exactly).
 func parseExchangeResponse(body []byte, now time.Time) (*oauth2.Token, error) {
 	var raw map[string]any
-	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+	if err := strictjson.Unmarshal(body, &raw); err != nil || raw == nil {
 		return nil, fmt.Errorf("%w: malformed JSON response", ErrTokenExchange)
 	}
 	str := func(k string) string { s, _ := raw[k].(string); return s }

@@ -114,6 +114,18 @@ func TestExchangeToken(t *testing.T) {
 			name: "malformed JSON", subject: "x", wantErr: ErrTokenExchange, respond: jsonResponse(200, `[1,2`),
 		},
 		{
+			name: "repeated access_token", subject: "x", wantErr: ErrTokenExchange,
+			respond: jsonResponse(200, `{"access_token":"a","access_token":"b","issued_token_type":"t","token_type":"Bearer"}`),
+		},
+		{
+			name: "invalid UTF-8", subject: "x", wantErr: ErrTokenExchange,
+			respond: jsonResponse(200, "{\"access_token\":\"a\xff\",\"issued_token_type\":\"t\",\"token_type\":\"Bearer\"}"),
+		},
+		{
+			name: "case variant is not the member", subject: "x", wantErr: ErrTokenExchange,
+			respond: jsonResponse(200, `{"Access_Token":"a","issued_token_type":"t","token_type":"Bearer"}`),
+		},
+		{
 			name: "bad expires_in", subject: "x", wantErr: ErrTokenExchange,
 			respond: jsonResponse(200, `{"access_token":"a","issued_token_type":"t","token_type":"N_A","expires_in":{}}`),
 		},
