@@ -229,13 +229,13 @@ func hasDPoPScheme(v string) bool {
 
 // checkDPoP checks the proof of a DPoP request, and that a token bound to
 // a key is never accepted as a bearer token (whatever the policy). It
-// returns the key thumbprint of a sender-constrained request, else "".
-func (m *Middleware) checkDPoP(r *http.Request, tok string, isDPoP bool, c *validate.Claims) (string, error) {
+// returns the verified proof of a sender-constrained request, else nil.
+func (m *Middleware) checkDPoP(r *http.Request, tok string, isDPoP bool, c *validate.Claims) (*dpop.Proof, error) {
 	if !isDPoP {
 		if c.Confirmation != nil {
-			return "", ErrBoundAsBearer
+			return nil, ErrBoundAsBearer
 		}
-		return "", nil
+		return nil, nil
 	}
 	var jkt string
 	if c.Confirmation != nil {
@@ -245,9 +245,19 @@ func (m *Middleware) checkDPoP(r *http.Request, tok string, isDPoP bool, c *vali
 		Method: r.Method, URI: m.dpop.targetURI(r), AccessToken: tok, JKT: jkt, Proofs: r.Header.Values("DPoP"),
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	return p.JKT, nil
+	return p, nil
+}
+
+// setNextNonce sends, on the answer to an authenticated DPoP request whose
+// proof carried the previous slot's server nonce, the current one in
+// DPoP-Nonce (RFC 9449 §9), so that the client's next proof does not
+// need a use_dpop_nonce round trip. Nothing is sent otherwise.
+func setNextNonce(w http.ResponseWriter, p *Principal) {
+	if p.nextNonce != "" {
+		w.Header().Set("DPoP-Nonce", p.nextNonce)
+	}
 }
 
 // targetURI is the target URI a proof's htu must match (RFC 9449 §4.3

@@ -245,8 +245,23 @@ func TestDPoPNonce(t *testing.T) {
 		t.Fatalf("without nonce: %d %q %s nonce %q", got.status, got.wwwAuth, got.body, got.nonce)
 	}
 	got2 := f.do(t, dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{claims: map[string]any{"nonce": got.nonce}}, tok)}})
-	if got2.status != 200 {
-		t.Fatalf("with nonce: %d %q", got2.status, got2.wwwAuth)
+	if got2.status != 200 || got2.nonce != "" {
+		t.Fatalf("with nonce: %d %q, DPoP-Nonce %q (want none: the nonce is current)", got2.status, got2.wwwAuth, got2.nonce)
+	}
+	// One slot later the nonce is still accepted, and the answer hands
+	// out the current one (RFC 9449 §9), which the next proof uses
+	// without a use_dpop_nonce round trip; two slots later the old one
+	// is refused.
+	f.iss.Advance(dpop.DefaultNonceLifetime)
+	prev := f.do(t, dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{claims: map[string]any{"nonce": got.nonce}}, tok)}})
+	if prev.status != 200 || prev.nonce == "" || prev.nonce == got.nonce {
+		t.Fatalf("previous slot's nonce: %d %q, DPoP-Nonce %q, want 200 with a new nonce", prev.status, prev.wwwAuth, prev.nonce)
+	}
+	f.iss.Advance(dpop.DefaultNonceLifetime)
+	next := f.do(t, dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{claims: map[string]any{"nonce": prev.nonce}}, tok)}})
+	old := f.do(t, dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{claims: map[string]any{"nonce": got.nonce}}, tok)}})
+	if next.status != 200 || old.status != 401 || !slices.Equal(old.wwwAuth, []string{useNonce}) {
+		t.Fatalf("two slots later: handed-out nonce %d, first nonce %d %q", next.status, old.status, old.wwwAuth)
 	}
 	got3 := f.do(t, dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{claims: map[string]any{"nonce": "stale"}}, tok)}})
 	if got3.status != 401 || !slices.Equal(got3.wwwAuth, []string{useNonce}) {

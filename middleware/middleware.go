@@ -123,6 +123,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.refuse(w, r, err, nil, nil, nil)
 		return
 	}
+	setNextNonce(w, p)
 	var msg message
 	var body []byte
 	post := r.Method == http.MethodPost
@@ -190,12 +191,15 @@ func (m *Middleware) authenticate(r *http.Request) (*Principal, error) {
 	if c == nil {
 		return nil, errNilClaims
 	}
-	jkt, err := m.checkDPoP(r, tok, isDPoP, c)
+	proof, err := m.checkDPoP(r, tok, isDPoP, c)
 	if err != nil {
 		return nil, err
 	}
 	p := newPrincipal(c)
-	p.SenderConstrained, p.KeyThumbprint = jkt != "", jkt
+	if proof != nil {
+		p.SenderConstrained, p.KeyThumbprint = true, proof.JKT
+		p.nextNonce = m.dpop.v.NextNonce(proof, m.cfg.Now())
+	}
 	return p, nil
 }
 

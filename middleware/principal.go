@@ -45,6 +45,9 @@ type Principal struct {
 	// grant is the operation Handler authorized, for RequireScopes and
 	// the labels of later decisions.
 	grant *grant
+	// nextNonce is the DPoP-Nonce the answer to this request sends, if
+	// any (dpop.Verifier.NextNonce).
+	nextNonce string
 }
 
 // HasScope reports whether the token grants s exactly (RFC 6749 §3.3

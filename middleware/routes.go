@@ -35,6 +35,7 @@ func (m *Middleware) Protect(scopes ...string) func(http.Handler) http.Handler {
 				m.refuse(w, r, err, nil, nil, nil)
 				return
 			}
+			setNextNonce(w, p)
 			op := g.op
 			if missing := m.missing(p.Scopes, op.scopes); missing != nil {
 				m.insufficient(w, r, p, g, op.scopes, missing, op.key, op.challenge)

@@ -62,3 +62,31 @@ func (v *Verifier) nonceOK(n string, now time.Time) bool {
 	}
 	return hmac.Equal([]byte(v.nonceFor(got)), []byte(n))
 }
+
+// NextNonce returns the nonce a response to the request that carried p
+// should send in DPoP-Nonce (RFC 9449 §9: a server "MAY supply a new nonce
+// value to use with the next request" in any response): the current
+// slot's nonce when nonces are required and p's is of the previous slot,
+// else "" (nothing to send: p's nonce is current, or nonces are off). So
+// a client that keeps using the newest DPoP-Nonce it saw never meets a
+// use_dpop_nonce 401 while it sends requests at least once a lifetime.
+// The check reads the slot number only; the HMAC is computed only when a
+// new nonce is due.
+func (v *Verifier) NextNonce(p *Proof, now time.Time) string {
+	if v.cfg.NonceSecret == nil || p == nil {
+		return ""
+	}
+	var b [nonceRawLen]byte
+	if len(p.Nonce) == base64.RawURLEncoding.EncodedLen(nonceRawLen) &&
+		base64.RawURLEncoding.Strict().DecodedLen(len(p.Nonce)) == nonceRawLen &&
+		decodes(b[:], p.Nonce) && binary.BigEndian.Uint64(b[:8]) == v.slot(now) {
+		return ""
+	}
+	return v.Nonce(now)
+}
+
+// decodes reports whether s, of dst's encoded length, decodes into dst.
+func decodes(dst []byte, s string) bool {
+	n, err := base64.RawURLEncoding.Strict().Decode(dst, []byte(s))
+	return err == nil && n == len(dst)
+}

@@ -26,6 +26,14 @@ func TestNonces(t *testing.T) {
 	if got := newTestVerifier(t, Config{}).Nonce(clock); got != "" {
 		t.Errorf("Nonce without secret = %q, want empty", got)
 	}
+	if got := newTestVerifier(t, Config{}).NextNonce(&Proof{}, clock); got != "" {
+		t.Errorf("NextNonce without secret = %q, want empty", got)
+	}
+	for _, bad := range []string{"", "x", n + "A", "!" + n[1:]} {
+		if got := v.NextNonce(&Proof{Nonce: bad}, clock); got != n {
+			t.Errorf("NextNonce(%q) = %q, want the current %q", bad, got, n)
+		}
+	}
 	proof := func(nonce any) string {
 		s := goodSpec(t)
 		s.claims["iat"] = clock.Unix()
@@ -55,9 +63,23 @@ func TestNonces(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			clock = now.Add(tt.advance)
 			defer func() { clock = now }()
-			_, err := tt.v.Verify(bg, goodRequest(t, proof(tt.nonce)))
+			p, err := tt.v.Verify(bg, goodRequest(t, proof(tt.nonce)))
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if err == nil {
+				// A current nonce needs no new one; a previous slot's gets
+				// the current slot's, to use with the next request.
+				want := ""
+				if tt.advance > 0 {
+					want = tt.v.Nonce(clock)
+				}
+				if p.Nonce != tt.nonce {
+					t.Errorf("Proof.Nonce = %q, want %q", p.Nonce, tt.nonce)
+				}
+				if got := tt.v.NextNonce(p, clock); got != want || (want != "" && got == n) {
+					t.Errorf("NextNonce = %q, want %q", got, want)
+				}
 			}
 			if tt.wantErr == ErrUseNonce && errors.Is(err, ErrInvalidProof) {
 				t.Error("ErrUseNonce must not be ErrInvalidProof")

@@ -83,6 +83,8 @@ type Proof struct {
 	ID string
 	// IssuedAt is the proof's "iat", in UTC.
 	IssuedAt time.Time
+	// Nonce is the proof's "nonce" (RFC 9449 §4.2), "" if it has none.
+	Nonce string
 }
 
 // header is the proof's JOSE header (RFC 9449 §4.2).
@@ -233,6 +235,9 @@ func (v *Verifier) checkClaims(req *Request, c *claims, now time.Time, p *Proof)
 	}
 	if v.cfg.NonceSecret != nil && (c.Nonce == nil || !v.nonceOK(*c.Nonce, now)) {
 		return ErrUseNonce
+	}
+	if c.Nonce != nil {
+		p.Nonce = *c.Nonce
 	}
 	sec, frac := math.Modf(iat)
 	p.IssuedAt = time.Unix(int64(sec), int64(frac*1e9)).UTC()
