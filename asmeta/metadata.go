@@ -57,6 +57,10 @@ type Metadata struct {
 	// ClientIDMetadataDocumentSupported advertises Client ID Metadata
 	// Documents (draft-ietf-oauth-client-id-metadata-document-00 §5).
 	ClientIDMetadataDocumentSupported bool `json:"client_id_metadata_document_supported,omitempty"`
+	// DPoPSigningAlgValuesSupported lists the JWS algorithms the token
+	// endpoint accepts for DPoP proofs (RFC 9449 §5.1); its presence
+	// tells clients the server issues DPoP-bound tokens.
+	DPoPSigningAlgValuesSupported []string `json:"dpop_signing_alg_values_supported,omitempty"`
 	// UserinfoEndpoint is the OIDC userinfo endpoint (OIDC Discovery only).
 	UserinfoEndpoint string `json:"userinfo_endpoint,omitempty"`
 	// IDTokenSigningAlgValuesSupported is an OIDC Discovery member.

@@ -205,7 +205,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // methods the token endpoint implements: "none", plus client_secret_basic
 // and client_secret_post when a client can have a secret (EnableDCR, a
 // Registry, or a pre-registered client given one). private_key_jwt is not
-// implemented.
+// implemented. dpop_signing_alg_values_supported (RFC 9449 §5.1) lists
+// the proof algorithms of the token endpoint, which binds a token to the
+// key of any valid DPoP proof sent with its request.
 func (s *Server) Metadata() asmeta.Metadata {
 	iss := s.cfg.Issuer
 	grants := []string{"authorization_code"}
@@ -227,6 +229,7 @@ func (s *Server) Metadata() asmeta.Metadata {
 	}
 	m := cimd.ServerMetadata(mc)
 	m.ResponseModesSupported = []string{"query"}
+	m.DPoPSigningAlgValuesSupported = s.dpop.Algorithms()
 	return m
 }
 
