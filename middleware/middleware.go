@@ -158,7 +158,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.steppedUp(r.Context(), p)
 	}
 	p.grant = g
-	r2 := r.WithContext(context.WithValue(r.Context(), principalKey{}, p))
+	r2 := withPrincipal(r, p)
 	if post {
 		b := &bodyReader{}
 		b.Reset(body)
@@ -195,7 +195,7 @@ func (m *Middleware) authenticate(r *http.Request) (*Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := newPrincipal(c)
+	p := newPrincipal(r.Context(), c)
 	if proof != nil {
 		p.SenderConstrained, p.KeyThumbprint = true, proof.JKT
 		p.nextNonce = m.dpop.v.NextNonce(proof, m.cfg.Now())

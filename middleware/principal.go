@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,6 +49,8 @@ type Principal struct {
 	// nextNonce is the DPoP-Nonce the answer to this request sends, if
 	// any (dpop.Verifier.NextNonce).
 	nextNonce string
+	// ctx is the context allocated with this principal (newPrincipal).
+	ctx *principalCtx
 }
 
 // HasScope reports whether the token grants s exactly (RFC 6749 §3.3
@@ -57,9 +60,12 @@ func (p *Principal) HasScope(s string) bool {
 	return p != nil && s != "" && slices.Contains(p.Scopes, s)
 }
 
-// newPrincipal builds the principal of verified claims c.
-func newPrincipal(c *validate.Claims) *Principal {
-	return &Principal{
+// newPrincipal returns the principal of c, allocated together with the
+// context that will carry it to the next handler (principalCtx), whose
+// parent is parent.
+func newPrincipal(parent context.Context, c *validate.Claims) *Principal {
+	pc := &principalCtx{Context: parent}
+	pc.p = Principal{
 		Subject:  c.Subject,
 		Issuer:   c.Issuer,
 		ClientID: c.ClientID,
@@ -67,7 +73,35 @@ func newPrincipal(c *validate.Claims) *Principal {
 		Scopes:   c.Scopes,
 		Expiry:   c.Expiry,
 		Claims:   c,
+		ctx:      pc,
 	}
+	return &pc.p
+}
+
+// principalCtx is context.WithValue(Context, principalKey{}, &p) and the
+// principal in one allocation: the authorized hot path allocates per
+// request only what it must.
+type principalCtx struct {
+	context.Context
+	p Principal
+}
+
+func (c *principalCtx) Value(key any) any {
+	if _, ok := key.(principalKey); ok {
+		return &c.p
+	}
+	return c.Context.Value(key)
+}
+
+func (c *principalCtx) String() string { return "middleware.principalCtx" }
+
+// withPrincipal returns r with a context carrying p: the one allocated
+// with p when r's context is its parent, else a new one.
+func withPrincipal(r *http.Request, p *Principal) *http.Request {
+	if p.ctx != nil && &p.ctx.p == p && p.ctx.Context == r.Context() {
+		return r.WithContext(p.ctx)
+	}
+	return r.WithContext(ContextWithPrincipal(r.Context(), p))
 }
 
 // stepUpID identifies the principal for step-up counting: issuer, subject

@@ -42,7 +42,7 @@ func (m *Middleware) Protect(scopes ...string) func(http.Handler) http.Handler {
 				return
 			}
 			p.grant = g
-			r2 := r.WithContext(ContextWithPrincipal(r.Context(), p))
+			r2 := withPrincipal(r, p)
 			if m.onDecision != nil {
 				m.report(r2.Context(), r.Header, 0, ReasonAuthorized, p, g, op.scopes, nil, nil)
 			}

@@ -3,7 +3,10 @@ package middleware
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 func TestTenant(t *testing.T) {
@@ -50,5 +53,65 @@ func TestPrincipalHasScope(t *testing.T) {
 	var nilP *Principal
 	if nilP.HasScope("a") {
 		t.Error("nil principal has a scope")
+	}
+}
+
+// TestPrincipalContext: the context Handler and Protect give the next
+// handler carries the principal and everything of the request's own
+// context: its values, its deadline and its cancellation.
+func TestPrincipalContext(t *testing.T) {
+	f := newFixture(t, nil)
+	type key struct{}
+	for _, tc := range []struct {
+		name string
+		wrap func(http.Handler) http.Handler
+		req  func(tok string) *http.Request
+	}{
+		{"Handler", f.m.Handler, func(tok string) *http.Request { return rpcRequest(modernRev, "tools/list", "", tok) }},
+		{"Protect", f.m.Protect(), func(tok string) *http.Request {
+			r := httptest.NewRequest(http.MethodGet, "https://mcp.example.com/hooks", nil)
+			r.Header.Set("Authorization", "Bearer "+tok)
+			return r
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			parent, cancel := context.WithCancelCause(context.WithValue(t.Context(), key{}, "v"))
+			deadline := time.Now().Add(time.Hour)
+			parent, cancelDeadline := context.WithDeadline(parent, deadline)
+			defer cancelDeadline()
+			var got context.Context
+			h := tc.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { got = r.Context() }))
+			h.ServeHTTP(httptest.NewRecorder(), tc.req(f.token(t, "mcp", "tools:read")).WithContext(parent))
+			if got == nil {
+				t.Fatal("next was not called")
+			}
+			p, ok := PrincipalFromContext(got)
+			if !ok || p.Subject != "user-1" {
+				t.Fatalf("principal %+v, %t", p, ok)
+			}
+			if got.Value(key{}) != "v" {
+				t.Error("a value of the request's context is lost")
+			}
+			if d, ok := got.Deadline(); !ok || !d.Equal(deadline) {
+				t.Errorf("deadline %v %t, want %v", d, ok, deadline)
+			}
+			cause := errors.New("client went away")
+			cancel(cause)
+			select {
+			case <-got.Done():
+			case <-time.After(5 * time.Second):
+				t.Fatal("cancelling the request's context did not reach next")
+			}
+			if !errors.Is(context.Cause(got), cause) || !errors.Is(got.Err(), context.Canceled) {
+				t.Errorf("cause %v, err %v", context.Cause(got), got.Err())
+			}
+			// A copy of the principal put in another context is found
+			// there, not the original.
+			q := *p
+			q.Subject = "copy"
+			if c, _ := PrincipalFromContext(ContextWithPrincipal(got, &q)); c.Subject != "copy" {
+				t.Errorf("principal of a derived context: %q", c.Subject)
+			}
+		})
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -271,5 +272,39 @@ func TestCacheCollision(t *testing.T) {
 	}
 	if e := c.get(k, "token-b"); e == nil {
 		t.Fatal("lost the entry")
+	}
+}
+
+// TestClaimsCloneIsolated: a copy shares no memory with the original or
+// with another copy, whether its slices fit in the copy's own allocation
+// (at most eight strings) or not; appending to Audience never reaches
+// Scopes.
+func TestClaimsCloneIsolated(t *testing.T) {
+	for _, n := range []int{0, 1, 4, 7, 8, 9, 40} {
+		c := &Claims{Subject: "alice", Audience: []string{"aud"}, Confirmation: &Confirmation{JKT: "k"}}
+		for i := range n {
+			c.Scopes = append(c.Scopes, fmt.Sprint("s", i))
+		}
+		if n == 0 {
+			c.Scopes = nil
+		}
+		want := *c
+		wantScopes := slices.Clone(c.Scopes)
+		d1, d2 := c.clone(), c.clone()
+		d1.Audience = append(d1.Audience, "extra")
+		d1.Audience[0] = "evil"
+		for i := range d1.Scopes {
+			d1.Scopes[i] = "admin"
+		}
+		d1.Confirmation.JKT = "other"
+		if c.Audience[0] != "aud" || !slices.Equal(c.Scopes, wantScopes) || c.Confirmation.JKT != "k" || c.Subject != want.Subject {
+			t.Errorf("%d scopes: the original changed: %+v", n, c)
+		}
+		if d2.Audience[0] != "aud" || len(d2.Audience) != 1 || !slices.Equal(d2.Scopes, wantScopes) || d2.Confirmation.JKT != "k" {
+			t.Errorf("%d scopes: another copy changed: %+v", n, d2)
+		}
+		if (c.Scopes == nil) != (d2.Scopes == nil) {
+			t.Errorf("%d scopes: nil-ness of Scopes not kept", n)
+		}
 	}
 }

@@ -63,12 +63,21 @@ func (c *Claims) Decode(dst any) error {
 }
 
 // clone returns a copy of c that shares no mutable memory with it.
-// Audience and Scopes share one new backing array (one allocation, on
-// every cache hit); each is capped, so an append by the caller to one
+// Audience and Scopes share one new backing array, allocated with the
+// copy when they hold at most eight strings together (one allocation on a
+// usual cache hit); each is capped, so an append by the caller to one
 // never writes into the other. nil stays nil.
 func (c *Claims) clone() *Claims {
-	d := *c
-	buf := make([]string, 0, len(c.Audience)+len(c.Scopes))
+	var d *Claims
+	var buf []string
+	if n := len(c.Audience) + len(c.Scopes); n <= len(claimsBox{}.buf) {
+		// The usual token: the copy and its slices in one allocation.
+		b := &claimsBox{c: *c}
+		d, buf = &b.c, b.buf[:0:n]
+	} else {
+		d, buf = new(Claims), make([]string, 0, n)
+		*d = *c
+	}
 	if c.Audience != nil {
 		buf = append(buf, c.Audience...)
 		d.Audience = buf[:len(buf):len(buf)]
@@ -82,7 +91,13 @@ func (c *Claims) clone() *Claims {
 		cnf := *c.Confirmation
 		d.Confirmation = &cnf
 	}
-	return &d
+	return d
+}
+
+// claimsBox is a Claims copy with room for its audiences and scopes.
+type claimsBox struct {
+	c   Claims
+	buf [8]string
 }
 
 // Wrapped errors for claim checks. They name claims, never values.

@@ -126,7 +126,6 @@ func (v *Validator) validate(ctx context.Context, raw string, hit *bool) (*Claim
 		return nil, errSegments
 	}
 	now := v.cfg.Now()
-	start := time.Now() // monotonic; the MaxKeyWait budget, not a claim check
 	var key cacheKey
 	if v.cache != nil {
 		key = v.cache.keyOf(raw)
@@ -137,6 +136,7 @@ func (v *Validator) validate(ctx context.Context, raw string, hit *bool) (*Claim
 			return c, err
 		}
 	}
+	start := time.Now() // monotonic; the MaxKeyWait budget, not a claim check
 	var tok token
 	if err := v.parse(raw, &tok); err != nil {
 		return nil, err
