@@ -16,6 +16,7 @@ type authzRequest struct {
 	RedirectURI string
 	State       string
 	Challenge   string
+	DPoPJKT     string // dpop_jkt (RFC 9449 §10): the token request's proof key must have it, or ""
 	ClientName  string
 	ClientHost  string // host of a client_id URL, "" otherwise
 }
@@ -165,6 +166,15 @@ func (s *Server) parseRequest(p params, client *cimd.Client, redirectURI string)
 	if oerr != nil {
 		return nil, oerr
 	}
+	// RFC 9449 §10: dpop_jkt binds the code to a DPoP key; the thumbprint
+	// is a base64url SHA-256 (RFC 7638), so exactly 43 characters.
+	jkt, oerr := p.get("dpop_jkt", maxParamBytes)
+	if oerr != nil {
+		return nil, oerr
+	}
+	if jkt != "" && !validChallenge(jkt) {
+		return nil, errInvalidRequest("malformed dpop_jkt")
+	}
 	subject, tenant := s.cfg.Subject, s.cfg.Tenant
 	if s.cfg.AllowLoginHint {
 		hint, oerr := p.get("login_hint", maxParamBytes)
@@ -192,6 +202,7 @@ func (s *Server) parseRequest(p params, client *cimd.Client, redirectURI string)
 		},
 		RedirectURI: redirectURI,
 		Challenge:   challenge,
+		DPoPJKT:     jkt,
 		ClientName:  client.ClientName,
 	}
 	if client.Source == cimd.SourceCIMD {

@@ -40,7 +40,11 @@
 //     framing, and the client's host and redirect host shown;
 //   - JWT access tokens (RFC 9068: typ at+jwt, aud = the resource,
 //     client_id, scope, tenant, jti) signed with a key published at /jwks;
-//   - optional refresh tokens with rotation and reuse detection.
+//   - optional refresh tokens with rotation and reuse detection;
+//   - DPoP (RFC 9449): a token request with a valid proof gets a token
+//     bound to its key (cnf.jkt, token_type DPoP) and a refresh token
+//     bound to it; dpop_jkt binds an authorization code to a key (§10);
+//     dpop_signing_alg_values_supported in the metadata (§5.1).
 //
 // Subject and tenant: tokens are issued for [Config.Subject] in
 // [Config.Tenant] ("dev-user", "tenant-a" by default). Tests that need

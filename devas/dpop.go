@@ -15,7 +15,10 @@ import (
 // the access token and token_type "DPoP". Refresh tokens issued with it
 // are bound to the same key (§5: required for public clients), so a
 // refresh needs a proof by that key. A request without DPoP header gets a
-// Bearer token, as before.
+// Bearer token, as before. An authorization request may carry dpop_jkt
+// (§10): its code is then exchanged only with a proof by the key of that
+// thumbprint (else invalid_grant), so a stolen code is useless without
+// the key, as PKCE makes it useless without the verifier.
 
 // confirmation is the access token's "cnf" claim (RFC 7800, RFC 9449 §6.1).
 type confirmation struct {

@@ -133,7 +133,8 @@ func isUnreserved(c byte) bool {
 }
 
 // validChallenge reports whether s can be an S256 code_challenge:
-// BASE64URL(SHA256(verifier)) without padding is 43 characters.
+// BASE64URL(SHA256(verifier)) without padding is 43 characters. A
+// dpop_jkt (an RFC 7638 SHA-256 thumbprint) has the same form.
 func validChallenge(s string) bool {
 	if len(s) != 43 {
 		return false

@@ -185,6 +185,11 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, p params, 
 	case !verifyPKCE(verifier, rec.Challenge):
 		s.tokenError(w, r, &oauthError{"invalid_grant", "code_verifier does not match the code_challenge"})
 		return
+	case rec.DPoPJKT != "" && jktOf(r) != rec.DPoPJKT:
+		// RFC 9449 §10: the proof key must be the one dpop_jkt named. The
+		// code is spent, as after a PKCE mismatch.
+		s.tokenError(w, r, &oauthError{"invalid_grant", "the authorization code is bound to another DPoP key (dpop_jkt)"})
+		return
 	}
 	if res := p["resource"]; len(res) == 1 && res[0] != rec.Resource {
 		s.tokenError(w, r, &oauthError{"invalid_target", "resource differs from the authorization request"})
