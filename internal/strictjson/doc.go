@@ -1,7 +1,9 @@
 // Package strictjson is mcpguard's one reader of untrusted JSON: JOSE
-// headers and JWT claims sets (validate), introspection responses
-// (validate/introspect), JSON-RPC bodies (middleware) and client metadata
-// and registration requests (cimd). It is a thin policy layer over
+// headers and JWT claims sets (validate), DPoP proofs (validate/dpop),
+// introspection responses (validate/introspect), JSON-RPC bodies
+// (middleware), client metadata and registration requests (cimd),
+// authorization-server metadata (asmeta) and token-endpoint answers
+// (client). It is a thin policy layer over
 // github.com/go-json-experiment/json and its jsontext tokenizer, the
 // module form of Go 1.27's encoding/json/v2; no byte of JSON is scanned by
 // code of this module. When the minimum Go version is 1.27, the imports

@@ -7,12 +7,14 @@ import (
 )
 
 // TestDeps enforces docs/DESIGN.md: dpop is core, like validate: the
-// standard library (never net/http), go-jose and go-json-experiment only.
+// standard library (never net/http), go-jose, and go-json-experiment
+// through internal/strictjson only.
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Allowed: []string{
 			"github.com/go-jose/go-jose/v4/...",
-			"github.com/go-json-experiment/json/...",
+			"github.com/mcpguard/mcpguard/internal/strictjson",
+			"github.com/go-json-experiment/json/...", // through internal/strictjson
 		},
 		BadDeps: map[string]string{
 			"net/http":                   "no HTTP in proof checking; the caller passes method, URI and headers",

@@ -168,7 +168,7 @@ func (v *Verifier) verifySignature(raw string) (*Proof, *claims, error) {
 		return nil, nil, ErrMalformed
 	}
 	var h header
-	if err := readJSON(hb, &h); err != nil {
+	if err := readJSON(hb, headerNames, &h); err != nil {
 		return nil, nil, ErrMalformed
 	}
 	if !isProofType(h.Typ) || h.Crit != nil || h.B64 != nil {
@@ -204,7 +204,7 @@ func (v *Verifier) verifySignature(raw string) (*Proof, *claims, error) {
 		return nil, nil, ErrSignature
 	}
 	var c claims
-	if err := readJSON(payload, &c); err != nil {
+	if err := readJSON(payload, claimNames, &c); err != nil {
 		return nil, nil, ErrMalformed
 	}
 	tp, err := key.Thumbprint(crypto.SHA256)
@@ -271,7 +271,7 @@ func checkJWKMembers(raw jsontext.Value) error {
 		return ErrMalformed
 	}
 	var members map[string]jsontext.Value
-	if err := readJSON(raw, &members); err != nil {
+	if err := readJSON(raw, jwkNames, &members); err != nil {
 		return ErrKey
 	}
 	for _, m := range privateMembers {

@@ -75,6 +75,23 @@ func TestVerify(t *testing.T) {
 		{name: "duplicate htu claim", mod: func(t *testing.T, s *proofSpec, r *Request) {
 			s.rawClm = `{"jti":"d1","htm":"POST","htu":"https://evil.example/mcp","htu":"` + testURI + `","iat":` + itoa(now.Unix()) + `,"ath":"` + ath(testToken) + `"}`
 		}, wantErr: ErrMalformed},
+		// The module's rule 4: a case variant of a member read, beside it.
+		{name: "htm and HTM claims", mod: func(t *testing.T, s *proofSpec, r *Request) {
+			s.claims["HTM"] = "GET"
+		}, wantErr: ErrMalformed},
+		{name: "alg and Alg headers", mod: func(t *testing.T, s *proofSpec, r *Request) {
+			s.rawHdr = `{"typ":"dpop+jwt","alg":"ES256","Alg":"none","jwk":` + mustJSON(t, s.header["jwk"]) + `}`
+		}, wantErr: ErrMalformed},
+		{name: "jti and JTI claims", mod: func(t *testing.T, s *proofSpec, r *Request) { s.claims["JTI"] = "other" }, wantErr: ErrMalformed},
+		{name: "nonce and noncE claims", mod: func(t *testing.T, s *proofSpec, r *Request) { s.claims["noncE"] = "n" }, wantErr: ErrMalformed},
+		{name: "private member in another case in jwk", mod: func(t *testing.T, s *proofSpec, r *Request) {
+			jwk := map[string]any{}
+			for k, v := range s.header["jwk"].(map[string]any) {
+				jwk[k] = v
+			}
+			jwk["D"] = "AAAA"
+			s.header["jwk"] = jwk
+		}, wantErr: ErrKey},
 		{name: "invalid UTF-8 in claims", mod: func(t *testing.T, s *proofSpec, r *Request) {
 			s.rawClm = "{\"jti\":\"\xff\",\"htm\":\"POST\",\"htu\":\"" + testURI + "\",\"iat\":" + itoa(now.Unix()) + ",\"ath\":\"" + ath(testToken) + "\"}"
 		}, wantErr: ErrMalformed},
