@@ -272,3 +272,40 @@ func TestStatelessSessionIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionNeedsThePromptScopes: with the go-sdk server, a
+// completion/complete of a protected prompt needs what prompts/get of it
+// needs (403 with those scopes before the SDK runs), while another
+// prompt's completion and a resource template's need only the base
+// scopes here; the request that is let through reaches the SDK's
+// completion handler unchanged.
+func TestCompletionNeedsThePromptScopes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureConfig{stateless: true})
+	complete := func(ref, token string) *response {
+		body := `{"jsonrpc":"2.0","id":9,"method":"completion/complete","params":{"ref":` + ref + `,"argument":{"name":"a","value":""}}}`
+		return f.do(t, http.MethodPost, body, token, "", "MCP-Protocol-Version", legacyRev)
+	}
+	base, admin := f.token(t, "u", "t", "mcp"), f.token(t, "u", "t", "mcp", "admin")
+	for _, tc := range []struct {
+		name, ref, token string
+		status           int
+		challenge, value string
+	}{
+		{"protected prompt, base scopes", `{"type":"ref/prompt","name":"admin_prompt"}`, base, 403, `scope="mcp admin"`, ""},
+		{"protected prompt, its scope", `{"type":"ref/prompt","name":"admin_prompt"}`, admin, 200, "", "ref/prompt:admin_prompt"},
+		{"other prompt", `{"type":"ref/prompt","name":"greeting"}`, base, 200, "", "ref/prompt:greeting"},
+		{"resource template", `{"type":"ref/resource","uri":"file:///{name}"}`, base, 200, "", "ref/resource:file:///{name}"},
+		{"case-variant name", `{"type":"ref/prompt","name":"greeting","Name":"admin_prompt"}`, base, 400, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := complete(tc.ref, tc.token)
+			if r.status != tc.status || !strings.Contains(r.header.Get("WWW-Authenticate"), tc.challenge) {
+				t.Fatalf("%d %q %s, want %d with %q", r.status, r.header.Get("WWW-Authenticate"), r.body, tc.status, tc.challenge)
+			}
+			if tc.value != "" && !strings.Contains(string(r.rpc.Result), `"values":["`+tc.value+`"]`) {
+				t.Errorf("result %s, want the value %q", r.rpc.Result, tc.value)
+			}
+		})
+	}
+}

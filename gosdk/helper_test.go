@@ -88,7 +88,14 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := mcp.NewServer(&mcp.Implementation{Name: "gosdk-test", Version: "0"}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "gosdk-test", Version: "0"}, &mcp.ServerOptions{
+		// Completions name what they complete, so a test sees which
+		// reference reached the handler.
+		CompletionHandler: func(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			ref := req.Params.Ref
+			return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: []string{ref.Type + ":" + ref.Name + ref.URI}}}, nil
+		},
+	})
 	whoami := func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, who, error) {
 		var w who
 		if p, ok := middleware.PrincipalFromContext(ctx); ok {

@@ -98,7 +98,9 @@ type ResourceRule struct {
 // Every client-to-server method of MCP 2025-11-25 and 2026-07-28 has a
 // documented default (docs/policy.md, "Defaults of every method"): its
 // Methods entry, plus what it inherits (resources/subscribe needs what
-// resources/read of the same URI needs; tasks/* need the Methods scopes of
+// resources/read of the same URI needs; completion/complete of a prompt
+// needs what prompts/get of it needs, of a resource template the Methods
+// scopes of resources/read; tasks/* need the Methods scopes of
 // tools/call). A method neither in Methods nor defined by MCP needs the
 // base scopes only. A tools/call, prompts/get, resources/read or
 // resources/subscribe whose name (or URI) is not listed needs the base and
@@ -110,14 +112,18 @@ type OperationPolicy struct {
 	Methods map[string][]string
 	// Tools maps a tools/call params.name to the scopes it needs.
 	Tools map[string][]string
-	// Prompts maps a prompts/get params.name to the scopes it needs.
+	// Prompts maps a prompts/get params.name to the scopes it needs; a
+	// completion/complete whose params.ref names the prompt needs them
+	// too.
 	Prompts map[string][]string
 	// Resources gives the scopes of resources/read by params.uri.
 	Resources []ResourceRule
 	// DenyUnlisted refuses requests whose method is neither in Methods
-	// nor defined by MCP (docs/policy.md), and tools/call, prompts/get,
+	// nor defined by MCP (docs/policy.md), tools/call, prompts/get,
 	// resources/read and resources/subscribe requests whose name or URI
-	// matches no entry of Tools, Prompts or Resources: 403
+	// matches no entry of Tools, Prompts or Resources, and
+	// completion/complete requests of a prompt Prompts does not list (or
+	// without a params.ref object with a type): 403
 	// {"error":"access_denied"}, [ErrNotListed], with a challenge that
 	// invites no new authorization (resource_metadata only). Responses
 	// (no method) are never refused by it. Defaults to false: such

@@ -45,8 +45,9 @@ var (
 	// ErrInvalidMessage: a POST body is JSON but not a JSON-RPC message the
 	// middleware can authorize: not an object, a member it authorizes on
 	// ("method", "params", "id", "name", "uri", "_meta", the
-	// protocolVersion key) repeated or spelled in another case, one of them
-	// with the wrong type or a string that is not valid UTF-8, or a
+	// protocolVersion key, "ref" and its "type", "name" and "uri")
+	// repeated or spelled in another case, one of them with the wrong type
+	// or a string that is not valid UTF-8, or a
 	// resources/read URI that is not in canonical form while any
 	// OperationPolicy.Resources rule is configured (see
 	// [ResourceRule].Prefix). Answered 400 with JSON-RPC -32600.

@@ -58,6 +58,8 @@ func FuzzPeek(f *testing.F) {
 		`{"method":"a","Method":"b"}`, `{"\u006dethod":"a","method":"b"}`, `{"method":"tools/call","params":{"name":"x","name":"y"}}`,
 		`{"method":"resources/read","params":{"uri":"file:///projects/../secret"}}`,
 		`{"method":"tools/call\ud800"}`, "{\"method\":\"\xff\"}", ``, `{`, `null`, `{"a":[[[[[[]]]]]]}`,
+		`{"jsonrpc":"2.0","id":4,"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p1"},"argument":{"name":"a","value":"b"}}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"completion/complete","params":{"ref":{"type":"ref/resource","uri":"file:///projects/{x}"}}}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s), "2026-07-28", "tools/call", "get_weather")
@@ -71,6 +73,7 @@ func FuzzPeek(f *testing.F) {
 		c.Operations = OperationPolicy{
 			Methods:   map[string][]string{"tools/call": {"tools:call"}},
 			Tools:     map[string][]string{"get_weather": {"weather:read"}},
+			Prompts:   map[string][]string{"p1": {"prompts:p1"}},
 			Resources: []ResourceRule{{URI: "file:///projects/", Prefix: true, Scopes: []string{"files:read"}}},
 		}
 	})
@@ -78,7 +81,7 @@ func FuzzPeek(f *testing.F) {
 	for _, d := range methodDefaults {
 		methods = append(methods, d.method)
 	}
-	names := []string{"", Unlisted, "get_weather", "file:///projects/"}
+	names := []string{"", Unlisted, "get_weather", "p1", "file:///projects/"}
 	versions := []string{"", Unlisted, "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
 	f.Fuzz(func(t *testing.T, body []byte, version, method, name string) {
 		decisions = decisions[:0]
@@ -136,6 +139,8 @@ func FuzzPeekAgreesWithEncodingJSON(f *testing.F) {
 		`{"method":"resources/read","params":{"uri":"file:///a"}}`,
 		`{"METHOD":"x"}`, `{"method":"a","method":"b"}`, `{"\u006dethod":"a"}`, `{"paramſ":{"name":"x"}}`,
 		`{"method":"a\u00e9","params":{"name":"\ud83d\ude00"}}`, `{"method":"a","params":[1]}`, `{"params":{"name":1}}`,
+		`{"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"}}}`, `{"params":{"ref":{"type":1,"Name":"p"}}}`,
+		`{"params":{"ref":"ref/prompt"}}`, `{"params":{"ref":{"type":"ref/prompt","name":"p","name":"q"}}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -164,6 +169,7 @@ func FuzzPeekAgreesWithEncodingJSON(f *testing.F) {
 			Name *json.RawMessage `json:"name"`
 			URI  *json.RawMessage `json:"uri"`
 			Meta *json.RawMessage `json:"_meta"`
+			Ref  *json.RawMessage `json:"ref"`
 		}
 		if err := json.Unmarshal(*std.Params, &params); err != nil {
 			t.Fatalf("params: %v", err)
@@ -194,6 +200,22 @@ func FuzzPeekAgreesWithEncodingJSON(f *testing.F) {
 		}
 		agree("name", params.Name, msg.hasName, msg.nameNotString, msg.name)
 		agree("uri", params.URI, msg.hasURI, msg.uriNotString, msg.uri)
+		// completion/complete's reference, when it is an object.
+		isRef := params.Ref != nil && len(*params.Ref) > 0 && (*params.Ref)[0] == '{'
+		if isRef != msg.hasRef {
+			t.Fatalf("ref object: encoding/json %t, middleware %t", isRef, msg.hasRef)
+		}
+		if isRef {
+			var ref struct {
+				Type *json.RawMessage `json:"type"`
+				Name *json.RawMessage `json:"name"`
+			}
+			if err := json.Unmarshal(*params.Ref, &ref); err != nil {
+				t.Fatalf("ref: %v", err)
+			}
+			agree("ref.type", ref.Type, msg.hasRefType, msg.refTypeNotString, msg.refType)
+			agree("ref.name", ref.Name, msg.hasRefName, msg.refNameNotString, msg.refName)
+		}
 		if meta.Version != nil {
 			if !msg.hasVersion || *meta.Version != string(msg.version) {
 				t.Fatalf("version: encoding/json %q, middleware %q", *meta.Version, msg.version)

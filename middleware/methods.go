@@ -5,7 +5,10 @@ import (
 	"slices"
 )
 
-const methodResourcesSubscribe = "resources/subscribe"
+const (
+	methodResourcesSubscribe = "resources/subscribe"
+	methodCompletion         = "completion/complete"
+)
 
 // methodDefault is the documented policy default of one client-to-server
 // method of MCP (docs/policy.md, "Defaults of every method"). Every request
@@ -55,9 +58,12 @@ var methodDefaults = []methodDefault{
 	// notifications; the resource URIs sit in an array the middleware
 	// does not read, so list it in Methods if updates are sensitive.
 	{method: "subscriptions/listen"},
-	// Completion of prompt or resource-template arguments; params.ref is
-	// not read. List it in Methods if argument values are sensitive.
-	{method: "completion/complete"},
+	// Completion of prompt or resource-template arguments reveals what
+	// the prompt or template offers: with params.ref a prompt, it needs
+	// what prompts/get of that prompt needs; with a resource template,
+	// resources/read's Methods scopes (compileCompletion). Plus its own
+	// Methods entry, always.
+	{method: methodCompletion},
 	// 2025-11-25 tasks: a client-side task is a task-augmented tools/call,
 	// so reading or cancelling one needs tools/call's method scopes.
 	{method: "tasks/get", inherits: methodToolsCall},
@@ -107,4 +113,53 @@ func (m *Middleware) compileSubscribe(cfg *Config, p *policy) resourceRules {
 	slices.SortStableFunc(rr.prefix, func(a, b prefixRule) int { return cmp.Compare(len(b.prefix), len(a.prefix)) })
 	rr.unlisted = &grant{op: p.methods[methodResourcesSubscribe].op, method: methodResourcesSubscribe, name: Unlisted}
 	return rr
+}
+
+// completionRules are the grants of completion/complete by params.ref.
+type completionRules struct {
+	prompts        map[string]*grant // ref/prompt, by name
+	unlistedPrompt *grant            // ref/prompt naming a prompt not in Prompts
+	template       *grant            // ref/resource
+}
+
+// Reference types of completion/complete (MCP schema: PromptReference,
+// ResourceTemplateReference).
+const (
+	refPrompt   = "ref/prompt"
+	refResource = "ref/resource"
+)
+
+// compileCompletion builds the grants of completion/complete: for a prompt
+// reference, what prompts/get of the prompt needs (Methods of prompts/get
+// and the prompt's Prompts entry), plus Methods of completion/complete;
+// for a resource-template reference, Methods of resources/read and of
+// completion/complete. A template is not a URI, so resource rules do not
+// apply to it, and DenyUnlisted does not refuse it.
+func (m *Middleware) compileCompletion(cfg *Config, p *policy) completionRules {
+	op := cfg.Operations
+	own := op.Methods[methodCompletion]
+	cr := completionRules{prompts: map[string]*grant{}}
+	for name, s := range op.Prompts {
+		cr.prompts[name] = &grant{op: m.newOperation(cfg.Scopes, op.Methods[methodPromptsGet], own, s), method: methodCompletion, name: name}
+	}
+	cr.unlistedPrompt = &grant{op: m.newOperation(cfg.Scopes, op.Methods[methodPromptsGet], own), method: methodCompletion, name: Unlisted}
+	cr.template = &grant{op: m.newOperation(cfg.Scopes, op.Methods[methodResourceRead], own), method: methodCompletion}
+	return cr
+}
+
+// complete returns the grant of a completion/complete request msg; mg is
+// the method's own grant, for a request without a usable reference (the
+// SDK refuses it as invalid params).
+func (p *policy) complete(msg *message, mg *grant) (*grant, error) {
+	switch {
+	case !msg.hasRef || !msg.hasRefType:
+		return p.unlisted(mg)
+	case msg.refTypeNotString:
+		return mg, errNotString
+	case string(msg.refType) == refPrompt:
+		return p.named(p.completion.prompts, msg.hasRefName, msg.refNameNotString, msg.refName, mg, p.completion.unlistedPrompt)
+	case string(msg.refType) == refResource:
+		return p.completion.template, nil
+	}
+	return p.unlisted(mg)
 }

@@ -47,6 +47,7 @@ type policy struct {
 	unlistedTool, unlistedPrompt, unlistedResource *grant
 	denyUnlisted                                   bool
 	subscribe                                      resourceRules // resources/subscribe (methods.go)
+	completion                                     completionRules
 }
 
 const (
@@ -99,6 +100,7 @@ func (m *Middleware) compilePolicy(cfg *Config) policy {
 	p.unlistedPrompt = unlisted(methodPromptsGet)
 	p.unlistedResource = unlisted(methodResourceRead)
 	p.subscribe = m.compileSubscribe(cfg, &p)
+	p.completion = m.compileCompletion(cfg, &p)
 	return p
 }
 
@@ -141,6 +143,8 @@ func (p *policy) lookup(msg *message) (*grant, error) {
 		return p.resource(msg, mg, p.resExact, p.resPrefix, p.unlistedResource)
 	case string(msg.method) == methodResourcesSubscribe:
 		return p.resource(msg, mg, p.subscribe.exact, p.subscribe.prefix, p.subscribe.unlisted)
+	case string(msg.method) == methodCompletion:
+		return p.complete(msg, mg)
 	}
 	return mg, nil
 }

@@ -35,9 +35,13 @@ type message struct {
 	name    []byte // params.name
 	uri     []byte // params.uri
 	version []byte // params._meta[io.modelcontextprotocol/protocolVersion]
+	refType []byte // params.ref.type (completion/complete)
+	refName []byte // params.ref.name
 
 	hasMethod, hasID, hasName, hasURI, hasVersion bool
 	nameNotString, uriNotString                   bool
+	hasRef, hasRefType, hasRefName                bool // params.ref is an object; its members
+	refTypeNotString, refNameNotString            bool
 }
 
 // readBody reads at most limit bytes of r's body; one byte more is
@@ -80,11 +84,11 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 // with internal/strictjson, the module's one JSON reader: body must be one
 // JSON object (a JSON array is ErrBatch) in valid UTF-8, without repeated
 // member names at any depth, and without two names equal under case
-// folding in the objects read here (the message, "params" and
-// "params._meta"). Names are matched exactly, as the go-sdk's decoder
+// folding in the objects read here (the message, "params",
+// "params._meta" and "params.ref"). Names are matched exactly, as the go-sdk's decoder
 // (segmentio/encoding, case-sensitive) matches them, and
 // FuzzPeekAgreesWithGoSDK checks that both read the same method, name,
-// URI and protocol version.
+// URI, protocol version and completion reference.
 func parseMessage(body []byte, msg *message) error {
 	err := strictjson.Members(body, []string{"method", "params", "id"}, func(name, v []byte) error {
 		var err error
@@ -107,7 +111,7 @@ func parseMessage(body []byte, msg *message) error {
 }
 
 func parseParams(params []byte, msg *message) error {
-	err := strictjson.Members(params, []string{"name", "uri", "_meta"}, func(name, v []byte) error {
+	err := strictjson.Members(params, []string{"name", "uri", "_meta", "ref"}, func(name, v []byte) error {
 		var err error
 		switch string(name) {
 		case "name":
@@ -128,10 +132,42 @@ func parseParams(params []byte, msg *message) error {
 			if v[0] == '{' {
 				return parseMeta(v, msg)
 			}
+		case "ref":
+			if v[0] == '{' {
+				return parseRef(v, msg)
+			}
 		}
 		return nil
 	})
 	return peekErr(params, err)
+}
+
+// parseRef reads params.ref of completion/complete (MCP: a PromptReference
+// {"type":"ref/prompt","name":…} or a ResourceTemplateReference
+// {"type":"ref/resource","uri":…}): its type and name.
+func parseRef(ref []byte, msg *message) error {
+	msg.hasRef = true
+	err := strictjson.Members(ref, []string{"type", "name", "uri"}, func(name, v []byte) error {
+		var err error
+		switch string(name) {
+		case "type":
+			msg.hasRefType = true
+			if v[0] != '"' {
+				msg.refTypeNotString = true
+			} else if msg.refType, err = stringValue(v); err != nil {
+				return err
+			}
+		case "name":
+			msg.hasRefName = true
+			if v[0] != '"' {
+				msg.refNameNotString = true
+			} else if msg.refName, err = stringValue(v); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return peekErr(ref, err)
 }
 
 func parseMeta(meta []byte, msg *message) error {

@@ -28,6 +28,8 @@ func FuzzPeekAgreesWithGoSDK(f *testing.F) {
 		`{"method":"a\u00e9","params":{"name":"\ud83d\ude00"}}`, `{"method":"a","params":[1]}`, `{"params":{"name":1}}`,
 		`{"method":"tools/call","params":{"name":"a\u0000b"}}`, `{"method":"tools/call","params":{"Name":"x","name":"y"}}`,
 		"{\"method\":\"tools/call\",\"params\":{\"name\":\"\xef\xbf\xbd\"}}", `{"method":"x","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}`,
+		`{"method":"completion/complete","params":{"ref":{"type":"ref/prompt","name":"p"},"argument":{"name":"a","value":"b"}}}`,
+		`{"method":"completion/complete","params":{"ref":{"type":"ref/prompt","Name":"p","name":"q"}}}`, `{"params":{"ref":["ref/prompt"]}}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -53,6 +55,7 @@ func FuzzPeekAgreesWithGoSDK(f *testing.F) {
 			Name *sjson.RawMessage `json:"name"`
 			URI  *sjson.RawMessage `json:"uri"`
 			Meta *sjson.RawMessage `json:"_meta"`
+			Ref  *sjson.RawMessage `json:"ref"`
 		}
 		if gosdkUnmarshal(*top.Params, &params) != nil {
 			return
@@ -71,6 +74,21 @@ func FuzzPeekAgreesWithGoSDK(f *testing.F) {
 		}
 		agree("name", params.Name, msg.hasName, msg.nameNotString, msg.name)
 		agree("uri", params.URI, msg.hasURI, msg.uriNotString, msg.uri)
+		// completion/complete's reference, when it is an object.
+		isRef := params.Ref != nil && len(*params.Ref) > 0 && (*params.Ref)[0] == '{'
+		if isRef != msg.hasRef {
+			t.Fatalf("ref object: go-sdk %t, middleware %t", isRef, msg.hasRef)
+		}
+		if isRef {
+			var ref struct {
+				Type *sjson.RawMessage `json:"type"`
+				Name *sjson.RawMessage `json:"name"`
+			}
+			if gosdkUnmarshal(*params.Ref, &ref) == nil {
+				agree("ref.type", ref.Type, msg.hasRefType, msg.refTypeNotString, msg.refType)
+				agree("ref.name", ref.Name, msg.hasRefName, msg.refNameNotString, msg.refName)
+			}
+		}
 		if params.Meta == nil || len(*params.Meta) == 0 || (*params.Meta)[0] != '{' {
 			if msg.hasVersion {
 				t.Fatalf("version: middleware found one, go-sdk has no _meta object")
