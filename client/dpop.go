@@ -24,7 +24,6 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/mcpguard/mcpguard/challenge"
-
 	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
