@@ -60,7 +60,8 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 		Metadata:  prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL()}},
 		Scopes:    []string{"mcp"},
 		Operations: middleware.OperationPolicy{
-			Tools:  map[string][]string{"secret": {"secret:read"}},
+			Tools:   map[string][]string{"secret": {"secret:read"}},
+			Prompts: map[string][]string{"admin_prompt": {"admin"}},
 			Public: middleware.PublicOperations{Methods: []string{"initialize", "notifications/initialized"}, Tools: []string{"hello"}},
 		},
 		Now: iss.Now,
@@ -68,7 +69,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms := server.NewMCPServer("mcpgo-test", "0")
+	ms := server.NewMCPServer("mcpgo-test", "0", server.WithCompletions(), server.WithPromptCompletionProvider(echoCompletions{}))
 	whoami := func(ctx context.Context, _ mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		var w who
 		if p, ok := middleware.PrincipalFromContext(ctx); ok {
@@ -192,4 +193,12 @@ func (f *fixture) whoami(t *testing.T, tool, token, sid string) who {
 		t.Fatal(err)
 	}
 	return w
+}
+
+// echoCompletions completes any prompt argument with the prompt's name, so
+// a test sees which prompt mcp-go resolved.
+type echoCompletions struct{}
+
+func (echoCompletions) CompletePromptArgument(_ context.Context, prompt string, _ mcp.CompleteArgument, _ mcp.CompleteContext) (*mcp.Completion, error) {
+	return &mcp.Completion{Values: []string{"prompt:" + prompt}}, nil
 }

@@ -115,3 +115,35 @@ func TestNew(t *testing.T) {
 		t.Errorf("no Middleware: %v", err)
 	}
 }
+
+// TestCompletionNeedsThePromptScopes: behind the adapter, mcp-go (which
+// decodes with encoding/json, case-insensitively) completes a protected
+// prompt's arguments only for a token with that prompt's scopes, and a
+// case-variant "Name" cannot make it complete another prompt than the one
+// the middleware authorized.
+func TestCompletionNeedsThePromptScopes(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, fixtureConfig{stateless: true})
+	base, admin := f.token(t, "u", "t", "mcp"), f.token(t, "u", "t", "mcp", "admin")
+	for _, tc := range []struct {
+		name, ref, token string
+		status           int
+		challenge, value string
+	}{
+		{"protected prompt, base scopes", `{"type":"ref/prompt","name":"admin_prompt"}`, base, 403, `scope="mcp admin"`, ""},
+		{"protected prompt, its scope", `{"type":"ref/prompt","name":"admin_prompt"}`, admin, 200, "", "prompt:admin_prompt"},
+		{"other prompt", `{"type":"ref/prompt","name":"greeting"}`, base, 200, "", "prompt:greeting"},
+		{"case-variant Name after name", `{"type":"ref/prompt","name":"greeting","Name":"admin_prompt"}`, base, 400, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := `{"jsonrpc":"2.0","id":9,"method":"completion/complete","params":{"ref":` + tc.ref + `,"argument":{"name":"a","value":""}}}`
+			r := f.do(t, http.MethodPost, body, tc.token, "")
+			if r.status != tc.status || !strings.Contains(r.header.Get("WWW-Authenticate"), tc.challenge) {
+				t.Fatalf("%d %q %s, want %d with %q", r.status, r.header.Get("WWW-Authenticate"), r.body, tc.status, tc.challenge)
+			}
+			if tc.value != "" && !strings.Contains(r.body, `"values":["`+tc.value+`"]`) {
+				t.Errorf("result %s, want the value %q", r.body, tc.value)
+			}
+		})
+	}
+}
