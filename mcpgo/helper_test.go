@@ -62,7 +62,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 		Operations: middleware.OperationPolicy{
 			Tools:   map[string][]string{"secret": {"secret:read"}},
 			Prompts: map[string][]string{"admin_prompt": {"admin"}},
-			Public: middleware.PublicOperations{Methods: []string{"initialize", "notifications/initialized"}, Tools: []string{"hello"}},
+			Public:  middleware.PublicOperations{Methods: []string{"initialize", "notifications/initialized"}, Tools: []string{"hello"}},
 		},
 		Now: iss.Now,
 	})
