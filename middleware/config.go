@@ -123,7 +123,7 @@ type OperationPolicy struct {
 	// resources/read and resources/subscribe requests whose name or URI
 	// matches no entry of Tools, Prompts or Resources, and
 	// completion/complete requests of a prompt Prompts does not list (or
-	// without a params.ref object with a type): 403
+	// without a params.ref of type ref/prompt or ref/resource): 403
 	// {"error":"access_denied"}, [ErrNotListed], with a challenge that
 	// invites no new authorization (resource_metadata only). Responses
 	// (no method) are never refused by it. Defaults to false: such
