@@ -28,9 +28,10 @@ type Decision struct {
 	// the operation was known (a bad token, a body too large or not
 	// parsable; the body is never read before the token is valid).
 	Method string
-	// Name is the tool or prompt name (tools/call, prompts/get) or the
-	// resource rule (resources/read, resources/subscribe) the operation
-	// was authorized by: a
+	// Name is the tool or prompt name (tools/call, prompts/get, and
+	// completion/complete of a prompt) or the resource rule
+	// (resources/read, resources/subscribe) the operation was authorized
+	// by: a
 	// name listed in OperationPolicy.Tools or Prompts, the URI of the
 	// matching exact OperationPolicy.Resources rule, or the URI of the
 	// matching prefix rule (the prefix, not the requested URI). A name or
