@@ -154,15 +154,15 @@ func (s *Server) buildRoutes() error {
 		if err != nil {
 			return fmt.Errorf("%w: well-known url: %w", ErrConfig, err)
 		}
-		s.routes[u.Path] = s.serveMetadata
+		s.routes[u.Path] = withCORS("GET, HEAD", corsReadHeaders, s.serveMetadata)
 	}
 	base := s.issuerPath()
 	s.authzURL = base + "/authorize"
 	s.routes[s.authzURL] = s.handleAuthorize
-	s.routes[base+"/token"] = s.handleToken
-	s.routes[base+"/jwks"] = s.serveJWKS
+	s.routes[base+"/token"] = withCORS("POST", corsAPIHeaders, s.handleToken)
+	s.routes[base+"/jwks"] = withCORS("GET, HEAD", corsReadHeaders, s.serveJWKS)
 	if s.dcr != nil {
-		s.routes[base+"/register"] = s.dcr.ServeHTTP
+		s.routes[base+"/register"] = withCORS("POST", corsAPIHeaders, s.dcr.ServeHTTP)
 	}
 	return nil
 }
@@ -184,7 +184,11 @@ func (s *Server) issuerPath() string {
 //   - issuer-path/jwks: the public signing key (RFC 7517 JWK Set);
 //   - issuer-path/register: RFC 7591 registration, with EnableDCR.
 //
-// Anything else is 404.
+// Every endpoint but the authorization endpoint answers cross-origin
+// requests (Access-Control-Allow-Origin: *, no credentials) and CORS
+// preflights (OPTIONS with Access-Control-Request-Method: 204), so that
+// browser-based clients such as MCP Inspector's web UI can discover,
+// register and exchange codes. Anything else is 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h, ok := s.routes[r.URL.Path]
 	if !ok {
@@ -246,10 +250,10 @@ func (s *Server) serveJWKS(w http.ResponseWriter, r *http.Request) {
 	s.serveStatic(w, r, s.jwksJSON, "application/json")
 }
 
-// serveStatic answers GET and HEAD with body, readable cross-origin.
+// serveStatic answers GET and HEAD with body (withCORS, in the routes,
+// makes it readable cross-origin).
 func (s *Server) serveStatic(w http.ResponseWriter, r *http.Request, body []byte, contentType string) {
 	h := w.Header()
-	h.Set("Access-Control-Allow-Origin", "*")
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		h.Set("Allow", "GET, HEAD")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
