@@ -218,7 +218,14 @@ type Config struct {
 	// Streamable HTTP §Security Warning); a request without Origin is
 	// allowed. The single entry "*" allows every origin, which DISABLES
 	// this protection: use it only behind a proxy that checks Origin.
-	// Nil means only the resource's origin.
+	// Nil means only the resource's origin. A request from an allowed
+	// origin also gets CORS answers, so that browser-based clients can
+	// read them: Access-Control-Allow-Origin (that origin), Vary: Origin,
+	// Access-Control-Expose-Headers (WWW-Authenticate, Mcp-Session-Id,
+	// DPoP-Nonce, Retry-After), and a CORS preflight (OPTIONS with
+	// Access-Control-Request-Method) is answered 204 before any token
+	// check, with no decision reported. "null" is never echoed, and
+	// credentials mode is never enabled.
 	AllowedOrigins []string
 
 	// DPoP configures DPoP-bound access tokens (RFC 9449; dpop.go). The

@@ -113,6 +113,9 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 }
 
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	if _, ok := r.Header["Origin"]; ok && m.origins.cors(w, r) {
+		return // a CORS preflight of an allowed origin (origin.go)
+	}
 	p, err := m.authenticate(r)
 	if err != nil {
 		if m.public != nil && isAnonymous(r, err) {

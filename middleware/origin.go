@@ -85,3 +85,44 @@ func canonOrigin(scheme, host string) string {
 	}
 	return scheme + "://" + host
 }
+
+// CORS (the Fetch standard's protocol) for the origins the policy allows,
+// so that a browser-based MCP client served from one of them (MCP
+// Inspector connecting directly, a web app) can send its requests and
+// read the answers, the 401's WWW-Authenticate included. Credentials mode
+// is never enabled: tokens travel in Authorization, not in cookies.
+const (
+	corsAllowMethods  = "GET, POST, DELETE"
+	corsAllowHeaders  = "Authorization, Content-Type, Accept, DPoP, Last-Event-ID, MCP-Protocol-Version, Mcp-Session-Id, Mcp-Method, Mcp-Name"
+	corsExposeHeaders = "WWW-Authenticate, Mcp-Session-Id, DPoP-Nonce, Retry-After"
+	corsMaxAge        = "600"
+)
+
+// cors adds the CORS answer headers when r has one Origin, a serialized
+// origin ("null" never is) that the policy allows, and reports whether r
+// is a CORS preflight (OPTIONS with Access-Control-Request-Method), which
+// it has then answered: 204 with the methods and request headers of MCP's
+// Streamable HTTP transport. A preflight from another origin is not
+// answered here: it gets the 403 of any request from that origin.
+func (p *originPolicy) cors(w http.ResponseWriter, r *http.Request) bool {
+	vals := r.Header["Origin"]
+	if len(vals) != 1 {
+		return false
+	}
+	if _, ok := parseOrigin(vals[0]); !ok || p.check(r) != nil {
+		return false
+	}
+	h := w.Header()
+	h.Set("Access-Control-Allow-Origin", vals[0])
+	h.Add("Vary", "Origin")
+	h.Set("Access-Control-Expose-Headers", corsExposeHeaders)
+	if r.Method != http.MethodOptions || len(r.Header["Access-Control-Request-Method"]) == 0 {
+		return false
+	}
+	h.Set("Access-Control-Allow-Methods", corsAllowMethods)
+	h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+	h.Set("Access-Control-Max-Age", corsMaxAge)
+	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+	return true
+}

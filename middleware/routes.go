@@ -30,6 +30,9 @@ func (m *Middleware) Protect(scopes ...string) func(http.Handler) http.Handler {
 			panic("middleware: Protect(…)(nil)")
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if _, ok := r.Header["Origin"]; ok && m.origins.cors(w, r) {
+				return // a CORS preflight of an allowed origin (origin.go)
+			}
 			p, err := m.authenticate(r)
 			if err != nil {
 				m.refuse(w, r, err, nil, nil, nil)

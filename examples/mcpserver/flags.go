@@ -62,6 +62,9 @@ type options struct {
 	// server resolves Client ID Metadata Documents served on loopback.
 	devInsecureCIMDLoopback bool
 	devCIMDRootCA           string
+
+	// Browser clients (MCP Inspector connecting directly, web apps).
+	allowedOrigins []string
 }
 
 // listFlag is a flag.Value holding scope-like tokens separated by spaces
@@ -160,6 +163,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.DurationVar(&o.waitKeys, "wait-keys", o.waitKeys, "with -issuer: how long start-up waits for the issuer's first key set before failing with the cause (DNS, TLS, 404, issuer mix-up); 0 starts at once and serves 503 until the keys arrive")
 
 	// Session mode (gosdk adapter).
+	fs.Var(listFlag{&o.allowedOrigins}, "allowed-origins", "browser `origins` (scheme://host[:port], space- or comma-separated) allowed to call the MCP endpoint besides its own, with CORS answers, e.g. http://localhost:6274 for MCP Inspector's direct connection; * allows every origin and DISABLES the DNS-rebinding check")
 	fs.BoolVar(&o.stateful, "stateful", false, "serve with the go-sdk's default stateful handler (Mcp-Session-Id sessions bound to the principal that created them, GET streams, DELETE; MCP 2025-11-25 and older only) instead of the stateless one, which also serves 2026-07-28")
 
 	// CIMD development mode (cimddev.go).

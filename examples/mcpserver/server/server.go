@@ -74,11 +74,16 @@ type Config struct {
 	// Public lists operations served without a token
 	// (middleware.OperationPolicy.Public). The zero value lists none.
 	Public middleware.PublicOperations
+	// AllowedOrigins are the browser origins allowed besides the
+	// resource's own (middleware.Config.AllowedOrigins): their requests
+	// pass the Origin check and get CORS answers. Nil means none.
+	AllowedOrigins []string
 }
 
 func (c Config) withDefaults() Config {
 	c.AuthorizationServers = slices.Clone(c.AuthorizationServers)
 	c.Scopes = slices.Clone(c.Scopes)
+	c.AllowedOrigins = slices.Clone(c.AllowedOrigins)
 	c.Public = middleware.PublicOperations{
 		Methods: slices.Clone(c.Public.Methods), Tools: slices.Clone(c.Public.Tools),
 		Prompts: slices.Clone(c.Public.Prompts), Resources: slices.Clone(c.Public.Resources),
@@ -130,11 +135,12 @@ func New(cfg Config) (*Server, error) {
 			BearerMethodsSupported: []string{"header"},
 			ResourceName:           cfg.ResourceName,
 		},
-		Scopes:     cfg.Scopes,
-		Operations: middleware.OperationPolicy{Tools: toolScopes(), Public: cfg.Public},
-		Logger:     cfg.Logger,
-		Now:        cfg.Now,
-		DPoP:       cfg.DPoP,
+		Scopes:         cfg.Scopes,
+		Operations:     middleware.OperationPolicy{Tools: toolScopes(), Public: cfg.Public},
+		Logger:         cfg.Logger,
+		Now:            cfg.Now,
+		DPoP:           cfg.DPoP,
+		AllowedOrigins: cfg.AllowedOrigins,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
