@@ -156,3 +156,53 @@ func BenchmarkFloor(b *testing.B) {
 		}
 	}
 }
+
+// TestHotPathAllocs pins the allocations of an authorized request whose
+// token is in the verified-token cache, with a reused ResponseWriter: a
+// GET, and a 2026-07-28 tools/call POST (body read, strict peek of the
+// message, params and _meta, header checks, tool scopes). They were 5 and
+// 75 before the principal was allocated with its context, the claims copy
+// with its slices, and the peek given a reusable tokenizer; a regression
+// fails here before a benchmark shows it.
+func TestHotPathAllocs(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocation counts: not in -short")
+	}
+	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
+	tok := iss.Token(t, authtest.WithScopes("mcp", "tools:read", "tools:call", "weather:read"))
+	v, err := validate.New(validate.Config{
+		Issuers:   []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Audiences: []string{resource}, TenantClaim: "tenant", Now: iss.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(testConfig(v, iss))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Handler(noopHandler{})
+	w := &discardWriter{h: http.Header{}}
+	get := httptest.NewRequest(http.MethodGet, resource, nil)
+	get.Header.Set("Authorization", "Bearer "+tok)
+	raw := []byte(rpcBody(modernRev, "tools/call", "get_weather"))
+	post := rpcRequest(modernRev, "tools/call", "get_weather", tok)
+	body := &rewindBody{}
+	post.Body, post.ContentLength = body, int64(len(raw))
+	for _, tc := range []struct {
+		name  string
+		r     *http.Request
+		reset func()
+		max   float64
+	}{
+		{"GET", get, func() {}, 3},
+		{"tools/call", post, func() { body.Reset(raw) }, 5},
+	} {
+		tc.reset()
+		h.ServeHTTP(w, tc.r) // fills the cache
+		got := testing.AllocsPerRun(100, func() { tc.reset(); h.ServeHTTP(w, tc.r) })
+		if got > tc.max {
+			t.Errorf("%s: %v allocations per request, want at most %v", tc.name, got, tc.max)
+		}
+	}
+}

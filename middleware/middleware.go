@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 	"github.com/mcpguard/mcpguard/prm"
 )
 
@@ -27,10 +28,11 @@ type Middleware struct {
 	answers      [numKinds]answer
 	log          *slog.Logger
 	onDecision   func(context.Context, Decision)
-	refusals     refusalSampler // logging.go
-	dpop         *dpopState     // nil when DPoP is off (dpop.go)
-	pending      *pendingSet    // nil when the step-up bound is disabled
-	public       *publicSet     // nil: no public operation
+	refusals     refusalSampler  // logging.go
+	dpop         *dpopState      // nil when DPoP is off (dpop.go)
+	pending      *pendingSet     // nil when the step-up bound is disabled
+	public       *publicSet      // nil: no public operation
+	json         strictjson.Pool // the body peek's tokenizer buffers
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -136,7 +138,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			m.refuse(w, r, err, p, nil, nil)
 			return
 		}
-		if err = parseMessage(body, &msg); err != nil {
+		if err = parseMessageWith(&m.json, body, &msg); err != nil {
 			m.refuse(w, r, err, p, nil, nil)
 			return
 		}

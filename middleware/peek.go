@@ -89,8 +89,12 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 // (segmentio/encoding, case-sensitive) matches them, and
 // FuzzPeekAgreesWithGoSDK checks that both read the same method, name,
 // URI, protocol version and completion reference.
-func parseMessage(body []byte, msg *message) error {
-	err := strictjson.Members(body, []string{"method", "params", "id"}, func(name, v []byte) error {
+func parseMessage(body []byte, msg *message) error { return parseMessageWith(nil, body, msg) }
+
+// parseMessageWith is parseMessage reading with pool's buffers (a
+// Middleware's), or fresh ones when pool is nil.
+func parseMessageWith(pool *strictjson.Pool, body []byte, msg *message) error {
+	err := members(pool, body, []string{"method", "params", "id"}, func(name, v []byte) error {
 		var err error
 		switch string(name) {
 		case "method":
@@ -100,7 +104,7 @@ func parseMessage(body []byte, msg *message) error {
 			msg.hasMethod = true
 		case "params":
 			if v[0] == '{' {
-				return parseParams(v, msg)
+				return parseParams(pool, v, msg)
 			}
 		case "id":
 			msg.id, msg.hasID = v, true
@@ -110,8 +114,8 @@ func parseMessage(body []byte, msg *message) error {
 	return peekErr(body, err)
 }
 
-func parseParams(params []byte, msg *message) error {
-	err := strictjson.Members(params, []string{"name", "uri", "_meta", "ref"}, func(name, v []byte) error {
+func parseParams(pool *strictjson.Pool, params []byte, msg *message) error {
+	err := members(pool, params, []string{"name", "uri", "_meta", "ref"}, func(name, v []byte) error {
 		var err error
 		switch string(name) {
 		case "name":
@@ -130,11 +134,11 @@ func parseParams(params []byte, msg *message) error {
 			}
 		case "_meta":
 			if v[0] == '{' {
-				return parseMeta(v, msg)
+				return parseMeta(pool, v, msg)
 			}
 		case "ref":
 			if v[0] == '{' {
-				return parseRef(v, msg)
+				return parseRef(pool, v, msg)
 			}
 		}
 		return nil
@@ -145,9 +149,9 @@ func parseParams(params []byte, msg *message) error {
 // parseRef reads params.ref of completion/complete (MCP: a PromptReference
 // {"type":"ref/prompt","name":…} or a ResourceTemplateReference
 // {"type":"ref/resource","uri":…}): its type and name.
-func parseRef(ref []byte, msg *message) error {
+func parseRef(pool *strictjson.Pool, ref []byte, msg *message) error {
 	msg.hasRef = true
-	err := strictjson.Members(ref, []string{"type", "name", "uri"}, func(name, v []byte) error {
+	err := members(pool, ref, []string{"type", "name", "uri"}, func(name, v []byte) error {
 		var err error
 		switch string(name) {
 		case "type":
@@ -170,8 +174,8 @@ func parseRef(ref []byte, msg *message) error {
 	return peekErr(ref, err)
 }
 
-func parseMeta(meta []byte, msg *message) error {
-	err := strictjson.Members(meta, []string{metaVersionKey}, func(name, v []byte) error {
+func parseMeta(pool *strictjson.Pool, meta []byte, msg *message) error {
+	err := members(pool, meta, []string{metaVersionKey}, func(name, v []byte) error {
 		if string(name) != metaVersionKey {
 			return nil
 		}
@@ -183,6 +187,15 @@ func parseMeta(meta []byte, msg *message) error {
 		return nil
 	})
 	return peekErr(meta, err)
+}
+
+// members is strictjson's Members with pool's buffers, or fresh ones when
+// pool is nil.
+func members(pool *strictjson.Pool, doc []byte, read []string, fn func(name, value []byte) error) error {
+	if pool == nil {
+		return strictjson.Members(doc, read, fn)
+	}
+	return pool.Members(doc, read, fn)
 }
 
 // peekErr maps an error of strictjson to the middleware's: not JSON is

@@ -208,7 +208,7 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 		return
 	}
 	var msg message
-	if parseMessage(body, &msg) != nil || checkHeaders(r.Header, &msg) != nil {
+	if parseMessageWith(&m.json, body, &msg) != nil || checkHeaders(r.Header, &msg) != nil {
 		m.refuse(w, r, ErrNoToken, nil, nil, nil)
 		return
 	}
