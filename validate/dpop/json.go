@@ -20,8 +20,8 @@ var (
 // it with names matched case-sensitively, and a member of the wrong type
 // is an error. Unknown members are allowed (RFC 9449 §4.2 lets proofs
 // carry more claims).
-func readJSON(data []byte, names []string, v any) error {
-	if err := strictjson.Members(data, names, func(_, _ []byte) error { return nil }); err != nil {
+func (ver *Verifier) readJSON(data []byte, names []string, v any) error {
+	if err := ver.json.Members(data, names, func(_, _ []byte) error { return nil }); err != nil {
 		return err
 	}
 	return strictjson.Unmarshal(data, v)

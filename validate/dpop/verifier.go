@@ -17,6 +17,8 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // Verifier checks DPoP proofs (RFC 9449 §4.3). Create it with [New]; it is
@@ -25,6 +27,7 @@ type Verifier struct {
 	cfg   Config
 	algs  []jose.SignatureAlgorithm
 	names []string
+	json  strictjson.Pool // proof reads reuse the tokenizer (json.go)
 }
 
 // New checks cfg and returns a Verifier. It returns an error wrapping
@@ -168,7 +171,7 @@ func (v *Verifier) verifySignature(raw string) (*Proof, *claims, error) {
 		return nil, nil, ErrMalformed
 	}
 	var h header
-	if err := readJSON(hb, headerNames, &h); err != nil {
+	if err := v.readJSON(hb, headerNames, &h); err != nil {
 		return nil, nil, ErrMalformed
 	}
 	if !isProofType(h.Typ) || h.Crit != nil || h.B64 != nil {
@@ -181,7 +184,7 @@ func (v *Verifier) verifySignature(raw string) (*Proof, *claims, error) {
 	if ss == "" {
 		return nil, nil, ErrMalformed
 	}
-	if err := checkJWKMembers(h.JWK); err != nil {
+	if err := v.checkJWKMembers(h.JWK); err != nil {
 		return nil, nil, err
 	}
 	// go-jose parses the header again, "jwk" included (refusing private
@@ -204,7 +207,7 @@ func (v *Verifier) verifySignature(raw string) (*Proof, *claims, error) {
 		return nil, nil, ErrSignature
 	}
 	var c claims
-	if err := readJSON(payload, claimNames, &c); err != nil {
+	if err := v.readJSON(payload, claimNames, &c); err != nil {
 		return nil, nil, ErrMalformed
 	}
 	tp, err := key.Thumbprint(crypto.SHA256)
@@ -266,12 +269,12 @@ func isProofType(typ string) bool {
 // checkJWKMembers checks the raw "jwk" header (§4.3 check 7) before any
 // key is built from it: present, a JSON object, and without the members
 // of private or symmetric keys.
-func checkJWKMembers(raw jsontext.Value) error {
+func (v *Verifier) checkJWKMembers(raw jsontext.Value) error {
 	if raw == nil {
 		return ErrMalformed
 	}
 	var members map[string]jsontext.Value
-	if err := readJSON(raw, jwkNames, &members); err != nil {
+	if err := v.readJSON(raw, jwkNames, &members); err != nil {
 		return ErrKey
 	}
 	for _, m := range privateMembers {
