@@ -95,10 +95,12 @@ func (c *principalCtx) Value(key any) any {
 
 func (c *principalCtx) String() string { return "middleware.principalCtx" }
 
-// withPrincipal returns r with a context carrying p: the one allocated
-// with p when r's context is its parent, else a new one.
+// withPrincipal returns r with a context carrying p, which authenticate
+// made from this same r: the context allocated with p (whose parent is
+// r's context), else, for a copy of p, a new one. Contexts are not
+// compared: a context of a non-comparable type would make == panic.
 func withPrincipal(r *http.Request, p *Principal) *http.Request {
-	if p.ctx != nil && &p.ctx.p == p && p.ctx.Context == r.Context() {
+	if p.ctx != nil && &p.ctx.p == p {
 		return r.WithContext(p.ctx)
 	}
 	return r.WithContext(ContextWithPrincipal(r.Context(), p))

@@ -115,3 +115,23 @@ func TestPrincipalContext(t *testing.T) {
 		})
 	}
 }
+
+// sliceCtx is a context of a non-comparable type, passed by value.
+type sliceCtx struct {
+	context.Context
+	tags []string
+}
+
+// TestPrincipalContextNotComparable: a request context whose type cannot
+// be compared with == (a struct value holding a slice) goes through
+// Handler: the middleware never compares contexts.
+func TestPrincipalContextNotComparable(t *testing.T) {
+	f := newFixture(t, nil)
+	var got *Principal
+	h := f.m.Handler(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) { got, _ = PrincipalFromContext(r.Context()) }))
+	r := rpcRequest(modernRev, "tools/list", "", f.token(t, "mcp", "tools:read"))
+	h.ServeHTTP(httptest.NewRecorder(), r.WithContext(sliceCtx{Context: r.Context(), tags: []string{"a"}}))
+	if got == nil || got.Subject != "user-1" {
+		t.Fatalf("principal %+v", got)
+	}
+}
