@@ -6,10 +6,10 @@ import (
 	"github.com/mcpguard/mcpguard/internal/deptest"
 )
 
-// TestDeps: the command is flag parsing and output around internal/audit.
+// TestDeps: the alias is "mcpguard audit" under its old name.
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Direct:  true,
-		Allowed: []string{deptest.Module + "/internal/audit"},
+		Allowed: []string{deptest.Module + "/cmd/internal/auditcmd"},
 	}.Check(t, ".")
 }

@@ -1,16 +1,11 @@
-// Command mcpguard-audit checks a live MCP endpoint's authorization,
-// black-box, against the MCP authorization specification and the RFCs it
-// builds on, and prints which rule holds and which does not.
+// Command mcpguard-audit is the old name of "mcpguard audit", kept so that
+// go run github.com/mcpguard/mcpguard/cmd/mcpguard-audit@latest and existing
+// CI jobs keep working. It takes the same flags and exits the same way, and
+// says on stderr that it is deprecated. Use cmd/mcpguard instead:
 //
-//	go run github.com/mcpguard/mcpguard/cmd/mcpguard-audit@latest https://mcp.example.com/mcp
+//	go run github.com/mcpguard/mcpguard/cmd/mcpguard@latest audit https://mcp.example.com/mcp
 //
-// Without credentials it checks discovery, challenges, metadata and the
-// refusal of forged tokens; with -token (or client credentials) and
-// -token2 it also checks step-up, that refused tools never run, session
-// binding and tenant isolation. docs/audit.md lists every check, the
-// flags and the exit codes: 0 when no check at or above -fail-on failed,
-// 1 when one did, 2 for a usage error, 3 when the endpoint could not be
-// audited.
+// Deprecated: use "mcpguard audit" (cmd/mcpguard).
 package main
 
 import (
@@ -18,11 +13,14 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/mcpguard/mcpguard/cmd/internal/auditcmd"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	os.Stderr.WriteString("mcpguard-audit is deprecated: use \"mcpguard audit\" (go run github.com/mcpguard/mcpguard/cmd/mcpguard@latest audit)\n")
+	code := auditcmd.Run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
 }

@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 
 	"github.com/mcpguard/mcpguard/challenge"
-	"github.com/mcpguard/mcpguard/internal/audit"
+	"github.com/mcpguard/mcpguard/cmd/internal/audit"
 	"github.com/mcpguard/mcpguard/prm"
 )
 

@@ -1,4 +1,4 @@
-package main
+package auditcmd
 
 import (
 	"bytes"
@@ -79,7 +79,7 @@ func noErrorCode(next http.Handler) http.Handler {
 func runCmd(t *testing.T, env map[string]string, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	code := run(context.Background(), append([]string{"-interval", "0"}, args...), func(k string) string { return env[k] }, &out, &errOut)
+	code := Run(context.Background(), append([]string{"-interval", "0"}, args...), func(k string) string { return env[k] }, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -98,14 +98,14 @@ func TestExitCodes(t *testing.T) {
 		args []string
 		want int
 	}{
-		{"no URL", nil, exitUsage},
-		{"two URLs", []string{good, good}, exitUsage},
-		{"bad -fail-on", []string{"-fail-on", "often", good}, exitUsage},
-		{"not a URL", []string{"ftp://x/mcp"}, exitUsage},
-		{"unreachable", []string{"-timeout", "1s", closed}, exitNotAudit},
-		{"example, no credentials", []string{good}, exitOK},
-		{"SHOULD failure, default -fail-on must", []string{bad}, exitOK},
-		{"SHOULD failure, -fail-on should", []string{"-fail-on", "should", bad}, exitFailed},
+		{"no URL", nil, ExitUsage},
+		{"two URLs", []string{good, good}, ExitUsage},
+		{"bad -fail-on", []string{"-fail-on", "often", good}, ExitUsage},
+		{"not a URL", []string{"ftp://x/mcp"}, ExitUsage},
+		{"unreachable", []string{"-timeout", "1s", closed}, ExitNotAudit},
+		{"example, no credentials", []string{good}, ExitOK},
+		{"SHOULD failure, default -fail-on must", []string{bad}, ExitOK},
+		{"SHOULD failure, -fail-on should", []string{"-fail-on", "should", bad}, ExitFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -120,7 +120,7 @@ func TestExitCodes(t *testing.T) {
 func TestOutputs(t *testing.T) {
 	endpoint, token := startExample(t, noErrorCode)
 	code, out, errOut := runCmd(t, map[string]string{"MCPGUARD_AUDIT_TOKEN": token}, "-json", "-no-tool-calls", endpoint)
-	if code != exitOK && code != exitFailed {
+	if code != ExitOK && code != ExitFailed {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	if strings.Contains(out, token) {
@@ -141,7 +141,7 @@ func TestOutputs(t *testing.T) {
 	}
 
 	sarif := filepath.Join(t.TempDir(), "audit.sarif")
-	if code, _, errOut := runCmd(t, nil, "-sarif", sarif, endpoint); code != exitOK {
+	if code, _, errOut := runCmd(t, nil, "-sarif", sarif, endpoint); code != ExitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	b, err := os.ReadFile(sarif)
@@ -185,12 +185,12 @@ func TestCAFile(t *testing.T) {
 	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errOut := runCmd(t, nil, "-timeout", "2s", ts.URL+"/mcp"); code != exitNotAudit {
-		t.Errorf("without -ca-file: exit %d, want %d: %s", code, exitNotAudit, errOut)
+	if code, _, errOut := runCmd(t, nil, "-timeout", "2s", ts.URL+"/mcp"); code != ExitNotAudit {
+		t.Errorf("without -ca-file: exit %d, want %d: %s", code, ExitNotAudit, errOut)
 	}
 	code, out, errOut := runCmd(t, nil, "-json", "-ca-file", ca, ts.URL+"/mcp")
-	if code != exitFailed { // no metadata: PRM-DISCOVERY fails
-		t.Errorf("with -ca-file: exit %d, want %d: %s", code, exitFailed, errOut)
+	if code != ExitFailed { // no metadata: PRM-DISCOVERY fails
+		t.Errorf("with -ca-file: exit %d, want %d: %s", code, ExitFailed, errOut)
 	}
 	var rep struct {
 		Results []struct{ ID, Verdict string } `json:"results"`
@@ -203,7 +203,7 @@ func TestCAFile(t *testing.T) {
 			t.Errorf("CH-401: %s, want pass", r.Verdict)
 		}
 	}
-	if code, _, _ := runCmd(t, nil, "-ca-file", filepath.Join(t.TempDir(), "missing.pem"), ts.URL+"/mcp"); code != exitUsage {
-		t.Errorf("missing -ca-file: exit %d, want %d", code, exitUsage)
+	if code, _, _ := runCmd(t, nil, "-ca-file", filepath.Join(t.TempDir(), "missing.pem"), ts.URL+"/mcp"); code != ExitUsage {
+		t.Errorf("missing -ca-file: exit %d, want %d", code, ExitUsage)
 	}
 }

@@ -106,7 +106,7 @@ func TestCatalogUnique(t *testing.T) {
 // TestDocsListEveryCheck keeps docs/audit.md's check table in step with
 // the catalog.
 func TestDocsListEveryCheck(t *testing.T) {
-	b, err := os.ReadFile("../../docs/audit.md")
+	b, err := os.ReadFile("../../../docs/audit.md")
 	if err != nil {
 		t.Fatal(err)
 	}

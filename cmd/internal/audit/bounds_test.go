@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpguard/mcpguard/internal/audit"
+	"github.com/mcpguard/mcpguard/cmd/internal/audit"
 )
 
 // TestWithoutCredentials is what CI runs: the example server, no token.

@@ -20,7 +20,7 @@ const maxLine = 240
 // Failures show all their evidence; other rows show the first line,
 // shortened, or everything when verbose is true.
 func WriteTable(w io.Writer, rep *Report, verbose bool) error {
-	fmt.Fprintf(w, "mcpguard-audit %s (credentials: %s, %d requests)\n\n", rep.Endpoint, rep.Credentials, rep.Requests)
+	fmt.Fprintf(w, "mcpguard audit %s (credentials: %s, %d requests)\n\n", rep.Endpoint, rep.Credentials, rep.Requests)
 	width := len("CHECK")
 	for _, r := range rep.Results {
 		width = max(width, len(r.ID))

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpguard/mcpguard/internal/audit"
+	"github.com/mcpguard/mcpguard/cmd/internal/audit"
 	"github.com/mcpguard/mcpguard/middleware"
 )
 

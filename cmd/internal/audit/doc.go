@@ -1,6 +1,6 @@
 // Package audit checks a live MCP endpoint's authorization black-box,
 // against the MCP authorization specification (2025-11-25 and 2026-07-28)
-// and the RFCs it builds on. It is the engine of cmd/mcpguard-audit.
+// and the RFCs it builds on. It is the engine of the `mcpguard audit` command (cmd/mcpguard).
 //
 //	a, err := audit.New(audit.Config{Endpoint: "https://mcp.example.com/mcp", CallTools: true})
 //	rep, err := a.Run(ctx)

@@ -1,4 +1,7 @@
-package main
+// Package auditcmd is the `mcpguard audit` subcommand: flag parsing and
+// output around the engine in cmd/internal/audit. docs/audit.md documents
+// every flag and exit code.
+package auditcmd
 
 import (
 	"context"
@@ -11,16 +14,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpguard/mcpguard/internal/audit"
+	"github.com/mcpguard/mcpguard/cmd/internal/audit"
 )
 
-// Exit codes.
+// Exit codes of [Run].
 const (
-	exitOK       = 0 // no failure at or above -fail-on
-	exitFailed   = 1 // at least one failure at or above -fail-on
-	exitUsage    = 2 // bad flags or arguments
-	exitNotAudit = 3 // the endpoint could not be audited (unreachable, interrupted, output error)
+	ExitOK       = 0 // no failure at or above -fail-on
+	ExitFailed   = 1 // at least one failure at or above -fail-on
+	ExitUsage    = 2 // bad flags or arguments
+	ExitNotAudit = 3 // the endpoint could not be audited (unreachable, interrupted, output error)
 )
+
+// Name is the command's name in messages.
+const Name = "mcpguard audit"
 
 // version is reported in SARIF.
 const version = "0.1.0"
@@ -54,10 +60,10 @@ type options struct {
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
 	var o options
-	fs := flag.NewFlagSet("mcpguard-audit", flag.ContinueOnError)
+	fs := flag.NewFlagSet(Name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: mcpguard-audit [flags] URL\n\nChecks the authorization of the MCP endpoint URL black-box. See docs/audit.md.\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: "+Name+" [flags] URL\n\nChecks the authorization of the MCP endpoint URL black-box. See docs/audit.md.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.token, "token", "", "a valid access `token` for the endpoint (or "+envPrefix+"TOKEN); enables the credentialed checks")
@@ -103,14 +109,15 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	return o, nil
 }
 
-// run is the command; it returns the exit code.
-func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+// Run is the command: args are its arguments (after "audit"), getenv reads
+// the environment (the MCPGUARD_AUDIT_* secrets). It returns the exit code.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, getenv, stderr)
 	if err != nil {
 		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(stderr, "mcpguard-audit:", err)
+			fmt.Fprintln(stderr, Name+":", err)
 		}
-		return exitUsage
+		return ExitUsage
 	}
 	failOn, _ := audit.ParseSeverity(o.failOn)
 	cfg := audit.Config{
@@ -134,13 +141,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if o.caFile != "" {
 		pem, err := os.ReadFile(o.caFile)
 		if err != nil {
-			fmt.Fprintln(stderr, "mcpguard-audit: -ca-file:", err)
-			return exitUsage
+			fmt.Fprintln(stderr, Name+": -ca-file:", err)
+			return ExitUsage
 		}
 		cfg.RootCAs = x509.NewCertPool()
 		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
-			fmt.Fprintln(stderr, "mcpguard-audit: -ca-file: no PEM certificate found")
-			return exitUsage
+			fmt.Fprintln(stderr, Name+": -ca-file: no PEM certificate found")
+			return ExitUsage
 		}
 	}
 	if o.tools != "" {
@@ -152,13 +159,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	a, err := audit.New(cfg)
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpguard-audit:", err)
-		return exitUsage
+		fmt.Fprintln(stderr, Name+":", err)
+		return ExitUsage
 	}
 	rep, runErr := a.Run(ctx)
 	if rep == nil {
-		fmt.Fprintln(stderr, "mcpguard-audit:", runErr)
-		return exitNotAudit
+		fmt.Fprintln(stderr, Name+":", runErr)
+		return ExitNotAudit
 	}
 	switch {
 	case o.sarifFile == "-":
@@ -172,22 +179,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		err = writeFile(o.sarifFile, func(w io.Writer) error { return audit.WriteSARIF(w, rep, version) })
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "mcpguard-audit: writing the report:", err)
-		return exitNotAudit
+		fmt.Fprintln(stderr, Name+": writing the report:", err)
+		return ExitNotAudit
 	}
 	if runErr != nil {
-		fmt.Fprintln(stderr, "mcpguard-audit:", runErr)
-		return exitNotAudit
+		fmt.Fprintln(stderr, Name+":", runErr)
+		return ExitNotAudit
 	}
 	if failed := rep.Failed(failOn); len(failed) > 0 {
 		ids := make([]string, len(failed))
 		for i, r := range failed {
 			ids[i] = r.ID
 		}
-		fmt.Fprintf(stderr, "mcpguard-audit: %d check(s) at or above %s failed: %s\n", len(failed), failOn, strings.Join(ids, ", "))
-		return exitFailed
+		fmt.Fprintf(stderr, Name+": %d check(s) at or above %s failed: %s\n", len(failed), failOn, strings.Join(ids, ", "))
+		return ExitFailed
 	}
-	return exitOK
+	return ExitOK
 }
 
 // writeFile writes a file through fn.
