@@ -139,6 +139,47 @@ func (p *oidcPair) clientCredentials(t *testing.T, id, resource string) string {
 	return tr.AccessToken
 }
 
+// register registers a public client (as the TypeScript SDKs do, RFC
+// 7591) and returns its client_id.
+func (p *oidcPair) register(t *testing.T) string {
+	t.Helper()
+	body := `{"redirect_uris":["` + driverRedirect + `"],"grant_types":["authorization_code"],"response_types":["code"],` +
+		`"token_endpoint_auth_method":"none","application_type":"native"}`
+	req, _ := http.NewRequestWithContext(testContext(t), http.MethodPost, p.as.issuer+"/reg", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&reg); err != nil || resp.StatusCode != http.StatusCreated || reg.ClientID == "" {
+		t.Fatalf("registration: %d %v", resp.StatusCode, err)
+	}
+	return reg.ClientID
+}
+
+// authorize starts an authorization request for clientID and returns the
+// status: 303 to the interaction for a known client, 400 invalid_client
+// for an unknown one.
+func (p *oidcPair) authorize(t *testing.T, clientID string) int {
+	t.Helper()
+	q := url.Values{"client_id": {clientID}, "response_type": {"code"}, "redirect_uri": {driverRedirect},
+		"scope": {baseScope}, "resource": {p.ex.mcpURL}, "code_challenge_method": {"S256"},
+		"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}}
+	req, _ := http.NewRequestWithContext(testContext(t), http.MethodGet, p.as.issuer+"/auth?"+q.Encode(), nil)
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<16))
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
 // whoami calls the whoami tool with tok and returns the answer.
 func (p *oidcPair) whoami(t *testing.T, tok string) *rawResponse {
 	t.Helper()
@@ -206,8 +247,18 @@ func TestOIDCProvider(t *testing.T) {
 				// Key rotation: the provider signs with a new key and still
 				// publishes the old one; the server fetches the new key on
 				// the unknown kid.
+				// The rotation replaces the Provider, not its storage: a
+				// client registered before it (as the TypeScript flows in
+				// the parallel subtests are) may still authorize after it.
 				oldKid := jwtKid(t, good)
+				registered := p.register(t)
+				if got := p.authorize(t, registered); got != http.StatusSeeOther {
+					t.Fatalf("authorization of a registered client before rotation: %d, want 303", got)
+				}
 				newKid := p.as.send(t, map[string]string{"cmd": "rotate"})
+				if got := p.authorize(t, registered); got != http.StatusSeeOther {
+					t.Errorf("authorization of a client registered before the rotation: %d, want 303 (the rotation lost the registration)", got)
+				}
 				rotated := p.clientCredentials(t, "mcpguard-cc", p.ex.mcpURL)
 				if got := jwtKid(t, rotated); got != newKid || got == oldKid {
 					t.Fatalf("after rotation kid = %q, want the new %q (old %q)", got, newKid, oldKid)

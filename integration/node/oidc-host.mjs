@@ -23,6 +23,10 @@ import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import readline from 'node:readline';
 import { parseArgs } from 'node:util';
 import Provider, { errors } from 'oidc-provider';
+// oidc-provider's own development in-memory adapter (the package has no
+// "exports" map, so the module is importable; the version is pinned by
+// package-lock.json). See "storage" below for why the host creates it.
+import { createMemoryAdapter } from 'oidc-provider/lib/adapters/memory_adapter.js';
 
 // stdout carries the JSON protocol only: oidc-provider's notices go to stderr.
 console.log = console.info = console.warn = console.error;
@@ -45,6 +49,17 @@ function newKey() {
 }
 let keys = [newKey()];
 
+// One store for every Provider instance this host creates. Left to its
+// default, each new Provider gets a fresh, empty in-memory store, so the
+// "rotate" command (a new Provider with the new keys) used to drop every
+// dynamically registered client, session, grant and authorization code:
+// a TypeScript client that registered before a rotation running in a
+// parallel subtest was then refused ("invalid_client: client is invalid"
+// at its step-up authorization, "client authentication failed" at the
+// token endpoint). On an idle machine the flows finished before the
+// rotation; under load they straddled it.
+const storage = createMemoryAdapter();
+
 const clients = [
   { // the TypeScript SDK client, pre-registered (public, native, loopback redirect)
     client_id: 'mcpguard-ts', application_type: 'native', token_endpoint_auth_method: 'none',
@@ -66,6 +81,7 @@ const clients = [
 function newProvider(issuer) {
   return new Provider(issuer, {
     clients,
+    adapter: storage,
     jwks: { keys },
     cookies: { keys: ['mcpguard-integration-cookie-key'] },
     clientDefaults: { id_token_signed_response_alg: 'ES256' }, // the keys are ES256
@@ -147,7 +163,7 @@ server.listen(0, '127.0.0.1', () => {
       resource = c.url;
     } else if (c.cmd === 'rotate') {
       keys = [newKey(), keys[0]]; // sign with the new key, still publish the old
-      provider = newProvider(issuer); // same issuer, clients and (module-level) storage
+      provider = newProvider(issuer); // same issuer, clients and storage
     }
     process.stdout.write(JSON.stringify({ ok: true, kid: keys[0].kid }) + '\n');
   });
