@@ -164,6 +164,14 @@ type Config struct {
 	// Operations gives per-MCP-operation scopes. The zero value adds none.
 	Operations OperationPolicy
 
+	// Lists chooses what list answers show, applied by the SDK adapters
+	// and proxies through [Middleware.ListEntry]: [ListAnnotate] (the
+	// zero value: everything a client could obtain, annotated with the
+	// scopes it needs), [ListHide] (only what the token may call) or
+	// [ListOff]. In every mode, entries no token could reach are left
+	// out.
+	Lists ListMode
+
 	// ScopeImplies declares scope hierarchies: a key scope implies each
 	// listed scope, transitively (cycles are allowed). A token holding a
 	// broader scope satisfies every narrower one, for every revision (MCP
@@ -398,6 +406,8 @@ func (c Config) check() error {
 	switch {
 	case c.LegacyScopes != ScopeUnion && c.LegacyScopes != ScopeOperationOnly:
 		return fmt.Errorf("%w: unknown LegacyScopes strategy", ErrConfig)
+	case c.Lists < ListAnnotate || c.Lists > ListOff:
+		return fmt.Errorf("%w: unknown Lists mode", ErrConfig)
 	case c.StepUpWindow < 0:
 		return fmt.Errorf("%w: negative StepUpWindow", ErrConfig)
 	case c.MaxBodyBytes < 0:

@@ -209,12 +209,14 @@ func FuzzPeekAgreesWithEncodingJSON(f *testing.F) {
 			var ref struct {
 				Type *json.RawMessage `json:"type"`
 				Name *json.RawMessage `json:"name"`
+				URI  *json.RawMessage `json:"uri"`
 			}
 			if err := json.Unmarshal(*params.Ref, &ref); err != nil {
 				t.Fatalf("ref: %v", err)
 			}
 			agree("ref.type", ref.Type, msg.hasRefType, msg.refTypeNotString, msg.refType)
 			agree("ref.name", ref.Name, msg.hasRefName, msg.refNameNotString, msg.refName)
+			agree("ref.uri", ref.URI, msg.hasRefURI, msg.refURINotString, msg.refURI)
 		}
 		if meta.Version != nil {
 			if !msg.hasVersion || *meta.Version != string(msg.version) {

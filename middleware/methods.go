@@ -97,12 +97,19 @@ type resourceRules struct {
 // compileSubscribe builds the resource rules of resources/subscribe: each
 // needs what resources/read of the URI needs, plus Methods of subscribe.
 func (m *Middleware) compileSubscribe(cfg *Config, p *policy) resourceRules {
+	return m.compileResourceRules(cfg, methodResourcesSubscribe, p.methods[methodResourcesSubscribe])
+}
+
+// compileResourceRules builds the resource rules of method, which needs
+// what resources/read of a URI needs plus its own Methods entry; unl is
+// its grant for a URI no rule matches.
+func (m *Middleware) compileResourceRules(cfg *Config, method string, unl *grant) resourceRules {
 	op := cfg.Operations
 	rr := resourceRules{exact: map[string]*grant{}}
 	for _, r := range op.Resources {
 		g := &grant{
-			op:     m.newOperation(cfg.Scopes, op.Methods[methodResourceRead], op.Methods[methodResourcesSubscribe], r.Scopes),
-			method: methodResourcesSubscribe, name: r.URI,
+			op:     m.newOperation(cfg.Scopes, op.Methods[methodResourceRead], op.Methods[method], r.Scopes),
+			method: method, name: r.URI,
 		}
 		if r.Prefix {
 			rr.prefix = append(rr.prefix, prefixRule{r.URI, g})
@@ -111,7 +118,7 @@ func (m *Middleware) compileSubscribe(cfg *Config, p *policy) resourceRules {
 		}
 	}
 	slices.SortStableFunc(rr.prefix, func(a, b prefixRule) int { return cmp.Compare(len(b.prefix), len(a.prefix)) })
-	rr.unlisted = &grant{op: p.methods[methodResourcesSubscribe].op, method: methodResourcesSubscribe, name: Unlisted}
+	rr.unlisted = &grant{op: unl.op, method: method, name: Unlisted}
 	return rr
 }
 
@@ -119,7 +126,8 @@ func (m *Middleware) compileSubscribe(cfg *Config, p *policy) resourceRules {
 type completionRules struct {
 	prompts        map[string]*grant // ref/prompt, by name
 	unlistedPrompt *grant            // ref/prompt naming a prompt not in Prompts
-	template       *grant            // ref/resource
+	template       *grant            // ref/resource of a template no rule matches
+	templates      resourceRules     // ref/resource, by the template's literal part
 }
 
 // Reference types of completion/complete (MCP schema: PromptReference,
@@ -132,9 +140,10 @@ const (
 // compileCompletion builds the grants of completion/complete: for a prompt
 // reference, what prompts/get of the prompt needs (Methods of prompts/get
 // and the prompt's Prompts entry), plus Methods of completion/complete;
-// for a resource-template reference, Methods of resources/read and of
-// completion/complete. A template is not a URI, so resource rules do not
-// apply to it, and DenyUnlisted does not refuse it.
+// for a resource-template reference, what resources/read of the resources
+// the template expands to needs (Methods of resources/read and the
+// matching resource rule, [policy.template]), plus Methods of
+// completion/complete.
 func (m *Middleware) compileCompletion(cfg *Config, p *policy) completionRules {
 	op := cfg.Operations
 	own := op.Methods[methodCompletion]
@@ -144,6 +153,7 @@ func (m *Middleware) compileCompletion(cfg *Config, p *policy) completionRules {
 	}
 	cr.unlistedPrompt = &grant{op: m.newOperation(cfg.Scopes, op.Methods[methodPromptsGet], own), method: methodCompletion, name: Unlisted}
 	cr.template = &grant{op: m.newOperation(cfg.Scopes, op.Methods[methodResourceRead], own), method: methodCompletion}
+	cr.templates = m.compileResourceRules(cfg, methodCompletion, cr.template)
 	return cr
 }
 
@@ -159,7 +169,14 @@ func (p *policy) complete(msg *message, mg *grant) (*grant, error) {
 	case string(msg.refType) == refPrompt:
 		return p.named(p.completion.prompts, msg.hasRefName, msg.refNameNotString, msg.refName, mg, p.completion.unlistedPrompt)
 	case string(msg.refType) == refResource:
-		return p.completion.template, nil
+		t := &p.completion.templates
+		switch {
+		case msg.refURINotString:
+			return mg, errNotString
+		case !msg.hasRefURI:
+			return p.unlisted(p.completion.template)
+		}
+		return p.template(string(msg.refURI), p.completion.template, t.exact, t.prefix, t.unlisted)
 	}
 	return p.unlisted(mg)
 }

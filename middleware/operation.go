@@ -14,9 +14,10 @@ var errNonCanonicalURI = fmt.Errorf("%w: resource URI is not in canonical form",
 
 // operation is the precomputed authorization of one kind of request.
 type operation struct {
-	scopes    []string // required: base, method, then specific; no duplicates
-	key       string   // sorted scopes joined by " ", for step-up counting
-	challenge string   // the operation-only 403 WWW-Authenticate value
+	scopes    []string         // required: base, method, then specific; no duplicates
+	key       string           // sorted scopes joined by " ", for step-up counting
+	challenge string           // the operation-only 403 WWW-Authenticate value
+	schemes   []SecurityScheme // its list annotation (lists.go)
 }
 
 // grant is an operation together with the labels a [Decision] reports
@@ -110,7 +111,7 @@ func (m *Middleware) newOperation(parts ...[]string) *operation {
 	for _, part := range parts {
 		scopes = appendUnique(scopes, part...)
 	}
-	return &operation{scopes: scopes, key: scopeKey(scopes), challenge: m.stepUpHeader(scopes)}
+	return &operation{scopes: scopes, key: scopeKey(scopes), challenge: m.stepUpHeader(scopes), schemes: schemesOf(scopes)}
 }
 
 // stepUpHeader renders the RFC 6750 §3.1 insufficient_scope challenge for

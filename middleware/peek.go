@@ -37,11 +37,13 @@ type message struct {
 	version []byte // params._meta[io.modelcontextprotocol/protocolVersion]
 	refType []byte // params.ref.type (completion/complete)
 	refName []byte // params.ref.name
+	refURI  []byte // params.ref.uri (a resource template)
 
 	hasMethod, hasID, hasName, hasURI, hasVersion bool
 	nameNotString, uriNotString                   bool
-	hasRef, hasRefType, hasRefName                bool // params.ref is an object; its members
+	hasRef, hasRefType, hasRefName, hasRefURI     bool // params.ref is an object; its members
 	refTypeNotString, refNameNotString            bool
+	refURINotString                               bool
 }
 
 // readBody reads at most limit bytes of r's body; one byte more is
@@ -148,7 +150,7 @@ func parseParams(pool *strictjson.Pool, params []byte, msg *message) error {
 
 // parseRef reads params.ref of completion/complete (MCP: a PromptReference
 // {"type":"ref/prompt","name":…} or a ResourceTemplateReference
-// {"type":"ref/resource","uri":…}): its type and name.
+// {"type":"ref/resource","uri":…}): its type, name and URI.
 func parseRef(pool *strictjson.Pool, ref []byte, msg *message) error {
 	msg.hasRef = true
 	err := members(pool, ref, []string{"type", "name", "uri"}, func(name, v []byte) error {
@@ -166,6 +168,13 @@ func parseRef(pool *strictjson.Pool, ref []byte, msg *message) error {
 			if v[0] != '"' {
 				msg.refNameNotString = true
 			} else if msg.refName, err = stringValue(v); err != nil {
+				return err
+			}
+		case "uri":
+			msg.hasRefURI = true
+			if v[0] != '"' {
+				msg.refURINotString = true
+			} else if msg.refURI, err = stringValue(v); err != nil {
 				return err
 			}
 		}

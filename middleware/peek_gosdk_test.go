@@ -83,10 +83,12 @@ func FuzzPeekAgreesWithGoSDK(f *testing.F) {
 			var ref struct {
 				Type *sjson.RawMessage `json:"type"`
 				Name *sjson.RawMessage `json:"name"`
+				URI  *sjson.RawMessage `json:"uri"`
 			}
 			if gosdkUnmarshal(*params.Ref, &ref) == nil {
 				agree("ref.type", ref.Type, msg.hasRefType, msg.refTypeNotString, msg.refType)
 				agree("ref.name", ref.Name, msg.hasRefName, msg.refNameNotString, msg.refName)
+				agree("ref.uri", ref.URI, msg.hasRefURI, msg.refURINotString, msg.refURI)
 			}
 		}
 		if params.Meta == nil || len(*params.Meta) == 0 || (*params.Meta)[0] != '{' {
