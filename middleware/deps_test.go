@@ -21,6 +21,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/internal/scopetoken",  // stdlib-only scope grammar
 			"github.com/go-jose/go-jose/v4/...",      // pulled in by validate (jose.JSONWebKey in its API)
 			deptest.Module + "/internal/strictjson",  // the one JSON reader
+			deptest.Module + "/internal/fairlru",     // the one fair bounded map (stdlib only)
 			"github.com/go-json-experiment/json/...", // through internal/strictjson
 		},
 	}.Check(t, ".")

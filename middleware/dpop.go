@@ -243,11 +243,19 @@ func (m *Middleware) checkDPoP(r *http.Request, tok string, isDPoP bool, c *vali
 	}
 	p, err := m.dpop.v.Verify(r.Context(), dpop.Request{
 		Method: r.Method, URI: m.dpop.targetURI(r), AccessToken: tok, JKT: jkt, Proofs: r.Header.Values("DPoP"),
+		Partition: replayPartition(c),
 	})
 	if err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// replayPartition is the replay-store partition of a token's proofs: its
+// principal, so that one principal cannot fill the store for the others
+// whatever number of keys it binds its tokens to.
+func replayPartition(c *validate.Claims) string {
+	return c.Issuer + "\x00" + c.Subject + "\x00" + c.ClientID
 }
 
 // setNextNonce sends, on the answer to an authenticated DPoP request whose

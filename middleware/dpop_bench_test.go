@@ -29,7 +29,9 @@ func reportCPU(b *testing.B, start time.Duration) {
 // measured separately by BenchmarkDPoP/op=replay_claim.
 type alwaysFresh struct{}
 
-func (alwaysFresh) Claim(context.Context, string, time.Duration) (bool, error) { return true, nil }
+func (alwaysFresh) Claim(context.Context, string, string, time.Duration) (bool, error) {
+	return true, nil
+}
 
 // BenchmarkDPoP compares a GET with a DPoP-bound token and its proof to the
 // same GET with a bearer token, with the validator's verified-token cache
@@ -122,7 +124,7 @@ func BenchmarkDPoP(b *testing.B) {
 		i := 0
 		b.ReportAllocs()
 		for b.Loop() {
-			_, _ = store.Claim(context.Background(), keys[i%len(keys)], time.Millisecond)
+			_, _ = store.Claim(context.Background(), "p", keys[i%len(keys)], time.Millisecond)
 			i++
 		}
 	})

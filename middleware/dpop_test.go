@@ -282,7 +282,7 @@ func TestDPoPStoreDown(t *testing.T) {
 
 type failingReplayStore struct{}
 
-func (failingReplayStore) Claim(context.Context, string, time.Duration) (bool, error) {
+func (failingReplayStore) Claim(context.Context, string, string, time.Duration) (bool, error) {
 	return false, errors.New("store down")
 }
 

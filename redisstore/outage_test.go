@@ -53,7 +53,7 @@ func TestRedisDown(t *testing.T) {
 	srv.Stop()
 
 	start := time.Now()
-	fresh, err := replay.Claim(ctx, "jti-1", time.Minute)
+	fresh, err := replay.Claim(ctx, "p", "jti-1", time.Minute)
 	if fresh || !errors.Is(err, redisstore.ErrUnavailable) {
 		t.Errorf("Claim with Redis down = %v, %v; want false, ErrUnavailable (fail closed)", fresh, err)
 	}

@@ -24,11 +24,14 @@ func NewReplayStore(cfg Config) (*ReplayStore, error) {
 }
 
 // Claim records key for ttl and reports fresh=true only to the first
-// caller, across every replica, with one SET NX PX. It fails closed: on
+// caller, across every replica, with one SET NX PX. The partition is not
+// used: Redis holds what its memory allows, with no bound of this
+// package's that one partition could fill before the others (size the
+// instance so that it never evicts: docs/operations.md). It fails closed: on
 // any error (Redis down, timeout, ttl under 1 ms) it returns fresh=false
 // and an error wrapping [ErrUnavailable] or [ErrConfig], and the proof
 // must be refused.
-func (s *ReplayStore) Claim(ctx context.Context, key string, ttl time.Duration) (fresh bool, err error) {
+func (s *ReplayStore) Claim(ctx context.Context, _, key string, ttl time.Duration) (fresh bool, err error) {
 	if ttl.Milliseconds() < 1 {
 		return false, fmt.Errorf("%w: replay ttl %v is under 1ms", ErrConfig, ttl)
 	}

@@ -15,7 +15,7 @@ import (
 // replayStore is validate/dpop's ReplayStore, restated so that this test
 // does not import validate/dpop.
 type replayStore interface {
-	Claim(ctx context.Context, key string, ttl time.Duration) (fresh bool, err error)
+	Claim(ctx context.Context, partition, key string, ttl time.Duration) (fresh bool, err error)
 }
 
 var _ replayStore = (*redisstore.ReplayStore)(nil)
@@ -29,17 +29,17 @@ func TestReplayClaim(t *testing.T) {
 	b, _ := redisstore.NewReplayStore(redisstore.Config{Client: rdb}) // another replica
 	ctx := t.Context()
 	jti := strings.Repeat("j", 4096) // long keys are hashed
-	if fresh, err := a.Claim(ctx, jti, time.Minute); !fresh || err != nil {
+	if fresh, err := a.Claim(ctx, "p", jti, time.Minute); !fresh || err != nil {
 		t.Fatalf("first Claim = %v, %v; want true", fresh, err)
 	}
-	if fresh, err := b.Claim(ctx, jti, time.Minute); fresh || err != nil {
+	if fresh, err := b.Claim(ctx, "p", jti, time.Minute); fresh || err != nil {
 		t.Fatalf("replayed Claim on another replica = %v, %v; want false, nil", fresh, err)
 	}
 	keys := keysWithTTL(t, rdb)
 	if len(keys) != 1 || keys[0] != "mcpguard:replay:"+keys[0][len("mcpguard:replay:"):] || len(keys[0]) != len("mcpguard:replay:")+43 {
 		t.Errorf("keys = %q", keys)
 	}
-	if fresh, err := a.Claim(ctx, "x", 0); fresh || !errors.Is(err, redisstore.ErrConfig) {
+	if fresh, err := a.Claim(ctx, "p", "x", 0); fresh || !errors.Is(err, redisstore.ErrConfig) {
 		t.Errorf("Claim(ttl 0) = %v, %v; want false, ErrConfig", fresh, err)
 	}
 
@@ -52,7 +52,7 @@ func TestReplayClaim(t *testing.T) {
 			s = b
 		}
 		wg.Go(func() {
-			ok, err := s.Claim(context.Background(), "race", time.Minute)
+			ok, err := s.Claim(context.Background(), "p", "race", time.Minute)
 			if err != nil {
 				t.Error(err)
 			}
@@ -67,11 +67,11 @@ func TestReplayClaim(t *testing.T) {
 	}
 
 	// The claim expires with its ttl.
-	if ok, _ := a.Claim(ctx, "short", 30*time.Millisecond); !ok {
+	if ok, _ := a.Claim(ctx, "p", "short", 30*time.Millisecond); !ok {
 		t.Fatal("Claim(short) not fresh")
 	}
 	time.Sleep(80 * time.Millisecond)
-	if ok, err := a.Claim(ctx, "short", 30*time.Millisecond); !ok || err != nil {
+	if ok, err := a.Claim(ctx, "p", "short", 30*time.Millisecond); !ok || err != nil {
 		t.Errorf("Claim after ttl = %v, %v; want fresh", ok, err)
 	}
 }

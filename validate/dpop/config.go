@@ -21,10 +21,9 @@ const (
 	DefaultMaxProofBytes = 8192
 	// MinNonceSecretBytes is the shortest Config.NonceSecret accepted.
 	MinNonceSecretBytes = 32
-	// replayMargin is added to the time a proof stays acceptable when it
-	// is recorded in the ReplayStore, to cover clock differences between
-	// replicas sharing the store.
-	replayMargin = time.Minute
+	// DefaultReplayMargin is Config.ReplayMargin when a ReplayStore is
+	// given: one minute of clock difference between replicas.
+	DefaultReplayMargin = time.Minute
 )
 
 // DefaultAlgorithms is the allow-list used when Config.Algorithms is nil:
@@ -61,6 +60,17 @@ type Config struct {
 	// MemoryReplayStore for several Verifiers in a process) for a replay
 	// to be refused on every replica.
 	ReplayStore ReplayStore
+
+	// ReplayMargin is how long a used jti is kept beyond the moment its
+	// proof stops being acceptable on this Verifier's clock (iat +
+	// Window), to cover clock differences between replicas that share
+	// ReplayStore: set it to the largest difference. Zero means
+	// [DefaultReplayMargin] when ReplayStore is set, and none when it is
+	// nil (the default store lives in this process, on this clock), so
+	// that a proof dated at the end of the window keeps its entry no
+	// longer than it can be accepted: 2×Window at most. Negative values
+	// are refused.
+	ReplayMargin time.Duration
 
 	// NonceSecret, if set, makes server nonces (§9) required: every proof
 	// must carry the "nonce" of [Verifier.Nonce], else [ErrUseNonce]. At
@@ -99,6 +109,8 @@ func (c Config) withDefaults() Config {
 	}
 	if c.ReplayStore == nil {
 		c.ReplayStore = NewMemoryReplayStore(DefaultMaxReplayEntries, c.Now)
+	} else if c.ReplayMargin == 0 {
+		c.ReplayMargin = DefaultReplayMargin
 	}
 	c.NonceSecret = slices.Clone(c.NonceSecret)
 	return c
@@ -118,6 +130,8 @@ func (c Config) check() error {
 		return fmt.Errorf("%w: negative Window", ErrConfig)
 	case c.NonceLifetime < 0:
 		return fmt.Errorf("%w: negative NonceLifetime", ErrConfig)
+	case c.ReplayMargin < 0:
+		return fmt.Errorf("%w: negative ReplayMargin", ErrConfig)
 	case c.MaxProofBytes < 0:
 		return fmt.Errorf("%w: negative MaxProofBytes", ErrConfig)
 	case c.NonceSecret != nil && len(c.NonceSecret) < MinNonceSecretBytes:

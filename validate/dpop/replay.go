@@ -1,10 +1,11 @@
 package dpop
 
 import (
-	"container/heap"
 	"context"
 	"sync"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/fairlru"
 )
 
 // ReplayStore remembers the proofs already used, so that each "jti" is
@@ -13,33 +14,48 @@ import (
 // proof refused by one is accepted by another. [MemoryReplayStore] is the
 // in-process default.
 type ReplayStore interface {
-	// Claim records key for ttl and reports true only for the first caller within ttl. An error refuses the proof (fail closed).
-	Claim(ctx context.Context, key string, ttl time.Duration) (fresh bool, err error)
+	// Claim records key for ttl and reports true only for the first
+	// caller within ttl. partition names who the key belongs to (the
+	// Verifier passes [Request.Partition], or the proof key's thumbprint):
+	// a bounded store shares its capacity fairly between partitions, so
+	// that one principal cannot fill it for the others. An error refuses
+	// the proof (fail closed).
+	Claim(ctx context.Context, partition, key string, ttl time.Duration) (fresh bool, err error)
 }
 
 // DefaultMaxReplayEntries is the capacity of the [MemoryReplayStore]
 // [New] creates when Config.ReplayStore is nil.
 const DefaultMaxReplayEntries = 100_000
 
+// floorSweep is how many stale partition floors a MemoryReplayStore
+// tolerates beyond its entries before it sweeps them.
+const floorSweep = 1024
+
 // MemoryReplayStore is an in-process [ReplayStore] holding at most a fixed
-// number of unexpired keys. Expired keys are dropped first; when every
-// entry is still live, Claim fails with [ErrStoreFull] rather than forget
-// a key early (forgetting would let a replay through). It is safe for
-// concurrent use; replicas in one process may share one.
+// number of keys, shared fairly between partitions: when it is full, the
+// partition holding the most keys gives up its key that expires first.
+// Forgetting a key early must not let its replay through, so the store
+// then keeps that partition's floor, the expiry of the forgotten key, and
+// refuses as a replay (fresh=false) every later claim of the partition
+// that would expire no later than it: only proofs older than those the
+// partition already had dropped are refused, and only the partition that
+// filled the store. Claim fails with [ErrStoreFull] only when every key
+// held is the single key of its own partition. It is safe for concurrent
+// use; replicas in one process may share one.
 type MemoryReplayStore struct {
-	mu      sync.Mutex
-	max     int
-	now     func() time.Time
-	byKey   map[string]time.Time
-	expires expiryHeap
+	mu     sync.Mutex
+	now    func() time.Time
+	keys   *fairlru.Cache[string, struct{}]
+	floors map[string]time.Time // by partition
 }
 
 var _ ReplayStore = (*MemoryReplayStore)(nil)
 
 // NewMemoryReplayStore returns an empty store for at most maxEntries keys
 // (maxEntries < 1 means [DefaultMaxReplayEntries]). now is its clock; nil
-// means time.Now. Each entry costs roughly 150 bytes plus the key (the
-// Verifier's keys are 43 bytes), so the default bounds it near 20 MB.
+// means time.Now. Each entry costs roughly 200 bytes plus the key (the
+// Verifier's keys are 49 bytes) and its partition, so the default bounds
+// it near 30 MB.
 func NewMemoryReplayStore(maxEntries int, now func() time.Time) *MemoryReplayStore {
 	if maxEntries < 1 {
 		maxEntries = DefaultMaxReplayEntries
@@ -47,30 +63,55 @@ func NewMemoryReplayStore(maxEntries int, now func() time.Time) *MemoryReplaySto
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryReplayStore{max: maxEntries, now: now, byKey: map[string]time.Time{}}
+	return &MemoryReplayStore{
+		now:    now,
+		keys:   fairlru.New[string, struct{}](fairlru.Config{MaxEntries: maxEntries, ByExpiry: true, KeepLast: true}),
+		floors: map[string]time.Time{},
+	}
 }
 
 // Claim implements [ReplayStore].
-func (s *MemoryReplayStore) Claim(_ context.Context, key string, ttl time.Duration) (bool, error) {
+func (s *MemoryReplayStore) Claim(_ context.Context, partition, key string, ttl time.Duration) (bool, error) {
 	now := s.now()
+	exp := now.Add(ttl)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if exp, ok := s.byKey[key]; ok && now.Before(exp) {
+	if s.keys.Peek(key, now) != nil {
 		return false, nil
 	}
-	for len(s.expires) > 0 && !now.Before(s.expires[0].at) {
-		e := heap.Pop(&s.expires).(expiry)
-		if at, ok := s.byKey[e.key]; ok && at.Equal(e.at) {
-			delete(s.byKey, e.key)
+	if f, ok := s.floors[partition]; ok {
+		if !exp.After(f) {
+			return false, nil // it may be a key forgotten early
+		}
+		if !now.Before(f) {
+			delete(s.floors, partition)
 		}
 	}
-	if _, ok := s.byKey[key]; !ok && len(s.byKey) >= s.max {
+	ev, ok := s.keys.Add(partition, key, struct{}{}, exp, now)
+	if !ok {
 		return false, ErrStoreFull
 	}
-	exp := now.Add(ttl)
-	s.byKey[key] = exp
-	heap.Push(&s.expires, expiry{key: key, at: exp})
+	if ev != nil && ev.Expires.After(now) && ev.Expires.After(s.floors[ev.Partition]) {
+		s.floors[ev.Partition] = ev.Expires
+		s.sweepFloors(now)
+	}
 	return true, nil
+}
+
+// sweepFloors drops the floors that have passed once they outnumber the
+// keys by floorSweep. A floor that has not passed belongs to a partition
+// that still holds a key (its keys expire no earlier than its floor), so
+// after a sweep there are at most as many floors as keys: the sweeps cost
+// O(1) per Claim, amortized.
+func (s *MemoryReplayStore) sweepFloors(now time.Time) {
+	if len(s.floors) <= s.keys.Len()+floorSweep {
+		return
+	}
+	for p, f := range s.floors {
+		if !now.Before(f) {
+			delete(s.floors, p)
+		}
+	}
 }
 
 // Len returns the number of keys held, expired ones not yet dropped
@@ -78,24 +119,5 @@ func (s *MemoryReplayStore) Claim(_ context.Context, key string, ttl time.Durati
 func (s *MemoryReplayStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.byKey)
-}
-
-type expiry struct {
-	key string
-	at  time.Time
-}
-
-// expiryHeap is a min-heap of expiries (container/heap).
-type expiryHeap []expiry
-
-func (h expiryHeap) Len() int           { return len(h) }
-func (h expiryHeap) Less(i, j int) bool { return h[i].at.Before(h[j].at) }
-func (h expiryHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *expiryHeap) Push(x any)        { *h = append(*h, x.(expiry)) }
-func (h *expiryHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
+	return s.keys.Len()
 }

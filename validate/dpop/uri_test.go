@@ -44,7 +44,7 @@ func TestNormalizeURI(t *testing.T) {
 func TestMemoryReplayStore(t *testing.T) {
 	clock := now
 	s := NewMemoryReplayStore(2, func() time.Time { return clock })
-	claim := func(k string) (bool, error) { return s.Claim(bg, k, time.Minute) }
+	claim := func(k string) (bool, error) { return s.Claim(bg, k, k, time.Minute) }
 	if ok, err := claim("a"); !ok || err != nil {
 		t.Fatalf("first a: %v %v", ok, err)
 	}
@@ -54,6 +54,8 @@ func TestMemoryReplayStore(t *testing.T) {
 	if ok, err := claim("b"); !ok || err != nil {
 		t.Fatalf("b: %v %v", ok, err)
 	}
+	// Each live key is the only one of its partition: nothing may be
+	// forgotten.
 	if _, err := claim("c"); !errors.Is(err, ErrStoreFull) {
 		t.Fatalf("c in a full store: err = %v, want ErrStoreFull", err)
 	}

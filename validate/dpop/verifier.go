@@ -71,6 +71,13 @@ type Request struct {
 	JKT string
 	// Proofs holds the value of every DPoP header field of the request.
 	Proofs []string
+	// Partition names who the proof's jti is recorded for in the
+	// ReplayStore, whose capacity is shared fairly between partitions:
+	// the middleware passes the token's principal (issuer, subject,
+	// client), so that one principal cannot fill the store for others
+	// whatever number of keys it uses. Empty means the proof key's
+	// thumbprint.
+	Partition string
 }
 
 // Proof is a verified proof.
@@ -145,8 +152,14 @@ func (v *Verifier) Verify(ctx context.Context, req Request) (*Proof, error) {
 		}
 	}
 	sum := sha256.Sum256([]byte(p.JKT + "\x00" + p.ID))
-	ttl := p.IssuedAt.Add(v.cfg.Window).Sub(now) + replayMargin
-	fresh, err := v.cfg.ReplayStore.Claim(ctx, "dpop:"+b64.EncodeToString(sum[:]), ttl)
+	// The jti is kept until the proof stops being acceptable on this
+	// clock (iat + Window, inclusive), plus the margin for replicas' clocks.
+	ttl := p.IssuedAt.Add(v.cfg.Window).Sub(now) + time.Nanosecond + v.cfg.ReplayMargin
+	part := req.Partition
+	if part == "" {
+		part = "jkt:" + p.JKT
+	}
+	fresh, err := v.cfg.ReplayStore.Claim(ctx, part, "dpop:"+b64.EncodeToString(sum[:]), ttl)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrReplayStore, err)
 	}

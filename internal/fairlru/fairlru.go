@@ -1,0 +1,284 @@
+// Package fairlru is a bounded map whose capacity is shared fairly between
+// partitions (a principal, a client, a key): when it is full, an entry of
+// the partition that holds the most entries leaves. A partition that adds
+// without end therefore evicts only its own entries once it is the
+// largest, and never those of a partition smaller than itself.
+//
+// Within a partition, entries leave lowest rank first. By default the rank
+// is the order of insertion, and an entry read with [Cache.Get] since it
+// was ranked gets a second chance (it is ranked again as if just added):
+// the CLOCK approximation of least-recently-used, whose reads cost a flag
+// write instead of a list move. With [Config.ByExpiry] the rank is the
+// entry's expiry and there is no second chance: the partition's entry that
+// expires first leaves first, which is what a replay cache needs (see
+// validate/dpop).
+//
+// A Cache is not safe for concurrent use: its owner holds a lock around
+// every call, as with container/list.
+package fairlru
+
+import (
+	"container/heap"
+	"time"
+)
+
+// Config configures a [Cache]; [New] copies it.
+type Config struct {
+	// MaxEntries bounds the entries held, all partitions together.
+	// Values below 1 mean 1.
+	MaxEntries int
+	// ByExpiry ranks entries by their expiry instead of their insertion
+	// order, without second chances.
+	ByExpiry bool
+	// KeepLast, if true, never evicts the only entry of a partition: when
+	// the cache is full and the largest partition holds one entry, Add
+	// fails instead. A replay cache sets it, so that a partition's floor
+	// (see validate/dpop) outlives its evicted entries.
+	KeepLast bool
+}
+
+// Cache is the bounded, fairly evicting map. Create it with [New].
+type Cache[K comparable, V any] struct {
+	cfg   Config
+	tick  int64
+	m     map[K]*Entry[K, V]
+	parts map[string]*part[K, V]
+	big   bySize[K, V]   // max-heap of partitions by entry count
+	exp   byExpiry[K, V] // min-heap of the entries that expire
+}
+
+// Entry is one held value. Its fields are read-only for the caller.
+type Entry[K comparable, V any] struct {
+	Key       K
+	Value     V
+	Partition string
+	// Expires is when the entry stops being returned; zero is never.
+	Expires time.Time
+
+	rank int64
+	used bool
+	part *part[K, V]
+	idx  int // in part.h
+	eidx int // in Cache.exp, -1 if Expires is zero
+}
+
+// expired reports whether e has expired at now.
+func (e *Entry[K, V]) expired(now time.Time) bool {
+	return !e.Expires.IsZero() && !now.Before(e.Expires)
+}
+
+type part[K comparable, V any] struct {
+	name string
+	h    byRank[K, V]
+	idx  int // in Cache.big
+}
+
+// New returns an empty Cache.
+func New[K comparable, V any](cfg Config) *Cache[K, V] {
+	cfg.MaxEntries = max(1, cfg.MaxEntries)
+	return &Cache[K, V]{cfg: cfg, m: make(map[K]*Entry[K, V]), parts: make(map[string]*part[K, V])}
+}
+
+// Get returns the live entry for k and marks it used (a second chance at
+// eviction). An expired entry is removed and not returned.
+func (c *Cache[K, V]) Get(k K, now time.Time) *Entry[K, V] {
+	e := c.Peek(k, now)
+	if e != nil {
+		e.used = true
+	}
+	return e
+}
+
+// Peek is Get without marking the entry used.
+func (c *Cache[K, V]) Peek(k K, now time.Time) *Entry[K, V] {
+	e, ok := c.m[k]
+	if !ok {
+		return nil
+	}
+	if e.expired(now) {
+		c.removeEntry(e)
+		return nil
+	}
+	return e
+}
+
+// Add inserts or replaces the entry for k in partition p. When the cache
+// is full it first drops the expired entries, then evicts the
+// lowest-ranked entry of the largest partition, and returns it. It
+// reports ok=false, adding nothing, only with KeepLast when every
+// partition holds a single live entry.
+func (c *Cache[K, V]) Add(p string, k K, v V, expires, now time.Time) (evicted *Entry[K, V], ok bool) {
+	if old, ok := c.m[k]; ok {
+		c.removeEntry(old)
+	}
+	for len(c.m) >= c.cfg.MaxEntries && len(c.exp) > 0 && c.exp[0].expired(now) {
+		c.removeEntry(c.exp[0])
+	}
+	if len(c.m) >= c.cfg.MaxEntries {
+		evicted = c.evict()
+		if evicted == nil {
+			return nil, false
+		}
+	}
+	pt := c.parts[p]
+	if pt == nil {
+		pt = &part[K, V]{name: p}
+		c.parts[p] = pt
+		heap.Push(&c.big, pt)
+	}
+	e := &Entry[K, V]{Key: k, Value: v, Partition: p, Expires: expires, part: pt, eidx: -1}
+	if !expires.IsZero() {
+		heap.Push(&c.exp, e)
+	}
+	if c.cfg.ByExpiry {
+		e.rank = expires.UnixNano()
+	} else {
+		c.tick++
+		e.rank = c.tick
+	}
+	c.m[k] = e
+	heap.Push(&pt.h, e)
+	heap.Fix(&c.big, pt.idx)
+	return evicted, true
+}
+
+// evict removes and returns the lowest-ranked entry of the largest
+// partition, giving used entries their second chance; nil if KeepLast
+// forbids it.
+func (c *Cache[K, V]) evict() *Entry[K, V] {
+	if len(c.big) == 0 {
+		return nil
+	}
+	pt := c.big[0]
+	if c.cfg.KeepLast && len(pt.h) <= 1 {
+		return nil
+	}
+	// Each pass clears one used flag, so this ends within len(pt.h)+1.
+	for {
+		e := pt.h[0]
+		if !e.used || c.cfg.ByExpiry {
+			c.removeEntry(e)
+			return e
+		}
+		e.used = false
+		c.tick++
+		e.rank = c.tick
+		heap.Fix(&pt.h, 0)
+	}
+}
+
+// Remove deletes the entry for k, if any.
+func (c *Cache[K, V]) Remove(k K) {
+	if e, ok := c.m[k]; ok {
+		c.removeEntry(e)
+	}
+}
+
+// RemoveEntry deletes e if it is still the entry held for its key.
+func (c *Cache[K, V]) RemoveEntry(e *Entry[K, V]) {
+	if cur, ok := c.m[e.Key]; ok && cur == e {
+		c.removeEntry(e)
+	}
+}
+
+func (c *Cache[K, V]) removeEntry(e *Entry[K, V]) {
+	delete(c.m, e.Key)
+	if e.eidx >= 0 {
+		heap.Remove(&c.exp, e.eidx)
+		e.eidx = -1
+	}
+	pt := e.part
+	heap.Remove(&pt.h, e.idx)
+	if len(pt.h) == 0 {
+		heap.Remove(&c.big, pt.idx)
+		delete(c.parts, pt.name)
+		return
+	}
+	heap.Fix(&c.big, pt.idx)
+}
+
+// Oldest returns the entry that expires first, or nil if none expires.
+func (c *Cache[K, V]) Oldest() *Entry[K, V] {
+	if len(c.exp) == 0 {
+		return nil
+	}
+	return c.exp[0]
+}
+
+// Len returns the number of entries held, expired ones not yet dropped
+// included.
+func (c *Cache[K, V]) Len() int { return len(c.m) }
+
+// PartitionLen returns the number of entries partition p holds.
+func (c *Cache[K, V]) PartitionLen(p string) int {
+	if pt := c.parts[p]; pt != nil {
+		return len(pt.h)
+	}
+	return 0
+}
+
+// byRank is a min-heap of entries by rank (container/heap).
+type byRank[K comparable, V any] []*Entry[K, V]
+
+func (h byRank[K, V]) Len() int           { return len(h) }
+func (h byRank[K, V]) Less(i, j int) bool { return h[i].rank < h[j].rank }
+func (h byRank[K, V]) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *byRank[K, V]) Push(x any) {
+	e := x.(*Entry[K, V])
+	e.idx = len(*h)
+	*h = append(*h, e)
+}
+func (h *byRank[K, V]) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
+
+// bySize is a max-heap of partitions by entry count (container/heap).
+type bySize[K comparable, V any] []*part[K, V]
+
+func (h bySize[K, V]) Len() int           { return len(h) }
+func (h bySize[K, V]) Less(i, j int) bool { return len(h[i].h) > len(h[j].h) }
+func (h bySize[K, V]) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].idx, h[j].idx = i, j
+}
+func (h *bySize[K, V]) Push(x any) {
+	p := x.(*part[K, V])
+	p.idx = len(*h)
+	*h = append(*h, p)
+}
+func (h *bySize[K, V]) Pop() any {
+	old := *h
+	p := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return p
+}
+
+// byExpiry is a min-heap of entries by expiry (container/heap).
+type byExpiry[K comparable, V any] []*Entry[K, V]
+
+func (h byExpiry[K, V]) Len() int           { return len(h) }
+func (h byExpiry[K, V]) Less(i, j int) bool { return h[i].Expires.Before(h[j].Expires) }
+func (h byExpiry[K, V]) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].eidx, h[j].eidx = i, j
+}
+func (h *byExpiry[K, V]) Push(x any) {
+	e := x.(*Entry[K, V])
+	e.eidx = len(*h)
+	*h = append(*h, e)
+}
+func (h *byExpiry[K, V]) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return e
+}
