@@ -1,0 +1,266 @@
+package answer
+
+import (
+	"bytes"
+	"io"
+)
+
+// bom is U+FEFF in UTF-8, which an event stream may start with.
+var bom = [3]byte{0xEF, 0xBB, 0xBF}
+
+// sseState is where the event splitter stands in the stream.
+type sseState struct {
+	bom      int  // bytes of a leading BOM matched so far; -1 once past the stream's start
+	hadBOM   bool // the stream started with a BOM (it is in the first event's bytes)
+	first    bool // the event being read is not the stream's first
+	cr       bool // the last byte read was a CR ending a line (an LF right after it belongs to it)
+	lineLen  int  // bytes of the current line so far, a leading BOM excluded
+	skipping bool // discarding an event over the bound until its end
+	rewrote  bool // the last event was not written as read (an LF completing its final CRLF is dropped)
+	wrote    bool // a byte of the stream has been written
+}
+
+// emit writes b on. A stream must not start with a BOM that was not the
+// input's own leading one: an event of the input that starts with U+FEFF
+// has a field name beginning with it, but at the start of the output
+// (because the events before it were dropped) clients would strip it and
+// read the line as a field they were never shown by the Rewriter. Such an
+// output starts with an empty comment line instead.
+func (w *Writer) emit(b []byte, leadingBOM bool) error {
+	if len(b) == 0 {
+		return nil
+	}
+	if !w.sse.wrote && b[0] == bom[0] && !leadingBOM {
+		if _, err := io.WriteString(w.w, ":\n"); err != nil {
+			return err
+		}
+	}
+	w.sse.wrote = true
+	_, err := w.w.Write(b)
+	return err
+}
+
+// feed splits p into events: bytes are added to the current event (w.body)
+// and every complete event is rewritten and written on.
+func (w *Writer) feed(p []byte) error {
+	s := &w.sse
+	for len(p) > 0 {
+		if s.bom >= 0 {
+			if p[0] == bom[s.bom] {
+				w.add(p[:1])
+				p = p[1:]
+				if s.bom++; s.bom == len(bom) {
+					s.bom, s.hadBOM = -1, true
+				}
+				continue
+			}
+			s.lineLen += s.bom // a partial BOM is ordinary content
+			s.bom = -1
+		}
+		if s.cr && p[0] == '\n' { // the LF of a CRLF
+			s.cr = false
+			if len(w.body) == 0 && !s.skipping {
+				// It ended the previous event, which has been written
+				// (as read: the LF follows; rebuilt or dropped: it ended
+				// with its own LF).
+				if !s.rewrote {
+					if err := w.emit(p[:1], false); err != nil {
+						return err
+					}
+				}
+			} else {
+				w.add(p[:1])
+			}
+			p = p[1:]
+			continue
+		}
+		s.cr = false
+		i := bytes.IndexAny(p, "\r\n")
+		if i < 0 {
+			w.add(p)
+			s.lineLen += len(p)
+			return nil
+		}
+		w.add(p[:i+1])
+		s.lineLen += i
+		s.cr = p[i] == '\r'
+		p = p[i+1:]
+		blank := s.lineLen == 0
+		s.lineLen = 0
+		if blank {
+			if err := w.endEvent(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// add appends b to the current event, or starts skipping it when it would
+// exceed the bound.
+func (w *Writer) add(b []byte) {
+	if w.sse.skipping {
+		return
+	}
+	if len(w.body)+len(b) > w.max {
+		w.sse.skipping = true
+		w.body = w.body[:0]
+		if w.err == nil {
+			w.err = ErrTooLarge
+		}
+		return
+	}
+	w.body = append(w.body, b...)
+}
+
+// endEvent rewrites the complete event in w.body and writes the result.
+func (w *Writer) endEvent() error {
+	s := &w.sse
+	ev := w.body
+	w.body = w.body[:0]
+	first := !s.first
+	s.first = true
+	s.rewrote = true
+	if s.skipping {
+		s.skipping = false
+		return nil
+	}
+	lines := ev
+	if first && s.hadBOM {
+		lines = ev[len(bom):]
+	}
+	data, n := w.eventData(lines)
+	if n == 0 || len(data) == 0 {
+		// No data (a comment, an id, a retry), or empty data, which
+		// clients do not dispatch.
+		s.rewrote = false
+		return w.emit(ev, first && s.hadBOM)
+	}
+	out, err := w.rw.Rewrite(data)
+	switch {
+	case err != nil:
+		if w.err == nil {
+			w.err = err
+		}
+		return w.writeKept(lines)
+	case out == nil:
+		return w.writeKept(lines)
+	case sameBytes(out, data):
+		s.rewrote = false
+		return w.emit(ev, first && s.hadBOM)
+	}
+	return w.writeReplaced(lines, out)
+}
+
+func sameBytes(a, b []byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	return len(a) == 0 || &a[0] == &b[0] || bytes.Equal(a, b)
+}
+
+// eventData returns the data of the event ev (its "data" values joined
+// with LF) and the number of its data lines.
+func (w *Writer) eventData(ev []byte) (data []byte, n int) {
+	for rest := ev; len(rest) > 0; {
+		var line []byte
+		line, rest = nextLine(rest)
+		name, value := field(line)
+		if string(name) != "data" {
+			continue
+		}
+		switch n++; n {
+		case 1:
+			data = value
+		case 2:
+			w.scratch = append(w.scratch[:0], data...)
+			fallthrough
+		default:
+			w.scratch = append(w.scratch, '\n')
+			w.scratch = append(w.scratch, value...)
+			data = w.scratch
+		}
+	}
+	return data, n
+}
+
+// writeKept writes what is left of a dropped event: its id and retry
+// fields, so that the client's last event ID still advances.
+func (w *Writer) writeKept(ev []byte) error {
+	out := w.obuf[:0]
+	for rest := ev; len(rest) > 0; {
+		var line []byte
+		line, rest = nextLine(rest)
+		if name, _ := field(line); string(name) == "id" || string(name) == "retry" {
+			out = append(append(out, line...), '\n')
+		}
+	}
+	w.obuf = out
+	if len(out) == 0 {
+		return nil
+	}
+	return w.emit(append(out, '\n'), false)
+}
+
+// writeReplaced writes ev with its data replaced by msg: every other line
+// as it was, and msg's lines as data lines where the first data line was.
+func (w *Writer) writeReplaced(ev, msg []byte) error {
+	out := w.obuf[:0]
+	done := false
+	for rest := ev; len(rest) > 0; {
+		var line []byte
+		line, rest = nextLine(rest)
+		if len(line) == 0 {
+			break // the blank line ending the event
+		}
+		if name, _ := field(line); string(name) == "data" {
+			if done {
+				continue
+			}
+			done = true
+			for m := msg; ; {
+				var l []byte
+				l, m = nextLine(m)
+				out = append(append(append(out, "data: "...), l...), '\n')
+				if len(m) == 0 {
+					break
+				}
+			}
+			continue
+		}
+		out = append(append(out, line...), '\n')
+	}
+	out = append(out, '\n')
+	w.obuf = out
+	return w.emit(out, false)
+}
+
+// nextLine splits b at its first line ending (CRLF, LF or CR): the line
+// without it, and the rest.
+func nextLine(b []byte) (line, rest []byte) {
+	i := bytes.IndexAny(b, "\r\n")
+	if i < 0 {
+		return b, nil
+	}
+	if b[i] == '\r' && i+1 < len(b) && b[i+1] == '\n' {
+		return b[:i], b[i+2:]
+	}
+	return b[:i], b[i+1:]
+}
+
+// field splits an event line into its field name and value (one leading
+// space removed). A comment (":…") has no name.
+func field(line []byte) (name, value []byte) {
+	i := bytes.IndexByte(line, ':')
+	switch {
+	case i < 0:
+		return line, nil
+	case i == 0:
+		return nil, nil
+	}
+	name, value = line[:i], line[i+1:]
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	return name, value
+}
