@@ -217,7 +217,7 @@ func (w *Writer) Flush() {
 // incomplete last event of an SSE answer. It returns the first failure of
 // the answer (for the log; the client has seen only the documented
 // answer). Later writes fail with [ErrFinished]. It releases the
-// Rewriter and the underlying writer.
+// Rewriter.
 func (w *Writer) Finish() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -233,7 +233,7 @@ func (w *Writer) Finish() error {
 	case modeFailed:
 		w.write502()
 	}
-	w.rw, w.w = nil, nil
+	w.rw = nil
 	return w.err
 }
 
