@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"syscall"
 	"time"
 
@@ -50,6 +51,14 @@ type ClientConfig struct {
 	// (127.0.0.0/8, ::1) on any port. DANGEROUS outside tests and local
 	// development: it re-opens SSRF against services on the host itself.
 	InsecureAllowLoopback bool
+	// AllowPrefixes are further destinations the guard permits, on any
+	// port: for a caller that has an operator's word for a non-public
+	// network (the audit command allows the address class of the endpoint
+	// it was told to audit). The cloud metadata addresses (169.254.169.254,
+	// 169.254.170.2, 169.254.170.23, fd00:ec2::254, fd00:ec2::23,
+	// 100.100.100.200) stay refused unless a prefix is exactly that one
+	// address. Nil means none. Ignored without GuardAddresses.
+	AllowPrefixes []netip.Prefix
 	// RootCAs, when non-nil, replaces the system roots (for test CAs).
 	RootCAs *x509.CertPool
 	// Redirects is the redirect policy. Zero means [NoRedirects].
@@ -103,7 +112,13 @@ func guard(cfg ClientConfig) func(network, address string, c syscall.RawConn) er
 			ssrf.WithAllowedV4Prefixes(netip.MustParsePrefix("127.0.0.0/8")),
 			ssrf.WithAllowedV6Prefixes(netip.MustParsePrefix("::1/128")))
 	}
+	allow := slices.Clone(cfg.AllowPrefixes)
 	return func(network, address string, c syscall.RawConn) error {
+		if len(allow) > 0 && (network == "tcp" || network == "tcp4" || network == "tcp6") {
+			if ap, err := netip.ParseAddrPort(address); err == nil && allowedPrefix(allow, ap.Addr()) {
+				return nil
+			}
+		}
 		if loop != nil {
 			if ap, err := netip.ParseAddrPort(address); err == nil && ap.Addr().Unmap().IsLoopback() {
 				if err := loop.Safe(network, address, c); err == nil {
@@ -116,6 +131,34 @@ func guard(cfg ClientConfig) func(network, address string, c syscall.RawConn) er
 		}
 		return nil
 	}
+}
+
+// cloudMetadata are the instance metadata addresses of the large clouds
+// (AWS, GCP and Azure share 169.254.169.254; AWS ECS and EKS, AWS IPv6,
+// Alibaba), which AllowPrefixes never opens by accident.
+var cloudMetadata = [...]netip.Addr{
+	netip.MustParseAddr("169.254.169.254"),
+	netip.MustParseAddr("169.254.170.2"),
+	netip.MustParseAddr("169.254.170.23"),
+	netip.MustParseAddr("100.100.100.200"),
+	netip.MustParseAddr("fd00:ec2::254"),
+	netip.MustParseAddr("fd00:ec2::23"),
+}
+
+// allowedPrefix reports whether addr (unmapped) is in one of prefixes and
+// is no cloud metadata address, unless a prefix is exactly that address.
+func allowedPrefix(prefixes []netip.Prefix, addr netip.Addr) bool {
+	addr = addr.Unmap()
+	in := false
+	for _, p := range prefixes {
+		if p.Contains(addr) {
+			if p.IsSingleIP() {
+				return true
+			}
+			in = true
+		}
+	}
+	return in && !slices.Contains(cloudMetadata[:], addr)
 }
 
 func redirectFunc(p RedirectPolicy) func(*http.Request, []*http.Request) error {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync/atomic"
@@ -55,6 +56,15 @@ func TestGuard(t *testing.T) {
 		{name: "loopback option: v4-mapped loopback still refused", network: "tcp6", address: "[::ffff:127.0.0.1]:8080", cfg: ClientConfig{InsecureAllowLoopback: true}, wantErr: ErrForbiddenAddress},
 		{name: "loopback option: private still refused", network: "tcp4", address: "10.0.0.1:443", cfg: ClientConfig{InsecureAllowLoopback: true}, wantErr: ErrForbiddenAddress, wantSSRF: ssrf.ErrProhibitedIP},
 		{name: "loopback option: metadata still refused", network: "tcp4", address: "169.254.169.254:80", cfg: ClientConfig{InsecureAllowLoopback: true}, wantErr: ErrForbiddenAddress},
+		{name: "allow prefix: private any port", network: "tcp4", address: "10.1.2.3:8080", cfg: ClientConfig{AllowPrefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}},
+		{name: "allow prefix: v4-mapped form of an allowed v4", network: "tcp6", address: "[::ffff:10.1.2.3]:8080", cfg: ClientConfig{AllowPrefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}},
+		{name: "allow prefix: another private range still refused", network: "tcp4", address: "192.168.1.1:443", cfg: ClientConfig{AllowPrefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, wantErr: ErrForbiddenAddress, wantSSRF: ssrf.ErrProhibitedIP},
+		{name: "allow prefix: public port rule kept", network: "tcp4", address: "8.8.8.8:22", cfg: ClientConfig{AllowPrefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, wantErr: ErrForbiddenAddress, wantSSRF: ssrf.ErrProhibitedPort},
+		{name: "allow prefix: udp refused", network: "udp4", address: "10.1.2.3:53", cfg: ClientConfig{AllowPrefixes: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}, wantErr: ErrForbiddenAddress},
+		{name: "allow prefix: link-local range keeps metadata refused", network: "tcp4", address: "169.254.169.254:80", cfg: ClientConfig{AllowPrefixes: []netip.Prefix{netip.MustParsePrefix("169.254.0.0/16")}}, wantErr: ErrForbiddenAddress},
+		{name: "allow prefix: link-local range, another address", network: "tcp4", address: "169.254.1.1:80", cfg: ClientConfig{AllowPrefixes: []netip.Prefix{netip.MustParsePrefix("169.254.0.0/16")}}},
+		{name: "allow prefix: ULA keeps AWS v6 metadata refused", network: "tcp6", address: "[fd00:ec2::254]:80", cfg: ClientConfig{AllowPrefixes: []netip.Prefix{netip.MustParsePrefix("fc00::/7")}}, wantErr: ErrForbiddenAddress},
+		{name: "allow prefix: exactly the metadata address", network: "tcp4", address: "169.254.169.254:80", cfg: ClientConfig{AllowPrefixes: []netip.Prefix{netip.MustParsePrefix("169.254.169.254/32")}}},
 		{name: "loopback option: public port rule kept", network: "tcp4", address: "8.8.8.8:22", cfg: ClientConfig{InsecureAllowLoopback: true}, wantErr: ErrForbiddenAddress, wantSSRF: ssrf.ErrProhibitedPort},
 	}
 	for _, tt := range tests {

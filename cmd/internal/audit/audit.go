@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -61,23 +62,31 @@ func (r *Report) Failed(min Severity) []Result {
 type Auditor struct {
 	cfg      Config
 	endpoint *url.URL
-	client   *http.Client
+	client   *http.Client // for the origins the operator named
+	guarded  *http.Client // for every URL the audited server hands the audit, set by Run
+
+	// trustedOrigins are the endpoint's origin and those of -issuer and
+	// -token-url.
+	trustedOrigins []string
+	runErr         func() error // the run context's Err: the deadline
 
 	sent      int
+	perHost   map[string]int
 	lastStart time.Time
 	nextID    int
 	secrets   map[string]string
 	results   map[string]*Result
 
 	// What discovery learnt, for later checks.
-	challenge401 *challenge.Challenge // the Bearer challenge of the tokenless 401
-	metaURL      string               // the resource_metadata URL, or a probed one
-	prm          *prm.Metadata        // the endpoint's metadata, if found
-	issuer       string               // the first authorization server
-	as           *asmeta.Metadata     // its metadata, if found
-	asKey        *signingKey          // a signing key from its jwks_uri, if any
-	refusals     []*exchange          // error answers seen, for the leak check
-	legacyProbe  bool                 // probes use a 2025-11-25 initialize
+	challenge401 *challenge.Challenge        // the Bearer challenge of the tokenless 401
+	metaURL      string                      // the resource_metadata URL, or a probed one
+	prm          *prm.Metadata               // the endpoint's metadata, if found
+	issuer       string                      // the first authorization server
+	as           *asmeta.Metadata            // its metadata, if found
+	asDocs       map[string]*asmeta.Metadata // metadata by issuer, as fetched
+	asKey        *signingKey                 // a signing key from its jwks_uri, if any
+	refusals     []*exchange                 // error answers seen, for the leak check
+	legacyProbe  bool                        // probes use a 2025-11-25 initialize
 }
 
 // New checks cfg and returns an Auditor.
@@ -87,16 +96,38 @@ func New(cfg Config) (*Auditor, error) {
 	if err != nil {
 		return nil, err
 	}
-	rt := cfg.Transport
-	if rt == nil {
-		rt = newTransport(cfg.Timeout, cfg.RootCAs)
+	trusted := []string{origin(u)}
+	if cc := cfg.ClientCredentials; cc.TokenURL != "" || cc.Issuer != "" {
+		if cc.ClientID == "" {
+			return nil, fmt.Errorf("%w: a token URL or issuer without a client ID", ErrConfig)
+		}
+	}
+	if raw := cfg.ClientCredentials.TokenURL; raw != "" {
+		tu, err := checkCredentialURL(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: token URL: %w", ErrConfig, err)
+		}
+		trusted = append(trusted, origin(tu))
+	}
+	if iss := cfg.ClientCredentials.Issuer; iss != "" {
+		if _, err := asmeta.WellKnownURLs(iss); err != nil {
+			return nil, fmt.Errorf("%w: issuer: not an issuer identifier (https, or http on loopback; no query or fragment)", ErrConfig)
+		}
+		iu, err := checkCredentialURL(iss)
+		if err != nil {
+			return nil, fmt.Errorf("%w: issuer: %w", ErrConfig, err)
+		}
+		trusted = append(trusted, origin(iu))
 	}
 	a := &Auditor{
-		cfg:      cfg,
-		endpoint: u,
-		client:   newClient(rt, cfg.Timeout),
-		secrets:  map[string]string{},
-		results:  map[string]*Result{},
+		cfg:            cfg,
+		endpoint:       u,
+		client:         newClient(newTransport(cfg.Timeout, cfg.RootCAs), cfg.Timeout),
+		trustedOrigins: trusted,
+		perHost:        map[string]int{},
+		asDocs:         map[string]*asmeta.Metadata{},
+		secrets:        map[string]string{},
+		results:        map[string]*Result{},
 	}
 	a.secret(cfg.Token, "token")
 	a.secret(cfg.Token2, "token2")
@@ -107,13 +138,21 @@ func New(cfg Config) (*Auditor, error) {
 // Run runs every check once and returns the report. It returns an error
 // wrapping [ErrUnreachable] when the endpoint never answered, and ctx's
 // error when ctx ends first; checks not reached are skipped.
-func (a *Auditor) Run(ctx context.Context) (*Report, error) {
+func (a *Auditor) Run(parent context.Context) (*Report, error) {
 	rep := &Report{Endpoint: a.endpoint.String(), Started: a.cfg.Now().UTC(), Credentials: "none"}
+	ctx, cancel := context.WithTimeout(parent, a.cfg.Deadline)
+	defer cancel()
+	a.runErr = ctx.Err
+	a.guarded = newGuardedClient(a.endpoint, resolveEndpoint(ctx, a.endpoint.Hostname(), a.cfg.Timeout), a.cfg)
+	var credErr error
 	reachable := a.discover(ctx)
 	if reachable {
 		a.checkAuthorizationServers(ctx)
 		a.checkTokens(ctx)
-		if err := a.obtainToken(ctx); err != nil {
+		if err := a.obtainToken(ctx); errors.Is(err, ErrCredentials) {
+			credErr = err
+			a.skip(CredAccepted, "client credentials not sent: "+strings.TrimPrefix(err.Error(), ErrCredentials.Error()+": "))
+		} else if err != nil {
 			a.fail(CredAccepted, "the client credentials grant failed: "+err.Error())
 		}
 		if a.cfg.Token == "" {
@@ -133,6 +172,8 @@ func (a *Auditor) Run(ctx context.Context) (*Report, error) {
 		if !ok {
 			why := "not reached"
 			switch {
+			case ctx.Err() != nil && parent.Err() == nil:
+				why = "not reached: the run's deadline passed (-deadline)"
 			case !reachable:
 				why = "not reached: the endpoint did not answer"
 			case info.Credentials && a.cfg.Token == "":
@@ -142,20 +183,28 @@ func (a *Auditor) Run(ctx context.Context) (*Report, error) {
 		}
 		rep.Results = append(rep.Results, *r)
 	}
-	if err := ctx.Err(); err != nil {
+	if err := parent.Err(); err != nil {
 		return rep, err
+	}
+	if ctx.Err() != nil {
+		return rep, fmt.Errorf("%w after %v: checks not reached are skipped", ErrDeadline, a.cfg.Deadline)
 	}
 	if !reachable {
 		return rep, fmt.Errorf("%w: %s", ErrUnreachable, a.endpoint.Redacted())
 	}
-	return rep, nil
+	return rep, credErr
 }
 
 // record merges one outcome into the result of id: fail wins over pass,
 // pass over skip; evidence accumulates up to maxEvidence lines.
 func (a *Auditor) record(id string, v Verdict, detail string, ev ...string) {
-	if v == Fail && slices.ContainsFunc(ev, func(e string) bool { return strings.HasSuffix(e, budgetNote) }) {
-		v, detail = Skip, "request budget exhausted (-max-requests)"
+	if v == Fail {
+		for _, ns := range notSentReasons {
+			if slices.ContainsFunc(ev, func(e string) bool { return strings.HasSuffix(e, ns.note) }) {
+				v, detail = Skip, ns.detail
+				break
+			}
+		}
 	}
 	ev = slices.DeleteFunc(slices.Clone(ev), func(e string) bool { return e == "" })
 	r, ok := a.results[id]

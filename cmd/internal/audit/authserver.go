@@ -50,41 +50,13 @@ func (a *Auditor) checkAuthorizationServers(ctx context.Context) {
 // checkAuthorizationServer fetches every well-known URL of issuer, in the
 // MCP order, and judges the first document naming issuer.
 func (a *Auditor) checkAuthorizationServer(ctx context.Context, issuer string) *asmeta.Metadata {
-	urls, err := asmeta.WellKnownURLs(issuer)
-	if err != nil {
+	if _, err := asmeta.WellKnownURLs(issuer); err != nil {
 		a.fail(ASMetadata, "authorization server "+quote(issuer)+" is not a valid issuer identifier (https, no query or fragment)")
 		return nil
 	}
-	var chosen *asmeta.Metadata
-	var chosenEv string
-	var evs []string
-	for _, u := range urls {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-		if err != nil {
-			continue
-		}
-		req.Header.Set("Accept", "application/json")
-		x := a.do(ctx, req)
-		ev := a.evidence(x)
-		evs = append(evs, ev)
-		if x.status != http.StatusOK || !fetch.IsJSONMediaType(x.header.Get("Content-Type")) || x.truncated || len(x.body) > asmeta.MaxMetadataBytes {
-			continue
-		}
-		var m asmeta.Metadata
-		if err := json.Unmarshal(x.body, &m); err != nil {
-			a.fail(ASMetadata, u+": not strict JSON", ev)
-			continue
-		}
-		if m.Issuer != issuer {
-			a.fail(ASIssuer, u+" names issuer "+quote(m.Issuer)+", want "+quote(issuer), ev)
-			continue
-		}
-		a.pass(ASIssuer, "", ev)
-		if chosen == nil {
-			chosen, chosenEv = &m, ev
-		}
-	}
+	chosen, chosenEv, evs := a.fetchASMetadata(ctx, issuer, true)
 	if chosen == nil {
+		urls, _ := asmeta.WellKnownURLs(issuer)
 		a.fail(ASMetadata, "no metadata naming "+quote(issuer)+" at "+strings.Join(urls, ", "), evs...)
 		return nil
 	}
@@ -109,6 +81,62 @@ func (a *Auditor) checkAuthorizationServer(ctx context.Context, issuer string) *
 		a.fail(ASRegistration, "neither CIMD nor a registration_endpoint: clients must be pre-registered", chosenEv)
 	}
 	return chosen
+}
+
+// fetchASMetadata fetches the well-known URLs of issuer in the MCP order
+// and returns the first document naming issuer, its evidence line, and
+// every evidence line. With judge it records AS-METADATA (not strict
+// JSON) and AS-ISSUER as it goes. Documents are kept in asDocs.
+func (a *Auditor) fetchASMetadata(ctx context.Context, issuer string, judge bool) (*asmeta.Metadata, string, []string) {
+	if m, ok := a.asDocs[issuer]; ok && m != nil && !judge {
+		return m, "", nil
+	}
+	urls, err := asmeta.WellKnownURLs(issuer)
+	if err != nil {
+		return nil, "", nil
+	}
+	var chosen *asmeta.Metadata
+	var chosenEv string
+	var evs []string
+	for _, u := range urls {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			continue
+		}
+		req.Header.Set("Accept", "application/json")
+		x := a.do(ctx, req)
+		ev := a.evidence(x)
+		evs = append(evs, ev)
+		if x.status != http.StatusOK || !fetch.IsJSONMediaType(x.header.Get("Content-Type")) || x.truncated || len(x.body) > asmeta.MaxMetadataBytes {
+			continue
+		}
+		var m asmeta.Metadata
+		if err := json.Unmarshal(x.body, &m); err != nil {
+			if judge {
+				a.fail(ASMetadata, u+": not strict JSON", ev)
+			}
+			continue
+		}
+		if m.Issuer != issuer {
+			if judge {
+				a.fail(ASIssuer, u+" names issuer "+a.quoteFrom(x, m.Issuer)+", want "+quote(issuer), ev)
+			}
+			continue
+		}
+		if judge {
+			a.pass(ASIssuer, "", ev)
+		}
+		if chosen == nil {
+			chosen, chosenEv = &m, ev
+			if !judge {
+				break
+			}
+		}
+	}
+	if chosen != nil {
+		a.asDocs[issuer] = chosen
+	}
+	return chosen, chosenEv, evs
 }
 
 // fetchSigningKey returns the first public signing key of the JWK Set at

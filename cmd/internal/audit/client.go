@@ -12,17 +12,13 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/fetch"
 )
-
-// errBudget: the run has sent Config.MaxRequests requests.
-var errBudget = errors.New("audit: request budget exhausted")
-
-// budgetNote ends the evidence of a request that was not sent because of
-// the budget; a check failing on such evidence is skipped instead.
-const budgetNote = "not sent (request budget exhausted)"
 
 // exchange is one request the audit sent and what came back.
 type exchange struct {
@@ -60,35 +56,45 @@ func newTransport(timeout time.Duration, roots *x509.CertPool) *http.Transport {
 	}
 }
 
-// newClient returns the client of a run: per-request timeout, and
-// redirects followed only for GET and HEAD, at most 3, and only within the
-// origin of the first request.
+// newClient returns the client of the origins the operator named:
+// per-request timeout, and redirects as sameOriginGET.
 func newClient(rt http.RoundTripper, timeout time.Duration) *http.Client {
-	return &http.Client{
-		Transport: rt,
-		Timeout:   timeout,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			first := via[0]
-			if len(via) > 3 || (first.Method != http.MethodGet && first.Method != http.MethodHead) {
-				return http.ErrUseLastResponse
-			}
-			if req.URL.Scheme != first.URL.Scheme || !strings.EqualFold(req.URL.Host, first.URL.Host) {
-				return http.ErrUseLastResponse
-			}
-			return nil
-		},
+	return &http.Client{Transport: rt, Timeout: timeout, CheckRedirect: sameOriginGET}
+}
+
+// sameOriginGET follows redirects only for GET and HEAD, at most 3, and
+// only within the origin of the first request.
+func sameOriginGET(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	if len(via) > 3 || (first.Method != http.MethodGet && first.Method != http.MethodHead) {
+		return http.ErrUseLastResponse
 	}
+	if origin(req.URL) != origin(first.URL) {
+		return http.ErrUseLastResponse
+	}
+	return nil
 }
 
 // do sends req, paced and counted, and reads at most MaxBody of the
-// answer. It never returns nil.
+// answer. A URL on an origin the operator named goes through the plain
+// client, every other one through the guarded client. It never returns
+// nil.
 func (a *Auditor) do(ctx context.Context, req *http.Request) *exchange {
 	x := &exchange{method: req.Method, url: req.URL, reqHeader: req.Header.Clone()}
 	if req.Host != "" && req.Host != req.URL.Host {
 		x.reqHeader.Set("Host", req.Host)
 	}
-	if a.sent >= a.cfg.MaxRequests {
+	host := hostKey(req.URL)
+	ownHost := host == hostKey(a.endpoint)
+	switch {
+	case a.runOver():
+		x.err = errDeadline
+		return x
+	case a.sent >= a.cfg.MaxRequests:
 		x.err = errBudget
+		return x
+	case !ownHost && a.perHost[host] >= a.cfg.MaxRequestsPerHost:
+		x.err = errHostCap
 		return x
 	}
 	if wait := a.cfg.Interval - time.Since(a.lastStart); a.cfg.Interval > 0 && wait > 0 {
@@ -97,18 +103,31 @@ func (a *Auditor) do(ctx context.Context, req *http.Request) *exchange {
 		case <-ctx.Done():
 			t.Stop()
 			x.err = ctx.Err()
+			if a.runOver() {
+				x.err = errDeadline
+			}
 			return x
 		case <-t.C:
 		}
 	}
 	a.sent++
+	if !ownHost {
+		a.perHost[host]++
+	}
 	a.lastStart = time.Now()
+	c := a.client
+	if !a.trusted(req.URL) {
+		c = a.guarded
+	}
 	ctx, cancel := context.WithTimeout(ctx, a.cfg.Timeout)
 	defer cancel()
-	resp, err := a.client.Do(req.WithContext(ctx))
+	resp, err := c.Do(req.WithContext(ctx))
 	if err != nil {
 		x.elapsed = time.Since(a.lastStart)
 		x.err = err
+		if a.runOver() {
+			x.err = errDeadline
+		}
 		return x
 	}
 	defer resp.Body.Close()
@@ -119,12 +138,18 @@ func (a *Auditor) do(ctx context.Context, req *http.Request) *exchange {
 	if n > a.cfg.MaxBody {
 		x.truncated = true
 		buf.Truncate(int(a.cfg.MaxBody))
+	} else if err != nil && a.runOver() {
+		x.err = errDeadline
 	} else if err != nil && !isStreamCut(err) {
 		x.err = err
 	}
 	x.body = buf.Bytes()
 	return x
 }
+
+// runOver reports whether the run's deadline has passed (or the run was
+// cancelled).
+func (a *Auditor) runOver() bool { return a.runErr != nil && a.runErr() != nil }
 
 // isStreamCut reports a body that ended because the per-request deadline
 // cut a stream (an SSE answer that stays open): what was read is kept.
@@ -163,9 +188,14 @@ func (a *Auditor) secret(tok, label string) {
 // Tokens are redacted.
 func (a *Auditor) evidence(x *exchange) string {
 	var b strings.Builder
+	own := a.ownAnswer(x)
 	b.WriteString(x.method)
 	b.WriteByte(' ')
-	b.WriteString(x.url.RequestURI())
+	if own {
+		b.WriteString(x.url.RequestURI())
+	} else {
+		b.WriteString(x.url.Redacted())
+	}
 	var hs []string
 	for _, name := range []string{"Host", "Authorization", "Origin", "X-Forwarded-Host", "Forwarded", "Mcp-Method", "Mcp-Name", "MCP-Protocol-Version", "Mcp-Session-Id"} {
 		for _, v := range x.reqHeader.Values(name) {
@@ -181,11 +211,21 @@ func (a *Auditor) evidence(x *exchange) string {
 		b.WriteString(" [" + strings.Join(hs, "; ") + "]")
 	}
 	b.WriteString(" → ")
+	if i := slices.IndexFunc(notSentReasons, func(ns notSent) bool { return errors.Is(x.err, ns.err) }); i >= 0 {
+		b.WriteString(notSentReasons[i].note)
+		return a.redact(b.String())
+	}
 	switch {
-	case errors.Is(x.err, errBudget):
-		b.WriteString(budgetNote)
 	case x.err != nil && x.status == 0:
 		b.WriteString("no answer: " + shortErr(x.err))
+	case !own:
+		// Another host's answer: never quoted, so that a URL the audited
+		// server hands the audit cannot make the report publish what some
+		// other service says.
+		fmt.Fprintf(&b, "%d %s", x.status, http.StatusText(x.status))
+		if len(x.body) > 0 {
+			fmt.Fprintf(&b, "; %d-byte body of another host, not quoted", len(x.body))
+		}
 	default:
 		fmt.Fprintf(&b, "%d %s", x.status, http.StatusText(x.status))
 		for _, v := range x.header.Values("WWW-Authenticate") {
@@ -203,6 +243,9 @@ func shortErr(err error) string {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return "timeout"
+	}
+	if errors.Is(err, fetch.ErrForbiddenAddress) {
+		return "refused by the SSRF guard: not a public address, nor one of the audited endpoint's address class"
 	}
 	s := err.Error()
 	if len(s) > 120 {

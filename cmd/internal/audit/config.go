@@ -4,7 +4,6 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 	"strings"
 	"time"
@@ -22,6 +21,11 @@ const (
 	DefaultMaxRequests = 400
 	// DefaultMaxTools is the most tools of tools/list that are called.
 	DefaultMaxTools = 32
+	// DefaultDeadline bounds a whole run.
+	DefaultDeadline = 3 * time.Minute
+	// DefaultMaxRequestsPerHost is the most requests one run sends to any
+	// one host other than the endpoint's.
+	DefaultMaxRequestsPerHost = 16
 )
 
 // Errors of New and Run.
@@ -30,14 +34,32 @@ var (
 	ErrConfig = errors.New("audit: invalid config")
 	// ErrUnreachable: the endpoint did not answer at all.
 	ErrUnreachable = errors.New("audit: endpoint unreachable")
+	// ErrDeadline: Config.Deadline passed before every check ran; the
+	// checks not reached are skipped.
+	ErrDeadline = errors.New("audit: run deadline reached")
+	// ErrCredentials: the client credentials would have gone to a token
+	// endpoint the operator did not name (see [ClientCredentials]).
+	ErrCredentials = errors.New("audit: client credentials refused")
 )
 
 // ClientCredentials configures an OAuth 2.0 client credentials grant
-// (RFC 6749 §4.4) that obtains the audit's token.
+// (RFC 6749 §4.4) that obtains the audit's token. The client secret goes
+// only to a token endpoint the operator named: TokenURL, or the
+// token_endpoint of Issuer's metadata when it is on the same origin as
+// that metadata. Never to one the audited server names, and never over
+// plain http except to a loopback host. Otherwise the grant is refused
+// ([ErrCredentials]) and nothing is sent.
 type ClientCredentials struct {
-	// TokenURL is the token endpoint. Empty means the token_endpoint of
-	// the first authorization server's metadata.
+	// TokenURL is the token endpoint: https, or http on a loopback host.
+	// Empty means the token_endpoint of Issuer's metadata.
 	TokenURL string
+	// Issuer is the authorization server whose metadata (RFC 8414, at the
+	// well-known URLs of the MCP discovery order) names the token
+	// endpoint, when TokenURL is empty. Its token_endpoint must be on the
+	// origin of the metadata URL. Empty with an empty TokenURL means the
+	// grant is refused: the audited server's authorization_servers are
+	// never trusted with a secret.
+	Issuer string
 	// ClientID and ClientSecret authenticate the client (HTTP Basic,
 	// RFC 6749 §2.3.1). ClientID is required to use the grant.
 	ClientID, ClientSecret string
@@ -90,13 +112,17 @@ type Config struct {
 	MaxRequests int
 	// MaxTools bounds the tools called. Zero means DefaultMaxTools.
 	MaxTools int
-	// Transport sends the requests. Nil means a transport without proxies
-	// and with bounded header sizes and handshakes. Redirects are never
-	// followed off the origin of the request, whatever the transport.
-	Transport http.RoundTripper
-	// RootCAs, if not nil, replaces the system roots of the default
-	// transport (a staging server with a private CA). Ignored with
-	// Transport.
+	// Deadline bounds the whole run: requests not sent by then are not
+	// sent, their checks are skipped, and Run returns [ErrDeadline]. Zero
+	// means DefaultDeadline.
+	Deadline time.Duration
+	// MaxRequestsPerHost bounds the requests of one run to any one host
+	// other than the endpoint's (the authorization servers, hosts of
+	// resource_metadata or jwks_uri). Zero means
+	// DefaultMaxRequestsPerHost.
+	MaxRequestsPerHost int
+	// RootCAs, if not nil, replaces the system roots (a staging server
+	// with a private CA).
 	RootCAs *x509.CertPool
 	// Now is the clock for the times in forged tokens. Nil means time.Now.
 	Now func() time.Time
@@ -117,6 +143,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxTools <= 0 {
 		c.MaxTools = DefaultMaxTools
+	}
+	if c.Deadline <= 0 {
+		c.Deadline = DefaultDeadline
+	}
+	if c.MaxRequestsPerHost <= 0 {
+		c.MaxRequestsPerHost = DefaultMaxRequestsPerHost
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -75,17 +75,67 @@ func (a *Auditor) obtainToken(ctx context.Context) error {
 	return nil
 }
 
+// checkCredentialURL accepts a URL that may receive the client secret:
+// absolute, https, or http on a loopback host ("localhost" or a loopback
+// literal), no userinfo or fragment.
+func checkCredentialURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || u.Host == "" || u.Hostname() == "":
+		return nil, errors.New("not an absolute URL")
+	case u.User != nil || u.Fragment != "" || strings.Contains(raw, "#"):
+		return nil, errors.New("no userinfo or fragment allowed")
+	case u.Scheme == "https":
+		return u, nil
+	case u.Scheme == "http" && isLoopbackURL(u):
+		return u, nil
+	case u.Scheme == "http":
+		return nil, errors.New("plain http to a host that is not loopback would send the client secret in clear: use https")
+	}
+	return nil, errors.New("scheme must be https")
+}
+
+// tokenEndpoint returns where the client secret may go (see
+// [ClientCredentials]), or an error wrapping ErrCredentials that says
+// why not.
+func (a *Auditor) tokenEndpoint(ctx context.Context) (string, error) {
+	cc := a.cfg.ClientCredentials
+	if cc.TokenURL != "" {
+		return cc.TokenURL, nil // checked by New
+	}
+	if cc.Issuer == "" {
+		return "", fmt.Errorf("%w: no -token-url or -issuer: the audit never sends a client secret to a token_endpoint the audited server names", ErrCredentials)
+	}
+	m := a.asDocs[cc.Issuer]
+	if m == nil {
+		m, _, _ = a.fetchASMetadata(ctx, cc.Issuer, false)
+	}
+	if m == nil {
+		return "", fmt.Errorf("%w: no metadata naming -issuer %s at its well-known URLs", ErrCredentials, cc.Issuer)
+	}
+	te, err := url.Parse(m.TokenEndpoint)
+	if err != nil || m.TokenEndpoint == "" || te.Host == "" {
+		return "", fmt.Errorf("%w: the metadata of -issuer names no usable token_endpoint: set -token-url", ErrCredentials)
+	}
+	iss, _ := url.Parse(cc.Issuer)
+	if origin(te) != origin(iss) {
+		return "", fmt.Errorf("%w: the token_endpoint of -issuer's metadata is on %s, not on the metadata's origin %s: set -token-url to send the client secret there", ErrCredentials, origin(te), origin(iss))
+	}
+	if _, err := checkCredentialURL(m.TokenEndpoint); err != nil {
+		return "", fmt.Errorf("%w: token_endpoint of -issuer's metadata: %w", ErrCredentials, err)
+	}
+	return m.TokenEndpoint, nil
+}
+
 // grant runs one client credentials grant (RFC 6749 §4.4) for scopes,
 // with resource set to the endpoint (RFC 8707), and returns the access
-// token. It counts against the request budget.
+// token. It counts against the request budget, the per-host cap and the
+// deadline, and never follows a redirect.
 func (a *Auditor) grant(ctx context.Context, scopes []string) (string, error) {
 	cc := a.cfg.ClientCredentials
-	tokenURL := cc.TokenURL
-	if tokenURL == "" && a.as != nil {
-		tokenURL = a.as.TokenEndpoint
-	}
-	if tokenURL == "" {
-		return "", errors.New("no token endpoint: set -token-url")
+	tokenURL, err := a.tokenEndpoint(ctx)
+	if err != nil {
+		return "", err
 	}
 	form := url.Values{"grant_type": {"client_credentials"}, "resource": {a.endpoint.String()}}
 	if len(scopes) > 0 {
@@ -93,19 +143,28 @@ func (a *Auditor) grant(ctx context.Context, scopes []string) (string, error) {
 	}
 	// RFC 6749 §2.3.1: form-encode, then Basic.
 	basic := base64.StdEncoding.EncodeToString([]byte(url.QueryEscape(cc.ClientID) + ":" + url.QueryEscape(cc.ClientSecret)))
-	if a.sent >= a.cfg.MaxRequests {
-		return "", errBudget
-	}
-	a.sent++
-	resp, err := fetch.PostForm(ctx, a.client, tokenURL, form, http.Header{"Authorization": {"Basic " + basic}}, 64<<10)
+	a.secret(basic, "client-credentials")
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
-		return "", errors.New(a.redact(err.Error()))
+		return "", errors.New("the token URL is not usable")
+	}
+	req.Header.Set("Authorization", "Basic "+basic)
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	x := a.do(ctx, req)
+	switch {
+	case x.err != nil:
+		return "", errors.New(a.redact(a.evidence(x)))
+	case x.status != http.StatusOK:
+		return "", fmt.Errorf("the token endpoint answered %d", x.status)
+	case !fetch.IsJSONMediaType(x.header.Get("Content-Type")):
+		return "", errors.New("the token response is not JSON")
 	}
 	var tr struct {
 		AccessToken string `json:"access_token"`
 		TokenType   string `json:"token_type"`
 	}
-	if err := json.Unmarshal(resp.Body, &tr); err != nil || tr.AccessToken == "" {
+	if err := json.Unmarshal(x.body, &tr); err != nil || tr.AccessToken == "" {
 		return "", errors.New("the token response has no access_token")
 	}
 	if !strings.EqualFold(tr.TokenType, "Bearer") {

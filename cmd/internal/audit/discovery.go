@@ -205,7 +205,7 @@ func (a *Auditor) checkMetadata(ctx context.Context) {
 		ev := a.evidence(f.x)
 		a.judge(PRMDocument, f.problem == "", "", "resource_metadata document: "+f.problem, ev)
 		if f.doc != nil {
-			a.judge(PRMResource, f.doc.Resource == endpoint, "", "resource is "+quote(f.doc.Resource)+", want "+quote(endpoint), ev)
+			a.judge(PRMResource, f.doc.Resource == endpoint, "", "resource is "+a.quoteFrom(f.x, f.doc.Resource)+", want "+quote(endpoint), ev)
 		}
 		if usable(f) {
 			chosen = &f
@@ -318,6 +318,15 @@ func (a *Auditor) checkHostSpoofing(ctx context.Context) {
 		mx := a.do(ctx, req)
 		a.judge(PRMHost, !leaked(mx), "", "the metadata names the host the request claimed", a.evidence(mx))
 	}
+}
+
+// quoteFrom quotes a value read from x's body when x is the audited
+// endpoint's own answer; another host's values are never quoted.
+func (a *Auditor) quoteFrom(x *exchange, s string) string {
+	if a.ownAnswer(x) {
+		return quote(s)
+	}
+	return "another value (not quoted: the answer of another host)"
 }
 
 // quote renders an untrusted value for a detail line, bounded.

@@ -43,6 +43,7 @@ type options struct {
 	clientID     string
 	clientSecret string
 	tokenURL     string
+	issuer       string
 	scopes       string
 	tenant2      string
 	tenantArg    string
@@ -54,6 +55,8 @@ type options struct {
 	timeout      time.Duration
 	interval     time.Duration
 	maxRequests  int
+	perHost      int
+	deadline     time.Duration
 	verbose      bool
 	caFile       string
 }
@@ -68,9 +71,10 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	}
 	fs.StringVar(&o.token, "token", "", "a valid access `token` for the endpoint (or "+envPrefix+"TOKEN); enables the credentialed checks")
 	fs.StringVar(&o.token2, "token2", "", "a `token` of another principal, ideally another tenant (or "+envPrefix+"TOKEN2): session binding and tenant checks")
-	fs.StringVar(&o.clientID, "client-id", "", "client `id` for the client credentials grant, used when -token is empty")
+	fs.StringVar(&o.clientID, "client-id", "", "client `id` for the client credentials grant, used when -token is empty; needs -token-url or -issuer")
 	fs.StringVar(&o.clientSecret, "client-secret", "", "client `secret` (prefer "+envPrefix+"CLIENT_SECRET: command lines are visible to other users)")
-	fs.StringVar(&o.tokenURL, "token-url", "", "token endpoint `URL` for the client credentials grant (default: the authorization server's token_endpoint)")
+	fs.StringVar(&o.tokenURL, "token-url", "", "token endpoint `URL` for the client credentials grant (https, or http on loopback)")
+	fs.StringVar(&o.issuer, "issuer", "", "authorization server `issuer` whose metadata names the token endpoint, when -token-url is empty; its token_endpoint must be on the metadata's origin")
 	fs.StringVar(&o.scopes, "scope", "", "`scopes` to request with client credentials, space-separated")
 	fs.StringVar(&o.tenant2, "tenant2", "", "the `tenant` of -token2 (default: its tenant/tid claim)")
 	fs.StringVar(&o.tenantArg, "tenant-arg", "", "tool argument `name` that selects a tenant (default: tenant, tenant_id, org_id, workspace, account, ...)")
@@ -82,6 +86,8 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.DurationVar(&o.timeout, "timeout", audit.DefaultTimeout, "bound on each request")
 	fs.DurationVar(&o.interval, "interval", audit.DefaultInterval, "least time between two requests")
 	fs.IntVar(&o.maxRequests, "max-requests", audit.DefaultMaxRequests, "most requests sent")
+	fs.IntVar(&o.perHost, "max-requests-per-host", audit.DefaultMaxRequestsPerHost, "most requests sent to any one host other than the endpoint's")
+	fs.DurationVar(&o.deadline, "deadline", audit.DefaultDeadline, "bound on the whole run")
 	fs.BoolVar(&o.verbose, "v", false, "show all evidence of every check")
 	fs.StringVar(&o.caFile, "ca-file", "", "PEM `file` of CA certificates to trust instead of the system roots")
 	if err := fs.Parse(args); err != nil {
@@ -130,10 +136,12 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Timeout:   o.timeout,
 		Interval:  o.interval,
 		ClientCredentials: audit.ClientCredentials{
-			TokenURL: o.tokenURL, ClientID: o.clientID, ClientSecret: o.clientSecret,
+			TokenURL: o.tokenURL, Issuer: o.issuer, ClientID: o.clientID, ClientSecret: o.clientSecret,
 			Scopes: strings.Fields(o.scopes),
 		},
-		MaxRequests: o.maxRequests,
+		MaxRequests:        o.maxRequests,
+		MaxRequestsPerHost: o.perHost,
+		Deadline:           o.deadline,
 	}
 	if o.interval <= 0 {
 		cfg.Interval = -1

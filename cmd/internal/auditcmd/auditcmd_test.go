@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
@@ -205,5 +206,37 @@ func TestCAFile(t *testing.T) {
 	}
 	if code, _, _ := runCmd(t, nil, "-ca-file", filepath.Join(t.TempDir(), "missing.pem"), ts.URL+"/mcp"); code != ExitUsage {
 		t.Errorf("missing -ca-file: exit %d, want %d", code, ExitUsage)
+	}
+}
+
+// TestDeadlineFlag: -deadline bounds a run against a server that drips
+// every answer: the report is printed, the command exits 3 and says why.
+func TestDeadlineFlag(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer scope="mcp:tools"`)
+		w.WriteHeader(http.StatusUnauthorized)
+		for i := 0; i < 600; i++ { // at most a minute
+			if _, err := w.Write([]byte(" ")); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}))
+	defer ts.Close()
+	start := time.Now()
+	code, out, errOut := runCmd(t, nil, "-timeout", "1s", "-deadline", "2s", ts.URL+"/mcp")
+	if d := time.Since(start); d > 4*time.Second {
+		t.Errorf("the run took %v, want about the 2 s deadline", d)
+	}
+	if code != ExitNotAudit || !strings.Contains(errOut, "deadline") {
+		t.Errorf("exit %d, stderr %q; want %d and the deadline named", code, errOut, ExitNotAudit)
+	}
+	if !strings.Contains(out, "not reached: the run's deadline passed (-deadline)") {
+		t.Errorf("the report does not show the checks the deadline skipped:\n%s", out)
 	}
 }

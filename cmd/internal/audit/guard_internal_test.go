@@ -1,0 +1,85 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/internal/fetch"
+)
+
+func TestEndpointPrefixes(t *testing.T) {
+	tests := []struct {
+		addr string
+		want []string
+	}{
+		{"127.0.0.1", []string{"127.0.0.0/8"}},
+		{"::1", []string{"::1/128"}},
+		{"10.1.2.3", []string{"10.0.0.0/8"}},
+		{"192.168.7.7", []string{"192.168.0.0/16"}},
+		{"fd12::1", []string{"fc00::/7"}},
+		{"169.254.1.1", []string{"169.254.1.1/32"}}, // link-local: the address only
+		{"::ffff:10.1.2.3", []string{"10.0.0.0/8"}},
+		{"8.8.8.8", nil}, // public: nothing more
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr, func(t *testing.T) {
+			var got []string
+			for _, p := range endpointPrefixes([]netip.Addr{netip.MustParseAddr(tt.addr)}) {
+				got = append(got, p.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("endpointPrefixes(%s) = %v, want %v", tt.addr, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestHandedURLRouting: every URL off the origins the operator named goes
+// through the guarded client: for an endpoint on loopback, another
+// loopback port is reached, while private, link-local and cloud metadata
+// addresses are refused before any connection (a JWKS URL, a token
+// endpoint, anything).
+func TestHandedURLRouting(t *testing.T) {
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	defer other.Close()
+	a, err := New(Config{Endpoint: "http://127.0.0.1:1/mcp", Interval: -1, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.guarded = newGuardedClient(a.endpoint, []netip.Addr{netip.MustParseAddr("127.0.0.1")}, a.cfg)
+	tests := []struct {
+		url     string
+		refused bool
+	}{
+		{other.URL + "/jwks", false},
+		{"http://169.254.169.254/latest/meta-data/", true},
+		{"http://169.254.170.2/v2/credentials", true},
+		{"http://10.255.255.1/jwks", true},
+		{"http://192.168.0.1/token", true},
+		{"http://[fd00:ec2::254]/", true},
+		{"http://[fe80::1]/", true},
+		{"http://100.100.100.200/", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.url, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(context.Background(), http.MethodGet, tt.url, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			x := a.do(context.Background(), req)
+			if got := errors.Is(x.err, fetch.ErrForbiddenAddress); got != tt.refused {
+				t.Errorf("refused = %v (err %v), want %v", got, x.err, tt.refused)
+			}
+			if d := time.Since(start); tt.refused && d > 500*time.Millisecond {
+				t.Errorf("the refusal took %v: it waited on a dial", d)
+			}
+		})
+	}
+}
