@@ -13,9 +13,17 @@ import (
 // as it trickles a body. It sets "Connection: close" (HTTP/1.x; for
 // HTTP/2 the stream is what ends) and a read deadline of now, so that
 // nothing more of the body is read. A request without a body is left
-// alone: there is nothing to trickle, and the connection stays reusable.
+// alone: there is nothing to trickle, and the connection stays reusable;
+// so is one whose body Handler already read (RequireScopes behind it).
+//
+// Every refusal sent before the body is read calls it: Handler's (the
+// token, the origin, a GET or DELETE refused on its base scopes, a public
+// operation's path), Protect's, RequireScopes', and the CORS preflight.
 func closeUnread(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return
+	}
+	if _, read := r.Body.(*bodyReader); read {
 		return
 	}
 	if r.ProtoMajor < 2 {

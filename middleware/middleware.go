@@ -151,11 +151,17 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	g, err := m.policy.lookup(&msg)
 	g, err = m.public.apply(&msg, g, err)
 	if err != nil {
+		if !post {
+			closeUnread(w, r) // a GET or DELETE body is not read
+		}
 		m.refuse(w, r, err, p, g, nil)
 		return
 	}
 	op := g.op
 	if missing := m.missing(p.Scopes, op.scopes); missing != nil {
+		if !post {
+			closeUnread(w, r)
+		}
 		m.insufficient(w, r, p, g, op.scopes, missing, op.key, op.challenge)
 		return
 	}
@@ -245,14 +251,17 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p, ok := PrincipalFromContext(r.Context())
 			if !ok {
+				closeUnread(w, r)
 				m.refuse(w, r, ErrNoPrincipal, nil, nil, nil)
 				return
 			}
 			if p.Anonymous { // a public operation: scopes need a token
+				closeUnread(w, r)
 				m.refuse(w, r, ErrNoToken, nil, p.grant, nil)
 				return
 			}
 			if missing := m.missing(p.Scopes, route); missing != nil {
+				closeUnread(w, r) // behind Protect, the body is not read yet
 				base := m.policy.base.scopes
 				if p.grant != nil {
 					base = p.grant.op.scopes
@@ -316,8 +325,13 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Pri
 // [Principal] in r's context if any). An error the middleware does not
 // recognize is treated as a token failure: 401 invalid_token. The error
 // text is only logged. The refusal is reported to Config.OnDecision, with
-// the labels of the operation Handler authorized.
+// the labels of the operation Handler authorized. Since it cannot know
+// whether the caller read r's body, it closes the connection after the
+// answer (Connection: close and a read deadline of now) unless r has no
+// body or Handler read it, so that a client trickling an unread body
+// cannot hold the connection.
 func (m *Middleware) Challenge(w http.ResponseWriter, r *http.Request, err error) {
+	closeUnread(w, r)
 	p, _ := PrincipalFromContext(r.Context())
 	if p != nil && p.Anonymous { // anything beyond a public operation needs a token
 		m.refuse(w, r, ErrNoToken, nil, p.grant, nil)

@@ -123,6 +123,7 @@ func (p *originPolicy) cors(w http.ResponseWriter, r *http.Request) bool {
 	h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
 	h.Set("Access-Control-Max-Age", corsMaxAge)
 	h.Set("Cache-Control", "no-store")
+	closeUnread(w, r) // a preflight's body is never read
 	w.WriteHeader(http.StatusNoContent)
 	return true
 }

@@ -198,6 +198,7 @@ func isAnonymous(r *http.Request, err error) bool {
 // before any token is seen: see [PublicOperations].
 func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if r.Method != http.MethodPost {
+		closeUnread(w, r) // a tokenless GET or DELETE body is not read
 		m.refuse(w, r, ErrNoToken, nil, nil, nil)
 		return
 	}

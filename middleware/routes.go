@@ -35,12 +35,14 @@ func (m *Middleware) Protect(scopes ...string) func(http.Handler) http.Handler {
 			}
 			p, err := m.authenticate(r)
 			if err != nil {
+				closeUnread(w, r) // Protect never reads the body
 				m.refuse(w, r, err, nil, nil, nil)
 				return
 			}
 			setNextNonce(w, p)
 			op := g.op
 			if missing := m.missing(p.Scopes, op.scopes); missing != nil {
+				closeUnread(w, r)
 				m.insufficient(w, r, p, g, op.scopes, missing, op.key, op.challenge)
 				return
 			}
