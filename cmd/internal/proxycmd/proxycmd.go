@@ -1,0 +1,352 @@
+// Package proxycmd is "mcpguard proxy": mcpguard's whole authorization
+// decision in front of any Streamable HTTP MCP server (package proxy),
+// configured by flags for one upstream or by a YAML file (docs/proxy.md).
+//
+// Exit codes: 0 after a clean shutdown (or a valid -check), 1 for a
+// configuration or start-up error, 2 for a usage error.
+package proxycmd
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/proxy"
+)
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitError  = 1
+	exitUsage  = 2
+	devSubject = devas.DefaultSubject
+)
+
+// Server bounds. An authorized answer gets its read deadline cleared and
+// each write bounded by the proxy's stream_write timeout instead, so these
+// short values bound refusals and clients without a token.
+const (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 30 * time.Second
+	idleTimeout       = 2 * time.Minute
+	maxHeaderBytes    = 64 << 10
+)
+
+type options struct {
+	addr, upstream, resource, issuer, config string
+	scopes, origins                          []string
+	identity, dpop, assertionKey             string
+	devAS                                    string
+	check                                    bool
+	waitKeys, shutdown                       time.Duration
+	logLevel                                 slog.Level
+}
+
+type listFlag struct{ list *[]string }
+
+func (f listFlag) String() string {
+	if f.list == nil {
+		return ""
+	}
+	return strings.Join(*f.list, " ")
+}
+
+func (f listFlag) Set(s string) error {
+	*f.list = strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
+	return nil
+}
+
+type levelFlag struct{ l *slog.Level }
+
+func (f levelFlag) String() string {
+	if f.l == nil {
+		return ""
+	}
+	return strings.ToLower(f.l.String())
+}
+func (f levelFlag) Set(s string) error { return f.l.UnmarshalText([]byte(s)) }
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	o := options{addr: "127.0.0.1:8080", identity: proxy.ModeAssertion, waitKeys: 10 * time.Second, shutdown: 10 * time.Second, logLevel: slog.LevelInfo}
+	fs := flag.NewFlagSet("mcpguard proxy", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.addr, "addr", o.addr, "`host:port` to listen on")
+	fs.StringVar(&o.upstream, "upstream", "", "`URL` of the MCP server's Streamable HTTP endpoint, e.g. http://127.0.0.1:3000/mcp")
+	fs.StringVar(&o.resource, "resource", "", "public `URL` of the protected MCP endpoint, the audience of client tokens (default http://<addr>/mcp on a loopback -addr)")
+	fs.StringVar(&o.issuer, "issuer", "", "issuer `URL` of the authorization server (https, or http on loopback)")
+	fs.Var(listFlag{&o.scopes}, "scopes", "base `scopes` every request needs, space- or comma-separated")
+	fs.Var(listFlag{&o.origins}, "allowed-origins", "browser `origins` allowed besides the resource's own")
+	fs.StringVar(&o.identity, "identity", o.identity, "how the upstream learns the caller: `mode` assertion (a JWT signed by the proxy) or headers (plain X-Mcpguard-* headers, loopback upstream only)")
+	fs.StringVar(&o.dpop, "dpop", "off", "DPoP (RFC 9449) `policy`: off, allowed or required")
+	fs.StringVar(&o.assertionKey, "assertion-key", "", "PEM `file` of the assertion signing key (default: a key generated at start)")
+	fs.StringVar(&o.config, "config", "", "YAML configuration `file` (docs/proxy.md); replaces -upstream, -resource, -issuer, -scopes, -identity, -dpop, -allowed-origins, -assertion-key")
+	fs.BoolVar(&o.check, "check", false, "validate the configuration, print the effective policy and exit (non-zero on any error)")
+	fs.StringVar(&o.devAS, "dev-as", "", "DEVELOPMENT ONLY: start the embedded authorization server on this loopback `host:port` (e.g. 127.0.0.1:9000) and trust it; instead of -issuer")
+	fs.DurationVar(&o.waitKeys, "wait-keys", o.waitKeys, "how long start-up waits for every issuer's first key set before failing with the cause; 0 starts at once")
+	fs.DurationVar(&o.shutdown, "shutdown-timeout", o.shutdown, "how long a shutdown lets answers finish: GET streams end at once, other answers get this long")
+	fs.Var(levelFlag{&o.logLevel}, "log-level", "log `level`: debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if o.config != "" {
+		var set []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "upstream", "resource", "issuer", "scopes", "identity", "dpop", "allowed-origins", "assertion-key", "dev-as":
+				set = append(set, "-"+f.Name)
+			}
+		})
+		if len(set) > 0 {
+			return o, fmt.Errorf("-config replaces %s: put them in the file", strings.Join(set, ", "))
+		}
+	}
+	return o, nil
+}
+
+// Run is "mcpguard proxy": args are the arguments after the subcommand's
+// name. It serves until ctx ends, then shuts down gracefully.
+func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "mcpguard proxy: %v\n", err)
+		return exitUsage
+	}
+	if err := run(ctx, o, getenv, stdout, stderr, nil); err != nil {
+		fmt.Fprintf(stderr, "mcpguard proxy: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
+
+// started is what run reports once serving (tests).
+type started struct {
+	Addr, Resource, Issuer string
+	Proxy                  *proxy.Proxy
+	DevAS                  *devas.Server
+}
+
+func run(ctx context.Context, o options, getenv func(string) string, stdout, stderr io.Writer, ready func(started)) error {
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	var cfg proxy.Config
+	if o.config != "" {
+		c, err := proxy.Load(o.config, getenv)
+		if err != nil {
+			return err
+		}
+		cfg = c
+	} else {
+		if o.upstream == "" {
+			return errors.New("-upstream is required (the MCP server's URL, e.g. http://127.0.0.1:3000/mcp), or -config FILE")
+		}
+		if o.issuer == "" && o.devAS == "" {
+			return errors.New("-issuer is required (your authorization server's issuer URL); for a local trial, -dev-as 127.0.0.1:9000 starts the embedded development server")
+		}
+		if o.issuer != "" && o.devAS != "" {
+			return errors.New("-issuer and -dev-as exclude each other")
+		}
+		resource := o.resource
+		if resource == "" {
+			if !isLoopbackAddr(o.addr) {
+				return errors.New("-resource is required when -addr is not a loopback address: tokens are bound to the proxy's public URL")
+			}
+			resource = "http://" + o.addr + "/mcp"
+		}
+		issuer := o.issuer
+		if o.devAS != "" {
+			if !isLoopbackAddr(o.devAS) {
+				return errors.New("-dev-as must be a loopback address: the embedded authorization server is for development only")
+			}
+			issuer = "http://" + o.devAS
+		}
+		cfg = proxy.Config{
+			Routes: []proxy.Route{{
+				Resource: resource, Upstream: o.upstream, Issuers: []string{issuer}, Scopes: o.scopes,
+				Identity: proxy.Identity{Mode: o.identity}, DPoP: o.dpop, AllowedOrigins: o.origins,
+				Validation: proxy.Validation{TenantClaim: "tenant"},
+			}},
+			Assertion: proxy.Assertion{KeyFile: o.assertionKey},
+		}
+	}
+	cfg.Logger = logger
+
+	if o.check {
+		px, err := proxy.New(cfg)
+		if err != nil {
+			return err
+		}
+		defer px.Close()
+		px.Describe(stdout)
+		fmt.Fprintln(stdout, "configuration OK")
+		return nil
+	}
+
+	// Bind before anything starts fetching, so that a mistake never opens
+	// a port for long.
+	ln, err := net.Listen("tcp", o.addr)
+	if err != nil {
+		return fmt.Errorf("listen on -addr: %w", err)
+	}
+	defer ln.Close()
+	var dev *devas.Server
+	var devSrv *http.Server
+	if o.devAS != "" {
+		dl, err := net.Listen("tcp", o.devAS)
+		if err != nil {
+			return fmt.Errorf("listen on -dev-as: %w", err)
+		}
+		r := cfg.Routes[0]
+		dev, err = devas.New(devas.Config{
+			Issuer: r.Issuers[0], Resources: []string{r.Resource}, Scopes: policyScopes(r),
+			AutoApprove: true, EnableDCR: true, Logger: logger.With("component", "devas"),
+		})
+		if err != nil {
+			dl.Close()
+			return fmt.Errorf("embedded authorization server: %w", err)
+		}
+		devSrv = newServer(dev, logger)
+		go func() { _ = devSrv.Serve(dl) }()
+		defer devSrv.Close()
+	}
+	px, err := proxy.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer px.Close()
+	if o.waitKeys > 0 {
+		wctx, cancel := context.WithTimeout(ctx, o.waitKeys)
+		err := px.WaitReady(wctx)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+	srv := newServer(px, logger)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	printBanner(stderr, ln.Addr().String(), cfg, px, dev)
+	if ready != nil {
+		st := started{Addr: ln.Addr().String(), Resource: cfg.Routes[0].Resource, Issuer: cfg.Routes[0].Issuers[0], Proxy: px, DevAS: dev}
+		ready(st)
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	logger.Info("shutting down")
+	// GET streams never end by themselves: end them now, cleanly (the
+	// client resumes elsewhere with Last-Event-ID); other answers get
+	// half the timeout to finish, then are ended too.
+	px.EndStreams(false)
+	t := time.AfterFunc(o.shutdown/2, func() { px.EndStreams(true) })
+	defer t.Stop()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.shutdown)
+	defer cancel()
+	err = srv.Shutdown(sctx)
+	if err != nil {
+		_ = srv.Close()
+	}
+	if devSrv != nil {
+		_ = devSrv.Shutdown(sctx)
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return err
+}
+
+// policyScopes are the scopes the development server may grant: every
+// scope of the route's policy.
+func policyScopes(r proxy.Route) []string {
+	out := append([]string{}, r.Scopes...)
+	add := func(ss []string) {
+		for _, s := range ss {
+			if !contains(out, s) {
+				out = append(out, s)
+			}
+		}
+	}
+	for _, m := range []map[string][]string{r.Operations.Methods, r.Operations.Tools, r.Operations.Prompts} {
+		for _, ss := range m {
+			add(ss)
+		}
+	}
+	for _, rr := range r.Operations.Resources {
+		add(rr.Scopes)
+	}
+	return out
+}
+
+func contains(ss []string, s string) bool {
+	for _, v := range ss {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+func newServer(h http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: readHeaderTimeout,
+		ReadTimeout:       readTimeout,
+		WriteTimeout:      writeTimeout,
+		IdleTimeout:       idleTimeout,
+		MaxHeaderBytes:    maxHeaderBytes,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// isLoopbackAddr reports whether the host of addr is a loopback IP or
+// localhost.
+func isLoopbackAddr(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func printBanner(w io.Writer, addr string, cfg proxy.Config, px *proxy.Proxy, dev *devas.Server) {
+	fmt.Fprintf(w, "\nmcpguard proxy listening on %s\n", addr)
+	for _, r := range cfg.Routes {
+		fmt.Fprintf(w, "  %s -> %s (issuers %s)\n", r.Resource, r.Upstream, strings.Join(r.Issuers, " "))
+	}
+	if p := px.JWKSPath(); p != "" {
+		fmt.Fprintf(w, "  assertion issuer %s, public keys at http://%s%s\n", px.AssertionIssuer(), addr, p)
+	}
+	fmt.Fprintf(w, "  health: http://%s/healthz, readiness: http://%s/readyz\n", addr, addr)
+	if dev != nil {
+		r := cfg.Routes[0]
+		tok, err := dev.IssueToken(devSubject, devas.DefaultTenant, "mcpguard-dev-cli", r.Resource, r.Scopes)
+		if err != nil {
+			tok = "(none: " + err.Error() + ")"
+		}
+		fmt.Fprintf(w, `
+The authorization server at %s is the embedded DEVELOPMENT server: it
+approves everyone as %q. Never expose it. A token to try with curl:
+  %s
+`, r.Issuers[0], devSubject, tok)
+	}
+	fmt.Fprintln(w)
+}

@@ -1,0 +1,252 @@
+package proxy
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/mcpguard/mcpguard/middleware"
+)
+
+// AssertionType is the JOSE "typ" of an assertion: it is an access token
+// for the upstream (RFC 9068), so a resource server that insists on
+// at+jwt, mcpguard included, accepts it.
+const AssertionType = "at+jwt"
+
+// maxKeyFileBytes bounds the signing key file.
+const maxKeyFileBytes = 64 << 10
+
+// signer signs assertions and serves the public key as a JWK Set.
+type signer struct {
+	issuer string
+	s      jose.Signer
+	jwks   []byte // the JWK Set document
+	kid    string
+}
+
+// loadKey reads a PEM private key file.
+func loadKey(path string) (crypto.Signer, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("assertion.key_file: %w", err)
+	}
+	if fi.Size() > maxKeyFileBytes {
+		return nil, fmt.Errorf("assertion.key_file: larger than %d bytes", maxKeyFileBytes)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("assertion.key_file: %w", err)
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return nil, fmt.Errorf("assertion.key_file %s: no PEM block", path)
+	}
+	var k any
+	switch blk.Type {
+	case "PRIVATE KEY":
+		k, err = x509.ParsePKCS8PrivateKey(blk.Bytes)
+	case "EC PRIVATE KEY":
+		k, err = x509.ParseECPrivateKey(blk.Bytes)
+	case "RSA PRIVATE KEY":
+		k, err = x509.ParsePKCS1PrivateKey(blk.Bytes)
+	default:
+		return nil, fmt.Errorf("assertion.key_file %s: PEM block %q; want PRIVATE KEY, EC PRIVATE KEY or RSA PRIVATE KEY", path, blk.Type)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("assertion.key_file %s: %w", path, err)
+	}
+	s, ok := k.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("assertion.key_file %s: not a signing key", path)
+	}
+	return s, nil
+}
+
+// algorithmOf returns the JWS algorithm of key, refusing weak keys.
+func algorithmOf(key crypto.Signer) (jose.SignatureAlgorithm, error) {
+	switch k := key.(type) {
+	case *ecdsa.PrivateKey:
+		switch k.Curve {
+		case elliptic.P256():
+			return jose.ES256, nil
+		case elliptic.P384():
+			return jose.ES384, nil
+		}
+		return "", fmt.Errorf("EC key: want P-256 or P-384")
+	case ed25519.PrivateKey:
+		return jose.EdDSA, nil
+	case *rsa.PrivateKey:
+		if k.N.BitLen() < 2048 {
+			return "", fmt.Errorf("RSA key of %d bits: want 2048 or more", k.N.BitLen())
+		}
+		return jose.RS256, nil
+	}
+	return "", fmt.Errorf("unsupported key type %T", key)
+}
+
+// newSigner returns the signer of issuer with key (a new P-256 key when
+// nil).
+func newSigner(issuer string, key crypto.Signer) (*signer, error) {
+	if key == nil {
+		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		key = k
+	}
+	alg, err := algorithmOf(key)
+	if err != nil {
+		return nil, fmt.Errorf("%w: assertion key: %w", ErrConfig, err)
+	}
+	pub := jose.JSONWebKey{Key: key.Public(), Algorithm: string(alg), Use: "sig"}
+	tp, err := pub.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return nil, fmt.Errorf("%w: assertion key: %w", ErrConfig, err)
+	}
+	pub.KeyID = base64.RawURLEncoding.EncodeToString(tp)
+	doc, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{pub}})
+	if err != nil {
+		return nil, err
+	}
+	js, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key},
+		(&jose.SignerOptions{}).WithType(AssertionType).WithHeader("kid", pub.KeyID))
+	if err != nil {
+		return nil, fmt.Errorf("%w: assertion key: %w", ErrConfig, err)
+	}
+	return &signer{issuer: issuer, s: js, jwks: append(doc, '\n'), kid: pub.KeyID}, nil
+}
+
+// ServeHTTP serves the JWK Set.
+func (s *signer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/jwk-set+json")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	if r.Method == http.MethodGet {
+		_, _ = w.Write(s.jwks)
+	}
+}
+
+// assertionClaims are the claims of an assertion besides the registered
+// ones.
+type assertionClaims struct {
+	ClientID string `json:"client_id,omitempty"`
+	Scope    string `json:"scope,omitempty"`
+	Tenant   string `json:"tenant,omitempty"`
+	// OrigIssuer is the issuer of the client's token (the authorization
+	// server), so that a subject is unambiguous across issuers.
+	OrigIssuer string `json:"idp,omitempty"`
+	// DPoPBound reports a sender-constrained client token (RFC 9449) whose
+	// proof the proxy checked.
+	DPoPBound bool `json:"dpop_bound,omitempty"`
+}
+
+// sign returns a new assertion for p, for audience, valid until exp.
+func (s *signer) sign(p *middleware.Principal, audience string, now, exp time.Time) (string, error) {
+	jti := make([]byte, 16)
+	_, _ = rand.Read(jti)
+	std := jwt.Claims{
+		Issuer:   s.issuer,
+		Subject:  p.Subject,
+		Audience: jwt.Audience{audience},
+		Expiry:   jwt.NewNumericDate(exp),
+		IssuedAt: jwt.NewNumericDate(now),
+		ID:       base64.RawURLEncoding.EncodeToString(jti),
+	}
+	extra := assertionClaims{ClientID: p.ClientID, Scope: strings.Join(p.Scopes, " "), Tenant: p.Tenant,
+		OrigIssuer: p.Issuer, DPoPBound: p.SenderConstrained}
+	return jwt.Signed(s.s).Claims(std).Claims(extra).Serialize()
+}
+
+// assertions mints and caches the assertions of one route: a principal
+// with the same scopes reuses its assertion until half its lifetime has
+// passed, so that signing is not on every request's path.
+type assertions struct {
+	s        *signer
+	audience string
+	ttl      time.Duration
+	now      func() time.Time
+	prefix   string // "Bearer " in Authorization, else ""
+
+	mu    sync.Mutex
+	cache map[string]cachedToken
+}
+
+// cachedToken is a minted or exchanged token and when to stop reusing it.
+type cachedToken struct {
+	token   string
+	refresh time.Time // reuse before this instant
+}
+
+func newAssertions(s *signer, audience string, ttl time.Duration, now func() time.Time, prefix string) *assertions {
+	return &assertions{s: s, audience: audience, ttl: ttl, now: now, prefix: prefix, cache: map[string]cachedToken{}}
+}
+
+// principalKey identifies a principal and its grant for caching.
+func principalKey(p *middleware.Principal) string {
+	var b strings.Builder
+	b.WriteString(p.ID())
+	b.WriteByte(0)
+	for _, s := range p.Scopes {
+		b.WriteString(s)
+		b.WriteByte(' ')
+	}
+	if p.SenderConstrained {
+		b.WriteString("\x00dpop")
+	}
+	return b.String()
+}
+
+// get returns the header value carrying the assertion of p.
+func (a *assertions) get(p *middleware.Principal) (string, error) {
+	now := a.now()
+	key := principalKey(p)
+	a.mu.Lock()
+	c, ok := a.cache[key]
+	a.mu.Unlock()
+	if ok && now.Before(c.refresh) {
+		return c.token, nil
+	}
+	exp := now.Add(a.ttl)
+	if !p.Expiry.IsZero() && p.Expiry.Before(exp) {
+		exp = p.Expiry // never outlive the client's token
+	}
+	tok, err := a.s.sign(p, a.audience, now, exp)
+	if err != nil {
+		return "", err
+	}
+	a.mu.Lock()
+	if len(a.cache) >= DefaultIdentityCacheKeys {
+		for k, v := range a.cache {
+			if !now.Before(v.refresh) {
+				delete(a.cache, k)
+			}
+		}
+		if len(a.cache) >= DefaultIdentityCacheKeys {
+			clear(a.cache)
+		}
+	}
+	v := a.prefix + tok
+	a.cache[key] = cachedToken{token: v, refresh: now.Add(exp.Sub(now) / 2)}
+	a.mu.Unlock()
+	return v, nil
+}

@@ -1,0 +1,421 @@
+package proxy
+
+import (
+	"crypto"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/fetch"
+	"github.com/mcpguard/mcpguard/middleware"
+	"github.com/mcpguard/mcpguard/validate"
+)
+
+// ErrConfig reports an unusable [Config]: [New], [Parse] and [Load] wrap
+// it, with the field (or the file, line and key) named and the fix.
+var ErrConfig = errors.New("proxy: invalid config")
+
+// Defaults applied by [New] to zero-valued fields.
+const (
+	DefaultAssertionTTL        = 60 * time.Second
+	MaxAssertionTTL            = 5 * time.Minute
+	DefaultJWKSPath            = "/.well-known/jwks.json"
+	DefaultDialTimeout         = 5 * time.Second
+	DefaultResponseHeader      = 60 * time.Second
+	DefaultIdleStream          = 5 * time.Minute
+	DefaultStreamWrite         = 30 * time.Second
+	DefaultMaxResponseHeader   = 64 << 10
+	DefaultExchangeMargin      = 30 * time.Second
+	DefaultIdentityCacheKeys   = 10000
+	defaultExchangeMaxResponse = 64 << 10
+)
+
+// Identity modes (Identity.Mode).
+const (
+	ModeAssertion = "assertion"
+	ModeExchange  = "exchange"
+	ModeHeaders   = "headers"
+)
+
+// Config configures a [Proxy]: the routes it serves and the key it signs
+// identity assertions with. It is the schema of the configuration file
+// (docs/proxy.md is generated from these comments); fields tagged
+// yaml:"-" exist for Go callers only. [New] copies it.
+type Config struct {
+	// Routes are the protected MCP endpoints, each in front of one
+	// upstream. Required, at least one; their resource paths must differ.
+	Routes []Route `yaml:"routes"`
+
+	// Assertion configures the JWTs the proxy signs for upstreams in the
+	// assertion mode.
+	Assertion Assertion `yaml:"assertion"`
+
+	// Timeouts bound the connections to upstreams and the answers to
+	// clients.
+	Timeouts Timeouts `yaml:"timeouts"`
+
+	// StripHeaders are request headers removed before forwarding, on top
+	// of those always removed (docs/proxy.md, "What the upstream
+	// receives"), case-insensitive. An entry ending in "*" is a prefix.
+	StripHeaders []string `yaml:"strip_headers"`
+
+	// Logger receives one line per decision and the proxy's warnings.
+	// Nil discards.
+	Logger *slog.Logger `yaml:"-"`
+	// Transport, if set, replaces the proxy's own transport to upstreams
+	// (tests, custom dialers); the dial and header timeouts are then its
+	// own. Nil means a transport built from Timeouts.
+	Transport http.RoundTripper `yaml:"-"`
+	// Now is the clock of assertions, caches and middleware. Nil means
+	// time.Now.
+	Now func() time.Time `yaml:"-"`
+	// StepUpStore, if set, is shared by every route's step-up bound
+	// (redisstore.StepUpStore between replicas). Nil means in memory.
+	StepUpStore middleware.StepUpStore `yaml:"-"`
+	// Instrument, if set, is called with each route's mcpguard.Config
+	// before the route is built, to add observers (otelguard's
+	// Telemetry.Instrument). The proxy's own decision hook runs after
+	// those it sets.
+	Instrument func(*mcpguard.Config) `yaml:"-"`
+}
+
+// Route is one protected MCP endpoint: the public resource the proxy
+// serves and the upstream it forwards to.
+type Route struct {
+	// Resource is the public canonical URL of this MCP endpoint, the
+	// audience client tokens must carry, such as
+	// "https://mcp.example.com/mcp". Its path is where the proxy serves it;
+	// its protected-resource metadata is served at the RFC 9728 path
+	// inserted well-known URL (and at the root one for a single route).
+	// Required: https, or http on a loopback host.
+	Resource string `yaml:"resource"`
+	// Upstream is the URL of the MCP server's Streamable HTTP endpoint
+	// the proxy forwards to, such as "http://127.0.0.1:3000/mcp". Every
+	// request goes to exactly this path (with the client's query).
+	// Required: http or https.
+	Upstream string `yaml:"upstream"`
+	// Issuers are the trusted authorization servers' issuer identifiers;
+	// their keys are discovered (RFC 8414, OpenID Connect) and refreshed.
+	// Required, at least one: https, or http on a loopback host.
+	Issuers []string `yaml:"issuers"`
+	// Scopes are the base scopes every request needs, sent in the 401
+	// challenge. Empty means none.
+	Scopes []string `yaml:"scopes"`
+	// Operations gives the scopes of MCP operations on top of Scopes
+	// (docs/policy.md).
+	Operations Operations `yaml:"operations"`
+	// Identity says how the upstream learns who the caller is. The
+	// client's own token never reaches it.
+	Identity Identity `yaml:"identity"`
+	// DPoP is the DPoP (RFC 9449) policy: "off" (default), "allowed" or
+	// "required".
+	DPoP string `yaml:"dpop"`
+	// AllowedOrigins are browser origins allowed besides the resource's
+	// own (middleware AllowedOrigins). Empty means none.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// Validation holds token-validation relaxations and settings.
+	Validation Validation `yaml:"validation"`
+	// StepUp bounds insufficient_scope challenges per principal.
+	StepUp StepUp `yaml:"step_up"`
+	// MaxBodyBytes bounds a POST body (413 beyond). Zero means 1 MiB.
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// ResourceName is the RFC 9728 resource_name of the metadata. Empty
+	// omits it.
+	ResourceName string `yaml:"resource_name"`
+}
+
+// Operations is the operation policy of a route (middleware
+// OperationPolicy, docs/policy.md).
+type Operations struct {
+	// Methods maps a JSON-RPC method to the scopes it needs.
+	Methods map[string][]string `yaml:"methods"`
+	// Tools maps a tools/call tool name to the scopes it needs.
+	Tools map[string][]string `yaml:"tools"`
+	// Prompts maps a prompts/get prompt name to the scopes it needs.
+	Prompts map[string][]string `yaml:"prompts"`
+	// Resources gives the scopes of resources/read by URI.
+	Resources []ResourceRule `yaml:"resources"`
+	// DenyUnlisted refuses methods, tools, prompts and resources the
+	// policy does not list (terminal 403).
+	DenyUnlisted bool `yaml:"deny_unlisted"`
+	// Public lists operations served without a token.
+	Public PublicOperations `yaml:"public"`
+}
+
+// ResourceRule gives the scopes of resources/read of a URI or prefix.
+type ResourceRule struct {
+	// URI is a canonical resource URI, or a prefix with Prefix.
+	URI string `yaml:"uri"`
+	// Prefix makes URI match every URI it starts.
+	Prefix bool `yaml:"prefix"`
+	// Scopes are the scopes needed on top of the base and method scopes.
+	Scopes []string `yaml:"scopes"`
+}
+
+// PublicOperations are operations served without a token (middleware
+// PublicOperations: read its trade-off first).
+type PublicOperations struct {
+	// Methods are JSON-RPC methods served without a token.
+	Methods []string `yaml:"methods"`
+	// Tools are tool names served without a token.
+	Tools []string `yaml:"tools"`
+	// Prompts are prompt names served without a token.
+	Prompts []string `yaml:"prompts"`
+	// Resources are resource URIs served without a token.
+	Resources []string `yaml:"resources"`
+}
+
+// Identity is how a route tells its upstream who the caller is.
+type Identity struct {
+	// Mode is "assertion" (default: a short-lived JWT signed by the proxy,
+	// verified by the upstream against the proxy's JWKS), "exchange" (an
+	// RFC 8693 token exchange at the authorization server) or "headers"
+	// (plain X-Mcpguard-* headers; loopback upstreams only).
+	Mode string `yaml:"mode"`
+	// Audience is the aud of the assertion, or the audience requested in
+	// an exchange. Empty means the Upstream URL.
+	Audience string `yaml:"audience"`
+	// Header is the request header carrying the assertion or exchanged
+	// token. Empty means "Authorization", as "Bearer <token>"; any other
+	// header carries the bare token.
+	Header string `yaml:"header"`
+	// TTL is the lifetime of an assertion, at most 5m, never beyond the
+	// client token's expiry. Zero means 60s.
+	TTL time.Duration `yaml:"ttl"`
+	// Exchange configures the exchange mode.
+	Exchange Exchange `yaml:"exchange"`
+}
+
+// Exchange configures RFC 8693 token exchange.
+type Exchange struct {
+	// TokenEndpoint is the authorization server's token endpoint.
+	// Required in the exchange mode: https, or http on a loopback host.
+	TokenEndpoint string `yaml:"token_endpoint"`
+	// ClientID is the proxy's client at the authorization server (HTTP
+	// Basic authentication). Required in the exchange mode.
+	ClientID string `yaml:"client_id"`
+	// ClientSecretEnv names the environment variable holding the client
+	// secret. Exactly one of ClientSecretEnv and ClientSecretFile.
+	ClientSecretEnv string `yaml:"client_secret_env"`
+	// ClientSecretFile is a file holding the client secret (trailing
+	// newline removed).
+	ClientSecretFile string `yaml:"client_secret_file"`
+	// Scopes are requested in the exchange ("scope"). Empty requests
+	// none: the authorization server decides.
+	Scopes []string `yaml:"scopes"`
+	// ClientSecret is the secret itself, for Go callers; the file never
+	// holds it inline.
+	ClientSecret string `yaml:"-"`
+}
+
+// Validation holds token-validation settings of a route (validate
+// Config).
+type Validation struct {
+	// Audiences are accepted besides Resource.
+	Audiences []string `yaml:"audiences"`
+	// Leeway is the clock skew tolerated on exp, nbf and iat. Zero means
+	// 30s; negative means none.
+	Leeway time.Duration `yaml:"leeway"`
+	// TenantClaim names the claim holding the principal's tenant.
+	TenantClaim string `yaml:"tenant_claim"`
+	// AllowJWTType accepts tokens typed JWT or untyped (weakens RFC 9068).
+	AllowJWTType bool `yaml:"allow_jwt_typ"`
+	// AllowSCP reads scopes from scp when scope is absent (Entra, Okta).
+	AllowSCP bool `yaml:"allow_scp"`
+	// AllowMissingJTI accepts tokens without jti (Entra).
+	AllowMissingJTI bool `yaml:"allow_missing_jti"`
+	// AllowMissingClientID accepts tokens without client_id or azp.
+	AllowMissingClientID bool `yaml:"allow_missing_client_id"`
+	// AllowedClients, if set, are the only client IDs accepted.
+	AllowedClients []string `yaml:"allowed_clients"`
+}
+
+// StepUp bounds step-up challenges (middleware StepUpLimit).
+type StepUp struct {
+	// Limit is the number of insufficient_scope challenges per principal
+	// and scope set within Window. Zero means 3; negative disables.
+	Limit int `yaml:"limit"`
+	// Window is the counting window. Zero means 10m.
+	Window time.Duration `yaml:"window"`
+}
+
+// Assertion configures the proxy's signing key and the issuer of its
+// assertions.
+type Assertion struct {
+	// Issuer is the iss of every assertion. Empty means the origin of the
+	// first route's Resource.
+	Issuer string `yaml:"issuer"`
+	// KeyFile is a PEM file with the signing key (PKCS #8 or SEC 1: an EC
+	// P-256 key signs ES256, Ed25519 EdDSA, RSA of 2048 bits or more
+	// RS256). Empty means a P-256 key generated at start, which replicas do
+	// not share: give every replica the same file.
+	KeyFile string `yaml:"key_file"`
+	// JWKSPath is where the proxy serves its public keys as a JWK Set.
+	// Empty means "/.well-known/jwks.json".
+	JWKSPath string `yaml:"jwks_path"`
+	// Key is the signing key itself, for Go callers (crypto/ecdsa,
+	// ed25519 or rsa private key).
+	Key crypto.Signer `yaml:"-"`
+}
+
+// Timeouts bound upstream connections and answers.
+type Timeouts struct {
+	// Dial bounds connecting to an upstream. Zero means 5s.
+	Dial time.Duration `yaml:"dial"`
+	// ResponseHeader bounds the wait for an upstream's answer headers
+	// (504 after it). Zero means 60s.
+	ResponseHeader time.Duration `yaml:"response_header"`
+	// IdleStream ends an answer (an SSE stream above all) that sends no
+	// byte for this long, cleanly: the client resumes with Last-Event-ID.
+	// Zero means 5m.
+	IdleStream time.Duration `yaml:"idle_stream"`
+	// StreamWrite bounds each write of an authorized answer to the
+	// client (a slow reader is cut after it). Zero means 30s.
+	StreamWrite time.Duration `yaml:"stream_write"`
+	// MaxResponseHeaderBytes bounds an upstream's answer headers. Zero
+	// means 64 KiB.
+	MaxResponseHeaderBytes int64 `yaml:"max_response_header_bytes"`
+}
+
+func (t Timeouts) withDefaults() Timeouts {
+	if t.Dial == 0 {
+		t.Dial = DefaultDialTimeout
+	}
+	if t.ResponseHeader == 0 {
+		t.ResponseHeader = DefaultResponseHeader
+	}
+	if t.IdleStream == 0 {
+		t.IdleStream = DefaultIdleStream
+	}
+	if t.StreamWrite == 0 {
+		t.StreamWrite = DefaultStreamWrite
+	}
+	if t.MaxResponseHeaderBytes == 0 {
+		t.MaxResponseHeaderBytes = DefaultMaxResponseHeader
+	}
+	return t
+}
+
+func (t Timeouts) check() error {
+	if t.Dial < 0 || t.ResponseHeader < 0 || t.IdleStream < 0 || t.StreamWrite < 0 || t.MaxResponseHeaderBytes < 0 {
+		return fmt.Errorf("%w: timeouts: negative value", ErrConfig)
+	}
+	return nil
+}
+
+// dpopPolicy parses Route.DPoP.
+func dpopPolicy(s string) (middleware.DPoPPolicy, error) {
+	switch s {
+	case "", "off":
+		return middleware.DPoPOff, nil
+	case "allowed":
+		return middleware.DPoPAllowed, nil
+	case "required":
+		return middleware.DPoPRequired, nil
+	}
+	return 0, fmt.Errorf("dpop %q: want off, allowed or required", s)
+}
+
+// checkRoute checks what New cannot leave to mcpguard.New.
+func checkRoute(i int, r *Route) error {
+	at := fmt.Sprintf("routes[%d]", i)
+	if r.Resource == "" {
+		return fmt.Errorf("%w: %s.resource is required (the public URL of the MCP endpoint, e.g. https://mcp.example.com/mcp)", ErrConfig, at)
+	}
+	if _, err := fetch.CheckURL(r.Resource, true); err != nil {
+		return fmt.Errorf("%w: %s.resource %q: must be https, or http on a loopback host", ErrConfig, at, r.Resource)
+	}
+	if r.Upstream == "" {
+		return fmt.Errorf("%w: %s.upstream is required (the MCP server's URL, e.g. http://127.0.0.1:3000/mcp)", ErrConfig, at)
+	}
+	u, err := url.Parse(r.Upstream)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
+		return fmt.Errorf("%w: %s.upstream %q: want an http or https URL without user info or fragment", ErrConfig, at, r.Upstream)
+	}
+	if len(r.Issuers) == 0 {
+		return fmt.Errorf("%w: %s.issuers is required (the issuer URL of your authorization server)", ErrConfig, at)
+	}
+	for j, iss := range r.Issuers {
+		if _, err := fetch.CheckURL(iss, true); err != nil {
+			return fmt.Errorf("%w: %s.issuers[%d] %q: must be https, or http on a loopback host", ErrConfig, at, j, iss)
+		}
+	}
+	if _, err := dpopPolicy(r.DPoP); err != nil {
+		return fmt.Errorf("%w: %s.%w", ErrConfig, at, err)
+	}
+	id := &r.Identity
+	switch id.Mode {
+	case "", ModeAssertion:
+	case ModeHeaders:
+		if !fetch.IsLoopbackHost(u.Hostname()) {
+			return fmt.Errorf("%w: %s.identity.mode headers: plain identity headers are allowed only for a loopback upstream; use assertion", ErrConfig, at)
+		}
+	case ModeExchange:
+		ex := &id.Exchange
+		if ex.TokenEndpoint == "" || ex.ClientID == "" {
+			return fmt.Errorf("%w: %s.identity.exchange: token_endpoint and client_id are required", ErrConfig, at)
+		}
+		if _, err := fetch.CheckURL(ex.TokenEndpoint, true); err != nil {
+			return fmt.Errorf("%w: %s.identity.exchange.token_endpoint: must be https, or http on a loopback host", ErrConfig, at)
+		}
+		if ex.ClientSecret == "" {
+			return fmt.Errorf("%w: %s.identity.exchange: no client secret (client_secret_env or client_secret_file)", ErrConfig, at)
+		}
+	default:
+		return fmt.Errorf("%w: %s.identity.mode %q: want assertion, exchange or headers", ErrConfig, at, id.Mode)
+	}
+	if id.TTL < 0 || id.TTL > MaxAssertionTTL {
+		return fmt.Errorf("%w: %s.identity.ttl %s: at most %s", ErrConfig, at, id.TTL, MaxAssertionTTL)
+	}
+	if id.Header != "" && (http.CanonicalHeaderKey(id.Header) != http.CanonicalHeaderKey(strings.TrimSpace(id.Header)) || strings.ContainsAny(id.Header, " :\t")) {
+		return fmt.Errorf("%w: %s.identity.header %q: not a header name", ErrConfig, at, id.Header)
+	}
+	if r.MaxBodyBytes < 0 {
+		return fmt.Errorf("%w: %s.max_body_bytes: negative", ErrConfig, at)
+	}
+	return nil
+}
+
+// validateConfig builds the validate.Config of a route (Issuers and
+// Audiences are filled by mcpguard.New).
+func (r *Route) validateConfig(now func() time.Time) validate.Config {
+	v := r.Validation
+	vc := validate.Config{
+		Leeway:               v.Leeway,
+		TenantClaim:          v.TenantClaim,
+		AllowJWTType:         v.AllowJWTType,
+		AllowSCP:             v.AllowSCP,
+		AllowMissingJTI:      v.AllowMissingJTI,
+		AllowMissingClientID: v.AllowMissingClientID,
+		AllowedClients:       slices.Clone(v.AllowedClients),
+		Now:                  now,
+	}
+	if len(v.Audiences) > 0 {
+		vc.Audiences = append([]string{r.Resource}, v.Audiences...)
+	}
+	return vc
+}
+
+// policy converts Operations to the middleware's policy.
+func (o Operations) policy() middleware.OperationPolicy {
+	p := middleware.OperationPolicy{
+		Methods:      o.Methods,
+		Tools:        o.Tools,
+		Prompts:      o.Prompts,
+		DenyUnlisted: o.DenyUnlisted,
+		Public: middleware.PublicOperations{
+			Methods: o.Public.Methods, Tools: o.Public.Tools,
+			Prompts: o.Public.Prompts, Resources: o.Public.Resources,
+		},
+	}
+	for _, r := range o.Resources {
+		p.Resources = append(p.Resources, middleware.ResourceRule{URI: r.URI, Prefix: r.Prefix, Scopes: r.Scopes})
+	}
+	return p
+}

@@ -1,0 +1,370 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpguard/mcpguard/middleware"
+)
+
+// alwaysStripped are the request headers never forwarded: the client's
+// credentials, cookies, the browser headers the proxy already checked
+// (an upstream's own cross-origin check would refuse them, since its Host
+// differs), forwarding headers a client may forge, and identity headers
+// of other gateways, which an upstream might trust.
+var alwaysStripped = []string{
+	"Authorization", "Proxy-Authorization", "Dpop", "Cookie", "Cookie2",
+	"Origin", "Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest", "Sec-Fetch-User",
+	"Forwarded", "X-Real-Ip", "X-Client-Ip", "True-Client-Ip", "Cf-Connecting-Ip",
+	"Remote-User", "X-Remote-User", "X-User", "X-User-Id", "X-Email", "X-Groups",
+	"Upgrade", // MCP needs no protocol switch; ReverseProxy would honour one
+}
+
+// strippedPrefixes are header name prefixes never forwarded.
+var strippedPrefixes = []string{
+	"X-Forwarded-", "X-Mcpguard-", "X-Auth-Request-", "X-Pomerium-", "X-Mcp-User", "X-Ms-Client-Principal",
+	"X-Goog-Authenticated-", "X-Amzn-Oidc-",
+}
+
+// identityHeaders are the headers of the headers mode.
+const (
+	HeaderSubject   = "X-Mcpguard-Subject"
+	HeaderIssuer    = "X-Mcpguard-Issuer"
+	HeaderClientID  = "X-Mcpguard-Client-Id"
+	HeaderTenant    = "X-Mcpguard-Tenant"
+	HeaderScopes    = "X-Mcpguard-Scopes"
+	HeaderPrincipal = "X-Mcpguard-Principal"
+)
+
+// reqState is the per-request state the proxy's handlers share through
+// the request context: allocated once per request by Proxy.ServeHTTP.
+type reqState struct {
+	route    *route
+	start    time.Time
+	decision middleware.Decision
+	decided  bool
+	// identity header to set upstream (name and value), or none.
+	idName, idValue string
+	idHeaders       bool // the headers mode: set the X-Mcpguard-* headers
+	principal       *middleware.Principal
+	body            []byte // the POST body, for the JSON-RPC id of an error answer
+	upstreamStatus  int
+	proxyErr        string                   // the class of a proxy error answer, for the log
+	rc              *http.ResponseController // the client's, for per-write deadlines
+}
+
+type stateKey struct{}
+
+func stateFrom(ctx context.Context) *reqState {
+	s, _ := ctx.Value(stateKey{}).(*reqState)
+	return s
+}
+
+// stateCtx carries a reqState without a separate allocation.
+type stateCtx struct {
+	context.Context
+	s reqState
+}
+
+func (c *stateCtx) Value(key any) any {
+	if _, ok := key.(stateKey); ok {
+		return &c.s
+	}
+	return c.Context.Value(key)
+}
+
+// forwarder is the next handler of a route's middleware: it sets the
+// upstream identity and forwards with a ReverseProxy.
+type forwarder struct {
+	rt       *route
+	target   *url.URL
+	rp       *httputil.ReverseProxy
+	strip    []string // exact, canonical
+	prefixes []string // canonical prefixes
+	write    time.Duration
+	idle     time.Duration
+	streams  *streamSet
+}
+
+func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := stateFrom(r.Context())
+	p, ok := middleware.PrincipalFromContext(r.Context())
+	if !ok || st == nil {
+		writeError(w, nil, http.StatusInternalServerError)
+		return
+	}
+	st.principal = p
+	if !p.Anonymous {
+		// The middleware read the whole body already; net/http would
+		// cancel a long handler's context when the server's read deadline
+		// passes. Writes are bounded one by one (streamBody).
+		rc := http.NewResponseController(w)
+		_ = rc.SetReadDeadline(time.Time{})
+		_ = rc.SetWriteDeadline(time.Now().Add(f.write))
+		st.rc = rc
+	}
+	if r.Method == http.MethodPost && r.Body != nil {
+		b, err := io.ReadAll(r.Body) // bytes the middleware already holds
+		if err != nil {
+			writeError(w, nil, http.StatusBadRequest)
+			return
+		}
+		st.body = b
+		r.Body = io.NopCloser(bytes.NewReader(b))
+	}
+	if err := f.rt.identity.set(r.Context(), st, p, r); err != nil {
+		st.proxyErr = "identity"
+		status := http.StatusBadGateway
+		if errors.Is(err, errIdentityUnavailable) {
+			status = http.StatusServiceUnavailable
+		}
+		f.rt.log.Warn("proxy: upstream identity failed", "route", f.rt.cfg.Resource, "error", err.Error())
+		writeError(w, st.body, status)
+		return
+	}
+	f.rp.ServeHTTP(w, r)
+}
+
+// rewrite builds the upstream request: exactly the upstream URL (with the
+// client's query), its own Host, no client credential or identity header,
+// and the route's identity.
+func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
+	out := pr.Out
+	out.URL.Scheme = f.target.Scheme
+	out.URL.Host = f.target.Host
+	out.URL.Path = f.target.Path
+	out.URL.RawPath = f.target.RawPath
+	out.URL.RawQuery = pr.In.URL.RawQuery
+	out.Host = ""
+	h := out.Header
+	for _, k := range f.strip {
+		delete(h, k)
+	}
+	for k := range h {
+		for _, p := range f.prefixes {
+			if strings.HasPrefix(k, p) {
+				delete(h, k)
+				break
+			}
+		}
+	}
+	if c := h["Connection"]; len(c) > 0 && strings.EqualFold(c[0], "Upgrade") {
+		delete(h, "Connection")
+	}
+	st := stateFrom(pr.In.Context())
+	if st == nil {
+		return
+	}
+	if st.idName != "" {
+		h[st.idName] = []string{st.idValue}
+	}
+	if st.idHeaders && st.principal != nil && !st.principal.Anonymous {
+		p := st.principal
+		h[HeaderSubject] = []string{p.Subject}
+		h[HeaderIssuer] = []string{p.Issuer}
+		h[HeaderClientID] = []string{p.ClientID}
+		h[HeaderScopes] = []string{strings.Join(p.Scopes, " ")}
+		h[HeaderPrincipal] = []string{p.ID()}
+		if p.Tenant != "" {
+			h[HeaderTenant] = []string{p.Tenant}
+		}
+	}
+}
+
+// errUpstreamStatus is an upstream answer the proxy does not pass on.
+type errUpstreamStatus struct {
+	status     int
+	retryAfter string
+}
+
+func (e *errUpstreamStatus) Error() string { return "upstream answered " + strconv.Itoa(e.status) }
+
+// modifyResponse hides upstream failures and the upstream's own
+// authorization conversation, and bounds the answer's body in time.
+func (f *forwarder) modifyResponse(resp *http.Response) error {
+	st := stateFrom(resp.Request.Context())
+	if st != nil {
+		st.upstreamStatus = resp.StatusCode
+	}
+	switch {
+	case resp.StatusCode >= 500:
+		e := &errUpstreamStatus{status: resp.StatusCode}
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			if n, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && n >= 0 && n <= 3600 {
+				e.retryAfter = strconv.Itoa(n)
+			}
+		}
+		return e
+	case resp.StatusCode == http.StatusUnauthorized:
+		// The upstream refused the proxy's identity: a misconfiguration
+		// (audience, JWKS URL, clock) the client cannot fix.
+		return &errUpstreamStatus{status: resp.StatusCode}
+	}
+	// The proxy owns the authorization conversation: an upstream
+	// challenge names the upstream's URL and metadata, not the resource.
+	resp.Header.Del("Www-Authenticate")
+	var rc *http.ResponseController
+	if st != nil {
+		rc = st.rc
+	}
+	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	resp.Body = f.streams.wrap(resp.Body, f.idle, f.write, rc, sse, resp.Request.Method == http.MethodGet)
+	return nil
+}
+
+// errorHandler answers a failed forward with a JSON-RPC-shaped error and
+// no upstream detail.
+func (f *forwarder) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
+	st := stateFrom(r.Context())
+	var body []byte
+	if st != nil {
+		body = st.body
+	}
+	if r.Context().Err() != nil {
+		if st != nil {
+			st.proxyErr = "client_gone"
+		}
+		return // the client left; nobody reads an answer
+	}
+	status, class := http.StatusBadGateway, "upstream_unreachable"
+	var ue *errUpstreamStatus
+	var ne net.Error
+	switch {
+	case errors.As(err, &ue):
+		class = "upstream_status_" + strconv.Itoa(ue.status)
+		if ue.status == http.StatusServiceUnavailable {
+			status = http.StatusServiceUnavailable
+			if ue.retryAfter != "" {
+				w.Header().Set("Retry-After", ue.retryAfter)
+			}
+		}
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		status, class = http.StatusGatewayTimeout, "upstream_timeout"
+	}
+	if st != nil {
+		st.proxyErr = class
+	}
+	f.rt.log.Warn("proxy: upstream failed", "route", f.rt.cfg.Resource, "class", class, "error", err.Error())
+	writeError(w, body, status)
+}
+
+// streamSet tracks the open upstream answers, to end them at shutdown.
+type streamSet struct {
+	mu      sync.Mutex
+	open    map[*streamBody]struct{}
+	closing bool
+}
+
+func newStreamSet() *streamSet { return &streamSet{open: map[*streamBody]struct{}{}} }
+
+// wrap returns body bounded by idle (a read waiting longer ends it
+// cleanly) with each read extending the client write deadline by write.
+func (s *streamSet) wrap(body io.ReadCloser, idle, write time.Duration, rc *http.ResponseController, sse, get bool) io.ReadCloser {
+	b := &streamBody{rc: body, set: s, write: write, w: rc, sse: sse, get: get, idle: idle}
+	b.timer = time.AfterFunc(idle, func() { b.end() })
+	s.mu.Lock()
+	closing := s.closing
+	if !closing {
+		s.open[b] = struct{}{}
+	}
+	s.mu.Unlock()
+	if closing && sse {
+		b.end()
+	}
+	return b
+}
+
+// endStreams ends the open answers: SSE streams of GET requests at once,
+// and with all, every answer.
+func (s *streamSet) endStreams(all bool) {
+	s.mu.Lock()
+	s.closing = true
+	var ends []*streamBody
+	for b := range s.open {
+		if all || (b.sse && b.get) {
+			ends = append(ends, b)
+		}
+	}
+	s.mu.Unlock()
+	for _, b := range ends {
+		b.end()
+	}
+}
+
+// count returns the number of open answers.
+func (s *streamSet) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.open)
+}
+
+// streamBody is an upstream answer's body, ended cleanly (io.EOF) when
+// idle too long or at shutdown, so that the client sees a complete HTTP
+// answer and resumes the stream (Last-Event-ID).
+type streamBody struct {
+	rc    io.ReadCloser
+	set   *streamSet
+	timer *time.Timer
+	idle  time.Duration
+	write time.Duration
+	w     *http.ResponseController
+	sse   bool
+	get   bool
+
+	mu    sync.Mutex
+	ended bool
+	done  bool
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.idle)
+		if b.w != nil {
+			_ = b.w.SetWriteDeadline(time.Now().Add(b.write))
+		}
+	}
+	if err != nil && err != io.EOF {
+		b.mu.Lock()
+		ended := b.ended
+		b.mu.Unlock()
+		if ended {
+			return n, io.EOF
+		}
+	}
+	return n, err
+}
+
+// end closes the upstream body so that a blocked Read returns, which Read
+// turns into io.EOF.
+func (b *streamBody) end() {
+	b.mu.Lock()
+	if b.done || b.ended {
+		b.mu.Unlock()
+		return
+	}
+	b.ended = true
+	b.mu.Unlock()
+	_ = b.rc.Close()
+}
+
+func (b *streamBody) Close() error {
+	b.timer.Stop()
+	b.mu.Lock()
+	b.done = true
+	b.mu.Unlock()
+	b.set.mu.Lock()
+	delete(b.set.open, b)
+	b.set.mu.Unlock()
+	return b.rc.Close()
+}

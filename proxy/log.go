@@ -1,0 +1,96 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"sync"
+)
+
+// logRequest writes the one line of a request to a route: who, which
+// operation, the decision and its reason, what the upstream answered and
+// how long it took. Never a token: the principal is its ID (issuer,
+// subject, client, tenant).
+func (px *Proxy) logRequest(r *http.Request, st *reqState) {
+	d := &st.decision
+	status := d.Status
+	outcome := string(d.Reason)
+	switch {
+	case !st.decided:
+		outcome = "not_decided"
+	case st.proxyErr != "":
+		outcome = st.proxyErr
+	case d.Status == 0:
+		status = st.upstreamStatus
+	}
+	principal := ""
+	if d.Principal != nil {
+		principal = d.Principal.ID()
+	}
+	level := slog.LevelInfo
+	if st.proxyErr != "" && st.proxyErr != "client_gone" {
+		level = slog.LevelWarn
+	}
+	px.log.LogAttrs(r.Context(), level, "mcp request",
+		slog.String("route", st.route.cfg.Resource),
+		slog.String("http_method", r.Method),
+		slog.String("mcp_method", d.Method),
+		slog.String("name", d.Name),
+		slog.String("principal", principal),
+		slog.String("reason", string(d.Reason)),
+		slog.String("outcome", outcome),
+		slog.Int("status", status),
+		slog.String("identity", st.route.identity.mode()),
+		slog.Duration("latency", px.now().Sub(st.start)),
+	)
+}
+
+// minLevel is a slog.Handler passing records at or above level only.
+type minLevel struct {
+	slog.Handler
+	level slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.level && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(as []slog.Attr) slog.Handler {
+	return minLevel{h.Handler.WithAttrs(as), h.level}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{h.Handler.WithGroup(name), h.level}
+}
+
+// discard is an io.Writer that drops everything (ReverseProxy's own log:
+// the proxy logs failures itself).
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// copyBufferSize is the size of the buffers copying upstream answers: an
+// idle open stream holds one.
+const copyBufferSize = 8 << 10
+
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, copyBufferSize); return &b }}
+
+// bufferPool is the ReverseProxy's httputil.BufferPool.
+type bufferPool struct{}
+
+func (bufferPool) Get() []byte  { return *copyBuffers.Get().(*[]byte) }
+func (bufferPool) Put(b []byte) { copyBuffers.Put(&b) }
+
+// writeJSON answers status with v as JSON.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}

@@ -1,0 +1,436 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpguard/mcpguard"
+	"github.com/mcpguard/mcpguard/internal/fetch"
+	"github.com/mcpguard/mcpguard/middleware"
+	"github.com/mcpguard/mcpguard/prm"
+	"github.com/mcpguard/mcpguard/validate"
+	"github.com/mcpguard/mcpguard/validate/jwks"
+)
+
+// Proxy is mcpguard's whole authorization decision in front of MCP
+// servers reached over Streamable HTTP: for each route, the middleware of
+// an [mcpguard.Guard] with a reverse proxy to the upstream as its next
+// handler. It is an http.Handler serving the routes, their
+// protected-resource metadata, the JWK Set of its assertions, /healthz
+// and /readyz. Create it with [New]; stop it with [Proxy.Close].
+type Proxy struct {
+	cfg     Config
+	mux     *http.ServeMux
+	routes  []*route
+	signer  *signer
+	sources []*jwks.Source
+	streams *streamSet
+	tr      *http.Transport // owned; nil with Config.Transport
+	log     *slog.Logger
+	now     func() time.Time
+}
+
+// route is one Route, built.
+type route struct {
+	cfg      Route
+	guard    *mcpguard.Guard
+	handler  http.Handler
+	identity identity
+	fwd      *forwarder
+	log      *slog.Logger
+	upstream *url.URL
+}
+
+// New checks cfg and builds the proxy: one key source per distinct
+// issuer (keys fetched in the background), a Guard and a forwarder per
+// route, the assertion signer. Errors wrap [ErrConfig] and name the
+// field. On error nothing is left running.
+func New(cfg Config) (*Proxy, error) {
+	if len(cfg.Routes) == 0 {
+		return nil, fmt.Errorf("%w: routes: at least one route is required", ErrConfig)
+	}
+	cfg.Routes = slices.Clone(cfg.Routes)
+	if err := cfg.Timeouts.check(); err != nil {
+		return nil, err
+	}
+	cfg.Timeouts = cfg.Timeouts.withDefaults()
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	paths := map[string]int{}
+	for i := range cfg.Routes {
+		r := &cfg.Routes[i]
+		if err := checkRoute(i, r); err != nil {
+			return nil, err
+		}
+		u, _ := url.Parse(r.Resource)
+		p := u.EscapedPath()
+		if p == "" {
+			p = "/"
+		}
+		if j, dup := paths[p]; dup {
+			return nil, fmt.Errorf("%w: routes[%d].resource has the path %q of routes[%d]; give each route its own path", ErrConfig, i, p, j)
+		}
+		paths[p] = i
+	}
+	px := &Proxy{cfg: cfg, mux: http.NewServeMux(), streams: newStreamSet(), log: logger, now: now}
+	fail := func(err error) (*Proxy, error) {
+		_ = px.Close()
+		return nil, err
+	}
+
+	// The assertion signer, if any route uses it.
+	a := cfg.Assertion
+	if a.Issuer == "" {
+		u, _ := url.Parse(cfg.Routes[0].Resource)
+		a.Issuer = u.Scheme + "://" + u.Host
+	}
+	if a.JWKSPath == "" {
+		a.JWKSPath = DefaultJWKSPath
+	}
+	if !strings.HasPrefix(a.JWKSPath, "/") {
+		return fail(fmt.Errorf("%w: assertion.jwks_path %q: must start with /", ErrConfig, a.JWKSPath))
+	}
+	if _, taken := paths[a.JWKSPath]; taken {
+		return fail(fmt.Errorf("%w: assertion.jwks_path %q is a route's path", ErrConfig, a.JWKSPath))
+	}
+	needSigner := slices.ContainsFunc(cfg.Routes, func(r Route) bool { return r.Identity.Mode == "" || r.Identity.Mode == ModeAssertion })
+	if needSigner {
+		key := a.Key
+		if key == nil && a.KeyFile != "" {
+			k, err := loadKey(a.KeyFile)
+			if err != nil {
+				return fail(fmt.Errorf("%w: %w", ErrConfig, err))
+			}
+			key = k
+		}
+		s, err := newSigner(a.Issuer, key)
+		if err != nil {
+			return fail(err)
+		}
+		px.signer = s
+		px.mux.Handle(a.JWKSPath, s)
+	}
+	px.cfg.Assertion = a
+
+	var rt http.RoundTripper = cfg.Transport
+	if rt == nil {
+		px.tr = newTransport(cfg.Timeouts)
+		rt = px.tr
+	}
+	// One key source per issuer, shared by the routes that trust it.
+	keys := map[string]validate.KeySource{}
+	for _, r := range cfg.Routes {
+		for _, iss := range r.Issuers {
+			if keys[iss] != nil {
+				continue
+			}
+			src, err := jwks.New(jwks.Config{Issuer: iss, Logger: logger.With("component", "jwks"), Now: cfg.Now})
+			if err != nil {
+				return fail(fmt.Errorf("%w: issuer %q: %w", ErrConfig, iss, err))
+			}
+			px.sources = append(px.sources, src)
+			keys[iss] = src
+		}
+	}
+	for i := range cfg.Routes {
+		r, err := px.newRoute(i, &cfg.Routes[i], keys, rt)
+		if err != nil {
+			return fail(err)
+		}
+		px.routes = append(px.routes, r)
+	}
+	px.mux.HandleFunc("/healthz", health)
+	px.mux.Handle("/readyz", http.HandlerFunc(px.ready))
+	px.mux.HandleFunc("/", notFound)
+	return px, nil
+}
+
+// newTransport is the transport to upstreams: no proxy from the
+// environment, bounded dial, handshake, answer headers and header size,
+// no transparent decompression (bodies pass byte for byte).
+func newTransport(t Timeouts) *http.Transport {
+	return &http.Transport{
+		Proxy:                  nil,
+		DialContext:            (&net.Dialer{Timeout: t.Dial, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:    t.Dial,
+		ResponseHeaderTimeout:  t.ResponseHeader,
+		MaxResponseHeaderBytes: t.MaxResponseHeaderBytes,
+		MaxIdleConns:           512,
+		MaxIdleConnsPerHost:    128,
+		IdleConnTimeout:        90 * time.Second,
+		DisableCompression:     true,
+		ForceAttemptHTTP2:      true,
+	}
+}
+
+func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, rt http.RoundTripper) (*route, error) {
+	at := fmt.Sprintf("routes[%d]", i)
+	up, _ := url.Parse(r.Upstream)
+	rl := px.log.With("route", r.Resource)
+	x := &route{cfg: *r, log: rl, upstream: up}
+	audience := r.Identity.Audience
+	if audience == "" {
+		audience = r.Upstream
+	}
+	header := http.CanonicalHeaderKey(r.Identity.Header)
+	if header == "" {
+		header = "Authorization"
+	}
+	bearer := header == "Authorization"
+	switch r.Identity.Mode {
+	case "", ModeAssertion:
+		ttl := r.Identity.TTL
+		if ttl == 0 {
+			ttl = DefaultAssertionTTL
+		}
+		prefix := ""
+		if bearer {
+			prefix = "Bearer "
+		}
+		x.identity = &assertionIdentity{a: newAssertions(px.signer, audience, ttl, px.now, prefix), header: header, bearer: bearer}
+	case ModeHeaders:
+		x.identity = headersIdentity{}
+		rl.Warn("proxy: identity mode headers: the upstream trusts plain X-Mcpguard-* headers; keep it reachable by the proxy only", "upstream", r.Upstream)
+	case ModeExchange:
+		x.identity = &exchangeIdentity{cfg: r.Identity.Exchange, audience: audience, resource: r.Upstream, header: header, bearer: bearer,
+			client: fetch.NewClient(fetch.ClientConfig{Timeout: exchangeTimeout}), now: px.now, cache: map[string]cachedToken{}}
+	}
+	dp, _ := dpopPolicy(r.DPoP)
+	ks := map[string]validate.KeySource{}
+	for _, iss := range r.Issuers {
+		ks[iss] = keys[iss]
+	}
+	gc := mcpguard.Config{
+		Resource:   r.Resource,
+		Issuers:    slices.Clone(r.Issuers),
+		Keys:       ks,
+		Scopes:     slices.Clone(r.Scopes),
+		Operations: r.Operations.policy(),
+		Validate:   r.validateConfig(px.cfg.Now),
+		Middleware: middleware.Config{
+			AllowedOrigins: slices.Clone(r.AllowedOrigins),
+			DPoP:           middleware.DPoPConfig{Policy: dp},
+			StepUpLimit:    r.StepUp.Limit,
+			StepUpWindow:   r.StepUp.Window,
+			StepUpStore:    px.cfg.StepUpStore,
+			MaxBodyBytes:   r.MaxBodyBytes,
+			// The proxy logs every decision itself (log.go); the
+			// middleware's own log keeps its warnings only.
+			Logger: slog.New(minLevel{rl.Handler(), slog.LevelWarn}),
+			Now:    px.cfg.Now,
+		},
+		Metadata: prm.Metadata{ResourceName: r.ResourceName, BearerMethodsSupported: []string{"header"}},
+		Logger:   rl,
+	}
+	if px.cfg.Instrument != nil {
+		px.cfg.Instrument(&gc)
+	}
+	hook := gc.Middleware.OnDecision
+	gc.Middleware.OnDecision = func(ctx context.Context, d middleware.Decision) {
+		if st := stateFrom(ctx); st != nil {
+			st.decision, st.decided = d, true
+		}
+		if hook != nil {
+			hook(ctx, d)
+		}
+	}
+	g, err := mcpguard.New(gc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", at, err)
+	}
+	x.guard = g
+	x.fwd = &forwarder{rt: x, target: up, write: px.cfg.Timeouts.StreamWrite, idle: px.cfg.Timeouts.IdleStream, streams: px.streams}
+	x.fwd.strip, x.fwd.prefixes = stripLists(px.cfg.StripHeaders, header)
+	x.fwd.rp = &httputil.ReverseProxy{
+		Rewrite:        x.fwd.rewrite,
+		Transport:      rt,
+		FlushInterval:  -1, // every SSE event as it arrives
+		ModifyResponse: x.fwd.modifyResponse,
+		ErrorHandler:   x.fwd.errorHandler,
+		BufferPool:     bufferPool{},
+		ErrorLog:       log.New(discard{}, "", 0),
+	}
+	routes := g.Routes(x.fwd)
+	for j, rr := range routes {
+		h := rr.Handler
+		if j == len(routes)-1 { // the MCP endpoint
+			x.handler = h
+			h = x
+		} else if len(px.cfg.Routes) > 1 && j > 0 {
+			continue // the root well-known metadata: only for a single route
+		}
+		px.mux.Handle(rr.Pattern, h)
+	}
+	return x, nil
+}
+
+// ServeHTTP marks the request as the route's, then runs the middleware.
+func (x *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if st := stateFrom(r.Context()); st != nil {
+		st.route = x
+	}
+	x.handler.ServeHTTP(w, r)
+}
+
+// stripLists returns the canonical header names and prefixes the
+// forwarder removes: the fixed lists, the configured ones and the
+// identity header.
+func stripLists(extra []string, idHeader string) (exact, prefixes []string) {
+	exact = slices.Clone(alwaysStripped)
+	prefixes = slices.Clone(strippedPrefixes)
+	for _, h := range extra {
+		if p, ok := strings.CutSuffix(h, "*"); ok {
+			prefixes = append(prefixes, http.CanonicalHeaderKey(p))
+			continue
+		}
+		exact = append(exact, http.CanonicalHeaderKey(h))
+	}
+	if !slices.Contains(exact, idHeader) {
+		exact = append(exact, idHeader)
+	}
+	return exact, prefixes
+}
+
+// ServeHTTP serves the routes, their metadata, the JWK Set, /healthz and
+// /readyz, and logs one line per MCP request.
+func (px *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	sc := &stateCtx{Context: r.Context()}
+	sc.s.start = px.now()
+	r2 := r.WithContext(sc)
+	px.mux.ServeHTTP(w, r2)
+	if sc.s.route != nil {
+		px.logRequest(r2, &sc.s)
+	}
+}
+
+// EndStreams ends the open upstream answers cleanly (the client sees a
+// complete answer and resumes SSE streams with Last-Event-ID): with all
+// false the SSE streams of GET requests, which never end by themselves;
+// with all true every answer. New streams after it end at once. Call it
+// when shutting down, before and after http.Server.Shutdown's drain.
+func (px *Proxy) EndStreams(all bool) { px.streams.endStreams(all) }
+
+// OpenAnswers returns the number of upstream answers being forwarded.
+func (px *Proxy) OpenAnswers() int { return px.streams.count() }
+
+// Close stops the key sources and closes idle upstream connections. It
+// is idempotent.
+func (px *Proxy) Close() error {
+	var errs []error
+	for _, r := range px.routes {
+		errs = append(errs, r.guard.Close())
+	}
+	for _, s := range px.sources {
+		errs = append(errs, s.Close())
+	}
+	px.sources = nil
+	if px.tr != nil {
+		px.tr.CloseIdleConnections()
+	}
+	return errors.Join(errs...)
+}
+
+// WaitReady waits until every issuer's first key set is loaded, or ctx
+// ends (mcpguard ErrNotReady, naming each issuer and the cause).
+func (px *Proxy) WaitReady(ctx context.Context) error {
+	var errs []error
+	for _, r := range px.routes {
+		if err := r.guard.WaitReady(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("route %s: %w", r.cfg.Resource, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// JWKSURL returns the path of the proxy's JWK Set, or "" when no route
+// uses assertions.
+func (px *Proxy) JWKSPath() string {
+	if px.signer == nil {
+		return ""
+	}
+	return px.cfg.Assertion.JWKSPath
+}
+
+// AssertionIssuer returns the iss of the proxy's assertions.
+func (px *Proxy) AssertionIssuer() string { return px.cfg.Assertion.Issuer }
+
+func health(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = w.Write([]byte(`{"status":"ok"}` + "\n"))
+}
+
+func notFound(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write([]byte(`{"error":"not_found"}` + "\n"))
+}
+
+// readyDial bounds the upstream reachability check of /readyz.
+const readyDial = time.Second
+
+// ready answers 200 when every route's issuers have keys and every
+// upstream accepts a TCP connection, else 503; the body names which,
+// with no error text.
+func (px *Proxy) ready(w http.ResponseWriter, r *http.Request) {
+	type routeState struct {
+		Resource  string `json:"resource"`
+		Keys      bool   `json:"keys_loaded"`
+		Reachable bool   `json:"upstream_reachable"`
+	}
+	out := make([]routeState, len(px.routes))
+	var wg sync.WaitGroup
+	for i, x := range px.routes {
+		out[i] = routeState{Resource: x.cfg.Resource, Keys: true}
+		for _, h := range x.guard.Health() {
+			out[i].Keys = out[i].Keys && h.Ready
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(r.Context(), readyDial)
+			defer cancel()
+			host := x.upstream.Host
+			if x.upstream.Port() == "" {
+				port := "80"
+				if x.upstream.Scheme == "https" {
+					port = "443"
+				}
+				host = net.JoinHostPort(x.upstream.Hostname(), port)
+			}
+			c, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
+			if err == nil {
+				_ = c.Close()
+				out[i].Reachable = true
+			}
+		}()
+	}
+	wg.Wait()
+	status, word := http.StatusOK, "ready"
+	for _, s := range out {
+		if !s.Keys || !s.Reachable {
+			status, word = http.StatusServiceUnavailable, "not_ready"
+		}
+	}
+	writeJSON(w, status, struct {
+		Status string       `json:"status"`
+		Routes []routeState `json:"routes"`
+	}{word, out})
+}
