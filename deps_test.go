@@ -21,6 +21,7 @@ func TestDeps(t *testing.T) {
 		},
 	}.Check(t, ".")
 	// Integration holds tests only.
-	// otelguard sits above it: its Instrument and Mount take a Config and a Guard.
-	deptest.CheckNotImported(t, deptest.Module, deptest.Module+"/examples/...", deptest.Module+"/integration/...", deptest.Module+"/otelguard")
+	// otelguard sits above it: its Instrument and Mount take a Config and a Guard;
+	// proxy builds a Guard per route.
+	deptest.CheckNotImported(t, deptest.Module, deptest.Module+"/examples/...", deptest.Module+"/integration/...", deptest.Module+"/otelguard", deptest.Module+"/proxy")
 }

@@ -1,16 +1,16 @@
 package proxy
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
 
-	"github.com/goccy/go-yaml"
-	"github.com/goccy/go-yaml/ast"
-	"github.com/goccy/go-yaml/parser"
+	"go.yaml.in/yaml/v3"
 )
 
 // MaxConfigBytes bounds a configuration file.
@@ -36,29 +36,28 @@ func Load(path string, getenv func(string) string) (Config, error) {
 }
 
 // Parse decodes a YAML configuration (the schema is [Config]; name is the
-// file name for errors). It refuses, naming file, line, column and key:
-// a key the schema does not have, a value of the wrong type, a key given
-// twice in one mapping, and an inline secret (a key such as
-// client_secret or password: secrets come only from the environment,
-// *_env, or from files, *_file, which Parse reads). The semantic checks
-// are [New]'s. Errors wrap [ErrConfig].
+// file name for errors). It refuses, naming file, line, column and key
+// path of each: a key the schema does not have, a value of the wrong
+// type, a key given twice in one mapping, and an inline secret (a key
+// such as client_secret or password: secrets come only from the
+// environment, *_env, or from files, *_file, which Parse reads). The
+// semantic checks are [New]'s. Errors wrap [ErrConfig].
 func Parse(name string, data []byte, getenv func(string) string) (Config, error) {
 	var c Config
 	if len(data) > MaxConfigBytes {
 		return c, fmt.Errorf("%w: %s: larger than %d bytes", ErrConfig, name, MaxConfigBytes)
 	}
-	f, err := parser.ParseBytes(data, 0)
-	if err != nil {
-		// For the key path of the error: the same document, duplicates
-		// allowed.
-		f2, _ := parser.ParseBytes(data, 0, parser.AllowDuplicateMapKey())
-		return c, yamlError(name, f2, err)
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return c, fmt.Errorf("%w: %s: %s", ErrConfig, name, strings.TrimPrefix(err.Error(), "yaml: "))
 	}
-	if err := inlineSecrets(name, f); err != nil {
+	if err := inlineSecrets(name, &root); err != nil {
 		return c, err
 	}
-	if err := yaml.UnmarshalWithOptions(data, &c, yaml.Strict()); err != nil {
-		return Config{}, yamlError(name, f, err)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, yamlError(name, &root, err)
 	}
 	for i := range c.Routes {
 		ex := &c.Routes[i].Identity.Exchange
@@ -77,7 +76,7 @@ func Parse(name string, data []byte, getenv func(string) string) (Config, error)
 func secret(field, env, file string, getenv func(string) string) (string, error) {
 	switch {
 	case env != "" && file != "":
-		return "", fmt.Errorf("%s: set %s_env or %s_file, not both", field, field, field)
+		return "", fmt.Errorf("set %s_env or %s_file, not both", field, field)
 	case env != "":
 		v := getenv(env)
 		if v == "" {
@@ -109,14 +108,12 @@ func secret(field, env, file string, getenv func(string) string) (string, error)
 var secretKey = regexp.MustCompile(`(?i)(secret|password|passwd|private_key|api_key|token)$`)
 
 // inlineSecrets refuses a mapping key that holds a secret inline.
-func inlineSecrets(name string, f *ast.File) error {
+func inlineSecrets(name string, root *yaml.Node) error {
 	var err error
-	walkKeys(f, func(path string, k *ast.MappingValueNode) bool {
-		key := k.Key.String()
-		if secretKey.MatchString(key) && !strings.HasSuffix(key, "_env") && !strings.HasSuffix(key, "_file") {
-			tk := k.Key.GetToken()
+	walkKeys(root, func(path string, k, _ *yaml.Node) bool {
+		if secretKey.MatchString(k.Value) {
 			err = fmt.Errorf("%w: %s:%d:%d: %s: secrets are never inline; use %s_env (an environment variable's name) or %s_file (a file's path)",
-				ErrConfig, name, tk.Position.Line, tk.Position.Column, path, key, key)
+				ErrConfig, name, k.Line, k.Column, path, k.Value, k.Value)
 			return false
 		}
 		return true
@@ -124,102 +121,115 @@ func inlineSecrets(name string, f *ast.File) error {
 	return err
 }
 
-// walkKeys calls fn for every mapping entry of f with its key path
-// ("routes[0].upstream"), until fn returns false.
-func walkKeys(f *ast.File, fn func(path string, k *ast.MappingValueNode) bool) {
-	var walk func(n ast.Node, path string) bool
-	walk = func(n ast.Node, path string) bool {
-		switch n := n.(type) {
-		case *ast.DocumentNode:
-			return walk(n.Body, path)
-		case *ast.MappingNode:
-			for _, v := range n.Values {
-				if !walk(v, path) {
+// walkKeys calls fn for every mapping entry under root with its key path
+// ("routes[0].upstream"), key and value nodes, until fn returns false.
+func walkKeys(root *yaml.Node, fn func(path string, k, v *yaml.Node) bool) {
+	var walk func(n *yaml.Node, path string) bool
+	walk = func(n *yaml.Node, path string) bool {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				if !walk(c, path) {
 					return false
 				}
 			}
-		case *ast.MappingValueNode:
-			p := n.Key.String()
-			if path != "" {
-				p = path + "." + p
-			}
-			if !fn(p, n) {
-				return false
-			}
-			return walk(n.Value, p)
-		case *ast.SequenceNode:
-			for i, v := range n.Values {
-				if !walk(v, path+"["+strconv.Itoa(i)+"]") {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				p := k.Value
+				if path != "" {
+					p = path + "." + p
+				}
+				if !fn(p, k, v) || !walk(v, p) {
 					return false
 				}
 			}
-		case *ast.TagNode:
-			return walk(n.Value, path)
-		case *ast.AnchorNode:
-			return walk(n.Value, path)
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				if !walk(c, path+"["+strconv.Itoa(i)+"]") {
+					return false
+				}
+			}
 		}
 		return true
 	}
-	if f == nil {
-		return
-	}
-	for _, d := range f.Docs {
-		if !walk(d, "") {
-			return
-		}
-	}
+	walk(root, "")
 }
 
-// goTypeWords is the Go wording of goccy's type errors, replaced by the
-// key path.
-var goTypeWords = regexp.MustCompile(`Go struct field \S+ of type `)
+// The messages of yaml.v3's decoding errors, reworded with the key.
+var (
+	lineMsg      = regexp.MustCompile(`^line (\d+): (.*)$`)
+	unknownField = regexp.MustCompile(`^field (\S+) not found in type \S+$`)
+	duplicateKey = regexp.MustCompile(`^mapping key "(.*)" already defined at line (\d+)$`)
+	wrongType    = regexp.MustCompile("^cannot unmarshal !!(\\w+) `(.*)` into (\\S+)$")
+)
 
-// quotedValue finds the value quoted in a decoder's error.
-var quotedValue = regexp.MustCompile(`"([^"]+)"$`)
-
-// yamlError renders a YAML error as "file:line:column: key: message".
-func yamlError(name string, f *ast.File, err error) error {
-	var ye yaml.Error
-	if !errors.As(err, &ye) || ye.GetToken() == nil {
-		// An error of a value's own decoder (time.ParseDuration) has no
-		// position: find the value it quotes.
-		if m := quotedValue.FindStringSubmatch(err.Error()); m != nil {
-			var at string
-			var line, col int
-			walkKeys(f, func(path string, k *ast.MappingValueNode) bool {
-				if t := k.Value.GetToken(); t != nil && t.Value == m[1] {
-					at, line, col = path, t.Position.Line, t.Position.Column
-					return false
+// yamlError renders each of yaml.v3's decoding errors as
+// "file:line:column: key: message", one per line.
+func yamlError(name string, root *yaml.Node, err error) error {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return fmt.Errorf("%w: %s: %s", ErrConfig, name, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var out []string
+	for _, e := range te.Errors {
+		m := lineMsg.FindStringSubmatch(e)
+		if m == nil {
+			out = append(out, name+": "+e)
+			continue
+		}
+		line, _ := strconv.Atoi(m[1])
+		msg := m[2]
+		// The key the error is about, on that line.
+		var want func(k, v *yaml.Node) bool
+		switch {
+		case unknownField.MatchString(msg):
+			f := unknownField.FindStringSubmatch(msg)[1]
+			msg = fmt.Sprintf("unknown key %q (docs/proxy.md lists every key)", f)
+			want = func(k, _ *yaml.Node) bool { return k.Line == line && k.Value == f }
+		case duplicateKey.MatchString(msg):
+			d := duplicateKey.FindStringSubmatch(msg)
+			msg = fmt.Sprintf("key %q given twice (first at line %s); a key may appear once in a mapping", d[1], d[2])
+			want = func(k, _ *yaml.Node) bool { return k.Line == line && k.Value == d[1] }
+		case wrongType.MatchString(msg):
+			w := wrongType.FindStringSubmatch(msg)
+			msg = fmt.Sprintf("want %s, got %s %q", w[3], yamlKind(w[1]), w[2])
+			want = func(_, v *yaml.Node) bool { return v.Line == line }
+		default:
+			want = func(k, _ *yaml.Node) bool { return k.Line == line }
+		}
+		loc := fmt.Sprintf("%s:%d", name, line)
+		walkKeys(root, func(path string, k, v *yaml.Node) bool {
+			if want(k, v) {
+				n := k
+				if v.Line == line && k.Line != line {
+					n = v
 				}
-				return true
-			})
-			if at != "" {
-				return fmt.Errorf("%w: %s:%d:%d: %s: %v", ErrConfig, name, line, col, at, err)
+				if wrongType.MatchString(m[2]) {
+					n = v
+				}
+				loc = fmt.Sprintf("%s:%d:%d: %s", name, line, n.Column, path)
 			}
-		}
-		return fmt.Errorf("%w: %s: %v", ErrConfig, name, err)
+			return true // the deepest match wins
+		})
+		out = append(out, loc+": "+msg)
 	}
-	pos := ye.GetToken().Position
-	msg := goTypeWords.ReplaceAllString(ye.GetMessage(), "")
-	key := ""
-	walkKeys(f, func(path string, k *ast.MappingValueNode) bool {
-		for _, n := range []ast.Node{k.Key, k.Value} {
-			if t := n.GetToken(); t != nil && t.Position.Line == pos.Line && t.Position.Column == pos.Column {
-				key = path
-				return false
-			}
-		}
-		return true
-	})
-	if strings.Contains(msg, "already defined") {
-		msg += " (a key may appear once in a mapping)"
+	return fmt.Errorf("%w: %s", ErrConfig, strings.Join(out, "\n"))
+}
+
+// yamlKind names a YAML tag for a person.
+func yamlKind(tag string) string {
+	switch tag {
+	case "str":
+		return "the string"
+	case "int", "float":
+		return "the number"
+	case "bool":
+		return "the boolean"
+	case "map":
+		return "a mapping"
+	case "seq":
+		return "a list"
 	}
-	var unk *yaml.UnknownFieldError
-	if errors.As(err, &unk) {
-		msg += " (docs/proxy.md lists every key)"
-	}
-	if key != "" {
-		return fmt.Errorf("%w: %s:%d:%d: %s: %s", ErrConfig, name, pos.Line, pos.Column, key, msg)
-	}
-	return fmt.Errorf("%w: %s:%d:%d: %s", ErrConfig, name, pos.Line, pos.Column, msg)
+	return tag
 }

@@ -18,8 +18,7 @@ routes:
     issuers: [https://auth.example.com]
     scopes: [mcp:tools]
     operations:
-      tools:
-        delete_repo: [repo:admin]
+      tools: {delete_repo: [repo:admin], push: [repo:write]}
       deny_unlisted: false
     identity:
       mode: exchange
@@ -53,20 +52,21 @@ func TestParse(t *testing.T) {
 		name, doc, want string
 	}{
 		{"unknown key", "routes:\n  - resource: https://a.example/mcp\n    upstrem: http://127.0.0.1:1/mcp\n",
-			`mcpguard.yaml:3:5: routes[0].upstrem: unknown field "upstrem" (docs/proxy.md lists every key)`},
+			`mcpguard.yaml:3:5: routes[0].upstrem: unknown key "upstrem" (docs/proxy.md lists every key)`},
 		{"wrong type", "routes:\n  - resource: https://a.example/mcp\n    max_body_bytes: lots\n",
-			`mcpguard.yaml:3:21: routes[0].max_body_bytes: cannot unmarshal string into int64`},
+			`mcpguard.yaml:3:21: routes[0].max_body_bytes: want int64, got the string "lots"`},
 		{"duplicate key", "routes:\n  - resource: https://a.example/mcp\n    resource: https://b.example/mcp\n",
-			`mcpguard.yaml:3:5: routes[0].resource: mapping key "resource" already defined at [2:5] (a key may appear once in a mapping)`},
+			`mcpguard.yaml:3:5: routes[0].resource: key "resource" given twice (first at line 2); a key may appear once in a mapping`},
 		{"duplicate top-level key", "timeouts: {}\ntimeouts: {}\n",
-			`mcpguard.yaml:2:1: timeouts: mapping key "timeouts" already defined at [1:1] (a key may appear once in a mapping)`},
+			`mcpguard.yaml:2:1: timeouts: key "timeouts" given twice (first at line 1); a key may appear once in a mapping`},
 		{"inline secret", "routes:\n  - identity:\n      exchange:\n        client_secret: hunter2\n",
 			`mcpguard.yaml:4:9: routes[0].identity.exchange.client_secret: secrets are never inline; use client_secret_env (an environment variable's name) or client_secret_file (a file's path)`},
 		{"unset env", "routes:\n  - identity:\n      exchange:\n        client_secret_env: NOPE\n",
 			`mcpguard.yaml: routes[0].identity.exchange.client_secret_env: the environment variable NOPE is empty or unset`},
 		{"both", "routes:\n  - identity:\n      exchange:\n        client_secret_env: EXCHANGE_SECRET\n        client_secret_file: " + secretFile + "\n",
 			`set routes[0].identity.exchange.client_secret_env or routes[0].identity.exchange.client_secret_file, not both`},
-		{"wrong duration", "timeouts:\n  dial: soon\n", `mcpguard.yaml:2:9: timeouts.dial:`},
+		{"wrong duration", "timeouts:\n  dial: soon\n", `mcpguard.yaml:2:9: timeouts.dial: want time.Duration, got the string "soon"`},
+		{"two errors", "timeouts:\n  dial: 1s\n  dail: 2s\nstrip_headers: 3\n", "mcpguard.yaml:3:3: timeouts.dail: unknown key \"dail\" (docs/proxy.md lists every key)\nmcpguard.yaml:4:16: strip_headers: want []string, got the number \"3\""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

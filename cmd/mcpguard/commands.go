@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/mcpguard/mcpguard/cmd/internal/auditcmd"
+	"github.com/mcpguard/mcpguard/cmd/internal/proxycmd"
 )
 
 // exitUsage is the exit code of a missing or unknown subcommand (the
@@ -29,6 +30,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{name: "audit", summary: "check a live MCP endpoint's authorization, black-box (docs/audit.md)", run: auditcmd.Run},
+		{name: "proxy", summary: "protect any Streamable HTTP MCP server: mcpguard's authorization as a reverse proxy (docs/proxy.md)", run: proxycmd.Run},
 	}
 }
 

@@ -1,6 +1,7 @@
 // Command mcpguard is mcpguard's one binary. Its subcommands:
 //
 //	mcpguard audit [flags] URL   check a live MCP endpoint's authorization, black-box (docs/audit.md)
+//	mcpguard proxy [flags]       protect any Streamable HTTP MCP server as a reverse proxy (docs/proxy.md)
 //
 // Install it with
 //

@@ -1,0 +1,212 @@
+package proxycmd
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpguard/mcpguard/devas"
+)
+
+// syncBuf is a goroutine-safe buffer for the command's stderr.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// plainUpstream is a go-sdk MCP server with no authorization of its own,
+// recording the Authorization header of each request.
+func plainUpstream(t *testing.T) (url string, auth func() []string) {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "plain", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "ping"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "pong"}}}, nil, nil
+	})
+	var mu sync.Mutex
+	var seen []string
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts.URL + "/mcp", func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), seen...)
+	}
+}
+
+type bearer string
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(b))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestFlagsMode runs the README's command: the proxy in flags mode with
+// the embedded development authorization server, in front of a go-sdk
+// server; a go-sdk client with a development token calls a tool, the
+// upstream gets the proxy's assertion, and the command shuts down cleanly
+// when its context ends.
+func TestFlagsMode(t *testing.T) {
+	upstream, auth := plainUpstream(t)
+	addr, devAddr := freeAddr(t), freeAddr(t)
+	o, err := parseFlags([]string{"-addr", addr, "-upstream", upstream, "-dev-as", devAddr, "-scopes", "mcp:tools"}, &syncBuf{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr syncBuf
+	startedc := make(chan started, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, o, func(string) string { return "" }, &syncBuf{}, &stderr, func(s started) { startedc <- s })
+	}()
+	var st started
+	select {
+	case st = <-startedc:
+	case err := <-done:
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("not started")
+	}
+	if st.Resource != "http://"+addr+"/mcp" || st.Issuer != "http://"+devAddr {
+		t.Errorf("started = %+v", st)
+	}
+	tok, err := st.DevAS.IssueToken("alice", devas.DefaultTenant, "cli", st.Resource, []string{"mcp:tools"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer ccancel()
+	c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil)
+	cs, err := c.Connect(cctx, &mcp.StreamableClientTransport{Endpoint: st.Resource, HTTPClient: &http.Client{Transport: bearer(tok)}}, nil)
+	if err != nil {
+		t.Fatalf("Connect: %v\n%s", err, stderr.String())
+	}
+	res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: "ping"})
+	if err != nil || res.Content[0].(*mcp.TextContent).Text != "pong" {
+		t.Fatalf("CallTool = %v, %v", res, err)
+	}
+	cs.Close()
+	for _, a := range auth() {
+		if !strings.HasPrefix(a, "Bearer ey") || strings.Contains(a, tok) {
+			t.Errorf("upstream Authorization = %q, want the proxy's assertion", a)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run after cancel: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("no shutdown")
+	}
+	out := stderr.String()
+	for _, want := range []string{`"msg":"mcp request"`, `"mcp_method":"tools/call"`, `"name":"(unlisted)"`, `"outcome":"authorized"`, `"status":200`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("log lacks %s", want)
+		}
+	}
+	if strings.Contains(out, tok) {
+		t.Error("the log holds the client's token")
+	}
+}
+
+// TestCheck: -check prints the effective policy and exits 0, or names the
+// error and exits 1; usage errors exit 2.
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	os.WriteFile(good, []byte(`routes:
+  - resource: https://mcp.example.com/mcp
+    upstream: http://127.0.0.1:3000/mcp
+    issuers: [https://auth.example.com]
+    scopes: [mcp:tools]
+    operations:
+      tools: {delete_repo: [repo:admin]}
+      deny_unlisted: true
+`), 0o600)
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("routes:\n  - resource: https://mcp.example.com/mcp\n    upstrem: x\n"), 0o600)
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stdout []string
+		stderr string
+	}{
+		{"good file", []string{"-check", "-config", good}, 0, []string{
+			"route https://mcp.example.com/mcp\n", "  upstream:          http://127.0.0.1:3000/mcp\n",
+			"  identity:          assertion (iss https://mcp.example.com, aud http://127.0.0.1:3000/mcp, ttl 1m0s, header Authorization; JWK Set at /.well-known/jwks.json)\n",
+			"  tool scopes:       \n      delete_repo: repo:admin\n", "  unlisted:          refused (deny_unlisted: terminal 403)\n",
+			"  metadata:          /.well-known/oauth-protected-resource/mcp and /.well-known/oauth-protected-resource\n", "configuration OK\n",
+		}, ""},
+		{"bad file", []string{"-check", "-config", bad}, 1, nil, bad + `:3:5: routes[0].upstrem: unknown key "upstrem"`},
+		{"flags", []string{"-check", "-upstream", "http://127.0.0.1:3000/mcp", "-issuer", "https://auth.example.com"}, 0,
+			[]string{"route http://127.0.0.1:8080/mcp\n", "configuration OK\n"}, ""},
+		{"http issuer off loopback", []string{"-check", "-upstream", "http://127.0.0.1:3000/mcp", "-issuer", "http://auth.example.com"}, 1,
+			nil, `routes[0].issuers[0] "http://auth.example.com": must be https, or http on a loopback host`},
+		{"public addr without resource", []string{"-check", "-addr", ":8080", "-upstream", "http://127.0.0.1:3000/mcp", "-issuer", "https://auth.example.com"}, 1,
+			nil, "-resource is required when -addr is not a loopback address"},
+		{"headers mode off loopback", []string{"-check", "-upstream", "http://10.0.0.1:3000/mcp", "-issuer", "https://auth.example.com", "-identity", "headers"}, 1,
+			nil, "plain identity headers are allowed only for a loopback upstream"},
+		{"no upstream", []string{"-check", "-issuer", "https://auth.example.com"}, 1, nil, "-upstream is required"},
+		{"config and flags", []string{"-config", good, "-upstream", "http://127.0.0.1:1/mcp"}, 2, nil, "-config replaces -upstream"},
+		{"unknown flag", []string{"-bogus"}, 2, nil, "flag provided but not defined: -bogus"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stdout, stderr syncBuf
+			code := Run(context.Background(), tt.args, func(string) string { return "" }, &stdout, &stderr)
+			if code != tt.code {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.code, stderr.String())
+			}
+			for _, s := range tt.stdout {
+				if !strings.Contains(stdout.String(), s) {
+					t.Errorf("stdout lacks %q:\n%s", s, stdout.String())
+				}
+			}
+			if tt.stderr != "" && !strings.Contains(stderr.String(), tt.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tt.stderr, stderr.String())
+			}
+		})
+	}
+}
