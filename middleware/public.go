@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 )
 
 // PublicOperations lists the MCP operations served without a token
@@ -41,7 +42,10 @@ type PublicOperations struct {
 	// Methods are JSON-RPC methods served without a token, such as
 	// "initialize", "notifications/initialized", "ping", "server/discover"
 	// or "tools/list". tools/call, prompts/get and resources/read cannot
-	// be listed here: name the tools, prompts and resources instead.
+	// be listed here: name the tools, prompts and resources instead. Nor
+	// can the methods that reach what those names protect:
+	// completion/complete, resources/subscribe, subscriptions/listen and
+	// tasks/* ([New] refuses them).
 	Methods []string
 	// Tools are tools/call params.name values served without a token.
 	Tools []string
@@ -80,6 +84,8 @@ func checkPublic(op *OperationPolicy) error {
 			return fmt.Errorf("%w: Operations.Public.Methods has an empty name", ErrConfig)
 		case name == methodToolsCall || name == methodPromptsGet || name == methodResourceRead:
 			return fmt.Errorf("%w: Operations.Public.Methods cannot make %s public; list names in Tools, Prompts or Resources", ErrConfig, name)
+		case inheritsRules(name) != "":
+			return fmt.Errorf("%w: Operations.Public.Methods cannot make %s public: %s; remove it from Public.Methods (it needs a token)", ErrConfig, name, inheritsRules(name))
 		case len(op.Methods[name]) > 0:
 			return fmt.Errorf("%w: Operations.Public.Methods has %s, which Operations.Methods gives scopes", ErrConfig, name)
 		}
@@ -113,6 +119,22 @@ func checkPublic(op *OperationPolicy) error {
 		}
 	}
 	return nil
+}
+
+// inheritsRules says why method reaches what per-name rules protect, so
+// that making it public would skip them for everyone; "" if it does not.
+func inheritsRules(method string) string {
+	switch {
+	case method == methodCompletion:
+		return "its completions reveal what the Prompts and Resources rules protect"
+	case method == methodResourcesSubscribe:
+		return "it needs what resources/read of the URI needs (the Resources rules)"
+	case method == "subscriptions/listen":
+		return "its stream carries the updates of resources the Resources rules protect"
+	case strings.HasPrefix(method, "tasks/"):
+		return "tasks carry tools/call results (the Tools rules)"
+	}
+	return ""
 }
 
 // publicSet is the compiled PublicOperations: the grant of each public
