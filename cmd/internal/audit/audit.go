@@ -62,6 +62,7 @@ func (r *Report) Failed(min Severity) []Result {
 type Auditor struct {
 	cfg      Config
 	endpoint *url.URL
+	upstream *url.URL     // Config.Proxy.Upstream, or nil
 	client   *http.Client // for the origins the operator named
 	guarded  *http.Client // for every URL the audited server hands the audit, set by Run
 
@@ -79,6 +80,8 @@ type Auditor struct {
 
 	// What discovery learnt, for later checks.
 	challenge401 *challenge.Challenge        // the Bearer challenge of the tokenless 401
+	first401     *exchange                   // the tokenless probe's answer
+	prmX         *exchange                   // the answer of the chosen metadata document
 	metaURL      string                      // the resource_metadata URL, or a probed one
 	prm          *prm.Metadata               // the endpoint's metadata, if found
 	issuer       string                      // the first authorization server
@@ -119,9 +122,17 @@ func New(cfg Config) (*Auditor, error) {
 		}
 		trusted = append(trusted, origin(iu))
 	}
+	up, err := checkProxyConfig(cfg.Proxy)
+	if err != nil {
+		return nil, err
+	}
+	if up != nil {
+		trusted = append(trusted, origin(up))
+	}
 	a := &Auditor{
 		cfg:            cfg,
 		endpoint:       u,
+		upstream:       up,
 		client:         newClient(newTransport(cfg.Timeout, cfg.RootCAs), cfg.Timeout),
 		trustedOrigins: trusted,
 		perHost:        map[string]int{},
@@ -164,6 +175,7 @@ func (a *Auditor) Run(parent context.Context) (*Report, error) {
 			}
 			a.checkWithCredentials(ctx)
 		}
+		a.checkProxy(ctx)
 		a.checkLeaks()
 	}
 	rep.Requests = a.sent

@@ -28,7 +28,7 @@ func TestWithoutCredentials(t *testing.T) {
 		if r.Credentials && r.Verdict != audit.Skip {
 			t.Errorf("%s: verdict %s without credentials, want skip", r.ID, r.Verdict)
 		}
-		if !r.Credentials && r.Verdict != audit.Pass {
+		if !r.Credentials && r.Verdict != audit.Pass && !notProxied(r) {
 			t.Errorf("%s: verdict %s (%s), want pass", r.ID, r.Verdict, r.Detail)
 		}
 	}

@@ -118,13 +118,20 @@ const (
 
 	LeakErrorBody = "LEAK-ERROR-BODY"
 
-	CredAccepted      = "CRED-ACCEPTED"
-	StepUp            = "STEP-UP"
-	StepUpBeforeRun   = "STEP-UP-BEFORE-EXECUTION"
-	StepUpChallenge   = "STEP-UP-403-CHALLENGE"
-	StepUpBound       = "STEP-UP-BOUND"
-	SessionBinding    = "SESSION-BINDING"
-	TenantFromToken   = "TENANT-FROM-TOKEN"
+	CredAccepted    = "CRED-ACCEPTED"
+	StepUp          = "STEP-UP"
+	StepUpBeforeRun = "STEP-UP-BEFORE-EXECUTION"
+	StepUpChallenge = "STEP-UP-403-CHALLENGE"
+	StepUpBound     = "STEP-UP-BOUND"
+	SessionBinding  = "SESSION-BINDING"
+	TenantFromToken = "TENANT-FROM-TOKEN"
+
+	ProxyNoIdentity  = "PROXY-UPSTREAM-NO-IDENTITY"
+	ProxyClientToken = "PROXY-UPSTREAM-CLIENT-TOKEN"
+	ProxyForged      = "PROXY-UPSTREAM-FORGED-ASSERTION"
+	ProxyAudience    = "PROXY-UPSTREAM-AUDIENCE"
+	ProxyMetadata    = "PROXY-METADATA-PUBLIC-URL"
+
 	clauseMCPAuth     = "MCP auth "
 	clauseMCPHTTP2026 = "MCP 2026-07-28 Streamable HTTP "
 )
@@ -182,6 +189,12 @@ func Catalog() []CheckInfo {
 		{StepUpBound, "repeated step-up for one scope set is bounded", May, clauseMCPAuth + "§Step-Up Authorization Flow (retry limits)", true},
 		{SessionBinding, "a session is bound to the principal that created it", Must, "MCP security best practices §Session Hijacking", true},
 		{TenantFromToken, "a tenant argument never overrides the token's tenant", Must, "MCP review contract §HTTP authorization; MCP elicitation (identity from the token)", true},
+
+		{ProxyNoIdentity, "the upstream, called directly, refuses a request without the proxy's identity (none, or caller-set identity headers)", Must, "MCP security best practices §Token Passthrough (bypass of the proxy's controls)", false},
+		{ProxyClientToken, "the upstream refuses the client's own token", Must, clauseMCPAuth + "§Access Token Privilege Restriction; §Token Passthrough", true},
+		{ProxyForged, "the upstream refuses assertions without the proxy's signature (unknown key, alg:none)", Must, "RFC 9068 §4; RFC 8725 §3.1", false},
+		{ProxyAudience, "the upstream refuses a proxy assertion for another audience, and accepts one for itself", Must, "RFC 9068 §4; RFC 8707 §2; " + clauseMCPAuth + "§Token Audience Binding and Validation", false},
+		{ProxyMetadata, "the challenge and metadata name the public URL, never the upstream", Must, "RFC 9728 §3.3; " + clauseMCPAuth + "§Canonical Server URI", false},
 	}
 }
 

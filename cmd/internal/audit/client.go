@@ -191,7 +191,7 @@ func (a *Auditor) evidence(x *exchange) string {
 	own := a.ownAnswer(x)
 	b.WriteString(x.method)
 	b.WriteByte(' ')
-	if own {
+	if origin(x.url) == origin(a.endpoint) {
 		b.WriteString(x.url.RequestURI())
 	} else {
 		b.WriteString(x.url.Redacted())

@@ -83,6 +83,9 @@ type Config struct {
 	// ClientCredentials, if ClientID is set, obtains Token when Token is
 	// empty.
 	ClientCredentials ClientCredentials
+	// Proxy, if Proxy.Upstream is set, adds the checks of a deployment
+	// behind an authorization proxy (PROXY-*).
+	Proxy Proxy
 	// Tenant2 is the tenant of Token2's principal. Empty means it is read
 	// from Token2's claims (tenant, tid, tenant_id, org_id), else a
 	// made-up value is used.

@@ -74,6 +74,7 @@ func (a *Auditor) discover(ctx context.Context) bool {
 		}
 	}
 	a.noteRefusal(x)
+	a.first401 = x
 	ev := a.evidence(x)
 	a.judge(CH401, x.status == http.StatusUnauthorized, "", "a request without a token did not get 401", ev)
 	a.checkChallenge401(x, ev)
@@ -257,6 +258,7 @@ func (a *Auditor) checkMetadata(ctx context.Context) {
 	ev := a.evidence(chosen.x)
 	a.pass(PRMDiscovery, "", ev)
 	a.prm = chosen.doc
+	a.prmX = chosen.x
 	a.judge(PRMAuthServers, len(chosen.doc.AuthorizationServers) > 0, "", "authorization_servers is empty", ev)
 	a.judge(PRMNoOffline, !slices.Contains(chosen.doc.ScopesSupported, offlineAccess), "", "offline_access in scopes_supported", ev)
 	if len(chosen.doc.AuthorizationServers) > 0 {

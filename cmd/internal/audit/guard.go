@@ -146,10 +146,15 @@ func (a *Auditor) trusted(u *url.URL) bool {
 	return slices.Contains(a.trustedOrigins, origin(u))
 }
 
-// ownAnswer reports whether x came from the audited endpoint's origin,
-// whose answers the report may quote.
+// ownAnswer reports whether x came from the audited endpoint's origin (or
+// the upstream behind its proxy, which the operator named too), whose
+// answers the report may quote.
 func (a *Auditor) ownAnswer(x *exchange) bool {
-	return x.url != nil && origin(x.url) == origin(a.endpoint)
+	if x.url == nil {
+		return false
+	}
+	o := origin(x.url)
+	return o == origin(a.endpoint) || (a.upstream != nil && o == origin(a.upstream))
 }
 
 // hostKey names the host of u for the per-host cap.

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"mime"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/go-json-experiment/json"
@@ -53,6 +54,9 @@ type call struct {
 	edit func(*http.Request)
 	// noMeta leaves the 2026-07-28 _meta out of params.
 	noMeta bool
+	// target, if not nil, is where the call goes instead of the endpoint
+	// (the upstream behind a proxy).
+	target *url.URL
 }
 
 // clientInfo is the implementation the audit announces.
@@ -86,7 +90,11 @@ func (a *Auditor) newCall(ctx context.Context, c call) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.endpoint.String(), bytes.NewReader(body))
+	target := a.endpoint
+	if c.target != nil {
+		target = c.target
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

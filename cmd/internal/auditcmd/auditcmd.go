@@ -59,6 +59,11 @@ type options struct {
 	deadline     time.Duration
 	verbose      bool
 	caFile       string
+	upstream     string
+	assertKey    string
+	assertIss    string
+	assertAud    string
+	assertHeader string
 }
 
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (options, error) {
@@ -89,6 +94,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.IntVar(&o.perHost, "max-requests-per-host", audit.DefaultMaxRequestsPerHost, "most requests sent to any one host other than the endpoint's")
 	fs.DurationVar(&o.deadline, "deadline", audit.DefaultDeadline, "bound on the whole run")
 	fs.BoolVar(&o.verbose, "v", false, "show all evidence of every check")
+	fs.StringVar(&o.upstream, "upstream", "", "`URL` of the MCP server behind a proxy, as the proxy reaches it: adds the PROXY-* checks")
+	fs.StringVar(&o.assertKey, "assertion-key", "", "PEM `file` of the proxy's assertion signing key (PROXY-UPSTREAM-AUDIENCE)")
+	fs.StringVar(&o.assertIss, "assertion-issuer", "", "`iss` of the proxy's assertions (default: the endpoint's origin)")
+	fs.StringVar(&o.assertAud, "assertion-audience", "", "`aud` the upstream expects (default: -upstream)")
+	fs.StringVar(&o.assertHeader, "assertion-header", "", "`header` carrying the assertion (default: Authorization, as Bearer)")
 	fs.StringVar(&o.caFile, "ca-file", "", "PEM `file` of CA certificates to trust instead of the system roots")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -155,6 +165,18 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		cfg.RootCAs = x509.NewCertPool()
 		if !cfg.RootCAs.AppendCertsFromPEM(pem) {
 			fmt.Fprintln(stderr, Name+": -ca-file: no PEM certificate found")
+			return ExitUsage
+		}
+	}
+	cfg.Proxy = audit.Proxy{Upstream: o.upstream, AssertionIssuer: o.assertIss, AssertionAudience: o.assertAud, AssertionHeader: o.assertHeader}
+	if o.assertKey != "" {
+		b, err := os.ReadFile(o.assertKey)
+		if err != nil {
+			fmt.Fprintln(stderr, Name+": -assertion-key:", err)
+			return ExitUsage
+		}
+		if cfg.Proxy.AssertionKey, err = audit.ParseAssertionKey(b); err != nil {
+			fmt.Fprintln(stderr, Name+": -assertion-key:", err)
 			return ExitUsage
 		}
 	}
