@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/go-jose/go-jose/v4"
+	"github.com/go-json-experiment/json"
 )
 
 // Proxy describes a deployment behind an authorization proxy (such as
@@ -251,7 +252,7 @@ func (a *Auditor) checkProxy(ctx context.Context) {
 		}
 	}
 
-	f := a.assertionForger()
+	f := a.assertionForger(ctx)
 	// Forged assertions: the proxy's issuer and the upstream's audience,
 	// but no valid signature.
 	unknownKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -316,7 +317,7 @@ func (a *Auditor) judgeUpstream(id string, x *exchange, v upstreamVerdict, what 
 // upstream's audience, and a kid the upstream knows when one can be
 // learnt (the key's thumbprint, or the first kid of the proxy's JWK Set
 // at its default path).
-func (a *Auditor) assertionForger() *forger {
+func (a *Auditor) assertionForger(ctx context.Context) *forger {
 	p := a.cfg.Proxy
 	f := &forger{now: a.cfg.Now(), issuer: p.AssertionIssuer, audience: p.AssertionAudience}
 	if f.issuer == "" {
@@ -332,9 +333,33 @@ func (a *Auditor) assertionForger() *forger {
 		f.kid = thumbprint(p.AssertionKey)
 	}
 	if f.kid == "" {
+		f.kid = a.proxyKID(ctx)
+	}
+	if f.kid == "" {
 		f.kid = "mcpguard-audit-unknown-key"
 	}
 	return f
+}
+
+// proxyKID returns the first kid of the JWK Set at the endpoint's origin
+// and mcpguard proxy's default path, or "".
+func (a *Auditor) proxyKID(ctx context.Context) string {
+	u := *a.endpoint
+	u.Path, u.RawPath, u.RawQuery = defaultJWKSPath, "", ""
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return ""
+	}
+	req.Header.Set("Accept", "application/json")
+	x := a.do(ctx, req)
+	if x.status != http.StatusOK || x.truncated {
+		return ""
+	}
+	var set jose.JSONWebKeySet
+	if err := json.Unmarshal(x.body, &set); err != nil || len(set.Keys) == 0 {
+		return ""
+	}
+	return set.Keys[0].KeyID
 }
 
 // checkProxyMetadata fails when the challenge or the metadata the proxy
