@@ -62,6 +62,7 @@ func TestCache(t *testing.T) {
 		},
 		{
 			name:   "entry expires at exp, then the endpoint says inactive",
+			mut:    func(c *introspect.Config) { c.MaxCacheTTL = 5 * time.Minute },
 			tokens: []authtest.TokenOption{authtest.WithExpiry(time.Date(2026, 1, 2, 3, 6, 5, 0, time.UTC))}, // now+2m
 			steps: []step{
 				{wantCalls: 1},
@@ -76,6 +77,16 @@ func TestCache(t *testing.T) {
 				{wantCalls: 1},
 				{mode: mode(authtest.IntrospectionInactive), advance: 30 * time.Second, wantCalls: 1},
 				{advance: 30 * time.Second, wantErr: validate.ErrInactive, wantCalls: 2},
+			},
+		},
+		{
+			// The default bounds how long a revoked token is still
+			// accepted: 60 s (it was 5 minutes).
+			name: "revocation seen after the default 60 s",
+			steps: []step{
+				{wantCalls: 1},
+				{mode: mode(authtest.IntrospectionInactive), advance: time.Minute - time.Second, wantCalls: 1},
+				{advance: time.Second, wantErr: validate.ErrInactive, wantCalls: 2},
 			},
 		},
 		{

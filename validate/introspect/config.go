@@ -23,8 +23,10 @@ const (
 	DefaultMaxBytes = 64 << 10
 	// DefaultCacheSize is the number of introspection results cached.
 	DefaultCacheSize = 4096
-	// DefaultMaxCacheTTL is the longest an active result is reused.
-	DefaultMaxCacheTTL = 5 * time.Minute
+	// DefaultMaxCacheTTL is the longest an active result is reused: 60 s,
+	// the longest a token revoked at the authorization server is still
+	// accepted here by default.
+	DefaultMaxCacheTTL = time.Minute
 	// AssertionLifetime is the validity of a private_key_jwt client
 	// assertion (RFC 7523 §3 "exp").
 	AssertionLifetime = 60 * time.Second
@@ -183,7 +185,7 @@ type Config struct {
 	// MaxCacheTTL is the longest an active result is reused without asking
 	// the endpoint again; it is the longest a revoked token can still be
 	// accepted here. An entry also expires at the token's "exp". Zero
-	// means [DefaultMaxCacheTTL] (5 min). Negative is a configuration
+	// means [DefaultMaxCacheTTL] (60 s). Negative is a configuration
 	// error.
 	MaxCacheTTL time.Duration
 	// InactiveCacheTTL is how long an inactive result is remembered. Zero

@@ -68,7 +68,8 @@ var (
 // Revocation trade-off: introspection exists so that revocation takes
 // effect, and every cached result delays it. A token revoked at the
 // authorization server is still accepted here until its entry expires:
-// at most MaxCacheTTL (5 minutes by default) after this server last asked.
+// at most MaxCacheTTL (60 s by default) after this server last asked, and
+// never past the token's exp.
 // Lower MaxCacheTTL for faster revocation at the price of more requests
 // to the endpoint; a negative CacheSize asks on every request.
 type Introspector struct {
