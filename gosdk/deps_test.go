@@ -14,7 +14,6 @@ func TestDeps(t *testing.T) {
 		Direct: true,
 		Allowed: []string{
 			deptest.Module + "/middleware",
-			deptest.Module + "/internal/sessionowner", // the bounded session-to-principal map both adapters use
 			"github.com/modelcontextprotocol/go-sdk/...",
 		},
 	}.Check(t, ".")

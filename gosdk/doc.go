@@ -20,21 +20,18 @@
 // (403 "session user mismatch", before reading the body or touching the
 // session; GET and DELETE alike).
 //
-// [Adapter.Handler] therefore runs [middleware.Middleware.Handler] and
-// then gives the go-sdk, through auth.RequireBearerToken, a TokenInfo
-// built from the request's [middleware.Principal] ([TokenInfo]): its
-// UserID is [middleware.Principal.ID] (issuer, subject, client and tenant),
-// so the go-sdk's own check binds each session to the principal that
-// created it; Scopes and Expiration are the token's; Extra carries the
-// principal ([Principal] reads it back). A session created by an anonymous
-// request (a public operation) is bound to the anonymous principal. The
-// adapter also remembers each session's creator (learnt from the go-sdk's
-// Mcp-Session-Id answer header) so that another principal's request for
-// it gets 404 "session not found" before the go-sdk runs: that answer
-// reveals nothing and makes a client start a new session, where the
-// go-sdk's own 403 has no challenge and proves the session exists. The
-// go-sdk's check stays behind it for sessions the adapter has forgotten
-// (Config.MaxSessions). The
+// Sessions are bound to the principal that created them by the middleware
+// itself ([middleware.SessionConfig]), with or without this package:
+// another principal's request for a session gets 404 before the go-sdk
+// runs. What only this package can do is carry the principal of each
+// request into a stateful session. [Adapter.Handler] runs
+// [middleware.Middleware.Handler] and then gives the go-sdk, through
+// auth.RequireBearerToken, a TokenInfo built from the request's
+// [middleware.Principal] ([TokenInfo]): its UserID is
+// [middleware.Principal.ID] (issuer, subject, client and tenant), so the
+// go-sdk's own check agrees with the middleware's binding; Scopes and
+// Expiration are the token's; Extra carries the principal ([Principal]
+// reads it back). The
 // principal is removed from the context the go-sdk sees, so that a
 // session never captures the principal of its first request.
 // [Adapter.Install] adds a receiving middleware that puts the current

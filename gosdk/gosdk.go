@@ -10,7 +10,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpguard/mcpguard/internal/sessionowner"
 	"github.com/mcpguard/mcpguard/middleware"
 )
 
@@ -31,13 +30,6 @@ type Config struct {
 	// takes effect through [Adapter.Install]. Defaults to false: lists are
 	// the go-sdk's, unfiltered.
 	FilterLists bool
-
-	// MaxSessions bounds the stateful sessions whose creator the adapter
-	// remembers, to answer another principal's request for one with 404.
-	// Zero means [DefaultMaxSessions]; past it the oldest is forgotten,
-	// and a request of another principal for it gets the go-sdk's own 403
-	// instead. Negative is refused.
-	MaxSessions int
 }
 
 // Adapter puts the middleware in front of a go-sdk Streamable HTTP handler
@@ -47,20 +39,14 @@ type Adapter struct {
 	m      *middleware.Middleware
 	filter bool
 	bearer func(http.Handler) http.Handler
-	owners *sessionowner.Owners
 }
 
 // New checks cfg and returns an Adapter.
 func New(cfg Config) (*Adapter, error) {
-	switch {
-	case cfg.Middleware == nil:
+	if cfg.Middleware == nil {
 		return nil, fmt.Errorf("%w: no Middleware", ErrConfig)
-	case cfg.MaxSessions < 0:
-		return nil, fmt.Errorf("%w: negative MaxSessions", ErrConfig)
-	case cfg.MaxSessions == 0:
-		cfg.MaxSessions = DefaultMaxSessions
 	}
-	a := &Adapter{m: cfg.Middleware, filter: cfg.FilterLists, owners: sessionowner.New(cfg.MaxSessions)}
+	a := &Adapter{m: cfg.Middleware, filter: cfg.FilterLists}
 	// The token was validated by the middleware (with its own leeway)
 	// before this runs; the go-sdk's expiry check must not refuse it again
 	// with a plain-text 401, so its skew is made irrelevant.
@@ -77,8 +63,9 @@ const skewNeverRefuse = 100 * 365 * 24 * time.Hour
 // Handler returns h, a go-sdk handler (mcp.NewStreamableHTTPHandler, in
 // either mode), behind [middleware.Middleware.Handler] and [Adapter.TokenInfo]:
 // mount it at the MCP endpoint. h receives each request with the go-sdk's
-// auth.TokenInfo of the request's principal in its context, which binds
-// stateful sessions to their creator and fills req.Extra.TokenInfo.
+// auth.TokenInfo of the request's principal in its context, which fills
+// req.Extra.TokenInfo. Sessions are bound to their creator by the
+// middleware itself, with or without the adapter.
 func (a *Adapter) Handler(h http.Handler) http.Handler {
 	return a.m.Handler(a.TokenInfo(h))
 }
@@ -89,13 +76,12 @@ func (a *Adapter) Handler(h http.Handler) http.Handler {
 // Middleware.Challenge) for a request without a principal. It hands next
 // the request with the go-sdk's auth.TokenInfo of the principal
 // ([TokenInfo]) in its context, set by auth.RequireBearerToken, and
-// without the principal itself. A request carrying the Mcp-Session-Id of a
-// session another principal created gets 404 "session not found" before
-// the go-sdk sees it (the go-sdk's own check, 403, stays behind it for
-// sessions the adapter has forgotten). The principal is removed so that a
+// without the principal itself. The principal is removed so that a
 // stateful session, whose context is its first request's, never carries
 // a principal; [Adapter.Install] gives each handler the principal of its
-// own request.
+// own request. Session binding is the middleware's (a request for another
+// principal's session never gets here); the go-sdk's own check of
+// TokenInfo.UserID stays behind it and agrees.
 func (a *Adapter) TokenInfo(next http.Handler) http.Handler {
 	if next == nil {
 		panic("gosdk: TokenInfo(nil)")
@@ -115,14 +101,13 @@ func (a *Adapter) TokenInfo(next http.Handler) http.Handler {
 			a.m.Challenge(w, r, middleware.ErrNoPrincipal)
 			return
 		}
-		if w, ok = a.bindSession(w, r, p.ID()); !ok {
-			return
-		}
-		if p.Anonymous || p.SenderConstrained {
+		if p.Anonymous || p.SenderConstrained || len(r.Header.Values("Authorization")) == 0 {
 			// auth.RequireBearerToken, the only setter of the go-sdk's
 			// context key, needs a bearer header; a public request has
-			// none, a DPoP request (RFC 9449) has the DPoP scheme. The
-			// verifier ignores the value and uses the principal.
+			// none, a DPoP request (RFC 9449) has the DPoP scheme, the
+			// middleware's internal DELETE of a session it ended has
+			// none. The verifier ignores the value and uses the
+			// principal.
 			r = r.Clone(context.WithValue(r.Context(), placeholderKey{}, r.Header.Values("Authorization")))
 			r.Header.Set("Authorization", "Bearer anonymous")
 		}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -17,8 +18,8 @@ import (
 // TestSessionSharedAcrossTenants: alice of tenant-a creates a stateful
 // session; bob of tenant-b, with a valid token, presents its ID on POST
 // (tools/call), GET (the stream) and DELETE. Each is refused with 404
-// before the session is touched, and alice's session keeps working; past
-// the adapter's memory the go-sdk's own check still refuses (403).
+// before the session is touched (by the middleware's binding), and
+// alice's session keeps working.
 func TestSessionSharedAcrossTenants(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureConfig{})
@@ -46,7 +47,7 @@ func TestSessionSharedAcrossTenants(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := f.do(t, tc.method, tc.body, tc.token, sid)
-			if r.status != http.StatusNotFound || r.body != "session not found\n" {
+			if r.status != http.StatusNotFound || r.body != sessionNotFound {
 				t.Errorf("status %d, body %q; want 404 session not found", r.status, r.body)
 			}
 			if ct := r.header.Get("Content-Type"); strings.HasPrefix(ct, "text/event-stream") || strings.Contains(r.body, "alice") {
@@ -63,30 +64,32 @@ func TestSessionSharedAcrossTenants(t *testing.T) {
 	}
 }
 
-// TestForgottenSessionBackstop: past MaxSessions the adapter forgets the
-// oldest session's creator; the go-sdk's own TokenInfo.UserID check then
-// still refuses another principal (403), with nothing of the session.
-func TestForgottenSessionBackstop(t *testing.T) {
+// sessionNotFound is the middleware's answer for a session that is not
+// the principal's.
+const sessionNotFound = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}`
+
+// TestEvictedSessionClosed: past its quota a principal's oldest session is
+// evicted by the middleware and closed in the go-sdk (the internal DELETE
+// carries a TokenInfo whose UserID is the owner's, which the go-sdk's own
+// check accepts): with PassUnknown, the go-sdk itself answers 404 for it.
+func TestEvictedSessionClosed(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, fixtureConfig{maxSess: 1})
+	f := newFixture(t, fixtureConfig{sessions: middleware.SessionConfig{PerPrincipal: 1, PassUnknown: true}})
 	alice := f.token(t, "alice", "tenant-a", "mcp")
-	bob := f.token(t, "bob", "tenant-b", "mcp")
-	sid := f.initialize(t, alice)
-	f.initialize(t, bob) // alice's session is forgotten by the adapter
-	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
-		body := ""
-		if m == http.MethodPost {
-			body = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`
+	old := f.initialize(t, alice)
+	cur := f.initialize(t, alice) // evicts old
+	var r *response
+	for i := 0; i < 100; i++ { // the close runs in the background
+		if r = f.call(t, "whoami", alice, old); r.status == http.StatusNotFound {
+			break
 		}
-		if r := f.do(t, m, body, bob, sid); r.status != http.StatusForbidden || strings.Contains(r.body, "alice") {
-			t.Errorf("%s: %d %q, want the go-sdk's 403", m, r.status, r.body)
-		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	if w := f.whoami(t, "whoami", alice, sid); w.CtxSubject != "alice" {
-		t.Errorf("alice: %+v", w)
+	if r.status != http.StatusNotFound || r.body == sessionNotFound {
+		t.Fatalf("evicted session: %d %q, want the go-sdk's own 404", r.status, r.body)
 	}
-	if _, err := gosdk.New(gosdk.Config{Middleware: f.m, MaxSessions: -1}); !errors.Is(err, gosdk.ErrConfig) {
-		t.Errorf("negative MaxSessions: %v", err)
+	if w := f.whoami(t, "whoami", alice, cur); w.CtxSubject != "alice" {
+		t.Errorf("current session: %+v", w)
 	}
 }
 
@@ -169,11 +172,15 @@ func TestPublicOperations(t *testing.T) {
 			if r := f.call(t, "hello", "not-a-token", sid); r.status != http.StatusUnauthorized {
 				t.Errorf("hello with a bad token: %d, want 401", r.status)
 			}
-			if r := f.do(t, http.MethodGet, "", "", sid); r.status != http.StatusUnauthorized {
-				t.Errorf("GET without a token: %d, want 401", r.status)
-			}
 			if stateless {
+				if r := f.do(t, http.MethodGet, "", "", sid); r.status != http.StatusUnauthorized {
+					t.Errorf("GET without a token or session: %d, want 401", r.status)
+				}
 				return
+			}
+			// The anonymous session's stream and DELETE need no token.
+			if r := f.do(t, http.MethodGet, "", "", sid); r.status != http.StatusOK {
+				t.Errorf("GET of the anonymous session without a token: %d, want 200", r.status)
 			}
 			// The anonymous session is not alice's to take over.
 			alice := f.token(t, "alice", "tenant-a", "mcp")
@@ -252,9 +259,9 @@ func TestPrincipalOutsideAdapter(t *testing.T) {
 	}
 }
 
-// TestStatelessSessionIDs: a stateless handler has no sessions to share:
-// a session ID sent by a client changes nothing about whose request it is,
-// and GET and DELETE are the go-sdk's 405.
+// TestStatelessSessionIDs: a stateless handler issues no session IDs, so
+// one sent by a client is unknown to the middleware (404, whoever sends
+// it); without one GET and DELETE are the go-sdk's 405.
 func TestStatelessSessionIDs(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureConfig{stateless: true})
@@ -263,11 +270,20 @@ func TestStatelessSessionIDs(t *testing.T) {
 	if sid := f.initialize(t, alice); sid != "" {
 		t.Fatalf("stateless handler issued session %q", sid)
 	}
-	if w := f.whoami(t, "whoami", bob, "made-up-session"); w.CtxSubject != "bob" || w.CtxTenant != "tenant-b" {
-		t.Errorf("bob with a session header: %+v", w)
+	if w := f.whoami(t, "whoami", bob, ""); w.CtxSubject != "bob" || w.CtxTenant != "tenant-b" {
+		t.Errorf("bob: %+v", w)
+	}
+	for _, m := range []string{http.MethodPost, http.MethodGet, http.MethodDelete} {
+		body := ""
+		if m == http.MethodPost {
+			body = `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`
+		}
+		if r := f.do(t, m, body, bob, "made-up-session"); r.status != http.StatusNotFound || r.body != sessionNotFound {
+			t.Errorf("%s with a made-up session: %d %q, want 404", m, r.status, r.body)
+		}
 	}
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
-		if r := f.do(t, m, "", bob, "made-up-session"); r.status != http.StatusMethodNotAllowed {
+		if r := f.do(t, m, "", bob, ""); r.status != http.StatusMethodNotAllowed {
 			t.Errorf("%s: %d, want 405", m, r.status)
 		}
 	}

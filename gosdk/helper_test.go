@@ -49,7 +49,7 @@ type fixtureConfig struct {
 	stateless bool
 	noInstall bool
 	filter    bool
-	maxSess   int
+	sessions  middleware.SessionConfig
 }
 
 func newFixture(t *testing.T, fc fixtureConfig) *fixture {
@@ -79,12 +79,13 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 				Tools:   []string{"hello"},
 			},
 		},
-		Now: iss.Now,
+		Sessions: fc.sessions,
+		Now:      iss.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := gosdk.New(gosdk.Config{Middleware: m, FilterLists: fc.filter, MaxSessions: fc.maxSess})
+	a, err := gosdk.New(gosdk.Config{Middleware: m, FilterLists: fc.filter})
 	if err != nil {
 		t.Fatal(err)
 	}

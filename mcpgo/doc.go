@@ -12,25 +12,18 @@
 // mcp-go derives the context of every handler from the HTTP request that
 // carries the message, so [middleware.PrincipalFromContext] in a tool
 // handler returns the principal of that request, in both modes. What
-// mcp-go does not do is bind a session to anyone: a session ID is checked
-// for existence at most (its InsecureStatefulSessionIdManager), a GET
-// stream is opened for any session ID without even that, and a DELETE
-// ends any session. So another principal holding a session's ID could
-// read its stream, answer its server-to-client requests, or end it.
+// mcp-go does not do is bind a session to anyone; the middleware does
+// that itself ([middleware.SessionConfig]), with or without this package:
+// a request carrying another principal's or an unknown session ID gets 404
+// before mcp-go runs.
 //
 // In stateful mode (the default here) [Adapter.Options] installs a session
-// ID manager that records, when mcp-go mints a session ID, the
-// [middleware.Principal.ID] (issuer, subject, client, tenant) of the
-// request that created it, and [Adapter.Handler] refuses, before mcp-go
-// sees it, every request carrying a session ID that is unknown or belongs
-// to another principal: 404 "session not found" on POST, GET and DELETE,
-// which reveals nothing and makes a legitimate client start a new session.
-// Sessions are forgotten when deleted, when mcp-go's idle sweeper ends
-// them (server.WithSessionIdleTTL), and, past Config.MaxSessions, oldest
-// first.
+// ID manager that keeps no state: mcp-go's default manager remembers every
+// ended session forever, and the middleware holds the bindings.
 //
 // In stateless mode (Config.Stateless, mcp-go's WithStateLess) there are no
-// session IDs: the adapter drops a client's Mcp-Session-Id header, and
-// answers GET and DELETE with 405, since mcp-go would otherwise give every
-// session-less GET stream the same (empty) session ID.
+// session IDs (a client's is unknown to the middleware: 404), and the
+// adapter answers GET and DELETE with 405, since mcp-go would otherwise
+// give every session-less GET stream the same (empty) session ID, shared
+// by every principal.
 package mcpgo

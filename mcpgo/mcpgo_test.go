@@ -94,14 +94,17 @@ func TestPrincipalPerRequest(t *testing.T) {
 	}
 }
 
-// TestStateless: no session IDs, a client's header is ignored, GET and
-// DELETE are 405.
+// TestStateless: no session IDs, so a client's is unknown to the
+// middleware (404); GET and DELETE are 405.
 func TestStateless(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, fixtureConfig{stateless: true})
 	tok := f.token(t, "erin", "tenant-e", "mcp")
-	if w := f.whoami(t, "whoami", tok, "mcp-session-made-up"); w.Subject != "erin" {
-		t.Errorf("with a stray session header: %+v", w)
+	if w := f.whoami(t, "whoami", tok, ""); w.Subject != "erin" {
+		t.Errorf("erin: %+v", w)
+	}
+	if r := f.call(t, "whoami", tok, "mcp-session-made-up"); r.status != http.StatusNotFound {
+		t.Errorf("with a stray session header: %d, want 404", r.status)
 	}
 	for _, m := range []string{http.MethodGet, http.MethodDelete} {
 		if r := f.do(t, m, "", tok, ""); r.status != http.StatusMethodNotAllowed || r.header.Get("Allow") != "POST" {

@@ -236,6 +236,11 @@ type Config struct {
 	// credentials mode is never enabled.
 	AllowedOrigins []string
 
+	// Sessions configures the binding of MCP sessions to the principal
+	// that created them, which is always on ([SessionConfig],
+	// docs/sessions.md). The zero value binds with the defaults.
+	Sessions SessionConfig
+
 	// DPoP configures DPoP-bound access tokens (RFC 9449; dpop.go). The
 	// zero value is DPoPOff: Bearer only, as without this field.
 	DPoP DPoPConfig
@@ -322,6 +327,7 @@ func (c Config) withDefaults() Config {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	c.Sessions = c.Sessions.withDefaults()
 	return c
 }
 
@@ -416,6 +422,9 @@ func (c Config) check() error {
 		return fmt.Errorf("%w: negative RetryAfter", ErrConfig)
 	case c.Realm != "" && !isVisible(c.Realm):
 		return fmt.Errorf("%w: Realm must be visible ASCII", ErrConfig)
+	}
+	if err := c.Sessions.check(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return nil
 }

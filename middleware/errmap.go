@@ -69,6 +69,9 @@ const (
 	kindInsufficientScope
 	kindStepUpExhausted
 	kindForbidden
+	kindUnknownSession
+	kindSessionHeader
+	kindSessionUnavailable
 	numKinds
 )
 
@@ -100,6 +103,10 @@ var errorKinds = []struct {
 	{ErrStepUpExhausted, kindStepUpExhausted, ReasonStepUpExhausted},
 	{ErrInsufficientScope, kindInsufficientScope, ReasonInsufficientScope},
 	{ErrNotListed, kindForbidden, ReasonNotListed},
+	{ErrUnknownSession, kindUnknownSession, ReasonUnknownSession},
+	{ErrSessionHeader, kindSessionHeader, ReasonSessionHeader},
+	{ErrSessionsFull, kindSessionUnavailable, ReasonSessionsFull},
+	{ErrSessionStore, kindSessionUnavailable, ReasonSessionStore},
 	{ErrNoTenant, kindForbidden, ReasonTenant},
 	{ErrTenantMismatch, kindForbidden, ReasonTenant},
 	{validate.ErrExpired, kindInvalidToken, ReasonExpired},
@@ -171,6 +178,10 @@ func (m *Middleware) buildAnswers(base []string, retryAfter string) {
 		kindInsufficientScope: {http.StatusForbidden, "", "", bodyInsufficient, debug},
 		kindStepUpExhausted:   {http.StatusForbidden, terminal, "", bodyInsufficient, warn},
 		kindForbidden:         {http.StatusForbidden, terminal, "", bodyAccessDenied, debug},
+		// Session binding (session.go): no challenge, the token is fine.
+		kindUnknownSession:     {http.StatusNotFound, "", "", bodySessionNotFound, debug},
+		kindSessionHeader:      {http.StatusBadRequest, "", "", bodyInvalidMessage, debug},
+		kindSessionUnavailable: {http.StatusServiceUnavailable, "", retryAfter, bodyUnavailable, debug}, // the store failure itself: one Warn per reason (session.go)
 	}
 }
 

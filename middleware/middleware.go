@@ -33,6 +33,7 @@ type Middleware struct {
 	pending      *pendingSet     // nil when the step-up bound is disabled
 	public       *publicSet      // nil: no public operation
 	json         strictjson.Pool // the body peek's tokenizer buffers
+	sessions     *sessions       // session binding (session.go)
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -67,6 +68,7 @@ func New(cfg Config) (*Middleware, error) {
 	m.implies = compileImplies(cfg.ScopeImplies)
 	m.policy = m.compilePolicy(&cfg)
 	m.public = m.newPublicSet(cfg.Operations.Public)
+	m.sessions = newSessions(cfg.Sessions)
 	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
 	m.buildDPoPAnswers(cfg.Scopes)
 	if cfg.StepUpLimit > 0 {
@@ -169,6 +171,11 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.steppedUp(r.Context(), p)
 	}
 	p.grant = g
+	sid, err := m.bindSession(r, p, next)
+	if err != nil {
+		m.refuse(w, r, err, p, g, nil)
+		return
+	}
 	r2 := withPrincipal(r, p)
 	if post {
 		b := &bodyReader{}
@@ -180,7 +187,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if m.onDecision != nil {
 		m.report(r2.Context(), r.Header, 0, ReasonAuthorized, p, g, op.scopes, nil, nil)
 	}
-	next.ServeHTTP(w, r2)
+	m.serveSession(w, r2, next, p, sid)
 }
 
 var errNilClaims = errors.New("middleware: validator returned no claims")

@@ -51,6 +51,9 @@ type Principal struct {
 	nextNonce string
 	// ctx is the context allocated with this principal (newPrincipal).
 	ctx *principalCtx
+	// ownerID, when set, is the ID of the principal of the middleware's
+	// internal DELETE that closes a session it ended (session.go).
+	ownerID string
 }
 
 // HasScope reports whether the token grants s exactly (RFC 6749 §3.3
@@ -129,6 +132,8 @@ func (p *Principal) ID() string {
 		return ""
 	case p.Anonymous:
 		return AnonymousID
+	case p.ownerID != "":
+		return p.ownerID
 	}
 	var b strings.Builder
 	for _, f := range [...]string{p.Issuer, p.Subject, p.ClientID, p.Tenant} {
@@ -137,6 +142,32 @@ func (p *Principal) ID() string {
 		b.WriteString(f)
 	}
 	return b.String()
+}
+
+// isID reports whether id == p.ID() without building p.ID(): the session
+// check of every request allocates nothing.
+func (p *Principal) isID(id string) bool {
+	switch {
+	case p == nil:
+		return id == ""
+	case p.Anonymous:
+		return id == AnonymousID
+	case p.ownerID != "":
+		return id == p.ownerID
+	}
+	for _, f := range [...]string{p.Issuer, p.Subject, p.ClientID, p.Tenant} {
+		// f's length in decimal, as strconv.Itoa writes it, then ':'.
+		i, n := 0, 0
+		for ; i < len(id) && '0' <= id[i] && id[i] <= '9' && i < 10; i++ {
+			n = n*10 + int(id[i]-'0')
+		}
+		if i == 0 || i == len(id) || id[i] != ':' || (id[0] == '0' && i > 1) ||
+			n != len(f) || len(id)-i-1 < n || id[i+1:i+1+n] != f {
+			return false
+		}
+		id = id[i+1+n:]
+	}
+	return id == ""
 }
 
 type principalKey struct{}

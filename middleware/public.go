@@ -220,6 +220,10 @@ func isAnonymous(r *http.Request, err error) bool {
 // before any token is seen: see [PublicOperations].
 func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if r.Method != http.MethodPost {
+		if m.isAnonymousSession(r) { // its GET stream, its DELETE (session.go)
+			m.serveAnonymous(w, r, next, nil, nil)
+			return
+		}
 		closeUnread(w, r) // a tokenless GET or DELETE body is not read
 		m.refuse(w, r, ErrNoToken, nil, nil, nil)
 		return
@@ -236,22 +240,44 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 		return
 	}
 	g := m.public.lookup(&msg)
-	if g == nil {
+	if g == nil && (!msg.hasMethod || !msg.hasID) && m.isAnonymousSession(r) {
+		// A response or notification of the client in an anonymous
+		// session (sampling, elicitation, roots): as public as the
+		// session.
+		g, _ = m.policy.lookup(&msg) // labels only
+		if g == nil {
+			g = m.policy.none
+		}
+	} else if g == nil {
 		g, _ = m.policy.lookup(&msg) // labels only
 		m.refuse(w, r, ErrNoToken, nil, g, nil)
 		return
 	}
+	m.serveAnonymous(w, r, next, g, body)
+}
+
+// serveAnonymous passes r, authorized as public (operation g, nil for a
+// request without a body), to next with the anonymous principal, once its
+// session ID is the anonymous principal's (or absent).
+func (m *Middleware) serveAnonymous(w http.ResponseWriter, r *http.Request, next http.Handler, g *grant, body []byte) {
 	p := &Principal{Anonymous: true, grant: g}
+	sid, err := m.bindSession(r, p, next)
+	if err != nil {
+		m.refuse(w, r, err, p, g, nil)
+		return
+	}
 	r2 := r.WithContext(ContextWithPrincipal(r.Context(), p))
-	b := &bodyReader{}
-	b.Reset(body)
-	r2.Body = b
-	r2.ContentLength = int64(len(body))
-	r2.TransferEncoding = nil
+	if r.Method == http.MethodPost {
+		b := &bodyReader{}
+		b.Reset(body)
+		r2.Body = b
+		r2.ContentLength = int64(len(body))
+		r2.TransferEncoding = nil
+	}
 	if m.onDecision != nil {
 		m.report(r2.Context(), r.Header, 0, ReasonPublic, p, g, nil, nil, nil)
 	}
-	next.ServeHTTP(w, r2)
+	m.serveSession(w, r2, next, p, sid)
 }
 
 // Permits reports whether p may call an operation under the operation

@@ -145,6 +145,10 @@ type stack struct {
 	writeScopes []string
 	// inner wraps the go-sdk handler, inside the middleware.
 	inner func(e *env, next http.Handler) http.Handler
+	// hideSessions hides Mcp-Session-Id from the middleware (renamed on
+	// the way in and out), as if nothing bound sessions in front of the
+	// server: the audit must then see the server's own flaws.
+	hideSessions bool
 }
 
 // notesStack is a notes server like the example, built from parts so that
@@ -195,6 +199,9 @@ func notesStack(t *testing.T, s stack) func(*env) http.Handler {
 		if s.inner != nil {
 			h = s.inner(e, h)
 		}
+		if s.hideSessions {
+			h = renameSessionHeader(h, hiddenSessionHeader, "Mcp-Session-Id")
+		}
 		tools := map[string][]string{"notes_list": {readScope}, "notes_write": {writeScope}}
 		if s.writeScopes != nil {
 			tools["notes_write"] = s.writeScopes
@@ -229,12 +236,63 @@ func notesStack(t *testing.T, s stack) func(*env) http.Handler {
 			}
 			a.Install(ms)
 			mux.Handle("/mcp", a.Handler(h))
+		} else if s.hideSessions {
+			mux.Handle("/mcp", renameSessionHeader(mw.Handler(h), "Mcp-Session-Id", hiddenSessionHeader))
 		} else {
 			mux.Handle("/mcp", mw.Handler(h))
 		}
 		return mux
 	}
 }
+
+const hiddenSessionHeader = "X-Hidden-Session-Id"
+
+// renameSessionHeader renames the request header from to to for next, and
+// the answer's header to back to from.
+func renameSessionHeader(next http.Handler, from, to string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.Clone(r.Context())
+		if v := r.Header.Values(from); v != nil {
+			r.Header.Del(from)
+			r.Header[http.CanonicalHeaderKey(to)] = v
+		}
+		next.ServeHTTP(&renamingWriter{ResponseWriter: w, from: to, to: from}, r)
+	})
+}
+
+type renamingWriter struct {
+	http.ResponseWriter
+	from, to string
+	done     bool
+}
+
+func (w *renamingWriter) WriteHeader(status int) {
+	if !w.done {
+		w.done = true
+		h := w.Header()
+		if v := h.Values(w.from); v != nil {
+			h.Del(w.from)
+			h[http.CanonicalHeaderKey(w.to)] = v
+		}
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *renamingWriter) Write(b []byte) (int, error) {
+	if !w.done {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *renamingWriter) Flush() {
+	if !w.done {
+		w.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *renamingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // noteStore is the notes of notesStack.
 type noteStore struct {

@@ -1,0 +1,313 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// OwnerKind is the kind of ID an owner record is for: an MCP session, a
+// task. IDs of different kinds never collide in a store.
+type OwnerKind string
+
+// Owner record kinds.
+const (
+	// KindSession: an Mcp-Session-Id the server issued (session.go).
+	KindSession OwnerKind = "session"
+	// KindTask: a task ID the server issued (MCP tasks).
+	KindTask OwnerKind = "task"
+)
+
+// Errors of an [OwnerStore].
+var (
+	// ErrOwned: Claim of an ID that another owner holds. The record is
+	// unchanged.
+	ErrOwned = errors.New("middleware: ID owned by another principal")
+	// ErrOwnersFull: Claim found no room: the store holds its maximum of
+	// live records, and making room would forget a record of another
+	// owner. An owner at its quota never gets this error: its own least
+	// recently used record is forgotten instead.
+	ErrOwnersFull = errors.New("middleware: owner store full")
+)
+
+// OwnerStore records which principal ([Principal.ID]) owns an ID of a
+// kind, so that only that principal is served for it: the middleware's
+// session binding ([SessionConfig].Store) and task binding use it. Every
+// record expires ttl after the last Claim or Owner call that renewed it.
+// Implementations must be safe for concurrent use and bounded; an error
+// other than [ErrOwned] and [ErrOwnersFull] means the store is
+// unavailable, and the middleware then refuses the request (fail
+// closed). [MemoryOwnerStore] is the in-process one; redisstore has one
+// for replicas.
+type OwnerStore interface {
+	// Claim records owner as the owner of id of kind for ttl. Claiming an
+	// ID the same owner holds renews it; one another owner holds fails
+	// with [ErrOwned].
+	Claim(ctx context.Context, kind OwnerKind, id, owner string, ttl time.Duration) error
+	// Owner returns the owner of id of kind and renews its record for
+	// ttl, or "" when there is none (never claimed, forgotten, expired,
+	// evicted).
+	Owner(ctx context.Context, kind OwnerKind, id string, ttl time.Duration) (string, error)
+	// Forget removes the record of id of kind, if any.
+	Forget(ctx context.Context, kind OwnerKind, id string) error
+}
+
+// Defaults of [MemoryOwnerConfig].
+const (
+	// DefaultMaxOwnerRecords bounds a [MemoryOwnerStore] whose Max is zero.
+	DefaultMaxOwnerRecords = 10000
+	// DefaultOwnerQuota is the per-owner quota of a [MemoryOwnerStore]
+	// whose PerOwner is zero.
+	DefaultOwnerQuota = 100
+)
+
+// MemoryOwnerConfig configures a [MemoryOwnerStore].
+type MemoryOwnerConfig struct {
+	// Max bounds the records held, all kinds together. Zero means
+	// [DefaultMaxOwnerRecords].
+	Max int
+	// PerOwner is each owner's quota of records of one kind: a Claim by
+	// an owner at its quota forgets that owner's least recently used
+	// record of the kind, never another owner's. Zero means
+	// [DefaultOwnerQuota]; it is capped at Max.
+	PerOwner int
+	// Now is the clock of the expiries. Nil means time.Now.
+	Now func() time.Time
+}
+
+// MemoryOwnerStore is an in-process [OwnerStore]: bounded, with per-owner
+// quotas, expired records dropped first. Create it with
+// [NewMemoryOwnerStore]; it is safe for concurrent use.
+type MemoryOwnerStore struct {
+	mu  sync.Mutex
+	t   ownerTable
+	now func() time.Time
+}
+
+// NewMemoryOwnerStore returns an empty store.
+func NewMemoryOwnerStore(cfg MemoryOwnerConfig) *MemoryOwnerStore {
+	if cfg.Max <= 0 {
+		cfg.Max = DefaultMaxOwnerRecords
+	}
+	if cfg.PerOwner <= 0 {
+		cfg.PerOwner = DefaultOwnerQuota
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	quota := min(cfg.PerOwner, cfg.Max)
+	return &MemoryOwnerStore{t: newOwnerTable(cfg.Max, func(string) int { return quota }), now: cfg.Now}
+}
+
+var _ OwnerStore = (*MemoryOwnerStore)(nil)
+
+func ownerKey(kind OwnerKind, id string) string { return string(kind) + "\x00" + id }
+
+// Claim implements [OwnerStore].
+func (s *MemoryOwnerStore) Claim(_ context.Context, kind OwnerKind, id, owner string, ttl time.Duration) error {
+	now := s.now().UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, err := s.t.add(ownerKey(kind, id), string(kind)+"\x00"+owner, nil, now, now+int64(ttl), nil)
+	return err
+}
+
+// Owner implements [OwnerStore].
+func (s *MemoryOwnerStore) Owner(_ context.Context, kind OwnerKind, id string, ttl time.Duration) (string, error) {
+	now := s.now().UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.t.get(ownerKey(kind, id), now)
+	if e == nil {
+		return "", nil
+	}
+	s.t.touch(e, now+int64(ttl))
+	return e.owner[len(kind)+1:], nil
+}
+
+// Forget implements [OwnerStore].
+func (s *MemoryOwnerStore) Forget(_ context.Context, kind OwnerKind, id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.t.byID[ownerKey(kind, id)]; e != nil {
+		s.t.remove(e)
+	}
+	return nil
+}
+
+// Len returns the number of records held, expired ones not yet dropped
+// included.
+func (s *MemoryOwnerStore) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.t.byID)
+}
+
+// ownerTable is the bounded owner map of [MemoryOwnerStore] and of the
+// middleware's session table: records in one list by last use (least
+// recent first) and in one list per owner, so that the oldest record, an
+// owner's oldest record and a record by ID are found in O(1). It does not
+// lock; its users do.
+type ownerTable struct {
+	byID    map[string]*ownerEntry
+	byOwner map[string]*ownerQueue
+	all     ownerList // by last use, least recent first
+	max     int
+	quota   func(owner string) int
+}
+
+type ownerEntry struct {
+	id, owner string
+	expires   int64        // Unix nanoseconds
+	next      http.Handler // the handler holding the session (session table only)
+	all, mine ownerLink
+	q         *ownerQueue
+	unclaimed bool // a session refused before it was recorded (session.go)
+}
+
+type ownerQueue struct {
+	owner string
+	n     int
+	list  ownerList
+}
+
+type ownerLink struct{ prev, next *ownerEntry }
+
+// ownerList is an intrusive doubly linked list; which link (all or mine)
+// it threads through is chosen by its mine flag.
+type ownerList struct {
+	head, tail *ownerEntry
+	mine       bool
+}
+
+func (l *ownerList) link(e *ownerEntry) *ownerLink {
+	if l.mine {
+		return &e.mine
+	}
+	return &e.all
+}
+
+func (l *ownerList) pushBack(e *ownerEntry) {
+	k := l.link(e)
+	k.prev, k.next = l.tail, nil
+	if l.tail != nil {
+		l.link(l.tail).next = e
+	} else {
+		l.head = e
+	}
+	l.tail = e
+}
+
+func (l *ownerList) unlink(e *ownerEntry) {
+	k := l.link(e)
+	if k.prev != nil {
+		l.link(k.prev).next = k.next
+	} else {
+		l.head = k.next
+	}
+	if k.next != nil {
+		l.link(k.next).prev = k.prev
+	} else {
+		l.tail = k.prev
+	}
+	k.prev, k.next = nil, nil
+}
+
+func (l *ownerList) moveToBack(e *ownerEntry) {
+	if l.tail == e {
+		return
+	}
+	l.unlink(e)
+	l.pushBack(e)
+}
+
+func newOwnerTable(max int, quota func(owner string) int) ownerTable {
+	return ownerTable{
+		byID:    map[string]*ownerEntry{},
+		byOwner: map[string]*ownerQueue{},
+		max:     max,
+		quota:   quota,
+	}
+}
+
+// get returns the live entry of id, or nil. An expired entry is removed.
+func (t *ownerTable) get(id string, now int64) *ownerEntry {
+	e := t.byID[id]
+	if e == nil {
+		return nil
+	}
+	if now >= e.expires {
+		t.remove(e)
+		return nil
+	}
+	return e
+}
+
+// touch renews e until expires and makes it the most recently used.
+func (t *ownerTable) touch(e *ownerEntry, expires int64) {
+	e.expires = expires
+	t.all.moveToBack(e)
+	e.q.list.moveToBack(e)
+}
+
+func (t *ownerTable) remove(e *ownerEntry) {
+	delete(t.byID, e.id)
+	t.all.unlink(e)
+	e.q.list.unlink(e)
+	if e.q.n--; e.q.n == 0 {
+		delete(t.byOwner, e.q.owner)
+	}
+}
+
+// expired removes and returns (appended to out) up to n expired entries,
+// least recently used first.
+func (t *ownerTable) expired(now int64, n int, out []*ownerEntry) []*ownerEntry {
+	for ; n > 0 && t.all.head != nil && now >= t.all.head.expires; n-- {
+		e := t.all.head
+		t.remove(e)
+		out = append(out, e)
+	}
+	return out
+}
+
+// add records owner for id until expires, with next (may be nil). It
+// returns the entries it removed to make room (appended to out): expired
+// ones, and the owner's least recently used one when the owner is at its
+// quota. An id of another live owner is [ErrOwned]; a full table whose
+// room would cost another owner's live entry is [ErrOwnersFull].
+func (t *ownerTable) add(id, owner string, next http.Handler, now, expires int64, out []*ownerEntry) ([]*ownerEntry, error) {
+	if e := t.get(id, now); e != nil {
+		if e.owner != owner {
+			return out, ErrOwned
+		}
+		t.touch(e, expires)
+		return out, nil
+	}
+	out = t.expired(now, 8, out) // reclaim a little on every add
+	q := t.byOwner[owner]
+	switch {
+	case q != nil && q.n >= t.quota(owner):
+		old := q.list.head
+		t.remove(old)
+		out = append(out, old)
+		if q.n == 0 { // removed from byOwner with its last entry
+			q = nil
+		}
+	case len(t.byID) >= t.max:
+		if out = t.expired(now, len(t.byID), out); len(t.byID) >= t.max {
+			return out, ErrOwnersFull
+		}
+	}
+	if q == nil {
+		q = &ownerQueue{owner: owner, list: ownerList{mine: true}}
+		t.byOwner[owner] = q
+	}
+	e := &ownerEntry{id: id, owner: owner, expires: expires, next: next, q: q}
+	t.byID[id] = e
+	t.all.pushBack(e)
+	q.list.pushBack(e)
+	q.n++
+	return out, nil
+}

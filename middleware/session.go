@@ -1,0 +1,513 @@
+package middleware
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Defaults of [SessionConfig].
+const (
+	// DefaultMaxSessions bounds the sessions bound at once when
+	// SessionConfig.Max is zero.
+	DefaultMaxSessions = 10000
+	// DefaultSessionsPerPrincipal is each principal's quota of sessions
+	// when SessionConfig.PerPrincipal is zero.
+	DefaultSessionsPerPrincipal = 32
+	// DefaultAnonymousSessions is the anonymous principal's quota when
+	// SessionConfig.Anonymous is zero.
+	DefaultAnonymousSessions = 1000
+	// DefaultSessionIdleTimeout is the idle expiry of a session when
+	// SessionConfig.IdleTimeout is zero.
+	DefaultSessionIdleTimeout = time.Hour
+)
+
+// sessionCloseTimeout bounds the internal DELETE that closes an evicted or
+// expired session in the next handler.
+const sessionCloseTimeout = 10 * time.Second
+
+// sessionHeader is the Streamable HTTP session header (canonical form).
+const sessionHeader = "Mcp-Session-Id"
+
+// maxSessionIDBytes bounds an Mcp-Session-Id value.
+const maxSessionIDBytes = 256
+
+// SessionConfig configures the binding of MCP sessions to principals,
+// which is always on (docs/sessions.md). When the next handler answers a
+// request that has no Mcp-Session-Id with a new Mcp-Session-Id, the
+// middleware records the session as owned by the request's principal
+// ([Principal.ID]; the anonymous principal for a public operation). A
+// later request carrying that ID is served only for its owner; any other
+// principal, and any ID the middleware does not know, gets 404 before the
+// next handler runs. A DELETE the next handler accepts (2xx) or a 404 from
+// it for that ID forgets the session. Sessions are bounded: each principal
+// has a quota and a new session past it ends that principal's least
+// recently used one, never another principal's; a session idle for
+// IdleTimeout ends. A session the middleware ends is also closed in the
+// next handler, with an internal DELETE carrying its ID. The zero value
+// has the documented defaults.
+type SessionConfig struct {
+	// Max bounds the sessions bound at once in this process. When it is
+	// reached and no session has expired, a new session of a principal
+	// below its quota is refused with 503 (and closed in the next
+	// handler): live sessions of others are never evicted. Zero means
+	// [DefaultMaxSessions].
+	Max int
+	// PerPrincipal is each authenticated principal's quota. Zero means
+	// [DefaultSessionsPerPrincipal]; it is capped at Max.
+	PerPrincipal int
+	// Anonymous is the quota of the anonymous principal, which every
+	// client of a public operation shares. Zero means
+	// [DefaultAnonymousSessions]; it is capped at Max.
+	Anonymous int
+	// IdleTimeout ends a session not used for this long. Zero means
+	// [DefaultSessionIdleTimeout].
+	IdleTimeout time.Duration
+	// Store, if set, also keeps the owner records (kind [KindSession],
+	// renewed on every request for IdleTimeout) so that replicas and
+	// restarts agree on them: a session this process does not know is
+	// then served when Store names the request's principal as its owner.
+	// While Store fails, requests carrying a session ID get 503 (fail
+	// closed), logged once per reason. Nil: this process's records only,
+	// so every session ID issued before a restart is unknown.
+	Store OwnerStore
+	// PassUnknown passes a request carrying a session ID the middleware
+	// has no record of to the next handler, which then answers it itself
+	// (for servers whose sessions are created behind another front end).
+	// A known session of another principal is still 404. Defaults to
+	// false: unknown session IDs get 404.
+	PassUnknown bool
+}
+
+// ErrUnknownSession: the request's Mcp-Session-Id names no session of its
+// principal: never issued, ended, expired, evicted, issued before a
+// restart, or another principal's. Answered 404 with a JSON-RPC error,
+// the answer for an ended session, so that a client starts a new one.
+var ErrUnknownSession = errors.New("middleware: session not found")
+
+// ErrSessionHeader: the request has several Mcp-Session-Id headers, or one
+// that is empty, longer than 256 bytes or not visible ASCII (MCP
+// Streamable HTTP §Session Management). Answered 400.
+var ErrSessionHeader = errors.New("middleware: invalid Mcp-Session-Id header")
+
+// ErrSessionsFull: the next handler created a session the middleware
+// cannot bind: SessionConfig.Max sessions are live and none is the
+// principal's own. Answered 503 with Retry-After; the session is closed.
+var ErrSessionsFull = errors.New("middleware: session table full")
+
+// ErrSessionStore: SessionConfig.Store failed. Answered 503 with
+// Retry-After.
+var ErrSessionStore = errors.New("middleware: session store unavailable")
+
+// Reasons of the session binding.
+const (
+	// ReasonUnknownSession: [ErrUnknownSession] (404).
+	ReasonUnknownSession Reason = "unknown_session"
+	// ReasonSessionHeader: [ErrSessionHeader] (400).
+	ReasonSessionHeader Reason = "session_header"
+	// ReasonSessionsFull: [ErrSessionsFull] (503).
+	ReasonSessionsFull Reason = "sessions_full"
+	// ReasonSessionStore: [ErrSessionStore] (503).
+	ReasonSessionStore Reason = "session_store"
+)
+
+const bodySessionNotFound = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}`
+
+func (c SessionConfig) withDefaults() SessionConfig {
+	if c.Max == 0 {
+		c.Max = DefaultMaxSessions
+	}
+	if c.PerPrincipal == 0 {
+		c.PerPrincipal = DefaultSessionsPerPrincipal
+	}
+	if c.Anonymous == 0 {
+		c.Anonymous = DefaultAnonymousSessions
+	}
+	c.PerPrincipal, c.Anonymous = min(c.PerPrincipal, c.Max), min(c.Anonymous, c.Max)
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultSessionIdleTimeout
+	}
+	return c
+}
+
+func (c SessionConfig) check() error {
+	switch {
+	case c.Max < 0, c.PerPrincipal < 0, c.Anonymous < 0:
+		return errors.New("negative Sessions bound")
+	case c.IdleTimeout < 0:
+		return errors.New("negative Sessions.IdleTimeout")
+	}
+	return nil
+}
+
+// sessions is the middleware's session table: the owner of every session
+// the next handler created in this process, and that handler, to close it.
+type sessions struct {
+	mu    sync.Mutex
+	t     ownerTable
+	idle  int64
+	store OwnerStore
+	pass  bool
+	pool  sync.Pool // *sessionWriter
+	down  storeHealth
+}
+
+func newSessions(c SessionConfig) *sessions {
+	s := &sessions{idle: int64(c.IdleTimeout), store: c.Store, pass: c.PassUnknown}
+	s.t = newOwnerTable(c.Max, func(owner string) int {
+		if owner == AnonymousID {
+			return c.Anonymous
+		}
+		return c.PerPrincipal
+	})
+	return s
+}
+
+// sessionID returns the request's Mcp-Session-Id ("" when it has none),
+// or [ErrSessionHeader].
+func sessionID(h http.Header) (string, error) {
+	v := h[sessionHeader]
+	switch {
+	case len(v) == 0:
+		return "", nil
+	case len(v) > 1 || len(v[0]) == 0 || len(v[0]) > maxSessionIDBytes:
+		return "", ErrSessionHeader
+	}
+	for i := 0; i < len(v[0]); i++ {
+		if c := v[0][i]; c < 0x21 || c > 0x7e {
+			return "", ErrSessionHeader
+		}
+	}
+	return v[0], nil
+}
+
+// bindSession checks the request's session ID against p before next
+// runs. It returns the ID ("" when the request has none) or the error to
+// refuse the request with.
+func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handler) (string, error) {
+	sid, err := sessionID(r.Header)
+	if sid == "" || err != nil {
+		return "", err
+	}
+	s := m.sessions
+	if s.store != nil {
+		return sid, m.bindShared(r.Context(), sid, p, next)
+	}
+	now := m.cfg.Now().UnixNano()
+	s.mu.Lock()
+	e := s.t.byID[sid]
+	if e != nil && now < e.expires && p.isID(e.owner) {
+		s.t.touch(e, now+s.idle)
+		var ended []*ownerEntry
+		if h := s.t.all.head; h != nil && now >= h.expires {
+			ended = s.t.expired(now, 8, nil)
+		}
+		s.mu.Unlock()
+		if ended != nil {
+			m.endSessions(ended)
+		}
+		return sid, nil
+	}
+	var ended []*ownerEntry
+	if e != nil && now >= e.expires {
+		s.t.remove(e)
+		ended, e = append(ended, e), nil
+	}
+	s.mu.Unlock()
+	m.endSessions(ended)
+	if e == nil && s.pass {
+		return sid, nil
+	}
+	return "", ErrUnknownSession
+}
+
+// bindShared is bindSession with SessionConfig.Store: the store's record
+// decides, and this process's table follows it.
+func (m *Middleware) bindShared(ctx context.Context, sid string, p *Principal, next http.Handler) error {
+	s := m.sessions
+	owner, err := s.store.Owner(ctx, KindSession, sid, time.Duration(s.idle))
+	if err != nil {
+		m.storeFailed(ctx, err)
+		return ErrSessionStore
+	}
+	s.down.ok(m)
+	now := m.cfg.Now().UnixNano()
+	s.mu.Lock()
+	e := s.t.byID[sid]
+	var ended []*ownerEntry
+	switch {
+	case owner == "" || !p.isID(owner):
+		// The store ended it (expired, or forgotten by another replica):
+		// this process ends it too.
+		if e != nil && (owner == "" || e.owner != owner) {
+			s.t.remove(e)
+			ended = append(ended, e)
+		}
+	case e == nil: // issued by another replica or before a restart
+		ended, _ = s.t.add(sid, owner, next, now, now+s.idle, nil)
+	default:
+		s.t.touch(e, now+s.idle)
+	}
+	ended = s.t.expired(now, 8, ended)
+	s.mu.Unlock()
+	m.endSessions(ended)
+	switch {
+	case owner == "" && s.pass:
+		return nil
+	case owner == "" || !p.isID(owner):
+		return ErrUnknownSession
+	}
+	return nil
+}
+
+// isAnonymousSession reports whether r carries the ID of a live session
+// of the anonymous principal.
+func (m *Middleware) isAnonymousSession(r *http.Request) bool {
+	sid, err := sessionID(r.Header)
+	if sid == "" || err != nil {
+		return false
+	}
+	s := m.sessions
+	if s.store != nil {
+		owner, err := s.store.Owner(r.Context(), KindSession, sid, time.Duration(s.idle))
+		return err == nil && owner == AnonymousID
+	}
+	now := m.cfg.Now().UnixNano()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.t.byID[sid]
+	return e != nil && now < e.expires && e.owner == AnonymousID
+}
+
+// serveSession runs next for p's request r, whose session ID sid
+// bindSession accepted ("": none). An answer to a request without one
+// that creates a session records it; a DELETE accepted, or a 404, for sid
+// forgets it.
+func (m *Middleware) serveSession(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, sid string) {
+	sw, _ := m.sessions.pool.Get().(*sessionWriter)
+	if sw == nil {
+		sw = &sessionWriter{}
+	}
+	*sw = sessionWriter{ResponseWriter: w, m: m, r: r, p: p, next: next, sid: sid}
+	next.ServeHTTP(sw, r)
+	if !sw.done {
+		sw.WriteHeader(http.StatusOK) // what net/http sends when next writes nothing
+	}
+	refused, ended := sw.refused, sw.ended
+	*sw = sessionWriter{}
+	m.sessions.pool.Put(sw)
+	if refused != "" {
+		ended = append(ended, &ownerEntry{id: refused, owner: p.ID(), next: next, unclaimed: true})
+	}
+	m.endSessions(ended)
+}
+
+// sessionWriter watches the answer of next for session headers. It is
+// pooled: an authorized request allocates nothing for it.
+type sessionWriter struct {
+	http.ResponseWriter
+	m       *Middleware
+	r       *http.Request
+	p       *Principal
+	next    http.Handler
+	sid     string        // the request's session ID; "" for none
+	done    bool          // the header was written
+	discard bool          // next's answer is replaced by a refusal
+	refused string        // a session created but refused, to close
+	ended   []*ownerEntry // sessions evicted to make room, to close
+}
+
+func (w *sessionWriter) WriteHeader(status int) {
+	if w.done {
+		if !w.discard {
+			w.ResponseWriter.WriteHeader(status)
+		}
+		return
+	}
+	w.done = true
+	h := w.ResponseWriter.Header()
+	switch {
+	case w.sid == "":
+		if created := h.Get(sessionHeader); created != "" {
+			var err error
+			if w.ended, err = w.m.claimSession(w.r.Context(), created, w.p, w.next); err != nil {
+				w.refused, w.discard = created, true
+				for _, k := range [...]string{sessionHeader, "Content-Length", "Content-Encoding", "Content-Type"} {
+					h.Del(k)
+				}
+				w.m.refuse(w.ResponseWriter, w.r, err, w.p, w.p.grant, nil)
+				return
+			}
+		}
+	case status == http.StatusNotFound:
+		w.m.forgetSession(w.r.Context(), w.sid, false)
+	case w.r.Method == http.MethodDelete && status >= 200 && status < 300:
+		w.m.forgetSession(w.r.Context(), w.sid, true)
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *sessionWriter) Write(b []byte) (int, error) {
+	if !w.done {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.discard {
+		return len(b), nil
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Flush flushes the answer (Server-Sent Events), unless it is discarded.
+func (w *sessionWriter) Flush() {
+	if !w.done {
+		w.WriteHeader(http.StatusOK)
+	}
+	if !w.discard {
+		_ = http.NewResponseController(w.ResponseWriter).Flush()
+	}
+}
+
+// Unwrap gives http.ResponseController the writer below.
+func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// claimSession records sid as p's, for next. It returns the sessions it
+// evicted to make room (p's own least recently used, or expired ones).
+func (m *Middleware) claimSession(ctx context.Context, sid string, p *Principal, next http.Handler) ([]*ownerEntry, error) {
+	s := m.sessions
+	owner := p.ID()
+	now := m.cfg.Now().UnixNano()
+	s.mu.Lock()
+	ended, err := s.t.add(sid, owner, next, now, now+s.idle, nil)
+	s.mu.Unlock()
+	if err == nil && s.store != nil {
+		if err = s.store.Claim(ctx, KindSession, sid, owner, time.Duration(s.idle)); err != nil {
+			s.mu.Lock()
+			if e := s.t.byID[sid]; e != nil {
+				s.t.remove(e)
+			}
+			s.mu.Unlock()
+			if !errors.Is(err, ErrOwned) && !errors.Is(err, ErrOwnersFull) {
+				m.storeFailed(ctx, err)
+			}
+			err = ErrSessionStore
+		} else {
+			s.down.ok(m)
+		}
+	}
+	if errors.Is(err, ErrOwned) || errors.Is(err, ErrOwnersFull) {
+		err = ErrSessionsFull
+	}
+	return ended, err
+}
+
+// forgetSession removes sid from the table, and from the store when
+// shared (a DELETE the next handler accepted).
+func (m *Middleware) forgetSession(ctx context.Context, sid string, shared bool) {
+	s := m.sessions
+	s.mu.Lock()
+	if e := s.t.byID[sid]; e != nil {
+		s.t.remove(e)
+	}
+	s.mu.Unlock()
+	if shared && s.store != nil {
+		if err := s.store.Forget(ctx, KindSession, sid); err != nil {
+			m.storeFailed(ctx, err)
+		}
+	}
+}
+
+// endSessions closes ended sessions in the handler that created them,
+// with an internal DELETE carrying the session ID and a principal whose
+// ID is the owner's, in the background (bounded by sessionCloseTimeout),
+// and forgets them in the store.
+func (m *Middleware) endSessions(ended []*ownerEntry) {
+	if len(ended) == 0 {
+		return
+	}
+	go func() {
+		for _, e := range ended {
+			m.closeSession(e)
+		}
+	}()
+}
+
+func (m *Middleware) closeSession(e *ownerEntry) {
+	ctx, cancel := context.WithTimeout(context.Background(), sessionCloseTimeout)
+	defer cancel()
+	if s := m.sessions; s.store != nil && !e.unclaimed {
+		if err := s.store.Forget(ctx, KindSession, e.id); err != nil {
+			m.storeFailed(ctx, err)
+		}
+	}
+	if e.next == nil {
+		return
+	}
+	p := &Principal{Anonymous: e.owner == AnonymousID}
+	if !p.Anonymous {
+		p.ownerID = e.owner
+	}
+	req, err := http.NewRequestWithContext(ContextWithPrincipal(ctx, p), http.MethodDelete, m.cfg.Metadata.Resource, nil)
+	if err != nil {
+		return // unreachable: Metadata.Resource was parsed by New
+	}
+	req.Header.Set(sessionHeader, e.id)
+	req.Body = http.NoBody // as a server request's, never nil
+	req.RemoteAddr = "127.0.0.1:0"
+	e.next.ServeHTTP(&closeWriter{h: http.Header{}}, req)
+}
+
+// closeWriter discards the answer to an internal DELETE.
+type closeWriter struct{ h http.Header }
+
+func (w *closeWriter) Header() http.Header         { return w.h }
+func (w *closeWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (w *closeWriter) WriteHeader(int)             {}
+
+// storeHealth logs a failing session store once per reason until it
+// works again.
+type storeHealth struct {
+	mu     sync.Mutex
+	failed map[string]bool
+}
+
+func storeReason(err error) string {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	return "error"
+}
+
+func (m *Middleware) storeFailed(ctx context.Context, err error) {
+	h := &m.sessions.down
+	reason := storeReason(err)
+	h.mu.Lock()
+	seen := h.failed[reason]
+	if !seen {
+		if h.failed == nil {
+			h.failed = map[string]bool{}
+		}
+		h.failed[reason] = true
+	}
+	h.mu.Unlock()
+	if !seen {
+		m.log.LogAttrs(ctx, slog.LevelWarn, "middleware: session store unavailable; requests with a session ID get 503",
+			slog.String("reason", reason), slog.String("error", err.Error()))
+	}
+}
+
+// ok records a working store, so that its next failure is logged again.
+func (h *storeHealth) ok(m *Middleware) {
+	h.mu.Lock()
+	recovered := len(h.failed) > 0
+	clear(h.failed)
+	h.mu.Unlock()
+	if recovered {
+		m.log.LogAttrs(context.Background(), slog.LevelInfo, "middleware: session store available again")
+	}
+}
