@@ -162,7 +162,9 @@ func TestHostileTokens(t *testing.T) {
 	foreignDup := authtest.GenerateKey(jose.ES256, hxKIDDup) // never published
 
 	e := newHxEnv(t, hxEnvConfig{
-		JWKS: jwks.Config{RefreshRateLimit: rateLimit},
+		// The source's clock is the issuer's pinned one: a deferred refresh
+		// never fires on it, so rate-limited calls must not wait for one.
+		JWKS: jwks.Config{RefreshRateLimit: rateLimit, DeferredWaiters: -1},
 		BeforeStart: func(iss *authtest.Issuer) {
 			// Public halves only: a private key added to the issuer would
 			// become the key authtest.WithAlgorithm picks.

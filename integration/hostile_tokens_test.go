@@ -140,7 +140,7 @@ func hxKeyCases(fx *hxHostile) []hxCase {
 	ok, invalid := fx.ok, fx.invalid
 	return []hxCase{
 		{class: "keys", name: "unknown_kid", want: invalid, wantErr: validate.ErrKeyNotFound, fetches: 1, req: tokReq(authtest.UnknownKID())},
-		{class: "keys", name: "absent_kid", want: invalid, wantErr: validate.ErrKeyNotFound, req: tokReq(authtest.WithKID(""))},
+		{class: "keys", name: "absent_kid", want: ok, req: tokReq(authtest.WithKID(""))}, // RFC 7515 §4.1.4: kid is optional
 		{class: "keys", name: "kid_not_a_string", want: invalid, wantErr: validate.ErrMalformed,
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"kid": 1}), e.claims()))

@@ -27,7 +27,7 @@ type cacheEntry struct {
 	claims *Claims // private copy; callers get clones
 	issuer *issuerState
 	alg    *algSpec
-	kid    string // "kid" header as sent (may be empty with AllowMissingKID)
+	kid    string // "kid" header as sent (empty when the token has none)
 	pub    crypto.PublicKey
 }
 

@@ -171,11 +171,13 @@ func TestValidateHeader(t *testing.T) {
 		{name: "alg in allow-list", cfg: onlyES, tok: es(baseClaims())},
 		{name: "missing alg", tok: raw(`{"typ":"at+jwt","kid":"es256"}`), wantErr: ErrMalformed},
 		{name: "alg number", tok: raw(`{"alg":256,"typ":"at+jwt","kid":"es256"}`), wantErr: ErrMalformed},
-		{name: "missing kid", tok: raw(`{"alg":"ES256","typ":"at+jwt"}`), wantErr: ErrKeyNotFound},
-		{name: "empty kid", tok: raw(`{"alg":"ES256","typ":"at+jwt","kid":""}`), wantErr: ErrKeyNotFound},
+		{name: "missing kid", tok: raw(`{"alg":"ES256","typ":"at+jwt"}`)},
+		{name: "empty kid", tok: raw(`{"alg":"ES256","typ":"at+jwt","kid":""}`)},
+		{name: "RequireKID missing kid", cfg: func(c *Config) { c.RequireKID = true }, tok: raw(`{"alg":"ES256","typ":"at+jwt"}`), wantErr: ErrKeyNotFound},
+		{name: "RequireKID empty kid", cfg: func(c *Config) { c.RequireKID = true }, tok: raw(`{"alg":"ES256","typ":"at+jwt","kid":""}`), wantErr: ErrKeyNotFound},
 		{name: "kid number", tok: raw(`{"alg":"ES256","typ":"at+jwt","kid":1}`), wantErr: ErrMalformed},
 		{name: "unknown kid", tok: raw(`{"alg":"ES256","typ":"at+jwt","kid":"nope"}`), wantErr: ErrKeyNotFound},
-		{name: "AllowMissingKID", cfg: func(c *Config) { c.AllowMissingKID = true }, tok: raw(`{"alg":"ES256","typ":"at+jwt"}`),
+		{name: "no kid: KeyID empty", tok: raw(`{"alg":"ES256","typ":"at+jwt"}`),
 			check: func(t *testing.T, c *Claims) {
 				if c.KeyID != "" {
 					t.Errorf("KeyID: got %q, want empty", c.KeyID)

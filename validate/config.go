@@ -22,8 +22,10 @@ const (
 	// Config.CacheSize is zero.
 	DefaultCacheSize = 4096
 	// DefaultMaxKeyWait bounds the total time one Validate call waits on
-	// its issuer's key source when Config.MaxKeyWait is zero.
-	DefaultMaxKeyWait = 2 * time.Second
+	// its issuer's key source when Config.MaxKeyWait is zero: long enough
+	// for validate/jwks to wait for a deferred refresh (its default rate
+	// limit of 4 s plus its 2 s WaitTimeout).
+	DefaultMaxKeyWait = 6 * time.Second
 )
 
 // DefaultAlgorithms is the asymmetric allow-list used when Config.Algorithms
@@ -146,12 +148,21 @@ type Config struct {
 	// a configuration error.
 	MaxTokenBytes int
 
-	// AllowMissingKID accepts tokens without a "kid" header (or with an
-	// empty one). The issuer's
-	// KeySource is then asked for Keys(ctx, "") and each usable key it
-	// returns (at most 8) is tried. By default a token without "kid" fails
-	// with [ErrKeyNotFound], so that one token costs at most one signature
-	// verification per key published under its kid.
+	// RequireKID refuses tokens without a "kid" header (or with an empty
+	// one) with [ErrKeyNotFound]. By default such a token is verified, as
+	// RFC 7515 §4.1.4 makes "kid" optional: the issuer's KeySource is asked
+	// for Keys(ctx, ""), which returns every key it serves, published with
+	// or without a kid, and the keys whose "alg", type, curve and "use" fit
+	// the token's "alg" are tried. When more than 8 keys fit, the token is
+	// refused with [ErrKeyNotFound] without any being tried (an issuer that
+	// publishes that many keys must name them with kid), so one token costs
+	// at most 8 signature verifications per key-set lookup.
+	RequireKID bool
+
+	// AllowMissingKID is ignored.
+	//
+	// Deprecated: tokens without "kid" are verified by default; set
+	// RequireKID to refuse them.
 	AllowMissingKID bool
 
 	// CacheSize is the number of verified tokens remembered, keyed by a
@@ -163,10 +174,10 @@ type Config struct {
 	CacheSize int
 
 	// MaxKeyWait bounds the total time one Validate call spends waiting on
-	// the issuer's key source (a lookup that waits for a running refresh,
-	// then at most one refresh after a failed signature). When the first
-	// lookup used the budget up, the refresh is skipped. If zero,
-	// [DefaultMaxKeyWait] (2s) is used. Negative is a configuration error.
+	// the issuer's key source (a lookup that waits for a running or
+	// deferred refresh, then at most one refresh after a failed signature).
+	// When the first lookup used the budget up, the refresh is skipped. If
+	// zero, [DefaultMaxKeyWait] (6s) is used. Negative is a configuration error.
 	// A KeySource bounds each single call itself (validate/jwks:
 	// WaitTimeout).
 	MaxKeyWait time.Duration

@@ -20,7 +20,8 @@ const (
 	minRSABits = 2048
 	maxRSABits = 8192
 	// maxCandidateKeys bounds the signature verifications spent on one
-	// token (per attempt) when a kid maps to several usable keys.
+	// token (per attempt) when its kid, or the absence of one, maps to
+	// several usable keys: beyond it the token is refused untried.
 	maxCandidateKeys = 8
 )
 

@@ -272,6 +272,20 @@ func TestValidateKeySelection(t *testing.T) {
 				ks = append(ks, jose.JSONWebKey{Key: k.es256b.priv.Public(), KeyID: "es256"})
 			}
 			set(append(ks, jose.JSONWebKey{Key: pub, KeyID: "es256"})...)(c)
-		}, tok: tok, wantErr: ErrSignature},
+		}, tok: tok, wantErr: ErrKeyNotFound},
+		{name: "as many candidates as tried", cfg: func(c *Config) {
+			var ks []jose.JSONWebKey
+			for range maxCandidateKeys - 1 {
+				ks = append(ks, jose.JSONWebKey{Key: k.es256b.priv.Public(), KeyID: "es256"})
+			}
+			set(append(ks, jose.JSONWebKey{Key: pub, KeyID: "es256"})...)(c)
+		}, tok: tok},
+		{name: "many keys, few fit", cfg: func(c *Config) {
+			var ks []jose.JSONWebKey
+			for range maxCandidateKeys {
+				ks = append(ks, jose.JSONWebKey{Key: k.es256b.priv.Public(), KeyID: "es256", Use: "enc"})
+			}
+			set(append(ks, jose.JSONWebKey{Key: pub, KeyID: "es256"})...)(c)
+		}, tok: tok},
 	})
 }

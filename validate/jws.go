@@ -49,8 +49,9 @@ import (
 //   - "typ" (RFC 9068 §2.1, RFC 8725 §3.11): "at+jwt", with or without
 //     the "application/" prefix (RFC 7515 §4.1.9), case-insensitively;
 //     Config.AllowJWTType also accepts "JWT" and no "typ".
-//   - "kid" (RFC 7515 §4.1.4): required unless Config.AllowMissingKID;
-//     it only selects among the issuer's own keys.
+//   - "kid" (RFC 7515 §4.1.4): optional unless Config.RequireKID; it
+//     only selects among the issuer's own keys, and without it every key
+//     of the issuer that fits "alg" is a candidate (at most 8).
 
 // Wrapped errors for the parse stage. They carry no token data, are
 // allocated once, and cost nothing on the failure path.
@@ -207,7 +208,7 @@ func (v *Validator) readHeader(hdr []byte, h *header) error {
 	if !v.typeAllowed(typ, hasTyp) {
 		return errTyp
 	}
-	if !h.hasKID && !v.cfg.AllowMissingKID {
+	if !h.hasKID && v.cfg.RequireKID {
 		return errNoKID
 	}
 	return nil

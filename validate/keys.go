@@ -17,9 +17,10 @@ type KeySource interface {
 	// [ErrKeysUnavailable]. Implementations must not block longer than their
 	// own bounded wait, and must honour ctx.
 	//
-	// kid is empty only when Config.AllowMissingKID is set and the token has
-	// no "kid"; the source then returns every key it would accept for such
-	// a token. [Validator] filters what is returned (type, size, curve,
+	// kid is empty when the token has no "kid" (RFC 7515 §4.1.4 makes it
+	// optional; Config.RequireKID refuses such tokens before any lookup);
+	// the source then returns every key it serves, published with or
+	// without a kid. [Validator] filters what is returned (type, size, curve,
 	// "use", "alg", kid), so a source need not, and never modifies the
 	// returned slice, so a source may return its own storage.
 	//
@@ -41,15 +42,14 @@ type Refresher interface {
 // StaticKeys is a fixed key set, for tests and for deployments that pin keys.
 type StaticKeys struct {
 	// Set holds the public verification keys. A key is tried for tokens
-	// whose kid equals its KeyID and, with Config.AllowMissingKID, for
-	// tokens without a kid.
+	// whose kid equals its KeyID and for tokens without a kid.
 	Set []jose.JSONWebKey
 }
 
 var _ KeySource = (*StaticKeys)(nil)
 
-// Keys returns the keys of s whose KeyID equals kid; for an empty kid
-// (Config.AllowMissingKID), it returns every key of s.
+// Keys returns the keys of s whose KeyID equals kid; for an empty kid (a
+// token without one), it returns every key of s.
 // The result may share memory with s.Set; callers must not modify it.
 func (s *StaticKeys) Keys(_ context.Context, kid string) ([]jose.JSONWebKey, error) {
 	if kid == "" && len(s.Set) > 0 {

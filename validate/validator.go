@@ -175,7 +175,10 @@ func (v *Validator) validate(ctx context.Context, raw string, hit *bool) (*Claim
 	return c, nil
 }
 
-var errKeySource = fmt.Errorf("%w: key source error", ErrKeysUnavailable)
+var (
+	errKeySource   = fmt.Errorf("%w: key source error", ErrKeysUnavailable)
+	errTooManyKeys = fmt.Errorf("%w: more candidate keys than a token may try", ErrKeyNotFound)
+)
 
 // verify checks tok's signature with is's usable keys under tok's kid and
 // returns the key that verified it. If a signature fails under a known kid
@@ -184,7 +187,7 @@ func (v *Validator) verify(ctx context.Context, is *issuerState, tok *token, sta
 	pub, err := tryKeys(ctx, is, tok)
 	// A signature whose length no key of the algorithm could produce can
 	// never verify, so it must not cost the authorization server a fetch.
-	if !errors.Is(err, ErrSignature) || is.refresher == nil || !tok.hasKID || !plausibleSignature(tok.alg, tok.sig) {
+	if !errors.Is(err, ErrSignature) || is.refresher == nil || !plausibleSignature(tok.alg, tok.sig) {
 		return pub, err
 	}
 	// One Validate call waits on its key source for at most MaxKeyWait in
@@ -220,6 +223,19 @@ func tryKeys(ctx context.Context, is *issuerState, tok *token) (crypto.PublicKey
 	if err != nil {
 		return nil, keySourceErr(err)
 	}
+	if len(keys) > maxCandidateKeys {
+		// More keys than one token may cost verifications: count the ones
+		// that fit before trying any (ambiguous without a kid).
+		fit := 0
+		for i := range keys {
+			if _, ok := usableKey(&keys[i], tok.alg, tok.kid); ok {
+				fit++
+			}
+		}
+		if fit > maxCandidateKeys {
+			return nil, errTooManyKeys
+		}
+	}
 	tried := 0
 	for i := range keys {
 		pub, ok := usableKey(&keys[i], tok.alg, tok.kid)
@@ -229,9 +245,7 @@ func tryKeys(ctx context.Context, is *issuerState, tok *token) (crypto.PublicKey
 		if verifySignature(tok.alg, pub, tok.input, tok.sig, tok.scratch) {
 			return pub, nil
 		}
-		if tried++; tried == maxCandidateKeys {
-			break
-		}
+		tried++
 	}
 	if tried == 0 {
 		return nil, ErrKeyNotFound

@@ -19,6 +19,7 @@ const (
 	DefaultWaitTimeout      = 2 * time.Second
 	DefaultFetchTimeout     = 10 * time.Second
 	DefaultMaxBytes         = 512 << 10
+	DefaultDeferredWaiters  = 64
 )
 
 // Config configures [New]. It is copied; later changes have no effect.
@@ -50,16 +51,25 @@ type Config struct {
 	// RefreshRateLimit is the minimum time between the starts of two
 	// on-demand refreshes (unknown kid, [Source.Refresh] after a failed
 	// signature under a known kid, no keys yet); periodic refreshes do not
-	// count. When the limit refuses one, the caller gets its error at once
-	// and a deferred refresh is armed for when the limit opens, so a key the
-	// authorization server has just published is served at most
-	// RefreshRateLimit (plus one fetch) after a token first needed it, while
-	// a flood of unknown kids still costs at most one fetch per
-	// RefreshRateLimit. Zero means 4 s. See docs/keys.md.
+	// count. When the limit refuses one, a deferred refresh is armed for
+	// when the limit opens and the caller waits for it (see
+	// DeferredWaiters), so a token signed with a key the authorization
+	// server has just published is accepted on its first presentation, at
+	// most RefreshRateLimit (plus one fetch) later, while a flood of unknown
+	// kids still costs at most one fetch per RefreshRateLimit. Zero means
+	// 4 s. See docs/keys.md.
 	RefreshRateLimit time.Duration
+	// DeferredWaiters caps the calls that wait at the same time for a
+	// deferred refresh (each at most until the limit opens plus
+	// WaitTimeout, and until its context is done); the calls beyond it fail
+	// at once with [ErrRateLimited]. Zero means 64. Negative means no call
+	// waits: every call the rate limit refuses fails at once (the deferred
+	// refresh still runs).
+	DeferredWaiters int
 	// WaitTimeout is the longest a [Source.Keys] or [Source.Refresh] call
-	// waits for a refresh that is running; the refresh itself continues in
-	// the background. Zero means 2 s. A call never waits longer than the
+	// waits for a refresh that is running (for a deferred refresh: until
+	// the rate limit opens, plus WaitTimeout); the refresh itself continues
+	// in the background. Zero means 2 s. A call never waits longer than the
 	// refresh can run (FetchTimeout).
 	WaitTimeout time.Duration
 	// FetchTimeout bounds one refresh (discovery, if needed, plus the JWKS
@@ -104,6 +114,12 @@ func (c Config) withDefaults() (Config, bool) {
 	}
 	if c.MaxBytes == 0 {
 		c.MaxBytes = DefaultMaxBytes
+	}
+	switch {
+	case c.DeferredWaiters == 0:
+		c.DeferredWaiters = DefaultDeferredWaiters
+	case c.DeferredWaiters < 0:
+		c.DeferredWaiters = 0
 	}
 	if c.Storage == nil {
 		c.Storage = jwkset.NewMemoryStorage()

@@ -19,12 +19,14 @@
 // [Source.Keys] answers known kids from an immutable snapshot: no lock, no
 // allocation, no call into jwkset or keyfunc. An unknown kid, or a
 // signature that fails under a known kid ([Source.Refresh]), may start one
-// single-flight refresh per RefreshRateLimit (4 s); a request waits only
-// for a refresh that is actually running, and only up to WaitTimeout (2 s).
-// When the limit refuses, the request fails at once and one deferred
-// refresh runs when the limit opens, so a key the authorization server has
-// just published is served within RefreshRateLimit plus one fetch of the
-// first token that needed it. An on-demand refresh that succeeds puts the
+// single-flight refresh per RefreshRateLimit (4 s); a request waits for a
+// refresh that is running up to WaitTimeout (2 s). When the limit refuses,
+// one deferred refresh runs when the limit opens, and the request waits for
+// it (at most DeferredWaiters, 64, requests wait; the others fail at once),
+// so a token signed with a key the authorization server has just published
+// is accepted on its first presentation, within RefreshRateLimit plus one
+// fetch. Keys published without a kid are kept: Keys(ctx, "") returns
+// every usable key, for tokens without a kid (RFC 7515 §4.1.4). An on-demand refresh that succeeds puts the
 // background schedule back on RefreshInterval. This is the project's key
 // policy (docs/DESIGN.md, docs/keys.md); jwkset's RefreshUnknownKID
 // limiter, whose Wait can block for a minute, is never used.
@@ -42,7 +44,6 @@
 // Each member of "keys" is parsed on its own, so one malformed or
 // unsupported key never spoils the set. A key is dropped, and logged, when:
 //
-//   - it has no "kid" (tokens are matched to keys by kid only);
 //   - "use" is present and not "sig" (for example "enc");
 //   - "key_ops" is present and lacks "verify";
 //   - it is symmetric ("kty": "oct");

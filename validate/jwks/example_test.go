@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/MicahParks/jwkset"
 	"github.com/go-jose/go-jose/v4"
@@ -60,7 +61,7 @@ func Example() {
 func ExampleSource_Refresh() {
 	srv := jwksServer()
 	defer srv.Close()
-	src, err := jwks.New(jwks.Config{Issuer: srv.URL, JWKSURL: srv.URL + "/jwks"})
+	src, err := jwks.New(jwks.Config{Issuer: srv.URL, JWKSURL: srv.URL + "/jwks", RefreshRateLimit: 200 * time.Millisecond})
 	if err != nil {
 		panic(err)
 	}
@@ -70,11 +71,17 @@ func ExampleSource_Refresh() {
 	}
 
 	fmt.Println(src.Refresh(context.Background()))
-	// Within RefreshRateLimit (4 s by default) another refresh is refused at
-	// once; a deferred refresh then runs when the limit opens.
-	fmt.Println(errors.Is(src.Refresh(context.Background()), jwks.ErrRateLimited))
+	// Within RefreshRateLimit another refresh waits for the deferred one,
+	// which runs when the limit opens, and returns its outcome; a caller
+	// that cannot wait that long gets ErrRateLimited.
+	start := time.Now()
+	fmt.Println(src.Refresh(context.Background()), time.Since(start) >= 100*time.Millisecond)
+	short, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	fmt.Println(errors.Is(src.Refresh(short), jwks.ErrRateLimited))
 	// Output:
 	// <nil>
+	// <nil> true
 	// true
 }
 

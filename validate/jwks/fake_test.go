@@ -233,6 +233,9 @@ func testConfig(t *testing.T, f *fakeJWKS, clk *fakeClock) Config {
 		MaxBytes:         64 << 10,
 		Logger:           slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Now:              clk.Now,
+		// The pinned clock never lets a deferred refresh fire, so calls the
+		// rate limit refuses fail at once here; realClockConfig waits.
+		DeferredWaiters: -1,
 	}
 }
 

@@ -101,7 +101,7 @@ func TestParseSetFilters(t *testing.T) {
 		{name: "use unknown", json: jwkJSON(t, pub(&k.p256.PublicKey, "use-x", "ES256"), map[string]any{"use": "foo"})},
 		{name: "key_ops encrypt", json: jwkJSON(t, pub(&k.p256.PublicKey, "ops-enc", "ES256"), map[string]any{"key_ops": []string{"encrypt"}})},
 		{name: "key_ops empty", json: jwkJSON(t, pub(&k.p256.PublicKey, "ops-empty", "ES256"), map[string]any{"key_ops": []string{}})},
-		{name: "no kid", json: jwkJSON(t, pub(&k.p256.PublicKey, "", "ES256"), nil)},
+		{name: "no kid", json: jwkJSON(t, pub(&k.p256.PublicKey, "", "ES256"), nil), usable: true}, // RFC 7517 §4.5: kid is optional
 		{name: "oct", json: `{"kty":"oct","kid":"hmac","k":"c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0","alg":"HS256"}`},
 		{name: "private ec", json: jwkJSON(t, pub(k.p256, "priv-ec", "ES256"), nil), warn: true},
 		{name: "private rsa", json: jwkJSON(t, pub(k.rsa2048, "priv-rsa", "RS256"), nil), warn: true},
@@ -140,7 +140,7 @@ func TestParseSetFilters(t *testing.T) {
 			}
 			var want map[string]any
 			_ = json.Unmarshal([]byte(tt.json), &want)
-			if pk.jwk.KeyID != want["kid"] {
+			if kid, _ := want["kid"].(string); pk.jwk.KeyID != kid {
 				t.Errorf("kid = %q, want %v", pk.jwk.KeyID, want["kid"])
 			}
 			if alg, _ := want["alg"].(string); pk.jwk.Algorithm != alg {
@@ -159,7 +159,7 @@ func TestParseSetFilters(t *testing.T) {
 		kids = append(kids, pk.jwk.KeyID)
 	}
 	slices.Sort(kids)
-	want := []string{"ed", "ed-fs", "ops-verify", "p256", "p384", "p521", "rsa", "rsa-bare", "rsa-ps"}
+	want := []string{"", "ed", "ed-fs", "ops-verify", "p256", "p384", "p521", "rsa", "rsa-bare", "rsa-ps"}
 	if !slices.Equal(kids, want) {
 		t.Errorf("usable kids = %q, want %q", kids, want)
 	}
@@ -227,13 +227,19 @@ func TestFilteredSetEndToEnd(t *testing.T) {
 	if pk, ok := ks[0].Key.(*rsa.PublicKey); !ok || !pk.Equal(&k.rsa2048.PublicKey) {
 		t.Errorf("Keys(good) returned %T", ks[0].Key)
 	}
-	for _, kid := range []string{"enc", "hmac", "weak", "", "private", "broken"} {
+	for _, kid := range []string{"enc", "hmac", "weak", "private", "broken"} {
 		if _, err := s.Keys(t.Context(), kid); err == nil {
 			t.Errorf("Keys(%q) succeeded; the key must be filtered", kid)
 		}
 	}
-	if st := s.Stats(); st.Keys != 2 {
-		t.Errorf("Stats.Keys = %d, want 2", st.Keys)
+	// A token without kid gets every usable key, the one published without
+	// a kid included, in the set's order.
+	all, err := s.Keys(t.Context(), "")
+	if err != nil || len(all) != 3 || all[0].KeyID != "" || all[1].KeyID != "good" || all[2].KeyID != "ed" {
+		t.Errorf("Keys(\"\") = %v, %v; want the kid-less key, good and ed", all, err)
+	}
+	if st := s.Stats(); st.Keys != 3 {
+		t.Errorf("Stats.Keys = %d, want 3", st.Keys)
 	}
 	stored, err := s.Storage().KeyReadAll(t.Context())
 	if err != nil {
@@ -244,7 +250,7 @@ func TestFilteredSetEndToEnd(t *testing.T) {
 		kids = append(kids, j.Marshal().KID)
 	}
 	slices.Sort(kids)
-	if !slices.Equal(kids, []string{"ed", "good"}) {
-		t.Errorf("storage kids = %q, want [ed good]", kids)
+	if !slices.Equal(kids, []string{"", "ed", "good"}) {
+		t.Errorf("storage kids = %q, want [\"\" ed good]", kids)
 	}
 }

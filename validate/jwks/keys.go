@@ -36,9 +36,13 @@ type droppedKey struct {
 	warn        bool
 }
 
-// keySet is an immutable snapshot; Keys reads it without locking.
+// keySet is an immutable snapshot; Keys reads it without locking. all
+// holds every usable key, with or without a kid, in the set's order: the
+// candidates for a token without a kid (RFC 7515 §4.1.4 makes kid
+// optional); byKID[""] holds the keys published without one.
 type keySet struct {
 	byKID map[string][]jose.JSONWebKey
+	all   []jose.JSONWebKey
 	n     int
 }
 
@@ -79,9 +83,10 @@ func parseSet(body []byte) (*keySet, []parsedKey, []droppedKey, error) {
 	if len(good) == 0 {
 		return nil, nil, dropped, fmt.Errorf("%w: %d keys, none usable", ErrNoUsableKeys, len(keys))
 	}
-	set := &keySet{byKID: make(map[string][]jose.JSONWebKey, len(good)), n: len(good)}
+	set := &keySet{byKID: make(map[string][]jose.JSONWebKey, len(good)), all: make([]jose.JSONWebKey, 0, len(good)), n: len(good)}
 	for _, pk := range good {
 		set.byKID[pk.jwk.KeyID] = append(set.byKID[pk.jwk.KeyID], pk.jwk)
+		set.all = append(set.all, pk.jwk)
 	}
 	for kid, ks := range set.byKID {
 		set.byKID[kid] = slices.Clip(ks) // an append by a caller must not write into the snapshot
@@ -175,8 +180,6 @@ type candidate struct {
 // checkMeta applies the filters that need no key material.
 func (c candidate) checkMeta() *droppedKey {
 	switch {
-	case c.kid == "":
-		return &droppedKey{reason: "no kid"}
 	case c.use != "" && c.use != "sig":
 		return &droppedKey{kid: c.kid, reason: "use is " + quoteShort(c.use) + ", not sig"}
 	case c.hasOps && !slices.Contains(c.ops, "verify"):

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,46 +19,109 @@ func realClockConfig(t *testing.T, f *fakeJWKS, limit time.Duration) Config {
 	cfg := testConfig(t, f, newClock())
 	cfg.Now = nil
 	cfg.RefreshRateLimit = limit
+	cfg.DeferredWaiters = 0 // the default: refused calls wait for the deferred refresh
 	return cfg
 }
 
 // TestDeferredRefreshServesNewKid: a kid published just after an on-demand
-// refresh is refused at once (rate limit), then fetched by the deferred
-// refresh without any further request, and served without waiting.
+// refresh is served on its first presentation, inside the rate limit: the
+// call waits for the deferred refresh (about the rest of the limit), which
+// is the only fetch; with DeferredWaiters negative it is refused at once and
+// the deferred refresh still fetches it without any further request.
 func TestDeferredRefreshServesNewKid(t *testing.T) {
 	const limit = 300 * time.Millisecond
-	k1, k2 := ecJWK(t, "k1"), ecJWK(t, "k2")
-	f := newFake(t, k1)
-	s := newSource(t, realClockConfig(t, f, limit))
-	waitFirst(t, s)
+	for _, waiters := range []int{0, -1} {
+		t.Run(fmt.Sprintf("DeferredWaiters=%d", waiters), func(t *testing.T) {
+			k1, k2 := ecJWK(t, "k1"), ecJWK(t, "k2")
+			f := newFake(t, k1)
+			cfg := realClockConfig(t, f, limit)
+			cfg.DeferredWaiters = waiters
+			s := newSource(t, cfg)
+			waitFirst(t, s)
 
-	if _, err := s.Keys(t.Context(), "junk"); !errors.Is(err, validate.ErrKeyNotFound) {
-		t.Fatalf("Keys(junk) = %v", err)
+			if _, err := s.Keys(t.Context(), "junk"); !errors.Is(err, validate.ErrKeyNotFound) {
+				t.Fatalf("Keys(junk) = %v", err)
+			}
+			if got := f.hits.Load(); got != 2 {
+				t.Fatalf("fetches after the first unknown kid = %d, want 2", got)
+			}
+			f.setKeys(t, k1, k2) // published right after that refresh
+			seen := time.Now()
+			ks, err := s.Keys(t.Context(), "k2")
+			took := time.Since(seen)
+			if waiters < 0 {
+				if !errors.Is(err, ErrRateLimited) || took > limit/2 {
+					t.Fatalf("Keys(k2) inside the limit = %v after %v, want %v at once", err, took, ErrRateLimited)
+				}
+				eventually(t, 5*time.Second, func() bool { return f.hits.Load() == 3 && s.idle() })
+				took = time.Since(seen)
+				ks, err = s.Keys(t.Context(), "k2")
+			}
+			if err != nil || len(ks) != 1 {
+				t.Fatalf("Keys(k2) = %v, %v; want the new key", ks, err)
+			}
+			if got := f.hits.Load(); got != 3 {
+				t.Errorf("fetches = %d, want 3 (the deferred refresh only)", got)
+			}
+			if took > limit+3*time.Second { // generous: a loaded -race machine
+				t.Errorf("k2 served %v after first seen, want about %v", took, limit)
+			}
+			time.Sleep(2 * limit)
+			if got := f.hits.Load(); got != 3 {
+				t.Errorf("fetches after the deferred refresh = %d, want 3 (no further timer)", got)
+			}
+			t.Logf("new kid served %v after it was first asked for (limit %v)", took, limit)
+		})
 	}
-	if got := f.hits.Load(); got != 2 {
-		t.Fatalf("fetches after the first unknown kid = %d, want 2", got)
+}
+
+// TestDeferredWaitersBounded: the calls that wait for one deferred refresh
+// share its one fetch; beyond DeferredWaiters they fail at once, and a
+// waiter whose context ends stops waiting.
+func TestDeferredWaitersBounded(t *testing.T) {
+	const limit = 400 * time.Millisecond
+	f := newFake(t, ecJWK(t, "k1"))
+	cfg := realClockConfig(t, f, limit)
+	cfg.DeferredWaiters = 4
+	s := newSource(t, cfg)
+	waitFirst(t, s)
+	_, _ = s.Keys(t.Context(), "junk") // on-demand fetch 2
+	var (
+		wg            sync.WaitGroup
+		waited, fast  atomic.Int64
+		unexpectedErr atomic.Value
+	)
+	for i := range 12 {
+		wg.Go(func() {
+			st := time.Now()
+			_, err := s.Keys(context.Background(), fmt.Sprintf("flood-%d", i))
+			if !errors.Is(err, validate.ErrKeyNotFound) {
+				unexpectedErr.Store(err)
+			}
+			if time.Since(st) > limit/4 {
+				waited.Add(1)
+			} else {
+				fast.Add(1)
+			}
+		})
 	}
-	f.setKeys(t, k1, k2) // published right after that refresh
-	seen := time.Now()
-	if _, err := s.Keys(t.Context(), "k2"); !errors.Is(err, ErrRateLimited) {
-		t.Fatalf("Keys(k2) inside the limit = %v, want %v", err, ErrRateLimited)
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if e := unexpectedErr.Load(); e != nil {
+		t.Fatalf("Keys(flood) = %v, want %v", e, validate.ErrKeyNotFound)
 	}
-	eventually(t, 5*time.Second, func() bool { return f.hits.Load() == 3 && s.idle() })
-	took := time.Since(seen)
-	if ks, err := s.Keys(t.Context(), "k2"); err != nil || len(ks) != 1 {
-		t.Fatalf("Keys(k2) after the deferred refresh = %v, %v", ks, err)
+	if waited.Load() > 4 {
+		t.Errorf("%d calls waited, want at most DeferredWaiters (4)", waited.Load())
 	}
 	if got := f.hits.Load(); got != 3 {
-		t.Errorf("fetches after Keys(k2) = %d, want 3 (a snapshot hit)", got)
+		t.Errorf("fetches = %d, want 3 (one deferred refresh for the whole flood)", got)
 	}
-	if took > limit+3*time.Second { // generous: a loaded -race machine
-		t.Errorf("k2 served %v after first seen, want about %v", took, limit)
+	st := time.Now()
+	if _, err := s.Keys(ctx, "late"); !errors.Is(err, ErrRateLimited) || time.Since(st) > limit/2 {
+		t.Errorf("Keys with a short context = %v after %v, want %v soon", err, time.Since(st), ErrRateLimited)
 	}
-	time.Sleep(2 * limit)
-	if got := f.hits.Load(); got != 3 {
-		t.Errorf("fetches after the deferred refresh = %d, want 3 (no further timer)", got)
-	}
-	t.Logf("new kid served %v after it was first refused (limit %v)", took, limit)
+	t.Logf("%d waited, %d refused at once", waited.Load(), fast.Load())
 }
 
 // TestUnknownKidFloodRealClock floods unknown kids for a bounded time with

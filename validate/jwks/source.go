@@ -45,7 +45,9 @@ type Source struct {
 }
 
 // flight is one refresh. err is written before done is closed; onDemand
-// is set at creation (false for the loop's periodic refreshes).
+// is set when it starts (false for the loop's periodic refreshes), under
+// Source.mu. A deferred refresh's flight exists before it starts, so that
+// calls can wait for it (schedule.go).
 type flight struct {
 	done     chan struct{}
 	err      error
@@ -94,34 +96,35 @@ func New(cfg Config) (*Source, error) {
 	return s, nil
 }
 
-// Keys returns the usable keys published under kid. A kid in the current
-// set is answered from an immutable snapshot, without locks or allocation;
-// the returned slice and keys are shared and must not be modified.
+// Keys returns the usable keys published under kid; for the empty kid (a
+// token without one, RFC 7515 §4.1.4), every usable key of the set, with or
+// without a kid. A kid in the current set is answered from an immutable
+// snapshot, without locks or allocation; the returned slice and keys are
+// shared and must not be modified.
 //
 // For an unknown kid (or when no set has been obtained yet), Keys waits up
 // to WaitTimeout (and at most until ctx is done) for a refresh that is
 // running; otherwise, if RefreshRateLimit allows, it starts one on-demand
 // refresh, which runs with its own FetchTimeout and survives ctx, and waits
-// for it the same way. If the rate limit refuses, it fails at once, and a
-// deferred refresh runs as soon as the limit opens (one, however many
-// requests were refused), so the kid is served at most RefreshRateLimit
-// plus one fetch after it was first asked for; if the refresh it joined
-// failed, it does not start another. Every waiter of one refresh shares
-// it, so a storm of unknown kids costs at most one fetch per
-// RefreshRateLimit, and the whole call lasts at most about WaitTimeout.
+// for it the same way. If the rate limit refuses, a deferred refresh is
+// armed for the moment the limit opens (one, however many requests were
+// refused), and the call waits for it: until the limit opens plus
+// WaitTimeout at most, and only if fewer than DeferredWaiters calls are
+// waiting already; otherwise it fails at once with [ErrRateLimited]. So a
+// key the issuer published after the last refresh is served on its first
+// presentation, at most RefreshRateLimit plus one fetch later. If the
+// refresh it joined failed, it does not start another. Every waiter of one
+// refresh shares it, so a storm of unknown kids costs at most one fetch per
+// RefreshRateLimit.
 //
 // Errors wrap [validate.ErrKeyNotFound] when a key set is being served, or
 // [validate.ErrKeysUnavailable] (with the last fetch error) when none has
 // ever been obtained; they may also wrap [ErrRateLimited], [ErrWaitTimeout],
-// [ErrClosed] or ctx's error. The empty kid is never found and never
-// triggers a refresh, because keys without a kid are dropped.
+// [ErrClosed] or ctx's error.
 func (s *Source) Keys(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
 	set := s.set.Load()
 	if ks, ok := set.lookup(kid); ok {
 		return ks, nil
-	}
-	if kid == "" {
-		return nil, s.missErr(nil)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, s.missErr(err) // a caller that is gone starts nothing
@@ -131,8 +134,9 @@ func (s *Source) Keys(ctx context.Context, kid string) ([]jose.JSONWebKey, error
 
 // keysSlow handles a miss on the snapshot seen. It joins a refresh that is
 // running (it may predate the new kid); after a successful one it may start
-// its own if the limit allows; after a failed one it stops. If another
-// refresh replaced the snapshot in the meantime, it looks again first.
+// its own if the limit allows, or wait for the deferred one; after a failed
+// one it stops. If another refresh replaced the snapshot in the meantime,
+// it looks again first.
 func (s *Source) keysSlow(ctx context.Context, kid string, seen *keySet) ([]jose.JSONWebKey, error) {
 	deadline := time.NewTimer(s.cfg.WaitTimeout)
 	defer deadline.Stop()
@@ -144,6 +148,15 @@ func (s *Source) keysSlow(ctx context.Context, kid string, seen *keySet) ([]jose
 				return ks, nil
 			}
 			continue
+		}
+		if errors.Is(err, ErrRateLimited) {
+			if err = s.awaitDeferred(ctx); err != nil {
+				return nil, s.missErr(err)
+			}
+			if ks, ok := s.set.Load().lookup(kid); ok {
+				return ks, nil
+			}
+			return nil, s.missErr(nil)
 		}
 		if err != nil {
 			return nil, s.missErr(err)
@@ -171,20 +184,24 @@ func (set *keySet) lookup(kid string) ([]jose.JSONWebKey, bool) {
 	if set == nil {
 		return nil, false
 	}
+	if kid == "" {
+		return set.all, len(set.all) > 0
+	}
 	ks, ok := set.byKID[kid]
 	return ks, ok
 }
 
 // Refresh fetches the key set now, for a caller that saw a signature fail
-// under a known kid (re-keying under an unchanged kid). It joins a refresh
-// that is already running; otherwise it starts one if RefreshRateLimit
-// allows and returns [ErrRateLimited] at once if not (a deferred refresh
-// then runs as soon as the limit allows, see [Source.Keys]). A periodic
-// refresh it joined may have fetched the set before the new key was
-// published, so after one Refresh asks once more (rate-limited) before it
-// returns. It waits at most WaitTimeout in all ([ErrWaitTimeout]; the
-// refresh goes on) or until ctx is done. It returns the refresh's error: a
-// failed refresh keeps the previous set.
+// under a known kid (re-keying under an unchanged kid) or under every key a
+// token without a kid could use. It joins a refresh that is already
+// running; otherwise it starts one if RefreshRateLimit allows, and if not
+// it waits for the deferred refresh as [Source.Keys] does (bounded the
+// same way; [ErrRateLimited] when DeferredWaiters calls wait already). A
+// periodic refresh it joined may have fetched the set before the new key
+// was published, so after one Refresh asks once more (rate-limited or
+// deferred) before it returns. It waits at most WaitTimeout for a running
+// refresh ([ErrWaitTimeout]; the refresh goes on) or until ctx is done. It
+// returns the refresh's error: a failed refresh keeps the previous set.
 func (s *Source) Refresh(ctx context.Context) error {
 	t := time.NewTimer(s.cfg.WaitTimeout)
 	defer t.Stop()
@@ -193,8 +210,12 @@ func (s *Source) Refresh(ctx context.Context) error {
 		switch {
 		case err == errSetChanged:
 			return nil // a refresh completed this very moment
-		case attempt > 0 && errors.Is(err, ErrRateLimited):
-			return nil // the periodic refresh joined succeeded; a deferred one follows
+		case errors.Is(err, ErrRateLimited):
+			werr := s.awaitDeferred(ctx)
+			if attempt > 0 && errors.Is(werr, ErrRateLimited) {
+				return nil // the periodic refresh joined succeeded; the deferred one follows
+			}
+			return werr
 		case err != nil:
 			return err
 		}
@@ -220,6 +241,11 @@ func (s *Source) Close() error {
 	s.mu.Lock()
 	s.closed = true
 	s.cancelDeferredLocked()
+	if p := s.sched.pending; p != nil { // its waiters must not wait for a refresh that never comes
+		s.sched.pending = nil
+		p.err = ErrClosed
+		close(p.done)
+	}
 	s.mu.Unlock()
 	s.stopOnce.Do(func() { close(s.stop) })
 	s.wg.Wait()
@@ -286,10 +312,16 @@ func (s *Source) begin(ctx context.Context, onDemand bool, seen *keySet) (f *fli
 }
 
 // startLocked creates and publishes a flight; s.mu is held. Any start
-// satisfies a deferred refresh, which it cancels.
+// satisfies a deferred refresh, which it cancels; the flight its waiters
+// wait for is this one.
 func (s *Source) startLocked(ctx context.Context, onDemand bool) *flight {
 	s.cancelDeferredLocked()
-	f := &flight{done: make(chan struct{}), onDemand: onDemand}
+	f := s.sched.pending
+	if f == nil {
+		f = &flight{done: make(chan struct{})}
+	}
+	s.sched.pending = nil
+	f.onDemand = onDemand
 	s.running = f
 	if onDemand {
 		parent := context.WithoutCancel(ctx)

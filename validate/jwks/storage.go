@@ -37,7 +37,9 @@ func FromStorage(st jwkset.Storage) *StorageSource {
 	return &StorageSource{st: st}
 }
 
-// Keys returns the usable keys in the storage whose kid equals kid. If the
+// Keys returns the usable keys in the storage whose kid equals kid; for the
+// empty kid (a token without one), every usable key, with or without a
+// kid. If the
 // storage holds no usable key at all, or cannot be read, the error wraps
 // [validate.ErrKeysUnavailable]; otherwise a missing kid wraps
 // [validate.ErrKeyNotFound].
@@ -65,7 +67,7 @@ func (s *StorageSource) Keys(ctx context.Context, kid string) ([]jose.JSONWebKey
 			continue
 		}
 		usable++
-		if kid != "" && k.KeyID == kid {
+		if kid == "" || k.KeyID == kid {
 			out = append(out, k)
 		}
 	}
