@@ -15,24 +15,6 @@ import (
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
 
-// limiterClock is a manual clock for the jwks rate limit only.
-type limiterClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *limiterClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *limiterClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // newRotationValidator is a real validator over a real jwks.Source of iss
 // with the default settings except cfg's.
 func newRotationValidator(t *testing.T, iss *authtest.Issuer, cfg jwks.Config) *validate.Validator {
