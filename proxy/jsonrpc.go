@@ -21,8 +21,8 @@ const maxEchoedID = 256
 func writeError(w http.ResponseWriter, body []byte, status int) {
 	id := "null"
 	if len(body) > 0 {
-		_ = strictjson.Members(body, []string{"id"}, func(_, v []byte) error {
-			if len(v) > 0 && len(v) <= maxEchoedID && (v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
+		_ = strictjson.Members(body, []string{"id"}, func(name, v []byte) error {
+			if string(name) == "id" && len(v) > 0 && len(v) <= maxEchoedID && (v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
 				id = string(v)
 			}
 			return nil
