@@ -378,4 +378,3 @@ func TestLargeAnswer(t *testing.T) {
 		t.Errorf("heap grew by %d MiB while 100 MiB streamed through", grew>>20)
 	}
 }
-
