@@ -29,6 +29,7 @@ import (
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
 	"github.com/mcpguard/mcpguard/middleware"
+	"github.com/mcpguard/mcpguard/proxy"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
@@ -72,6 +73,10 @@ type envConfig struct {
 	// wrapMCP, if set, wraps the example MCP server's handler (issue #11:
 	// measuring what clients do with candidate answers).
 	wrapMCP func(http.Handler) http.Handler
+	// viaProxy puts mcpguard proxy in front of the example server
+	// (proxy_test.go): clients see the proxy's URL, whose policy mirrors
+	// the example's, and the example trusts only the proxy's assertions.
+	viaProxy bool
 }
 
 // env is one example MCP server and its development authorization server,
@@ -80,6 +85,8 @@ type env struct {
 	issuer   string // authorization server issuer identifier
 	mcpURL   string // MCP endpoint, the resource identifier
 	metaURL  string // RFC 9728 metadata URL of the challenges
+	upstream string // with viaProxy: the example server's own URL
+	px       *proxy.Proxy
 	as       *devas.Server
 	cimdURL  string // a Client ID Metadata Document URL the AS can fetch
 	asCounts *counter
@@ -122,6 +129,12 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	mcpTS := httptest.NewUnstartedServer(nil)
 	e.issuer = "http://" + asTS.Listener.Addr().String()
 	e.mcpURL = "http://" + mcpTS.Listener.Addr().String() + "/mcp"
+	var pxTS *httptest.Server
+	if cfg.viaProxy {
+		pxTS = httptest.NewUnstartedServer(nil)
+		e.upstream = e.mcpURL
+		e.mcpURL = "http://" + pxTS.Listener.Addr().String() + "/mcp"
+	}
 
 	// The CIMD document, over TLS on loopback with httptest's CA.
 	docTS := httptest.NewUnstartedServer(nil)
@@ -179,26 +192,34 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	asTS.Start()
 	t.Cleanup(asTS.Close)
 
-	keys, err := jwks.New(jwks.Config{Issuer: e.issuer})
+	// The MCP server trusts the authorization server, or behind the proxy
+	// the proxy's assertions only.
+	trusted, audience, jc, dp := e.issuer, e.mcpURL, jwks.Config{Issuer: e.issuer}, cfg.dpop
+	if cfg.viaProxy {
+		e.px = startProxy(t, pxTS, e.mcpURL, e.upstream, e.issuer, cfg)
+		trusted, audience, dp = e.px.AssertionIssuer(), e.upstream, middleware.DPoPOff
+		jc = jwks.Config{Issuer: trusted, JWKSURL: "http://" + pxTS.Listener.Addr().String() + e.px.JWKSPath()}
+	}
+	keys, err := jwks.New(jc)
 	if err != nil {
 		t.Fatalf("jwks.New: %v", err)
 	}
 	t.Cleanup(func() { keys.Close() })
 	v, err := validate.New(validate.Config{
-		Issuers:           []validate.Issuer{{Issuer: e.issuer, Keys: keys}},
-		Audiences:         []string{e.mcpURL},
+		Issuers:           []validate.Issuer{{Issuer: trusted, Keys: keys}},
+		Audiences:         []string{audience},
 		TenantClaim:       "tenant",
-		AllowConfirmation: cfg.dpop != middleware.DPoPOff,
+		AllowConfirmation: dp != middleware.DPoPOff,
 	})
 	if err != nil {
 		t.Fatalf("validate.New: %v", err)
 	}
 	srv, err := server.New(server.Config{
-		Resource:             e.mcpURL,
-		AuthorizationServers: []string{e.issuer},
+		Resource:             audience,
+		AuthorizationServers: []string{trusted},
 		Validator:            v,
 		Scopes:               []string{baseScope},
-		DPoP:                 middleware.DPoPConfig{Policy: cfg.dpop},
+		DPoP:                 middleware.DPoPConfig{Policy: dp},
 		Stateful:             cfg.stateful,
 		Public:               cfg.public,
 	})
@@ -206,6 +227,9 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		t.Fatalf("server.New: %v", err)
 	}
 	e.metaURL = srv.ResourceMetadataURL()
+	if cfg.viaProxy {
+		e.metaURL = "http://" + pxTS.Listener.Addr().String() + "/.well-known/oauth-protected-resource/mcp"
+	}
 	mcpTS.Config.Handler = srv
 	if cfg.wrapMCP != nil {
 		mcpTS.Config.Handler = cfg.wrapMCP(srv)
