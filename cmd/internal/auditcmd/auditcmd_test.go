@@ -240,3 +240,30 @@ func TestDeadlineFlag(t *testing.T) {
 		t.Errorf("the report does not show the checks the deadline skipped:\n%s", out)
 	}
 }
+
+// TestProxyFlags: the proxy flags are checked before anything is sent.
+func TestProxyFlags(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.pem")
+	if err := os.WriteFile(bad, []byte("not a key"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"upstream not a URL", []string{"-upstream", "ftp://x/mcp", "http://127.0.0.1:1/mcp"}, "upstream"},
+		{"assertion settings without upstream", []string{"-assertion-header", "X-Identity", "http://127.0.0.1:1/mcp"}, "need an upstream"},
+		{"missing key file", []string{"-upstream", "http://127.0.0.1:2/mcp", "-assertion-key", filepath.Join(dir, "missing.pem"), "http://127.0.0.1:1/mcp"}, "-assertion-key"},
+		{"not a key", []string{"-upstream", "http://127.0.0.1:2/mcp", "-assertion-key", bad, "http://127.0.0.1:1/mcp"}, "no PEM block"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := runCmd(t, nil, tt.args...)
+			if code != ExitUsage || !strings.Contains(errOut, tt.want) {
+				t.Errorf("exit %d, stderr %q; want %d naming %q", code, errOut, ExitUsage, tt.want)
+			}
+		})
+	}
+}
