@@ -8,50 +8,43 @@ import (
 	"time"
 )
 
-// OwnerKind is the kind of ID an owner record is for: an MCP session, a
-// task. IDs of different kinds never collide in a store.
-type OwnerKind string
-
-// Owner record kinds.
+// Owner record kinds: the kind of ID an owner record is for. IDs of
+// different kinds never collide in a store.
 const (
 	// KindSession: an Mcp-Session-Id the server issued (session.go).
-	KindSession OwnerKind = "session"
+	KindSession = "session"
 	// KindTask: a task ID the server issued (MCP tasks).
-	KindTask OwnerKind = "task"
+	KindTask = "task"
 )
 
-// Errors of an [OwnerStore].
-var (
-	// ErrOwned: Claim of an ID that another owner holds. The record is
-	// unchanged.
-	ErrOwned = errors.New("middleware: ID owned by another principal")
-	// ErrOwnersFull: Claim found no room: the store holds its maximum of
-	// live records, and making room would forget a record of another
-	// owner. An owner at its quota never gets this error: its own least
-	// recently used record is forgotten instead.
-	ErrOwnersFull = errors.New("middleware: owner store full")
-)
+// ErrOwnersFull: [MemoryOwnerStore.Claim] found no room: the store holds
+// its maximum of live records, and making room would forget a record of
+// another owner. An owner at its quota never gets this error: its own
+// least recently used record is forgotten instead.
+var ErrOwnersFull = errors.New("middleware: owner store full")
 
 // OwnerStore records which principal ([Principal.ID]) owns an ID of a
-// kind, so that only that principal is served for it: the middleware's
-// session binding ([SessionConfig].Store) and task binding use it. Every
-// record expires ttl after the last Claim or Owner call that renewed it.
-// Implementations must be safe for concurrent use and bounded; an error
-// other than [ErrOwned] and [ErrOwnersFull] means the store is
-// unavailable, and the middleware then refuses the request (fail
-// closed). [MemoryOwnerStore] is the in-process one; redisstore has one
-// for replicas.
+// kind ([KindSession], [KindTask]), so that only that principal is served
+// for it: the middleware's session binding ([SessionConfig].Store) uses
+// it. Every record expires ttl after the last Claim or Owner call that
+// renewed it. Its methods use only standard types, so a store in another
+// package satisfies it without importing this one. Implementations must
+// be safe for concurrent use and bounded; an error means the store is
+// unavailable (or full), and the middleware then refuses the request
+// (fail closed). [MemoryOwnerStore] is the in-process one; redisstore has
+// one for replicas.
 type OwnerStore interface {
-	// Claim records owner as the owner of id of kind for ttl. Claiming an
-	// ID the same owner holds renews it; one another owner holds fails
-	// with [ErrOwned].
-	Claim(ctx context.Context, kind OwnerKind, id, owner string, ttl time.Duration) error
+	// Claim records owner as the owner of id of kind for ttl, unless
+	// another owner holds it, and returns the owner that holds it
+	// afterwards: owner when the claim succeeded (or owner held it
+	// already: renewed), the other owner otherwise (unchanged).
+	Claim(ctx context.Context, kind, id, owner string, ttl time.Duration) (holder string, err error)
 	// Owner returns the owner of id of kind and renews its record for
 	// ttl, or "" when there is none (never claimed, forgotten, expired,
 	// evicted).
-	Owner(ctx context.Context, kind OwnerKind, id string, ttl time.Duration) (string, error)
+	Owner(ctx context.Context, kind, id string, ttl time.Duration) (string, error)
 	// Forget removes the record of id of kind, if any.
-	Forget(ctx context.Context, kind OwnerKind, id string) error
+	Forget(ctx context.Context, kind, id string) error
 }
 
 // Defaults of [MemoryOwnerConfig].
@@ -103,19 +96,26 @@ func NewMemoryOwnerStore(cfg MemoryOwnerConfig) *MemoryOwnerStore {
 
 var _ OwnerStore = (*MemoryOwnerStore)(nil)
 
-func ownerKey(kind OwnerKind, id string) string { return string(kind) + "\x00" + id }
+func ownerKey(kind, id string) string { return kind + "\x00" + id }
 
-// Claim implements [OwnerStore].
-func (s *MemoryOwnerStore) Claim(_ context.Context, kind OwnerKind, id, owner string, ttl time.Duration) error {
+// Claim implements [OwnerStore]. A full store whose room would cost
+// another owner's live record is [ErrOwnersFull].
+func (s *MemoryOwnerStore) Claim(_ context.Context, kind, id, owner string, ttl time.Duration) (string, error) {
 	now := s.now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, err := s.t.add(ownerKey(kind, id), string(kind)+"\x00"+owner, nil, now, now+int64(ttl), nil)
-	return err
+	key := ownerKey(kind, id)
+	if e := s.t.get(key, now); e != nil && e.owner[len(kind)+1:] != owner {
+		return e.owner[len(kind)+1:], nil
+	}
+	if _, err := s.t.add(key, kind+"\x00"+owner, nil, now, now+int64(ttl), nil); err != nil {
+		return "", err
+	}
+	return owner, nil
 }
 
 // Owner implements [OwnerStore].
-func (s *MemoryOwnerStore) Owner(_ context.Context, kind OwnerKind, id string, ttl time.Duration) (string, error) {
+func (s *MemoryOwnerStore) Owner(_ context.Context, kind, id string, ttl time.Duration) (string, error) {
 	now := s.now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,7 +128,7 @@ func (s *MemoryOwnerStore) Owner(_ context.Context, kind OwnerKind, id string, t
 }
 
 // Forget implements [OwnerStore].
-func (s *MemoryOwnerStore) Forget(_ context.Context, kind OwnerKind, id string) error {
+func (s *MemoryOwnerStore) Forget(_ context.Context, kind, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.t.byID[ownerKey(kind, id)]; e != nil {
@@ -223,6 +223,9 @@ func (l *ownerList) moveToBack(e *ownerEntry) {
 	l.pushBack(e)
 }
 
+// errOwned: ownerTable.add of an ID another live owner holds.
+var errOwned = errors.New("middleware: ID owned by another principal")
+
 func newOwnerTable(max int, quota func(owner string) int) ownerTable {
 	return ownerTable{
 		byID:    map[string]*ownerEntry{},
@@ -275,12 +278,12 @@ func (t *ownerTable) expired(now int64, n int, out []*ownerEntry) []*ownerEntry 
 // add records owner for id until expires, with next (may be nil). It
 // returns the entries it removed to make room (appended to out): expired
 // ones, and the owner's least recently used one when the owner is at its
-// quota. An id of another live owner is [ErrOwned]; a full table whose
+// quota. An id of another live owner is errOwned; a full table whose
 // room would cost another owner's live entry is [ErrOwnersFull].
 func (t *ownerTable) add(id, owner string, next http.Handler, now, expires int64, out []*ownerEntry) ([]*ownerEntry, error) {
 	if e := t.get(id, now); e != nil {
 		if e.owner != owner {
-			return out, ErrOwned
+			return out, errOwned
 		}
 		t.touch(e, expires)
 		return out, nil

@@ -382,23 +382,27 @@ func (m *Middleware) claimSession(ctx context.Context, sid string, p *Principal,
 	s.mu.Lock()
 	ended, err := s.t.add(sid, owner, next, now, now+s.idle, nil)
 	s.mu.Unlock()
-	if err == nil && s.store != nil {
-		if err = s.store.Claim(ctx, KindSession, sid, owner, time.Duration(s.idle)); err != nil {
+	if err != nil {
+		return ended, ErrSessionsFull // the table is full, or the ID is another's
+	}
+	if s.store != nil {
+		holder, serr := s.store.Claim(ctx, KindSession, sid, owner, time.Duration(s.idle))
+		switch {
+		case serr != nil && !errors.Is(serr, ErrOwnersFull):
+			m.storeFailed(ctx, serr)
+			err = ErrSessionStore
+		case serr != nil || holder != owner:
+			err = ErrSessionsFull
+		default:
+			s.down.ok(m)
+		}
+		if err != nil {
 			s.mu.Lock()
 			if e := s.t.byID[sid]; e != nil {
 				s.t.remove(e)
 			}
 			s.mu.Unlock()
-			if !errors.Is(err, ErrOwned) && !errors.Is(err, ErrOwnersFull) {
-				m.storeFailed(ctx, err)
-			}
-			err = ErrSessionStore
-		} else {
-			s.down.ok(m)
 		}
-	}
-	if errors.Is(err, ErrOwned) || errors.Is(err, ErrOwnersFull) {
-		err = ErrSessionsFull
 	}
 	return ended, err
 }

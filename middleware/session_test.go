@@ -366,13 +366,13 @@ func TestAnonymousSession(t *testing.T) {
 // downOwnerStore is an OwnerStore that is down.
 type downOwnerStore struct{ err error }
 
-func (s downOwnerStore) Claim(context.Context, OwnerKind, string, string, time.Duration) error {
-	return s.err
-}
-func (s downOwnerStore) Owner(context.Context, OwnerKind, string, time.Duration) (string, error) {
+func (s downOwnerStore) Claim(context.Context, string, string, string, time.Duration) (string, error) {
 	return "", s.err
 }
-func (s downOwnerStore) Forget(context.Context, OwnerKind, string) error { return s.err }
+func (s downOwnerStore) Owner(context.Context, string, string, time.Duration) (string, error) {
+	return "", s.err
+}
+func (s downOwnerStore) Forget(context.Context, string, string) error { return s.err }
 
 func TestSessionStoreOutage(t *testing.T) {
 	var logs bytes.Buffer
@@ -459,22 +459,20 @@ func TestMemoryOwnerStore(t *testing.T) {
 	now := time.Unix(1000, 0)
 	s := NewMemoryOwnerStore(MemoryOwnerConfig{Max: 3, PerOwner: 2, Now: func() time.Time { return now }})
 	ctx := context.Background()
-	must := func(err error) {
+	claim := func(kind, id, owner, want string, wantErr error) {
 		t.Helper()
-		if err != nil {
-			t.Fatal(err)
+		got, err := s.Claim(ctx, kind, id, owner, time.Minute)
+		if got != want || !errors.Is(err, wantErr) {
+			t.Fatalf("Claim(%s, %s, %s) = %q, %v; want %q, %v", kind, id, owner, got, err, want, wantErr)
 		}
 	}
-	must(s.Claim(ctx, KindSession, "1", "a", time.Minute))
-	must(s.Claim(ctx, KindTask, "1", "b", time.Minute)) // kinds do not collide
-	if err := s.Claim(ctx, KindSession, "1", "b", time.Minute); !errors.Is(err, ErrOwned) {
-		t.Fatalf("claim of a's ID by b: %v", err)
-	}
-	must(s.Claim(ctx, KindSession, "2", "a", time.Minute))
-	if err := s.Claim(ctx, KindSession, "3", "c", time.Minute); !errors.Is(err, ErrOwnersFull) {
-		t.Fatalf("full: %v", err)
-	}
-	must(s.Claim(ctx, KindSession, "4", "a", time.Minute)) // a's quota: its oldest goes
+	claim(KindSession, "1", "a", "a", nil)
+	claim(KindTask, "1", "b", "b", nil)    // kinds do not collide
+	claim(KindSession, "1", "b", "a", nil) // a's ID: unchanged
+	claim(KindSession, "1", "a", "a", nil) // renewed
+	claim(KindSession, "2", "a", "a", nil)
+	claim(KindSession, "3", "c", "", ErrOwnersFull)
+	claim(KindSession, "4", "a", "a", nil) // a's quota: its oldest goes
 	if o, _ := s.Owner(ctx, KindSession, "1", time.Minute); o != "" {
 		t.Fatalf("a's oldest kept by %q", o)
 	}
@@ -482,11 +480,13 @@ func TestMemoryOwnerStore(t *testing.T) {
 		t.Fatalf("task 1: %q", o)
 	}
 	now = now.Add(2 * time.Minute)
-	must(s.Claim(ctx, KindSession, "3", "c", time.Minute)) // the expired make room
+	claim(KindSession, "3", "c", "c", nil) // the expired make room
 	if o, _ := s.Owner(ctx, KindSession, "2", time.Minute); o != "" {
 		t.Fatalf("expired record: %q", o)
 	}
-	must(s.Forget(ctx, KindSession, "3"))
+	if err := s.Forget(ctx, KindSession, "3"); err != nil {
+		t.Fatal(err)
+	}
 	if o, _ := s.Owner(ctx, KindSession, "3", time.Minute); o != "" {
 		t.Fatalf("forgotten record: %q", o)
 	}

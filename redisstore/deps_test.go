@@ -21,7 +21,7 @@ func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		AllowUnlisted: true,
 		BadDeps: map[string]string{
-			deptest.Module + "/middleware/...": "the step-up store satisfies middleware.StepUpStore structurally",
+			deptest.Module + "/middleware/...": "the step-up and owner stores satisfy middleware.StepUpStore and OwnerStore structurally",
 			deptest.Module + "/validate/...":   "the replay store satisfies validate/dpop's interface structurally",
 			"go.etcd.io/bbolt/...":             "no second storage engine",
 		},

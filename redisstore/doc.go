@@ -7,7 +7,9 @@
 //   - [ClientStore], a cimd.Store: dynamic registrations every replica
 //     knows;
 //   - [ReplayStore]: the DPoP proof replay cache (validate/dpop's
-//     ReplayStore).
+//     ReplayStore);
+//   - [OwnerStore], a middleware.OwnerStore (SessionConfig.Store): which
+//     principal owns each MCP session, across replicas and restarts.
 //
 // A program that does not import this package does not link go-redis.
 // The in-process stores (middleware.MemoryStepUpStore, cimd.MemoryStore,
@@ -21,8 +23,9 @@
 // # Keys, TTLs and atomicity
 //
 // Every key starts with Config.Prefix ("mcpguard:" by default) and a
-// store name ("stepup:", "replay:", "client:"). Step-up and replay keys
-// are the base64url SHA-256 of the caller's key, so they are 43 bytes
+// store name ("stepup:", "replay:", "client:", "owner:"). Step-up,
+// replay and owner keys are the base64url SHA-256 of the caller's key (for
+// owners: the kind and the session or task ID), so they are 43 bytes
 // whatever the principal and hold no subject; client keys are the
 // client_id when it is short printable ASCII, its hash otherwise. Every
 // key is written with a TTL, so nothing outlives its purpose and no set
@@ -31,6 +34,9 @@
 //   - step-up: INCR and, for a new counter, PEXPIRE window, in one Lua
 //     script (one key, so it runs on Redis Cluster too); Reset is DEL;
 //   - replay: SET key 1 NX PX ttl, one command;
+//   - owners: GET and SET PX idle timeout (Claim), GET and PEXPIRE idle
+//     timeout (Owner, on every request of the session), each one Lua
+//     script; Forget is DEL. The value is the owner's Principal.ID;
 //   - clients: SET key record PX ttl (ClientConfig.TTL, 90 days by
 //     default, or the secret's expiry when sooner); GET; DEL.
 //
@@ -39,6 +45,11 @@
 //
 // # When Redis is down
 //
+//   - [OwnerStore] fails closed: the middleware answers every request
+//     that carries a session ID, and every answer that creates a session,
+//     with 503 and Retry-After, and logs the outage once per reason
+//     (until a call succeeds again). Requests without a session ID
+//     (stateless servers) are not affected.
 //   - [ReplayStore.Claim] fails closed: it returns an error and
 //     fresh=false, and the proof is refused (a 401 the client can retry).
 //     Accepting a proof that might be a replay would defeat DPoP.
@@ -54,7 +65,8 @@
 //     rather than as "unknown client"; Put fails, so registration fails
 //     (500) and nothing half-registered remains.
 //
-// Authorized requests never touch Redis: the middleware calls the
+// Authorized requests touch Redis only with the OwnerStore (one round
+// trip per request carrying a session ID): the middleware calls the
 // step-up store only when it answers insufficient_scope, and token
 // validation uses per-process key sets and caches (docs/operations.md).
 package redisstore
