@@ -85,7 +85,7 @@ func (a *Auditor) do(ctx context.Context, req *http.Request) *exchange {
 		x.reqHeader.Set("Host", req.Host)
 	}
 	host := hostKey(req.URL)
-	ownHost := host == hostKey(a.endpoint)
+	capped := !a.trusted(req.URL) // the operator's own origins are bounded by MaxRequests only
 	switch {
 	case a.runOver():
 		x.err = errDeadline
@@ -93,7 +93,7 @@ func (a *Auditor) do(ctx context.Context, req *http.Request) *exchange {
 	case a.sent >= a.cfg.MaxRequests:
 		x.err = errBudget
 		return x
-	case !ownHost && a.perHost[host] >= a.cfg.MaxRequestsPerHost:
+	case capped && a.perHost[host] >= a.cfg.MaxRequestsPerHost:
 		x.err = errHostCap
 		return x
 	}
@@ -111,7 +111,7 @@ func (a *Auditor) do(ctx context.Context, req *http.Request) *exchange {
 		}
 	}
 	a.sent++
-	if !ownHost {
+	if capped {
 		a.perHost[host]++
 	}
 	a.lastStart = time.Now()

@@ -24,7 +24,7 @@ const (
 	// DefaultDeadline bounds a whole run.
 	DefaultDeadline = 3 * time.Minute
 	// DefaultMaxRequestsPerHost is the most requests one run sends to any
-	// one host other than the endpoint's.
+	// one host that the audited server named (Config.MaxRequestsPerHost).
 	DefaultMaxRequestsPerHost = 16
 )
 
@@ -120,8 +120,10 @@ type Config struct {
 	// means DefaultDeadline.
 	Deadline time.Duration
 	// MaxRequestsPerHost bounds the requests of one run to any one host
-	// other than the endpoint's (the authorization servers, hosts of
-	// resource_metadata or jwks_uri). Zero means
+	// reached through a URL the audited server handed the audit (its
+	// authorization servers, resource_metadata, jwks_uri). The origins
+	// the operator named (Endpoint, Proxy.Upstream, ClientCredentials'
+	// Issuer and TokenURL) are bounded by MaxRequests only. Zero means
 	// DefaultMaxRequestsPerHost.
 	MaxRequestsPerHost int
 	// RootCAs, if not nil, replaces the system roots (a staging server

@@ -138,7 +138,8 @@ func checkProxyConfig(p Proxy) (*url.URL, error) {
 	}
 	u, err := checkEndpoint(p.Upstream)
 	if err != nil {
-		return nil, fmt.Errorf("%w: upstream: %w", ErrConfig, errors.Unwrap(err))
+		why := strings.TrimPrefix(err.Error(), ErrConfig.Error()+": Endpoint ")
+		return nil, fmt.Errorf("%w: Proxy.Upstream (-upstream) %s", ErrConfig, why)
 	}
 	if p.AssertionKey != nil {
 		if _, err := assertionAlg(p.AssertionKey); err != nil {

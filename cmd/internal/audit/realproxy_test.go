@@ -155,6 +155,9 @@ func TestAgainstRealProxy(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			// Parallel: the proxy holds a token with an unknown kid for
+			// up to its key-refresh rate limit (about 4 s), twice a run.
+			t.Parallel()
 			p := startProxied(t, tt.kind)
 			signer, err := audit.ParseAssertionKey(keyPEM(t, p.key))
 			if err != nil {

@@ -91,7 +91,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	fs.DurationVar(&o.timeout, "timeout", audit.DefaultTimeout, "bound on each request")
 	fs.DurationVar(&o.interval, "interval", audit.DefaultInterval, "least time between two requests")
 	fs.IntVar(&o.maxRequests, "max-requests", audit.DefaultMaxRequests, "most requests sent")
-	fs.IntVar(&o.perHost, "max-requests-per-host", audit.DefaultMaxRequestsPerHost, "most requests sent to any one host other than the endpoint's")
+	fs.IntVar(&o.perHost, "max-requests-per-host", audit.DefaultMaxRequestsPerHost, "most requests sent to any one host the audited server names (authorization servers, metadata and key URLs)")
 	fs.DurationVar(&o.deadline, "deadline", audit.DefaultDeadline, "bound on the whole run")
 	fs.BoolVar(&o.verbose, "v", false, "show all evidence of every check")
 	fs.StringVar(&o.upstream, "upstream", "", "`URL` of the MCP server behind a proxy, as the proxy reaches it: adds the PROXY-* checks")
