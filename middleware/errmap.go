@@ -72,6 +72,7 @@ const (
 	kindUnknownSession
 	kindSessionHeader
 	kindSessionUnavailable
+	kindUnknownTask
 	numKinds
 )
 
@@ -107,6 +108,8 @@ var errorKinds = []struct {
 	{ErrSessionHeader, kindSessionHeader, ReasonSessionHeader},
 	{ErrSessionsFull, kindSessionUnavailable, ReasonSessionsFull},
 	{ErrSessionStore, kindSessionUnavailable, ReasonSessionStore},
+	{ErrUnknownTask, kindUnknownTask, ReasonUnknownTask},
+	{ErrTaskStore, kindUnavailable, ReasonTaskStore},
 	{ErrNoTenant, kindForbidden, ReasonTenant},
 	{ErrTenantMismatch, kindForbidden, ReasonTenant},
 	{validate.ErrExpired, kindInvalidToken, ReasonExpired},
@@ -182,6 +185,7 @@ func (m *Middleware) buildAnswers(base []string, retryAfter string) {
 		kindUnknownSession:     {http.StatusNotFound, "", "", bodySessionNotFound, debug},
 		kindSessionHeader:      {http.StatusBadRequest, "", "", bodyInvalidMessage, debug},
 		kindSessionUnavailable: {http.StatusServiceUnavailable, "", retryAfter, bodyUnavailable, debug}, // the store failure itself: one Warn per reason (session.go)
+		kindUnknownTask:        {http.StatusOK, "", "", "", debug},                                      // body carries the id; 400 from 2026-07-28
 	}
 }
 
@@ -200,19 +204,24 @@ func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error, p
 	if m.dpop != nil {
 		a, reason = m.dpopAnswer(w, r, err, k, reason)
 	}
-	body := a.body
+	body, status := a.body, a.status
 	switch k {
 	case kindHeaderMismatch:
 		body = bodyMismatchHead + echoID(id) + bodyMismatchTail
 	case kindInvalidParams:
 		body = bodyMismatchHead + echoID(id) + bodyInvalidParamsTail
+	case kindUnknownTask:
+		body = bodyMismatchHead + echoID(id) + bodyTaskNotFoundTail
+		if isModern(r.Header) {
+			status = http.StatusBadRequest // SEP-2575: -32602 is 400
+		}
 	}
-	m.logRefusal(r, a.status, a.level, reason, err, p, g)
+	m.logRefusal(r, status, a.level, reason, err, p, g)
 	if m.onDecision != nil {
 		required, missing := scopesOf(err)
-		m.report(r.Context(), r.Header, a.status, reason, p, g, required, missing, err)
+		m.report(r.Context(), r.Header, status, reason, p, g, required, missing, err)
 	}
-	writeAnswer(w, a.status, a.challenge, a.retryAfter, body)
+	writeAnswer(w, status, a.challenge, a.retryAfter, body)
 }
 
 // scopesOf returns the scopes of a [*ScopeError] in err's chain.

@@ -34,6 +34,8 @@ type Middleware struct {
 	public       *publicSet      // nil: no public operation
 	json         strictjson.Pool // the body peek's tokenizer buffers
 	sessions     *sessions       // session binding (session.go)
+	tasks        OwnerStore      // task owners, kind KindTask (tasks.go)
+	taskWriters  taskWriterPool
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -73,6 +75,10 @@ func New(cfg Config) (*Middleware, error) {
 	m.buildDPoPAnswers(cfg.Scopes)
 	if cfg.StepUpLimit > 0 {
 		m.pending = newPendingSet(DefaultStepUpKeys)
+	}
+	m.tasks = cfg.Sessions.Store
+	if m.tasks == nil {
+		m.tasks = NewMemoryOwnerStore(MemoryOwnerConfig{Now: cfg.Now})
 	}
 	return m, nil
 }
@@ -176,6 +182,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		m.refuse(w, r, err, p, g, nil)
 		return
 	}
+	if msg.hasMethod && isTaskOp(msg.method) && m.checkTask(w, r, p, &msg, g) {
+		return
+	}
 	r2 := withPrincipal(r, p)
 	if post {
 		b := &bodyReader{}
@@ -187,7 +196,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 	if m.onDecision != nil {
 		m.report(r2.Context(), r.Header, 0, ReasonAuthorized, p, g, op.scopes, nil, nil)
 	}
-	m.serveSession(w, r2, next, p, sid)
+	m.serveNext(w, r2, next, p, &msg, g, sid)
 }
 
 var errNilClaims = errors.New("middleware: validator returned no claims")

@@ -26,6 +26,14 @@ var (
 // 2026-07-28 §Request Metadata).
 const metaVersionKey = "io.modelcontextprotocol/protocolVersion"
 
+// metaClientCapabilities is the _meta member carrying a 2026-07-28
+// request's client capabilities, and tasksExtension the identifier of the
+// tasks extension in its "extensions" (SEP-2663).
+const (
+	metaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	tasksExtension         = "io.modelcontextprotocol/tasks"
+)
+
 // message is what the middleware reads from a JSON-RPC message. Byte slices
 // point into the body, or hold a decoded copy when the JSON string had
 // escapes or non-ASCII bytes.
@@ -38,12 +46,18 @@ type message struct {
 	refType []byte // params.ref.type (completion/complete)
 	refName []byte // params.ref.name
 	refURI  []byte // params.ref.uri (a resource template)
+	taskID  []byte // params.taskId (tasks/get, tasks/result, tasks/cancel, tasks/update)
 
 	hasMethod, hasID, hasName, hasURI, hasVersion bool
 	nameNotString, uriNotString                   bool
 	hasRef, hasRefType, hasRefName, hasRefURI     bool // params.ref is an object; its members
 	refTypeNotString, refNameNotString            bool
 	refURINotString                               bool
+	// Tasks (tasks.go): params.task is present (a task-augmented request,
+	// 2025-11-25), params._meta's client capabilities declare the tasks
+	// extension (io.modelcontextprotocol/tasks, 2026-07-28: the server may
+	// answer with a task), params.taskId is present / not a string.
+	hasTask, tasksExt, hasTaskID, taskIDNotString bool
 }
 
 // readBody reads at most limit bytes of r's body; one byte more is
@@ -117,9 +131,18 @@ func parseMessageWith(pool *strictjson.Pool, body []byte, msg *message) error {
 }
 
 func parseParams(pool *strictjson.Pool, params []byte, msg *message) error {
-	err := members(pool, params, []string{"name", "uri", "_meta", "ref"}, func(name, v []byte) error {
+	err := members(pool, params, []string{"name", "uri", "_meta", "ref", "task", "taskId"}, func(name, v []byte) error {
 		var err error
 		switch string(name) {
+		case "task":
+			msg.hasTask = true
+		case "taskId":
+			msg.hasTaskID = true
+			if v[0] != '"' {
+				msg.taskIDNotString = true
+			} else if msg.taskID, err = stringValue(v); err != nil {
+				return err
+			}
 		case "name":
 			msg.hasName = true
 			if v[0] != '"' {
@@ -184,7 +207,13 @@ func parseRef(pool *strictjson.Pool, ref []byte, msg *message) error {
 }
 
 func parseMeta(pool *strictjson.Pool, meta []byte, msg *message) error {
-	err := members(pool, meta, []string{metaVersionKey}, func(name, v []byte) error {
+	err := members(pool, meta, []string{metaVersionKey, metaClientCapabilities}, func(name, v []byte) error {
+		if string(name) == metaClientCapabilities {
+			if v[0] == '{' {
+				return parseCapabilities(pool, v, msg)
+			}
+			return nil
+		}
 		if string(name) != metaVersionKey {
 			return nil
 		}
@@ -196,6 +225,26 @@ func parseMeta(pool *strictjson.Pool, meta []byte, msg *message) error {
 		return nil
 	})
 	return peekErr(meta, err)
+}
+
+// parseCapabilities reads the per-request client capabilities of
+// 2026-07-28 (params._meta[io.modelcontextprotocol/clientCapabilities]):
+// whether "extensions" lists the tasks extension, with which the server
+// may answer with a task (SEP-2663).
+func parseCapabilities(pool *strictjson.Pool, caps []byte, msg *message) error {
+	err := members(pool, caps, []string{"extensions"}, func(name, v []byte) error {
+		if string(name) != "extensions" || v[0] != '{' {
+			return nil
+		}
+		err := members(pool, v, []string{tasksExtension}, func(name, _ []byte) error {
+			if string(name) == tasksExtension {
+				msg.tasksExt = true
+			}
+			return nil
+		})
+		return peekErr(v, err)
+	})
+	return peekErr(caps, err)
 }
 
 // members is strictjson's Members with pool's buffers, or fresh ones when

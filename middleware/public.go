@@ -221,7 +221,7 @@ func isAnonymous(r *http.Request, err error) bool {
 func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if r.Method != http.MethodPost {
 		if m.isAnonymousSession(r) { // its GET stream, its DELETE (session.go)
-			m.serveAnonymous(w, r, next, nil, nil)
+			m.serveAnonymous(w, r, next, nil, nil, &message{})
 			return
 		}
 		closeUnread(w, r) // a tokenless GET or DELETE body is not read
@@ -253,13 +253,15 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 		m.refuse(w, r, ErrNoToken, nil, g, nil)
 		return
 	}
-	m.serveAnonymous(w, r, next, g, body)
+	m.serveAnonymous(w, r, next, g, body, &msg)
 }
 
 // serveAnonymous passes r, authorized as public (operation g, nil for a
-// request without a body), to next with the anonymous principal, once its
-// session ID is the anonymous principal's (or absent).
-func (m *Middleware) serveAnonymous(w http.ResponseWriter, r *http.Request, next http.Handler, g *grant, body []byte) {
+// request without a body; msg its message), to next with the anonymous
+// principal, once its session ID is the anonymous principal's (or absent).
+// Task operations are never public ([New] refuses tasks/* in
+// Public.Methods), so only the answer is read for the task binding.
+func (m *Middleware) serveAnonymous(w http.ResponseWriter, r *http.Request, next http.Handler, g *grant, body []byte, msg *message) {
 	p := &Principal{Anonymous: true, grant: g}
 	sid, err := m.bindSession(r, p, next)
 	if err != nil {
@@ -277,7 +279,7 @@ func (m *Middleware) serveAnonymous(w http.ResponseWriter, r *http.Request, next
 	if m.onDecision != nil {
 		m.report(r2.Context(), r.Header, 0, ReasonPublic, p, g, nil, nil, nil)
 	}
-	m.serveSession(w, r2, next, p, sid)
+	m.serveNext(w, r2, next, p, msg, g, sid)
 }
 
 // Permits reports whether p may call an operation under the operation

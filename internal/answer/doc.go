@@ -36,6 +36,10 @@
 //   - anything else passes through untouched, unless Options.RefuseOther
 //     is set, in which case an answer with a body is replaced by 502.
 //
+// With Options.SSEOnly a JSON answer passes untouched too, for callers
+// that only filter what a stream carries besides the response (the
+// middleware's notification filter on every request).
+//
 // The Rewriter returns the message unchanged (kept byte for byte), other
 // bytes (replaced), or nil (dropped). A JSON answer that is dropped, that
 // the Rewriter fails on, or that exceeds the bound is replaced by a 502

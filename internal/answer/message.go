@@ -23,6 +23,9 @@ type Message struct {
 	Result    []byte // raw "result", nil when absent
 	Error     []byte // raw "error", nil when absent
 	HasMethod bool
+	// ResultStart and ResultEnd are the offsets of Result in the message
+	// (msg[ResultStart:ResultEnd]), for [Splice].
+	ResultStart, ResultEnd int
 }
 
 // envelope is the names Parse reads (and checks for case variants).
@@ -35,7 +38,8 @@ var envelope = []string{"jsonrpc", "method", "id", "params", "result", "error"}
 // present make a valid JSON-RPC message; callers check what they use.
 func Parse(pool *strictjson.Pool, msg []byte, m *Message) error {
 	*m = Message{}
-	err := members(pool, msg, envelope, func(name, v []byte) error {
+	err := memberSpans(pool, msg, envelope, func(name []byte, start, end int) error {
+		v := msg[start:end:end]
 		switch string(name) {
 		case "method":
 			s, ok := stringBytes(v)
@@ -48,7 +52,7 @@ func Parse(pool *strictjson.Pool, msg []byte, m *Message) error {
 		case "params":
 			m.Params = v
 		case "result":
-			m.Result = v
+			m.Result, m.ResultStart, m.ResultEnd = v, start, end
 		case "error":
 			m.Error = v
 		}
@@ -131,13 +135,6 @@ func stringBytes(v []byte) ([]byte, bool) {
 		}
 	}
 	return raw, true
-}
-
-func members(pool *strictjson.Pool, doc []byte, read []string, fn func(name, value []byte) error) error {
-	if pool == nil {
-		return strictjson.Members(doc, read, fn)
-	}
-	return pool.Members(doc, read, fn)
 }
 
 func memberSpans(pool *strictjson.Pool, doc []byte, read []string, fn func(name []byte, start, end int) error) error {

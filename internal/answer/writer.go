@@ -56,6 +56,11 @@ type Options struct {
 	// answer that could not be filtered must not pass). Defaults to false:
 	// such answers pass untouched (a 405 or 404 text answer of the SDK).
 	RefuseOther bool
+	// SSEOnly reads SSE answers only: a JSON answer (one message, the
+	// response) passes untouched, as do unreadable ones that are not
+	// event streams. For callers that only filter what a stream can carry
+	// besides the response (notifications), at no cost for JSON answers.
+	SSEOnly bool
 }
 
 type mode uint8
@@ -80,6 +85,7 @@ type Writer struct {
 	rw       Rewriter
 	max      int
 	refuse   bool
+	sseOnly  bool
 	mode     mode
 	status   int
 	finished bool
@@ -100,7 +106,7 @@ func (w *Writer) Reset(dst http.ResponseWriter, rw Rewriter, opts Options) {
 	if w.max <= 0 {
 		w.max = DefaultMaxMessageBytes
 	}
-	w.refuse = opts.RefuseOther
+	w.refuse, w.sseOnly = opts.RefuseOther, opts.SSEOnly
 	w.mode, w.status, w.finished, w.err = modeUndecided, 0, false, nil
 	w.body, w.scratch, w.obuf = keep(w.body), keep(w.scratch), keep(w.obuf)
 	w.sse = sseState{}
@@ -141,7 +147,11 @@ func (w *Writer) WriteHeader(code int) {
 func (w *Writer) decide(code int) {
 	w.status = code
 	h := w.w.Header()
-	switch classify(h) {
+	k := classify(h)
+	if w.sseOnly && (k == kindJSON || k == kindUnreadable && !mayBeSSE(h)) {
+		k = kindOther
+	}
+	switch k {
 	case kindJSON:
 		w.mode = modeJSON // the header is written by Finish
 	case kindSSE:
@@ -151,7 +161,7 @@ func (w *Writer) decide(code int) {
 	case kindUnreadable:
 		w.mode = modeHeld
 	default:
-		if w.refuse {
+		if w.refuse && !w.sseOnly {
 			w.mode = modeHeld
 			return
 		}
@@ -335,6 +345,16 @@ func classify(h http.Header) bodyKind {
 		return kindUnreadable
 	}
 	return k
+}
+
+// mayBeSSE reports whether a client could read an answer with header h
+// as an event stream.
+func mayBeSSE(h http.Header) bool {
+	cts := h["Content-Type"]
+	if len(cts) > 1 {
+		return true
+	}
+	return len(cts) == 1 && containsFold(cts[0], "event-stream")
 }
 
 // containsFold reports whether s contains the lower-case ASCII word sub,

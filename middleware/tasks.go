@@ -1,0 +1,420 @@
+package middleware
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	rpcanswer "github.com/mcpguard/mcpguard/internal/answer"
+)
+
+// Task binding (docs/policy.md, "Tasks are the principal's"). MCP tasks
+// (2025-11-25 basic/utilities/tasks, and the tasks extension of
+// 2026-07-28, SEP-2663) are durable handles to a request's result that a
+// client polls by ID. The middleware binds each task to the principal
+// whose request created it, whatever the server behind does:
+//
+//   - the answer of a request that may create a task (params.task, or the
+//     tasks extension in the request's client capabilities) is read, and a
+//     CreateTaskResult in it (result.task.taskId, or resultType "task" and
+//     result.taskId) is recorded with its owner and the scopes the request
+//     needed, before the client sees it;
+//   - tasks/get, tasks/result, tasks/cancel and tasks/update (any tasks/
+//     method but tasks/list) are served only for a params.taskId the
+//     caller owns, and need the scopes its creating request needed; any
+//     other ID is answered "Task not found" without reaching the server;
+//   - tasks/list answers, and result.tasks arrays in any answer, keep only
+//     the caller's tasks;
+//   - task status notifications (notifications/tasks/status,
+//     notifications/tasks) of tasks the caller does not own are dropped
+//     from every SSE stream (POST answers and GET streams).
+const (
+	methodTasksList  = "tasks/list"
+	tasksPrefix      = "tasks/"
+	notifTaskStatus  = "notifications/tasks/status" // 2025-11-25
+	notifTasks       = "notifications/tasks"        // tasks extension
+	maxFreeTaskWrite = 64
+)
+
+// DefaultTaskTTL is how long the middleware remembers a task's owner when
+// the task's own ttl (plus a minute) is longer or unlimited: past it, the
+// task is refused as unknown.
+const DefaultTaskTTL = 24 * time.Hour
+
+// taskGrace is added to a task's ttl: the server may purge the task at its
+// ttl, a little later than the middleware recorded it.
+const taskGrace = time.Minute
+
+// Answers of the task binding.
+const (
+	bodyTaskNotFoundTail = `,"error":{"code":-32602,"message":"Task not found"}}`
+	bodyInternalTail     = `,"error":{"code":-32603,"message":"Internal error"}}`
+)
+
+var (
+	// ErrUnknownTask: a task operation (tasks/get, tasks/result,
+	// tasks/cancel, tasks/update) names a task the caller does not own:
+	// one created by another principal, one the middleware never saw
+	// created (before a restart with the in-memory store, or past
+	// DefaultTaskTTL), or no task ID at all. Answered, without reaching the
+	// server, as an MCP server answers an unknown task: JSON-RPC -32602
+	// "Task not found" with the request's id, HTTP 200 (400 from
+	// 2026-07-28, SEP-2575).
+	ErrUnknownTask = errors.New("middleware: unknown task")
+	// ErrTaskStore: the task store failed, so a task's owner could not be
+	// checked. Answered 503 with Retry-After (fail closed).
+	ErrTaskStore = errors.New("middleware: task store unavailable")
+
+	errNoTaskID     = fmt.Errorf("%w: params.taskId missing or not a string", ErrUnknownTask)
+	errTaskIDReused = errors.New("middleware: task ID already recorded for another principal")
+)
+
+// Reasons of the task binding.
+const (
+	// ReasonUnknownTask: [ErrUnknownTask].
+	ReasonUnknownTask Reason = "unknown_task"
+	// ReasonTaskStore: [ErrTaskStore] (503).
+	ReasonTaskStore Reason = "task_store_unavailable"
+)
+
+// isTaskOp reports whether method is a task operation naming one task
+// (every tasks/ method but tasks/list).
+func isTaskOp(method []byte) bool {
+	return bytes.HasPrefix(method, []byte(tasksPrefix)) && string(method) != methodTasksList
+}
+
+// taskOwner returns the owner key of the tasks p creates with r: p's ID,
+// and for the anonymous principal (public operations) also the request's
+// session, so that tokenless callers in different sessions do not share
+// tasks.
+func taskOwner(p *Principal, h http.Header) string {
+	if p.Anonymous {
+		if sid := h.Get(sessionHeader); sid != "" {
+			return AnonymousID + "\x00" + sid
+		}
+	}
+	return p.ID()
+}
+
+// encodeTask and decodeTask are the owner of a task's record
+// (KindTask): the principal's owner key, length prefixed, then the
+// creating operation's scope key (sorted, space separated).
+func encodeTask(owner, scopes string) string {
+	return strconv.Itoa(len(owner)) + ":" + owner + scopes
+}
+
+func decodeTask(rec string) (owner, scopes string, ok bool) {
+	if rec == "" {
+		return "", "", false
+	}
+	n, rest, found := strings.Cut(rec, ":")
+	if !found {
+		return "", "", false
+	}
+	l, err := strconv.Atoi(n)
+	if err != nil || l < 0 || l > len(rest) {
+		return "", "", false
+	}
+	return rest[:l], rest[l:], true
+}
+
+// checkTask authorizes a task operation (isTaskOp) of p after its method's
+// policy: the task must be p's, and p must hold the scopes of the request
+// that created it. It answers and returns true when it refuses.
+func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Principal, msg *message, g *grant) bool {
+	if !msg.hasTaskID || msg.taskIDNotString {
+		m.refuse(w, r, errNoTaskID, p, g, msg.id)
+		return true
+	}
+	rec, err := m.tasks.Owner(r.Context(), KindTask, string(msg.taskID), DefaultTaskTTL)
+	if err != nil {
+		m.refuse(w, r, fmt.Errorf("%w: %w", ErrTaskStore, err), p, g, nil)
+		return true
+	}
+	owner, scopes, valid := decodeTask(rec)
+	if !valid || owner != taskOwner(p, r.Header) {
+		m.refuse(w, r, ErrUnknownTask, p, g, msg.id)
+		return true
+	}
+	var missing []string
+	for s := range strings.FieldsSeq(scopes) {
+		if !m.satisfied(p.Scopes, s) {
+			missing = append(missing, s)
+		}
+	}
+	if missing == nil {
+		return false
+	}
+	if p.Anonymous {
+		m.refuse(w, r, ErrNoToken, nil, g, nil)
+		return true
+	}
+	required := appendUnique(slices.Clone(g.op.scopes), strings.Fields(scopes)...)
+	m.insufficient(w, r, p, g, required, missing, scopeKey(required), "")
+	return true
+}
+
+// serveNext runs next for an authorized request, reading its answer for
+// the task binding: a request that may create a task, and tasks/list, have
+// their JSON or SSE answer read; every other GET and POST has its SSE
+// answer filtered of other principals' task notifications (a JSON answer
+// carries only the response and passes untouched). The per-request writer
+// comes from a free list, so an ordinary request allocates nothing here.
+//
+// It then runs the session binding's serveSession with sid.
+func (m *Middleware) serveNext(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, msg *message, g *grant, sid string) {
+	if r.Method != http.MethodPost && r.Method != http.MethodGet {
+		m.serveSession(w, r, next, p, sid)
+		return
+	}
+	tw := m.taskWriters.get()
+	tw.m, tw.ctx, tw.p, tw.hdr = m, r.Context(), p, r.Header
+	opts := rpcanswer.Options{SSEOnly: true}
+	switch {
+	case !msg.hasMethod:
+	case msg.hasTask || msg.tasksExt:
+		tw.create, tw.scopes, tw.reqID = true, g.op.key, msg.id
+		opts.SSEOnly = false
+	case string(msg.method) == methodTasksList:
+		tw.list = true
+		opts.SSEOnly, opts.RefuseOther = false, true
+	}
+	tw.aw.Reset(w, tw, opts)
+	m.serveSession(&tw.aw, r, next, p, sid)
+	if err := tw.aw.Finish(); err != nil {
+		m.log.LogAttrs(r.Context(), slog.LevelWarn, "middleware: answer filtered for task binding",
+			slog.String("error", err.Error()), slog.String("path", r.URL.Path))
+	}
+	m.taskWriters.put(tw)
+}
+
+// taskWriter reads one answer for the task binding (an rpcanswer.Rewriter).
+type taskWriter struct {
+	aw     rpcanswer.Writer
+	m      *Middleware
+	ctx    context.Context
+	p      *Principal
+	hdr    http.Header
+	owner  string // taskOwner, computed when first needed
+	known  bool   // owner is computed
+	create bool   // the request may create a task: record the one its response creates
+	list   bool   // tasks/list: its answer must be read
+	scopes string // the creating request's scope key
+	reqID  []byte
+	env    rpcanswer.Message
+}
+
+// taskWriterPool is a short free list of taskWriters.
+type taskWriterPool struct {
+	mu   sync.Mutex
+	free []*taskWriter
+}
+
+func (tp *taskWriterPool) get() *taskWriter {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if n := len(tp.free); n > 0 {
+		tw := tp.free[n-1]
+		tp.free = tp.free[:n-1]
+		return tw
+	}
+	return new(taskWriter)
+}
+
+func (tp *taskWriterPool) put(tw *taskWriter) {
+	// Keep the answer writer's buffers, drop the request's state.
+	tw.m, tw.ctx, tw.p, tw.hdr, tw.reqID = nil, nil, nil, nil, nil
+	tw.owner, tw.scopes, tw.known, tw.create, tw.list = "", "", false, false, false
+	tw.env = rpcanswer.Message{}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if len(tp.free) < maxFreeTaskWrite {
+		tp.free = append(tp.free, tw)
+	}
+}
+
+func (t *taskWriter) ownerKey() string {
+	if !t.known {
+		t.owner, t.known = taskOwner(t.p, t.hdr), true
+	}
+	return t.owner
+}
+
+// mayConcernTasks reports whether msg could be a task message at all: a
+// JSON text that names a task notification, a tasks array or a task must
+// contain "task" literally, or an escape.
+func mayConcernTasks(msg []byte) bool {
+	return bytes.Contains(msg, []byte("task")) || bytes.IndexByte(msg, '\\') >= 0
+}
+
+// Rewrite implements rpcanswer.Rewriter.
+func (t *taskWriter) Rewrite(msg []byte) ([]byte, error) {
+	if !t.create && !t.list && !mayConcernTasks(msg) {
+		return msg, nil
+	}
+	env := &t.env
+	if err := rpcanswer.Parse(&t.m.json, msg, env); err != nil {
+		return nil, err // unreadable: it could be anything
+	}
+	if env.HasMethod {
+		if string(env.Method) != notifTaskStatus && string(env.Method) != notifTasks {
+			return msg, nil
+		}
+		if ok, err := t.ownsParam(env.Params); err != nil || !ok {
+			return nil, err
+		}
+		return msg, nil
+	}
+	if len(env.Result) == 0 || env.Result[0] != '{' {
+		return msg, nil // an error response, or not a result we read
+	}
+	result, start, end := env.Result, env.ResultStart, env.ResultEnd
+	if t.create && sameID(env.ID, t.reqID) {
+		t.create = false
+		if err := t.record(result); err != nil {
+			t.m.log.LogAttrs(t.ctx, slog.LevelWarn, "middleware: task not recorded", slog.String("error", err.Error()))
+			return []byte(bodyMismatchHead + echoID(env.ID) + bodyInternalTail), nil
+		}
+	}
+	filtered, err := t.filterTasks(result)
+	if err != nil {
+		return nil, err
+	}
+	if filtered == nil {
+		return msg, nil
+	}
+	return rpcanswer.Splice(msg, start, end, filtered), nil
+}
+
+// resultNames are the result members the binding reads.
+var resultNames = []string{"tasks", "task", "taskId", "resultType", "ttlMs"}
+
+// filterTasks returns result with its "tasks" array reduced to the
+// caller's tasks, or nil when result has none or all are the caller's.
+func (t *taskWriter) filterTasks(result []byte) ([]byte, error) {
+	tasks, start, end, ok, err := rpcanswer.Member(&t.m.json, result, resultNames, "tasks")
+	if err != nil || !ok || tasks[0] != '[' {
+		return nil, err
+	}
+	arr, removed, err := rpcanswer.FilterArray(tasks, func(e []byte) (bool, error) {
+		if e[0] != '{' {
+			return false, nil
+		}
+		return t.ownsParam(e)
+	})
+	if err != nil || !removed {
+		return nil, err
+	}
+	return rpcanswer.Splice(result, start, end, arr), nil
+}
+
+// ownsParam reports whether obj (notification params, a listed task) has
+// a string taskId of a task the caller owns.
+func (t *taskWriter) ownsParam(obj []byte) (bool, error) {
+	if len(obj) == 0 || obj[0] != '{' {
+		return false, nil
+	}
+	v, _, _, ok, err := rpcanswer.Member(&t.m.json, obj, []string{"taskId"}, "taskId")
+	if err != nil || !ok {
+		return false, nil // unreadable or no ID: not shown
+	}
+	id, ok := rpcanswer.String(v)
+	if !ok {
+		return false, nil
+	}
+	rec, err := t.m.tasks.Owner(t.ctx, KindTask, id, DefaultTaskTTL)
+	if err != nil {
+		return false, fmt.Errorf("%w: %w", ErrTaskStore, err)
+	}
+	owner, _, valid := decodeTask(rec)
+	return valid && owner == t.ownerKey(), nil
+}
+
+// record stores the task a CreateTaskResult creates: result.task (2025-11-25)
+// or result itself with resultType "task" (2026-07-28), with the owner,
+// the creating request's scopes and an expiry from the task's ttl. A result
+// without a task (the server did not create one) records nothing. A task
+// ID already recorded for another owner is refused.
+func (t *taskWriter) record(result []byte) error {
+	var task, resultType, taskID, ttl []byte
+	err := t.m.json.Members(result, resultNames, func(name, v []byte) error {
+		switch string(name) {
+		case "task":
+			task = v
+		case "resultType":
+			resultType = v
+		case "taskId":
+			taskID = v
+		case "ttlMs":
+			ttl = v
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(task) > 0 && task[0] == '{':
+		taskID, ttl = nil, nil
+		err = t.m.json.Members(task, []string{"taskId", "ttl"}, func(name, v []byte) error {
+			switch string(name) {
+			case "taskId":
+				taskID = v
+			case "ttl":
+				ttl = v
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	case string(resultType) != `"task"`:
+		return nil // not a CreateTaskResult
+	}
+	id, ok := rpcanswer.String(taskID)
+	if !ok || id == "" {
+		return nil
+	}
+	err = t.m.tasks.Claim(t.ctx, KindTask, id, encodeTask(t.ownerKey(), t.scopes), taskLifetime(ttl))
+	if errors.Is(err, ErrOwned) {
+		return errTaskIDReused
+	}
+	return err
+}
+
+// taskLifetime is how long a task with the raw ttl (milliseconds, or null)
+// is remembered: its ttl plus taskGrace, at most DefaultTaskTTL.
+func taskLifetime(ttl []byte) time.Duration {
+	ms, err := strconv.ParseFloat(string(ttl), 64)
+	if err != nil || ms < 0 || ms >= float64(DefaultTaskTTL/time.Millisecond) {
+		return DefaultTaskTTL
+	}
+	return min(time.Duration(ms)*time.Millisecond+taskGrace, DefaultTaskTTL)
+}
+
+// sameID reports whether the raw JSON-RPC ids a and b are the same id:
+// equal text, equal strings, or equal numbers.
+func sameID(a, b []byte) bool {
+	if bytes.Equal(a, b) {
+		return len(a) > 0
+	}
+	if len(a) == 0 || len(b) == 0 {
+		return false
+	}
+	if a[0] == '"' && b[0] == '"' {
+		x, ok1 := rpcanswer.String(a)
+		y, ok2 := rpcanswer.String(b)
+		return ok1 && ok2 && x == y
+	}
+	x, err1 := strconv.ParseFloat(string(a), 64)
+	y, err2 := strconv.ParseFloat(string(b), 64)
+	return err1 == nil && err2 == nil && x == y
+}
