@@ -383,8 +383,9 @@ func (t *taskWriter) record(result []byte) error {
 	if !ok || id == "" {
 		return nil
 	}
-	err = t.m.tasks.Claim(t.ctx, KindTask, id, encodeTask(t.ownerKey(), t.scopes), taskLifetime(ttl))
-	if errors.Is(err, ErrOwned) {
+	owner := encodeTask(t.ownerKey(), t.scopes)
+	holder, err := t.m.tasks.Claim(t.ctx, KindTask, id, owner, taskLifetime(ttl))
+	if err == nil && holder != owner {
 		return errTaskIDReused
 	}
 	return err
