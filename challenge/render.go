@@ -263,6 +263,10 @@ func isTchar(c byte) bool {
 	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
 }
 
+// IsToken reports whether s is an RFC 9110 §5.6.2 token, the syntax of an
+// authentication scheme, an auth-param name and an HTTP field name.
+func IsToken(s string) bool { return isToken(s) }
+
 // isToken reports whether s is an RFC 9110 §5.6.2 token.
 func isToken(s string) bool {
 	if s == "" {

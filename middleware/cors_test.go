@@ -4,7 +4,11 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
+	"strings"
 	"testing"
+
+	"github.com/mcpguard/mcpguard/challenge"
 )
 
 // TestCORS: a browser client of an allowed origin gets CORS answers: a
@@ -46,6 +50,13 @@ func TestCORS(t *testing.T) {
 			"Access-Control-Allow-Credentials": "",
 			"WWW-Authenticate":                 "",
 		}},
+		{"preflight with Mcp-Param headers", f.m.Handler(next), func() *http.Request {
+			r := preflight(app)
+			r.Header.Set("Access-Control-Request-Headers", "content-type, mcp-method, mcp-name, mcp-param-region, Mcp-Param-Tenant_ID, mcp-param-, mcp-param-bad(name), x-other")
+			return r
+		}(), 204, map[string]string{
+			"Access-Control-Allow-Headers": "Authorization, Content-Type, Accept, DPoP, Last-Event-ID, MCP-Protocol-Version, Mcp-Session-Id, Mcp-Method, Mcp-Name, Mcp-Param-Region, Mcp-Param-Tenant_id",
+		}},
 		{"preflight through Protect", f.m.Protect()(next), preflight(app), 204, map[string]string{"Access-Control-Allow-Origin": app}},
 		{"preflight, other origin", f.m.Handler(next), preflight("https://evil.example"), 403, map[string]string{"Access-Control-Allow-Origin": ""}},
 		{"preflight, null origin with *", star.m.Handler(next), preflight("null"), 401, map[string]string{"Access-Control-Allow-Origin": ""}},
@@ -78,4 +89,28 @@ func TestCORS(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzParamHeaders: whatever a preflight asks for, the Allow-Headers
+// suffix lists only canonical Mcp-Param-{token} names, at most
+// corsMaxParams of them, each at most corsMaxParamLen bytes.
+func FuzzParamHeaders(f *testing.F) {
+	for _, s := range []string{"mcp-param-region", "content-type, mcp-param-a, MCP-PARAM-B", "mcp-param-", "mcp-param-a b", ",,,", "mcp-param-\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		out := paramHeaders([]string{line, line})
+		if out == "" {
+			return
+		}
+		names := strings.Split(strings.TrimPrefix(out, ", "), ", ")
+		if len(names) > corsMaxParams {
+			t.Fatalf("%d names", len(names))
+		}
+		for _, n := range names {
+			if !strings.HasPrefix(n, "Mcp-Param-") || len(n) > corsMaxParamLen || !challenge.IsToken(n) || textproto.CanonicalMIMEHeaderKey(n) != n {
+				t.Fatalf("allowed %q", n)
+			}
+		}
+	})
 }

@@ -13,7 +13,9 @@ import (
 // FuzzPublic: a tokenless POST with any body is either served, to the
 // anonymous principal with the body unchanged, and then encoding/json
 // reads the same public operation from it; or refused with exactly the
-// 401 challenge. Nothing else, and never a panic.
+// 401 challenge; or, when it is not one well-formed JSON-RPC message, with
+// the 400 or 413 a token would get, without running the handler. Nothing
+// else, and never a panic.
 func FuzzPublic(f *testing.F) {
 	for _, s := range []string{
 		rpcBody(legacyRev, "ping", ""), rpcBody(legacyRev, "tools/call", "hello"), rpcBody(legacyRev, "tools/call", "get_weather"),
@@ -43,6 +45,15 @@ func FuzzPublic(f *testing.F) {
 		case http.StatusUnauthorized:
 			if got != nil || w.Header().Get("WWW-Authenticate") != noTokenChallenge {
 				t.Fatalf("401 with challenge %q, handler ran: %v", w.Header().Get("WWW-Authenticate"), got != nil)
+			}
+			return
+		case http.StatusBadRequest, http.StatusRequestEntityTooLarge:
+			if got != nil || w.Header().Get("WWW-Authenticate") != "" {
+				t.Fatalf("%d with challenge %q, handler ran: %v", w.Code, w.Header().Get("WWW-Authenticate"), got != nil)
+			}
+			var probe message
+			if w.Code == http.StatusBadRequest && parseMessage(body, &probe) == nil {
+				t.Fatalf("400 for a body the peek parses: %s", w.Body)
 			}
 			return
 		case http.StatusOK:

@@ -3,8 +3,11 @@ package middleware
 import (
 	"fmt"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"strings"
+
+	"github.com/mcpguard/mcpguard/challenge"
 )
 
 var errOriginRepeated = fmt.Errorf("%w: several Origin headers", ErrOrigin)
@@ -96,6 +99,13 @@ const (
 	corsAllowHeaders  = "Authorization, Content-Type, Accept, DPoP, Last-Event-ID, MCP-Protocol-Version, Mcp-Session-Id, Mcp-Method, Mcp-Name"
 	corsExposeHeaders = "WWW-Authenticate, Mcp-Session-Id, DPoP-Nonce, Retry-After"
 	corsMaxAge        = "600"
+	// The 2026-07-28 transport's x-mcp-header parameters travel as
+	// Mcp-Param-{Name} headers, one per annotated tool argument: a
+	// preflight asking for such headers gets them allowed, up to
+	// corsMaxParams names of at most corsMaxParamLen bytes each.
+	corsParamPrefix = "mcp-param-"
+	corsMaxParams   = 32
+	corsMaxParamLen = 128
 )
 
 // cors adds the CORS answer headers when r has one Origin, a serialized
@@ -120,10 +130,36 @@ func (p *originPolicy) cors(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	h.Set("Access-Control-Allow-Methods", corsAllowMethods)
-	h.Set("Access-Control-Allow-Headers", corsAllowHeaders)
+	h.Set("Access-Control-Allow-Headers", corsAllowHeaders+paramHeaders(r.Header["Access-Control-Request-Headers"]))
 	h.Set("Access-Control-Max-Age", corsMaxAge)
 	h.Set("Cache-Control", "no-store")
 	closeUnread(w, r) // a preflight's body is never read
 	w.WriteHeader(http.StatusNoContent)
 	return true
+}
+
+// paramHeaders returns, as a suffix of the Allow-Headers list, the
+// Mcp-Param-{Name} field names among a preflight's
+// Access-Control-Request-Headers (a comma-separated list of field names,
+// Fetch standard §3.2.2), canonicalized; names that are not RFC 9110
+// tokens, and any beyond the caps, are left out (the browser then refuses
+// its request).
+func paramHeaders(lines []string) string {
+	var b strings.Builder
+	n := 0
+	for _, line := range lines {
+		for name := range strings.SplitSeq(line, ",") {
+			name = strings.TrimSpace(name)
+			if len(name) <= len(corsParamPrefix) || len(name) > corsMaxParamLen ||
+				!strings.EqualFold(name[:len(corsParamPrefix)], corsParamPrefix) || !challenge.IsToken(name) {
+				continue
+			}
+			if n++; n > corsMaxParams {
+				return b.String()
+			}
+			b.WriteString(", ")
+			b.WriteString(textproto.CanonicalMIMEHeaderKey(name))
+		}
+	}
+	return b.String()
 }

@@ -21,9 +21,15 @@ import (
 // server read up to that many bytes per request (cap it lower when public
 // operations are on). The request is served only when it is a single,
 // well-formed JSON-RPC message whose operation is listed here and whose MCP
-// headers agree with the body; anything else, including a body too large
-// or not parsable, gets the same 401 challenge as before, so nothing more
-// is disclosed to a client without a token. Its handler sees a [Principal]
+// headers agree with the body. A request that is not one gets the protocol
+// answer a token would get, since it depends only on the request's own
+// bytes: 413 for a body over the limit, 400 with JSON-RPC -32700, -32600
+// (not a single message) or, for MCP headers that disagree with the body,
+// -32020 (-32602 for a 2026-07-28 request without the _meta protocol
+// version). A well-formed message whose operation is not public gets the
+// same 401 challenge as before, so nothing protected is disclosed to a
+// client without a token. With no public operation, every request without
+// a token gets the 401 first, before its body is read. Its handler sees a [Principal]
 // with Anonymous set and nothing else: it must serve only public data.
 //
 // A token that is sent is always validated: a bad one is 401 even for a
@@ -231,12 +237,24 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 	body, err := readBody(r, m.cfg.MaxBodyBytes)
 	if err != nil {
 		closeUnread(w, r) // issue #11: the rest of the body is not read
-		m.refuse(w, r, ErrNoToken, nil, nil, nil)
+		if !errors.Is(err, ErrBodyTooLarge) {
+			err = ErrNoToken
+		}
+		m.refuse(w, r, err, nil, nil, nil) // 413, as with a token
 		return
 	}
+	// The protocol answers that depend only on the request's own bytes are
+	// the ones a token would get (400 with -32700, -32600, -32020 or
+	// -32602): they reveal nothing protected, and a client without a token
+	// learns what is wrong with its request before it is asked for one.
 	var msg message
-	if parseMessageWith(&m.json, body, &msg) != nil || checkHeaders(r.Header, &msg) != nil {
-		m.refuse(w, r, ErrNoToken, nil, nil, nil)
+	if err := parseMessageWith(&m.json, body, &msg); err != nil {
+		m.refuse(w, r, err, nil, nil, nil)
+		return
+	}
+	if err := checkHeaders(r.Header, &msg); err != nil {
+		g, _ := m.policy.lookup(&msg) // labels only
+		m.refuse(w, r, err, nil, g, msg.id)
 		return
 	}
 	g := m.public.lookup(&msg)

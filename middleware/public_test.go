@@ -81,12 +81,19 @@ func TestPublicOperations(t *testing.T) {
 	cases = append(cases,
 		tc{"GET is never public", raw(http.MethodGet, ""), 401, noTokenChallenge, ""},
 		tc{"DELETE is never public", raw(http.MethodDelete, ""), 401, noTokenChallenge, ""},
-		tc{"empty body", raw(http.MethodPost, ""), 401, noTokenChallenge, ""},
-		tc{"not JSON", raw(http.MethodPost, "a=b", "Content-Type", "application/x-www-form-urlencoded"), 401, noTokenChallenge, ""},
-		tc{"batch of public", raw(http.MethodPost, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`), 401, noTokenChallenge, ""},
-		tc{"duplicate method", raw(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}`), 401, noTokenChallenge, ""},
-		tc{"too large", raw(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"`+strings.Repeat("a", 2000)+`"}}`), 401, noTokenChallenge, ""},
-		tc{"header mismatch", raw(http.MethodPost, rpcBody(modernRev, "tools/list", ""), "MCP-Protocol-Version", modernRev, "Mcp-Method", "tools/call"), 401, noTokenChallenge, ""},
+		// The protocol answers that depend only on the request's bytes are
+		// the ones a token would get (issue 24): before any 401.
+		tc{"empty body", raw(http.MethodPost, ""), 400, "", bodyParseError},
+		tc{"not JSON", raw(http.MethodPost, "a=b", "Content-Type", "application/x-www-form-urlencoded"), 400, "", bodyParseError},
+		tc{"batch of public", raw(http.MethodPost, `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`), 400, "", bodyBatch},
+		tc{"duplicate method", raw(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call"}`), 400, "", bodyInvalidMessage},
+		tc{"too large", raw(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"`+strings.Repeat("a", 2000)+`"}}`), 413, "", bodyTooLarge},
+		tc{"header mismatch", raw(http.MethodPost, rpcBody(modernRev, "tools/list", ""), "MCP-Protocol-Version", modernRev, "Mcp-Method", "tools/call"), 400, "",
+			`{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"Header mismatch"}}`},
+		tc{"2026-07-28 Mcp-Name mismatch of a protected tool", raw(http.MethodPost, rpcBody(modernRev, "tools/call", "get_weather"), "MCP-Protocol-Version", modernRev,
+			"Mcp-Method", "tools/call", "Mcp-Name", "hello"), 400, "", `{"jsonrpc":"2.0","id":1,"error":{"code":-32020,"message":"Header mismatch"}}`},
+		tc{"2026-07-28 without _meta protocol version", raw(http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, "MCP-Protocol-Version", modernRev,
+			"Mcp-Method", "tools/list"), 400, "", `{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"Invalid params"}}`},
 		tc{"Basic scheme is not anonymous", raw(http.MethodPost, rpcBody(legacyRev, "ping", ""), "Authorization", "Basic dXNlcjpwYXNz"), 401, noTokenChallenge, ""},
 		tc{"malformed bearer", raw(http.MethodPost, rpcBody(legacyRev, "ping", ""), "Authorization", "Bearer"), 400, "", ""},
 		tc{"query token", func() *http.Request {
@@ -131,6 +138,18 @@ func TestPublicDefault(t *testing.T) {
 	f.m.Handler(principalProbe()).ServeHTTP(w, r)
 	if w.Code != 401 || w.Header().Get("WWW-Authenticate") != noTokenChallenge || body.n != 0 {
 		t.Errorf("status %d, challenge %q, %d body bytes read; want 401, %q, 0", w.Code, w.Header().Get("WWW-Authenticate"), body.n, noTokenChallenge)
+	}
+	// A malformed 2026-07-28 request too: with no public operation the
+	// 401 comes first, before the body is read.
+	r = httptest.NewRequest(http.MethodPost, resource, strings.NewReader(rpcBody(modernRev, "tools/list", "")))
+	r.Header.Set("MCP-Protocol-Version", modernRev)
+	r.Header.Set("Mcp-Method", "tools/call")
+	body = &countingBody{r: r.Body}
+	r.Body = body
+	w = httptest.NewRecorder()
+	f.m.Handler(principalProbe()).ServeHTTP(w, r)
+	if w.Code != 401 || w.Header().Get("WWW-Authenticate") != noTokenChallenge || body.n != 0 {
+		t.Errorf("malformed 2026-07-28: status %d, challenge %q, %d body bytes read; want 401, %q, 0", w.Code, w.Header().Get("WWW-Authenticate"), body.n, noTokenChallenge)
 	}
 }
 
