@@ -78,6 +78,9 @@ type hxEnv struct {
 	client  *http.Client
 	reads   hxBodyReads
 	nextID  atomic.Int64
+	// refreshes counts the key source's ended refreshes (its
+	// jwks.Config.Observer unless the test sets one).
+	refreshes hxRefreshes
 
 	closeOnce sync.Once
 }
@@ -114,6 +117,9 @@ func newHxEnv(t testing.TB, cfg hxEnvConfig) *hxEnv {
 	}
 	if !cfg.WallClockJWKS {
 		jc.Now = e.iss.Now
+	}
+	if jc.Observer == nil {
+		jc.Observer = &e.refreshes
 	}
 	e.jwksCfg = jc
 	keys, err := jwks.New(jc)
