@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/go-json-experiment/json/jsontext"
-
 	"github.com/mcpguard/mcpguard/internal/fetch"
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 	"github.com/mcpguard/mcpguard/prm"
 )
 
@@ -21,10 +20,13 @@ import (
 //     error), whatever hc's policy, and hc is not modified;
 //   - the answer must be 200 with a JSON media type and at most
 //     prm.MaxMetadataBytes of body, read within hc's timeout and ctx;
-//   - the body must be valid JSON without repeated member names or invalid
-//     UTF-8 (go-json-experiment's jsontext), else prm.ErrInvalidMetadata;
-//   - [prm.Parse] then applies the §3.3 checks: "resource" identical to
-//     wantResource, at least one usable authorization server.
+//   - the body must be one JSON value without repeated member names or
+//     invalid UTF-8 (internal/strictjson, the project's one JSON reader),
+//     else prm.ErrInvalidMetadata;
+//   - [prm.Parse] then applies the same policy with case variants of the
+//     names it reads (its own checker: prm is a standard-library leaf) and
+//     the §3.3 checks: "resource" identical to wantResource, at least one
+//     usable authorization server.
 //
 // A failure to obtain the document wraps [ErrMetadataFetch] (and the
 // transport, status or context error); a document that fails the checks
@@ -50,7 +52,7 @@ func FetchMetadata(ctx context.Context, hc *http.Client, metadataURL, wantResour
 	}
 	// The project's strict reader first: a repeated member name or invalid
 	// UTF-8 would leave what "resource" says to the decoder's choice.
-	if !jsontext.Value(resp.Body).IsValid() {
+	if strictjson.Valid(resp.Body) != nil {
 		return nil, fmt.Errorf("%w: not valid JSON (syntax, invalid UTF-8 or a repeated member name)", prm.ErrInvalidMetadata)
 	}
 	return prm.Parse(resp.Body, wantResource)

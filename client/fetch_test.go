@@ -74,6 +74,12 @@ func fixtureServer(t *testing.T) (srv *httptest.Server, other *httptest.Server) 
 		case "/duplicate":
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte(`{"resource":"` + self + `/mcp","authorization_servers":["https://auth.example.com"],"resource":"https://evil.example/mcp"}`))
+		case "/case-variant":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"RESOURCE":"https://evil.example/mcp","resource":"` + self + `/mcp","authorization_servers":["https://auth.example.com"]}`))
+		case "/lone-surrogate":
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"resource":"` + self + `/mcp","authorization_servers":["https://auth.example.com"],"resource_name":"\udc00"}`))
 		case "/bad-utf8":
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte("{\"resource\":\"" + self + "/mcp\",\"authorization_servers\":[\"https://auth.example.com\"],\"resource_name\":\"\xff\"}"))
@@ -120,6 +126,8 @@ func TestFetchMetadata(t *testing.T) {
 		{"trailing data", srv.URL + "/trailing", res, prm.ErrInvalidMetadata},
 		{"repeated member name", srv.URL + "/duplicate", res, prm.ErrInvalidMetadata},
 		{"invalid UTF-8", srv.URL + "/bad-utf8", res, prm.ErrInvalidMetadata},
+		{"case variant of resource", srv.URL + "/case-variant", res, prm.ErrInvalidMetadata},
+		{"lone surrogate", srv.URL + "/lone-surrogate", res, prm.ErrInvalidMetadata},
 		{"http non-loopback refused", "http://example.com/.well-known/oauth-protected-resource", "http://example.com", ErrMetadataFetch},
 		{"metadata URL with fragment", mdURL + "#x", res, ErrMetadataFetch},
 		{"relative metadata URL", "/.well-known/oauth-protected-resource", res, ErrMetadataFetch},

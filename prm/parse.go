@@ -1,7 +1,6 @@
 package prm
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 )
@@ -15,7 +14,11 @@ const MaxMetadataBytes = 64 << 10
 // client apply, and no others:
 //
 //   - body must be one JSON object whose members have the RFC 9728 §2
-//     types (else [ErrInvalidMetadata]);
+//     types, read by the project's JSON policy (docs/jose.md): valid
+//     UTF-8, no member name repeated in any object, and no top-level
+//     name that is a case variant of a member read ("RESOURCE" beside or
+//     instead of "resource") or of another name (else
+//     [ErrInvalidMetadata]);
 //   - its "resource" must be identical to wantResource, with no
 //     normalisation (§3.3: the URL the client requested when the metadata
 //     URL came from a WWW-Authenticate resource_metadata, or the
@@ -40,12 +43,15 @@ func Parse(body []byte, wantResource string) (*Metadata, error) {
 	if wantResource == "" {
 		return nil, fmt.Errorf("%w: expected resource is empty", ErrInvalidResource)
 	}
-	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) == 0 || t[0] != '{' {
-		return nil, fmt.Errorf("%w: not a JSON object", ErrInvalidMetadata)
+	// The project's JSON policy first (checkJSON), so that encoding/json,
+	// which matches names case-insensitively and keeps the last of
+	// repeated members, can only see the members that were checked.
+	if err := checkJSON(body, metadataNames()); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidMetadata, err)
 	}
 	var m Metadata
 	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, fmt.Errorf("%w: malformed JSON: %w", ErrInvalidMetadata, err)
+		return nil, fmt.Errorf("%w: a member of the wrong type: %w", ErrInvalidMetadata, err)
 	}
 	if m.Resource != wantResource {
 		return nil, ErrResourceMismatch

@@ -1,9 +1,14 @@
 // Package strictjson is mcpguard's one reader of untrusted JSON: JOSE
 // headers and JWT claims sets (validate), DPoP proofs (validate/dpop),
-// introspection responses (validate/introspect), JSON-RPC bodies
-// (middleware), client metadata and registration requests (cimd),
-// authorization-server metadata (asmeta) and token-endpoint answers
-// (client). It is a thin policy layer over
+// introspection responses and OAuth error answers (validate/introspect),
+// JSON-RPC bodies (middleware), client metadata and registration requests
+// (cimd), authorization-server metadata (asmeta), token-endpoint answers
+// and protected-resource metadata (client), and the answers of audited
+// servers (cmd/internal/audit). prm, a standard-library leaf, applies the
+// same policy with its own checker on encoding/json's tokenizer, held to
+// this package by a differential fuzz target. TestOneJSONReader fails the
+// build when another file decodes JSON without this package (its
+// documented exceptions: docs/jose.md). It is a thin policy layer over
 // github.com/go-json-experiment/json and its jsontext tokenizer, the
 // module form of Go 1.27's encoding/json/v2; no byte of JSON is scanned by
 // code of this module. When the minimum Go version is 1.27, the imports

@@ -1,7 +1,7 @@
 package introspect
 
 import (
-	"github.com/go-json-experiment/json"
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // Error codes of an RFC 6749 §5.2 error response that blame this resource
@@ -17,29 +17,35 @@ const (
 const maxErrorCode = 64
 
 // oauthErrorCode returns the "error" member of body, an RFC 6749 §5.2
-// error response read with the project's strict JSON reader (unique member
-// names, valid UTF-8, exact case), or "" if body is not such a document or
-// the code is empty, longer than 64 bytes or has a character outside
-// 1*( %x20-21 / %x23-5B / %x5D-7E ). It is an unauthenticated answer
+// error response read with the project's strict JSON reader
+// (internal/strictjson: unique member names, valid UTF-8, no case variant
+// of "error" nor two names equal under case folding), or "" if body is
+// not such a document or the code is empty, longer than 64 bytes or has a
+// character outside 1*( %x20-21 / %x23-5B / %x5D-7E ). It is an unauthenticated answer
 // about an attacker-chosen token, so its value only selects a branch and
 // a bounded log field.
 func oauthErrorCode(body []byte) string {
 	if len(body) == 0 {
 		return ""
 	}
-	var doc struct {
-		Error string `json:"error"`
-	}
-	if err := json.Unmarshal(body, &doc); err != nil {
+	var code string
+	var found bool
+	err := strictjson.Members(body, []string{"error"}, func(name, value []byte) error {
+		if string(name) == "error" {
+			code, found = strictjson.String(value)
+		}
+		return nil
+	})
+	if err != nil || !found {
 		return ""
 	}
-	if doc.Error == "" || len(doc.Error) > maxErrorCode {
+	if code == "" || len(code) > maxErrorCode {
 		return ""
 	}
-	for i := 0; i < len(doc.Error); i++ {
-		if c := doc.Error[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+	for i := 0; i < len(code); i++ {
+		if c := code[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
 			return ""
 		}
 	}
-	return doc.Error
+	return code
 }

@@ -13,6 +13,10 @@ func TestOAuthErrorCode(t *testing.T) {
 		{`{"error":"invalid_request","error":"invalid_client"}`, ""}, // duplicate names
 		{`{"ERROR":"invalid_client"}`, ""},                           // case variant
 		{`{"Error":"invalid_client"}`, ""},
+		{`{"ERROR":"invalid_request","error":"invalid_client"}`, ""}, // a case variant beside the name read
+		{`{"error":"invalid_client","x":1,"X":2}`, ""},               // two names equal under folding
+		{`{"error":"invalid_client","x":{"a":1,"a":2}}`, ""},         // repeated in a nested object
+		{`{"error":"invalid_client","x":"\ud800"}`, ""},              // lone surrogate elsewhere
 		{`{"error":1}`, ""},
 		{`{"error":""}`, ""},
 		{`{"error":"a\"b"}`, ""},

@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/go-json-experiment/json"
 
 	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/internal/fetch"
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // maxAuthServers bounds the authorization servers checked.
@@ -111,7 +111,7 @@ func (a *Auditor) fetchASMetadata(ctx context.Context, issuer string, judge bool
 			continue
 		}
 		var m asmeta.Metadata
-		if err := json.Unmarshal(x.body, &m); err != nil {
+		if err := strictjson.Unmarshal(x.body, &m); err != nil {
 			if judge {
 				a.fail(ASMetadata, u+": not strict JSON", ev)
 			}
@@ -155,7 +155,7 @@ func (a *Auditor) fetchSigningKey(ctx context.Context, jwksURI string) *signingK
 		return nil
 	}
 	var set jose.JSONWebKeySet
-	if err := json.Unmarshal(x.body, &set); err != nil {
+	if err := strictjson.Unmarshal(x.body, &set); err != nil {
 		return nil
 	}
 	for _, k := range set.Keys {

@@ -13,10 +13,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcpguard/mcpguard/internal/fetch"
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // Bounds of the credentialed checks.
@@ -164,7 +164,7 @@ func (a *Auditor) grant(ctx context.Context, scopes []string) (string, error) {
 		AccessToken string `json:"access_token"`
 		TokenType   string `json:"token_type"`
 	}
-	if err := json.Unmarshal(x.body, &tr); err != nil || tr.AccessToken == "" {
+	if err := strictjson.Unmarshal(x.body, &tr); err != nil || tr.AccessToken == "" {
 		return "", errors.New("the token response has no access_token")
 	}
 	if !strings.EqualFold(tr.TokenType, "Bearer") {
@@ -224,7 +224,7 @@ func parseTools(result jsontext.Value) []tool {
 	var lr struct {
 		Tools []tool `json:"tools"`
 	}
-	if err := json.Unmarshal(result, &lr); err != nil {
+	if err := strictjson.Unmarshal(result, &lr); err != nil {
 		return nil
 	}
 	if len(lr.Tools) > 256 {
@@ -238,7 +238,7 @@ func propType(v jsontext.Value) string {
 	var s struct {
 		Type any `json:"type"`
 	}
-	if err := json.Unmarshal(v, &s); err != nil {
+	if err := strictjson.Unmarshal(v, &s); err != nil {
 		return ""
 	}
 	switch t := s.Type.(type) {

@@ -9,9 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/go-json-experiment/json"
-
 	"github.com/mcpguard/mcpguard/challenge"
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 	"github.com/mcpguard/mcpguard/prm"
 )
 
@@ -162,7 +161,7 @@ func (a *Auditor) fetchPRM(ctx context.Context, rawURL string) prmFetch {
 		return f
 	}
 	var m prm.Metadata
-	if err := json.Unmarshal(x.body, &m); err != nil {
+	if err := strictjson.Unmarshal(x.body, &m); err != nil {
 		f.problem = "not strict JSON (duplicate member, invalid UTF-8 or wrong types)"
 		return f
 	}
@@ -296,7 +295,7 @@ func (a *Auditor) checkHostSpoofing(ctx context.Context) {
 			return false
 		}
 		var m prm.Metadata
-		if json.Unmarshal(x.body, &m) == nil && upgraded(a.endpoint.String(), m.Resource) {
+		if strictjson.Unmarshal(x.body, &m) == nil && upgraded(a.endpoint.String(), m.Resource) {
 			return true
 		}
 		return strings.Contains(strings.ToLower(string(x.body)), spoofHost)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // MCP revisions the audit speaks.
@@ -166,7 +168,7 @@ func readRPC(contentType string, body []byte) *rpcResponse {
 // decodeRPC decodes one JSON-RPC response object, or returns nil.
 func decodeRPC(b []byte) *rpcResponse {
 	var r rpcResponse
-	if err := json.Unmarshal(b, &r); err != nil {
+	if err := strictjson.Unmarshal(b, &r); err != nil {
 		return nil
 	}
 	return &r
@@ -236,7 +238,7 @@ func isToolError(r *rpcResponse) bool {
 		return true
 	}
 	var tr toolResult
-	if err := json.Unmarshal(r.Result, &tr); err != nil {
+	if err := strictjson.Unmarshal(r.Result, &tr); err != nil {
 		return true
 	}
 	return tr.IsError

@@ -18,7 +18,8 @@ import (
 	"strings"
 
 	"github.com/go-jose/go-jose/v4"
-	"github.com/go-json-experiment/json"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // Proxy describes a deployment behind an authorization proxy (such as
@@ -357,7 +358,7 @@ func (a *Auditor) proxyKID(ctx context.Context) string {
 		return ""
 	}
 	var set jose.JSONWebKeySet
-	if err := json.Unmarshal(x.body, &set); err != nil || len(set.Keys) == 0 {
+	if err := strictjson.Unmarshal(x.body, &set); err != nil || len(set.Keys) == 0 {
 		return ""
 	}
 	return set.Keys[0].KeyID

@@ -8,8 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // streamPeek bounds a GET that may open an event stream.
@@ -28,7 +29,7 @@ func unverifiedClaims(tok string) map[string]any {
 		return nil
 	}
 	var m map[string]any
-	if json.Unmarshal(b, &m) != nil {
+	if strictjson.Unmarshal(b, &m) != nil {
 		return nil
 	}
 	return m
