@@ -49,13 +49,16 @@
 // context derives from the request, and the same TokenInfo reaches
 // req.Extra.
 //
-// # Lists filtered by the operation policy
+// # Lists shown by the operation policy
 //
-// With Config.FilterLists, tools/list, prompts/list and resources/list
-// answer only the tools, prompts and resources the request's principal may
-// call under the middleware's operation policy
-// ([middleware.Middleware.Permits]), and mark the result cacheScope
-// "private". resources/templates/list is not filtered: a template is not a
-// URI the policy can match. Filtering only hides; the call is still
-// checked by the middleware.
+// After [Adapter.Install], tools/list, prompts/list, resources/list and
+// resources/templates/list answers are shown as middleware.Config.Lists
+// says ([middleware.Middleware.ListEntry], docs/policy.md "Lists"): by
+// default (ListAnnotate) every entry a client could obtain, each with
+// _meta.securitySchemes naming the scopes its call needs (SEP-1488); with
+// ListHide only what the request's principal may call; with ListOff as the
+// go-sdk answers. In every mode an entry no token could reach is left out,
+// and the result is marked cacheScope "private". The go-sdk's Tool type has
+// no top-level securitySchemes field, so the annotation is in _meta only.
+// Lists only show; every call is still checked by the middleware.
 package gosdk

@@ -24,12 +24,6 @@ type Config struct {
 	// Middleware authorizes every request. Required.
 	Middleware *middleware.Middleware
 
-	// FilterLists makes tools/list, prompts/list and resources/list
-	// answer only what the request's principal may call under the
-	// middleware's operation policy ([middleware.Middleware.Permits]). It
-	// takes effect through [Adapter.Install]. Defaults to false: lists are
-	// the go-sdk's, unfiltered.
-	FilterLists bool
 }
 
 // Adapter puts the middleware in front of a go-sdk Streamable HTTP handler
@@ -37,7 +31,6 @@ type Config struct {
 // [New]; it is safe for concurrent use.
 type Adapter struct {
 	m      *middleware.Middleware
-	filter bool
 	bearer func(http.Handler) http.Handler
 }
 
@@ -46,7 +39,7 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Middleware == nil {
 		return nil, fmt.Errorf("%w: no Middleware", ErrConfig)
 	}
-	a := &Adapter{m: cfg.Middleware, filter: cfg.FilterLists}
+	a := &Adapter{m: cfg.Middleware}
 	// The token was validated by the middleware (with its own leeway)
 	// before this runs; the go-sdk's expiry check must not refuse it again
 	// with a plain-text 401, so its skew is made irrelevant.
@@ -162,7 +155,9 @@ func Principal(req mcp.Request) (*middleware.Principal, bool) {
 // handler, and
 // so every tool, prompt and resource handler, gets a context carrying the
 // principal of its own request ([middleware.PrincipalFromContext]), or no
-// principal at all. With Config.FilterLists it also filters the lists.
+// principal at all. It also shows list answers (tools, prompts, resources
+// and resource templates) as middleware.Config.Lists says, entry by entry
+// ([middleware.Middleware.ListEntry]).
 // Call it once per server, before serving, and after adding other
 // receiving middleware: the go-sdk runs the last added first, so those
 // run inside it and see the principal too.
@@ -175,9 +170,9 @@ func (a *Adapter) receive(next mcp.MethodHandler) mcp.MethodHandler {
 		p, _ := Principal(req)
 		ctx = middleware.ContextWithPrincipal(ctx, p) // nil p: no principal
 		res, err := next(ctx, method, req)
-		if err != nil || !a.filter {
+		if err != nil {
 			return res, err
 		}
-		return a.filterList(p, method, res), nil
+		return a.rewriteList(p, method, res), nil
 	}
 }

@@ -3,6 +3,7 @@ package gosdk_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -191,10 +192,14 @@ func TestPublicOperations(t *testing.T) {
 	}
 }
 
-// TestFilterLists: tools/list, prompts/list and resources/list answer
-// what the principal may call; without FilterLists, everything.
-func TestFilterLists(t *testing.T) {
+// TestLists: tools/list, prompts/list, resources/list and
+// resources/templates/list answer, in each mode of middleware.Config.Lists,
+// what middleware.ListEntry decides: annotate lists everything with its
+// scopes in _meta.securitySchemes (noauth for the public tool), hide only
+// what the principal may call, off everything without annotation.
+func TestLists(t *testing.T) {
 	t.Parallel()
+	// list returns "name=scheme[scopes]" for each entry, sorted.
 	list := func(t *testing.T, f *fixture, method, token, field, key string) []string {
 		t.Helper()
 		r := f.do(t, http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"`+method+`"}`, token, "", "MCP-Protocol-Version", legacyRev)
@@ -202,42 +207,83 @@ func TestFilterLists(t *testing.T) {
 		if r.status != http.StatusOK || json.Unmarshal(r.rpc.Result, &res) != nil {
 			t.Fatalf("%s: %d %s", method, r.status, r.body)
 		}
-		var items []map[string]any
-		_ = json.Unmarshal(res[field], &items)
+		if string(res["cacheScope"]) != `"private"` {
+			t.Errorf("%s: cacheScope %s", method, res["cacheScope"])
+		}
+		var items []struct {
+			Name string `json:"name"`
+			URI  string `json:"uri"`
+			Tmpl string `json:"uriTemplate"`
+			Meta struct {
+				Schemes []middleware.SecurityScheme `json:"securitySchemes"`
+			} `json:"_meta"`
+		}
+		if err := json.Unmarshal(res[field], &items); err != nil {
+			t.Fatalf("%s: %v", method, err)
+		}
 		var names []string
 		for _, it := range items {
-			names = append(names, it[key].(string))
+			n := map[string]string{"name": it.Name, "uri": it.URI, "uriTemplate": it.Tmpl}[key]
+			for _, s := range it.Meta.Schemes {
+				n += "=" + s.Type + fmt.Sprint(s.Scopes)
+			}
+			names = append(names, n)
 		}
 		slices.Sort(names)
 		return names
 	}
-	f := newFixture(t, fixtureConfig{stateless: true, filter: true})
+	type want struct{ tools, prompts, resrcs, tmpls []string }
+	annotated := want{
+		[]string{"hello=noauth[]", "secret=oauth2[mcp secret:read]", "whoami=oauth2[mcp]"},
+		[]string{"admin_prompt=oauth2[mcp admin]", "greeting=oauth2[mcp]"},
+		[]string{"file:///admin=oauth2[mcp admin]", "file:///readme=oauth2[mcp]"},
+		[]string{"file:///vault/{name}=oauth2[mcp admin]", "file:///{name}=oauth2[mcp]"},
+	}
 	for _, tc := range []struct {
-		name                   string
-		token                  string
-		tools, prompts, resrcs []string
+		mode  middleware.ListMode
+		name  string
+		token func(*fixture) string
+		want  want
 	}{
-		{"anonymous", "", []string{"hello"}, nil, nil},
-		{"base", f.token(t, "u", "t", "mcp"), []string{"hello", "whoami"}, []string{"greeting"}, []string{"file:///readme"}},
-		{"no base scope", f.token(t, "u", "t", "other"), []string{"hello"}, nil, nil},
-		{"secret", f.token(t, "u", "t", "mcp", "secret:read"), []string{"hello", "secret", "whoami"}, []string{"greeting"}, []string{"file:///readme"}},
-		{"admin", f.token(t, "u", "t", "mcp", "admin"), []string{"hello", "whoami"}, []string{"admin_prompt", "greeting"}, []string{"file:///admin", "file:///readme"}},
+		{middleware.ListAnnotate, "anonymous", func(*fixture) string { return "" }, annotated},
+		{middleware.ListAnnotate, "base", func(f *fixture) string { return f.token(t, "u", "t", "mcp") }, annotated},
+		{middleware.ListHide, "anonymous", func(*fixture) string { return "" }, want{[]string{"hello=noauth[]"}, nil, nil, nil}},
+		{middleware.ListHide, "base", func(f *fixture) string { return f.token(t, "u", "t", "mcp") }, want{
+			[]string{"hello=noauth[]", "whoami=oauth2[mcp]"}, []string{"greeting=oauth2[mcp]"},
+			[]string{"file:///readme=oauth2[mcp]"}, []string{"file:///{name}=oauth2[mcp]"},
+		}},
+		{middleware.ListHide, "no base scope", func(f *fixture) string { return f.token(t, "u", "t", "other") }, want{[]string{"hello=noauth[]"}, nil, nil, nil}},
+		{middleware.ListHide, "secret", func(f *fixture) string { return f.token(t, "u", "t", "mcp", "secret:read") }, want{
+			[]string{"hello=noauth[]", "secret=oauth2[mcp secret:read]", "whoami=oauth2[mcp]"}, []string{"greeting=oauth2[mcp]"},
+			[]string{"file:///readme=oauth2[mcp]"}, []string{"file:///{name}=oauth2[mcp]"},
+		}},
+		{middleware.ListHide, "admin", func(f *fixture) string { return f.token(t, "u", "t", "mcp", "admin") }, want{
+			[]string{"hello=noauth[]", "whoami=oauth2[mcp]"}, []string{"admin_prompt=oauth2[mcp admin]", "greeting=oauth2[mcp]"},
+			[]string{"file:///admin=oauth2[mcp admin]", "file:///readme=oauth2[mcp]"}, annotated.tmpls,
+		}},
+		{middleware.ListOff, "anonymous", func(*fixture) string { return "" }, want{
+			[]string{"hello", "secret", "whoami"}, []string{"admin_prompt", "greeting"},
+			[]string{"file:///admin", "file:///readme"}, []string{"file:///vault/{name}", "file:///{name}"},
+		}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := list(t, f, "tools/list", tc.token, "tools", "name"); !slices.Equal(got, tc.tools) {
-				t.Errorf("tools/list = %q, want %q", got, tc.tools)
-			}
-			if got := list(t, f, "prompts/list", tc.token, "prompts", "name"); !slices.Equal(got, tc.prompts) {
-				t.Errorf("prompts/list = %q, want %q", got, tc.prompts)
-			}
-			if got := list(t, f, "resources/list", tc.token, "resources", "uri"); !slices.Equal(got, tc.resrcs) {
-				t.Errorf("resources/list = %q, want %q", got, tc.resrcs)
+		t.Run(tc.mode.String()+"/"+tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, fixtureConfig{stateless: true, lists: tc.mode})
+			token := tc.token(f)
+			for _, l := range []struct {
+				method, field, key string
+				want               []string
+			}{
+				{"tools/list", "tools", "name", tc.want.tools},
+				{"prompts/list", "prompts", "name", tc.want.prompts},
+				{"resources/list", "resources", "uri", tc.want.resrcs},
+				{"resources/templates/list", "resourceTemplates", "uriTemplate", tc.want.tmpls},
+			} {
+				if got := list(t, f, l.method, token, l.field, l.key); !slices.Equal(got, l.want) {
+					t.Errorf("%s = %q, want %q", l.method, got, l.want)
+				}
 			}
 		})
-	}
-	unfiltered := newFixture(t, fixtureConfig{stateless: true})
-	if got := list(t, unfiltered, "tools/list", "", "tools", "name"); !slices.Equal(got, []string{"hello", "secret", "whoami"}) {
-		t.Errorf("unfiltered tools/list = %q", got)
 	}
 }
 

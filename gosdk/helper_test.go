@@ -48,7 +48,7 @@ type fixture struct {
 type fixtureConfig struct {
 	stateless bool
 	noInstall bool
-	filter    bool
+	lists     middleware.ListMode
 	sessions  middleware.SessionConfig
 }
 
@@ -71,21 +71,25 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 		Metadata:  prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL()}},
 		Scopes:    []string{"mcp"},
 		Operations: middleware.OperationPolicy{
-			Tools:     map[string][]string{"whoami": nil, "secret": {"secret:read"}},
-			Prompts:   map[string][]string{"admin_prompt": {"admin"}},
-			Resources: []middleware.ResourceRule{{URI: "file:///admin", Scopes: []string{"admin"}}},
+			Tools:   map[string][]string{"whoami": nil, "secret": {"secret:read"}},
+			Prompts: map[string][]string{"admin_prompt": {"admin"}},
+			Resources: []middleware.ResourceRule{
+				{URI: "file:///admin", Scopes: []string{"admin"}},
+				{URI: "file:///vault/", Prefix: true, Scopes: []string{"admin"}},
+			},
 			Public: middleware.PublicOperations{
-				Methods: []string{"initialize", "notifications/initialized", "tools/list", "prompts/list", "resources/list", "ping"},
+				Methods: []string{"initialize", "notifications/initialized", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "ping"},
 				Tools:   []string{"hello"},
 			},
 		},
 		Sessions: fc.sessions,
+		Lists:    fc.lists,
 		Now:      iss.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := gosdk.New(gosdk.Config{Middleware: m, FilterLists: fc.filter})
+	a, err := gosdk.New(gosdk.Config{Middleware: m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +130,8 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	}
 	s.AddResource(&mcp.Resource{Name: "admin", URI: "file:///admin"}, rh)
 	s.AddResource(&mcp.Resource{Name: "readme", URI: "file:///readme"}, rh)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "vault", URITemplate: "file:///vault/{name}"}, rh)
+	s.AddResourceTemplate(&mcp.ResourceTemplate{Name: "files", URITemplate: "file:///{name}"}, rh)
 	if !fc.noInstall {
 		a.Install(s)
 	}

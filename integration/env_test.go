@@ -70,6 +70,8 @@ type envConfig struct {
 	stateful bool
 	// public is server.Config.Public (public_test.go).
 	public middleware.PublicOperations
+	// lists is server.Config.Lists (public_test.go).
+	lists middleware.ListMode
 	// wrapMCP, if set, wraps the example MCP server's handler (issue #11:
 	// measuring what clients do with candidate answers).
 	wrapMCP func(http.Handler) http.Handler
@@ -222,6 +224,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		DPoP:                 middleware.DPoPConfig{Policy: dp},
 		Stateful:             cfg.stateful,
 		Public:               cfg.public,
+		Lists:                cfg.lists,
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)

@@ -2,10 +2,12 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -161,8 +163,9 @@ func TestMCPGoClient(t *testing.T) {
 			step("revision", c.ProtocolVersion() == rev, "negotiated %q", c.ProtocolVersion())
 
 			tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
-			// Filtered by the policy: the base scope lists whoami only.
-			step("tools/list", err == nil && len(tools.Tools) == 1 && tools.Tools[0].Name == "whoami", "%v %v", err, tools)
+			// Annotated (the example's default): every tool, with the
+			// scopes it needs in _meta.securitySchemes.
+			step("tools/list", err == nil && slices.Equal(mcpgoToolNames(tools), annotatedTools), "%v %v", err, mcpgoToolNames(tools))
 			who, err := c.CallTool(ctx, mcpgoCall("whoami", nil))
 			step("whoami", err == nil && strings.Contains(mcpgoText(who), `"subject":"dev-user"`), "%v %s", err, mcpgoText(who))
 
@@ -199,4 +202,29 @@ func mcpgoText(r *mcp.CallToolResult) string {
 		}
 	}
 	return b.String()
+}
+
+// mcpgoToolNames returns the tools of res as "name=type[scopes]", sorted.
+func mcpgoToolNames(res *mcp.ListToolsResult) []string {
+	if res == nil {
+		return nil
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		n := tool.Name
+		if tool.Meta != nil {
+			b, _ := json.Marshal(tool.Meta.AdditionalFields["securitySchemes"])
+			var schemes []struct {
+				Type   string   `json:"type"`
+				Scopes []string `json:"scopes"`
+			}
+			_ = json.Unmarshal(b, &schemes)
+			for _, s := range schemes {
+				n += "=" + s.Type + fmt.Sprint(s.Scopes)
+			}
+		}
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
 }

@@ -41,8 +41,8 @@ func TestTypeScriptClients(t *testing.T) {
 				t.Parallel()
 				ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout)
 				defer cancel()
-				r := runDriver(ctx, t, node, "--sdk", c.sdk, "--revision", c.revision, "--url", ex.mcpURL)
-				checkFlow(t, r, flowWant{mcpURL: ex.mcpURL, issuer: ex.issuer, registration: "dcr", revision: c.revision, subject: "dev-user"})
+				r := runDriver(ctx, t, node, "--sdk", c.sdk, "--revision", c.revision, "--url", ex.mcpURL, "--notes-list")
+				checkFlow(t, r, flowWant{mcpURL: ex.mcpURL, issuer: ex.issuer, registration: "dcr", revision: c.revision, subject: "dev-user", notesList: true})
 			})
 		}
 	})
@@ -78,6 +78,17 @@ type flowWant struct {
 	// registeredScope is the scope the registration response must carry
 	// (dcr). Empty means the first challenge's, baseScope.
 	registeredScope string
+	// notesList: the driver ran with --notes-list, a second step-up.
+	notesList bool
+}
+
+// annotatedTools is the example's tools/list in its default mode
+// (annotate), as the driver prints it: every tool with the scopes its
+// call needs (SEP-1488 _meta.securitySchemes).
+var annotatedTools = []string{
+	"notes_list=oauth2[" + baseScope + " notes:read]",
+	"notes_write=oauth2[" + baseScope + " notes:write]",
+	"whoami=oauth2[" + baseScope + "]",
 }
 
 // checkFlow checks each step of a driver run, reports the failed ones,
@@ -140,9 +151,10 @@ func checkFlow(t *testing.T, r *driverResult, w flowWant) {
 		tok = c != nil && audIs(c.Aud, w.mcpURL) && c.Scope == baseScope && c.ClientID == r.ClientID && c.Sub == w.subject
 	}
 	check("token", tok, "%+v", r.Tokens)
-	// The example filters tools/list by the policy: a token with only the
-	// base scope sees whoami.
-	check("tools/list", slices.Equal(r.Tools, []string{"whoami"}), "%v", r.Tools)
+	// The example annotates tools/list (its default): a token with only
+	// the base scope sees every tool with the scopes it needs, so that the
+	// client calls notes_write and steps up.
+	check("tools/list", slices.Equal(r.Tools, annotatedTools), "%v", r.Tools)
 	check("whoami", strings.Contains(r.Whoami, `"subject":"`+w.subject+`"`) && strings.Contains(r.Whoami, `"client_id":"`+r.ClientID+`"`), "%s", r.Whoami)
 	want403 := fmt.Sprintf(`Bearer error="insufficient_scope", scope="%s notes:write", resource_metadata="%s", error_description="The operation requires additional scope"`, baseScope, metaURL)
 	i403 := -1
@@ -153,10 +165,23 @@ func checkFlow(t *testing.T, r *driverResult, w flowWant) {
 		}
 	}
 	check("notes_write 403", i403 > 0 && r.Trace[i403].WWWAuthenticate == want403, "trace index %d", i403)
-	up := len(r.Authorizations) == 2 && strings.Contains(r.Authorizations[1].Scope, "notes:write") && len(r.Tokens) == 2 &&
+	n := 2
+	if w.notesList {
+		n = 3
+	}
+	up := len(r.Authorizations) == n && strings.Contains(r.Authorizations[1].Scope, "notes:write") && len(r.Tokens) == n &&
 		r.Tokens[1].Scope != nil && strings.Contains(*r.Tokens[1].Scope, "notes:write")
 	check("step-up", up, "authorizations %+v tokens %+v", r.Authorizations, r.Tokens)
 	check("notes_write", r.NotesWrite != nil && !r.NotesWrite.IsError && strings.Contains(r.NotesWrite.Text, "hello from"), "%+v", r.NotesWrite)
+	if w.notesList {
+		// A second 403 and step-up, for notes:read; the token keeps
+		// notes:write (the union of 2025-11-25, the accumulation of
+		// 2026-07-28).
+		up2 := len(r.Tokens) == 3 && r.Tokens[2].Scope != nil && strings.Contains(*r.Tokens[2].Scope, "notes:read") &&
+			strings.Contains(*r.Tokens[2].Scope, "notes:write")
+		check("step-up notes:read", up2, "tokens %+v", r.Tokens)
+		check("notes_list", r.NotesList != nil && !r.NotesList.IsError && strings.Contains(r.NotesList.Text, "hello from"), "%+v", r.NotesList)
+	}
 	check("revision", r.ProtocolVersion == w.revision, "negotiated %q", r.ProtocolVersion)
 
 	var row strings.Builder

@@ -200,6 +200,10 @@ type driverResult struct {
 		IsError bool   `json:"isError"`
 		Text    string `json:"text"`
 	} `json:"notesWrite"`
+	NotesList *struct {
+		IsError bool   `json:"isError"`
+		Text    string `json:"text"`
+	} `json:"notesList"`
 }
 
 // runNode runs `node script args...` in integration/node, bounded by ctx,

@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -12,7 +14,8 @@ import (
 	"github.com/mcpguard/mcpguard/middleware"
 )
 
-// toolNames lists the tools the session is offered.
+// toolNames lists the tools the session is offered, each as
+// "name=type[scopes]" when it carries _meta.securitySchemes.
 func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	t.Helper()
 	res, err := cs.ListTools(testContext(t), nil)
@@ -21,33 +24,58 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 	}
 	var names []string
 	for _, tool := range res.Tools {
-		names = append(names, tool.Name)
+		n := tool.Name
+		if s, ok := tool.Meta["securitySchemes"]; ok {
+			b, _ := json.Marshal(s)
+			var schemes []middleware.SecurityScheme
+			if err := json.Unmarshal(b, &schemes); err != nil {
+				t.Fatalf("%s: securitySchemes %s", tool.Name, b)
+			}
+			for _, sc := range schemes {
+				n += "=" + sc.Type + fmt.Sprint(sc.Scopes)
+			}
+		}
+		names = append(names, n)
 	}
 	slices.Sort(names)
 	return names
 }
 
-// TestListsFilteredByPolicy: the example's tools/list answers only the
-// tools the caller's token may call (gosdk FilterLists), for both modes,
-// with the real go-sdk client.
-func TestListsFilteredByPolicy(t *testing.T) {
+// TestListsByPolicy: with the real go-sdk client, for both session modes,
+// the example's tools/list offers every tool with the scopes it needs in
+// _meta.securitySchemes by default (annotate), and only the tools the
+// caller's token may call with -lists hide.
+func TestListsByPolicy(t *testing.T) {
 	t.Parallel()
+	all := []string{
+		server.ToolNotesList + "=oauth2[" + baseScope + " " + server.ScopeNotesRead + "]",
+		server.ToolNotesWrite + "=oauth2[" + baseScope + " " + server.ScopeNotesWrite + "]",
+		server.ToolWhoami + "=oauth2[" + baseScope + "]",
+	}
 	for _, mode := range []struct {
 		name     string
 		stateful bool
 		revision string
 	}{{"stateless", false, rev20260728}, {"stateful", true, rev20251125}} {
-		t.Run(mode.name, func(t *testing.T) {
+		t.Run(mode.name+"/annotate", func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, envConfig{stateful: mode.stateful})
+			base, _ := e.connect(testContext(t), t, sdkClient{reg: viaCIMD, revision: mode.revision, loginHint: "fay@tenant-f"})
+			if got := toolNames(t, base); !slices.Equal(got, all) {
+				t.Errorf("base scope: tools %q, want %q", got, all)
+			}
+		})
+		t.Run(mode.name+"/hide", func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, envConfig{stateful: mode.stateful, lists: middleware.ListHide})
 			ctx := testContext(t)
 			base, _ := e.connect(ctx, t, sdkClient{reg: viaCIMD, revision: mode.revision, loginHint: "fay@tenant-f"})
-			if got, want := toolNames(t, base), []string{server.ToolWhoami}; !slices.Equal(got, want) {
+			if got, want := toolNames(t, base), all[2:]; !slices.Equal(got, want) {
 				t.Errorf("base scope: tools %q, want %q", got, want)
 			}
 			reader, _ := e.connect(ctx, t, sdkClient{reg: viaDCR, revision: mode.revision, loginHint: "gus@tenant-g",
 				extraScopes: []string{server.ScopeNotesRead}})
-			if got, want := toolNames(t, reader), []string{server.ToolNotesList, server.ToolWhoami}; !slices.Equal(got, want) {
+			if got, want := toolNames(t, reader), []string{all[0], all[2]}; !slices.Equal(got, want) {
 				t.Errorf("notes:read: tools %q, want %q", got, want)
 			}
 		})
@@ -56,7 +84,8 @@ func TestListsFilteredByPolicy(t *testing.T) {
 
 // TestPublicOperationsGoSDKClient: with initialize, tools/list and whoami
 // public, the go-sdk client without any OAuth configuration connects,
-// lists the one public tool and calls it as the anonymous principal; the
+// lists the tools (whoami noauth, the others with their scopes) and calls
+// the public one as the anonymous principal; the
 // other tools still answer 401 with the usual challenge.
 func TestPublicOperationsGoSDKClient(t *testing.T) {
 	t.Parallel()
@@ -82,8 +111,15 @@ func TestPublicOperationsGoSDKClient(t *testing.T) {
 				t.Fatalf("connect without a token: %v", err)
 			}
 			defer cs.Close()
-			if got := toolNames(t, cs); !slices.Equal(got, []string{server.ToolWhoami}) {
-				t.Errorf("anonymous tools/list = %q, want [whoami]", got)
+			// Annotated (the default): the public tool is noauth, the
+			// others name the scopes a sign-in must ask for.
+			want := []string{
+				server.ToolNotesList + "=oauth2[" + baseScope + " " + server.ScopeNotesRead + "]",
+				server.ToolNotesWrite + "=oauth2[" + baseScope + " " + server.ScopeNotesWrite + "]",
+				server.ToolWhoami + "=noauth[]",
+			}
+			if got := toolNames(t, cs); !slices.Equal(got, want) {
+				t.Errorf("anonymous tools/list = %q, want %q", got, want)
 			}
 			var who server.WhoamiResult
 			callJSON(ctx, t, cs, server.ToolWhoami, nil, &who)

@@ -28,7 +28,7 @@ import (
 
 func snippetGoSDKStateful(m *middleware.Middleware, srv *mcp.Server, mux *http.ServeMux) error {
 	// --- docs/sdks.md: go-sdk, stateful (default options)
-	a, err := gosdk.New(gosdk.Config{Middleware: m, FilterLists: true})
+	a, err := gosdk.New(gosdk.Config{Middleware: m})
 	if err != nil {
 		return err
 	}

@@ -57,6 +57,8 @@ type options struct {
 	dpop middleware.DPoPPolicy
 	// Session mode of the go-sdk handler (principal binding, gosdk adapter).
 	stateful bool
+	// What list answers show (middleware.Config.Lists).
+	lists middleware.ListMode
 
 	// CIMD development mode (cimddev.go): the embedded authorization
 	// server resolves Client ID Metadata Documents served on loopback.
@@ -164,6 +166,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 
 	// Session mode (gosdk adapter).
 	fs.Var(listFlag{&o.allowedOrigins}, "allowed-origins", "browser `origins` (scheme://host[:port], space- or comma-separated) allowed to call the MCP endpoint besides its own, with CORS answers, e.g. http://localhost:6274 for MCP Inspector's direct connection; * allows every origin and DISABLES the DNS-rebinding check")
+	fs.TextVar(&o.lists, "lists", middleware.ListAnnotate, "what tools/list and the other lists show: annotate (every tool a client could obtain, each with the scopes it needs in _meta.securitySchemes), hide (only what the token may call) or off")
 	fs.BoolVar(&o.stateful, "stateful", false, "serve with the go-sdk's default stateful handler (Mcp-Session-Id sessions bound to the principal that created them, GET streams, DELETE; MCP 2025-11-25 and older only) instead of the stateless one, which also serves 2026-07-28")
 
 	// CIMD development mode (cimddev.go).

@@ -163,6 +163,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		Logger:               logger,
 		DPoP:                 middleware.DPoPConfig{Policy: o.dpop},
 		Stateful:             o.stateful,
+		Lists:                o.lists,
 		AllowedOrigins:       o.allowedOrigins,
 	})
 	if err != nil {

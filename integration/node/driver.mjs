@@ -8,11 +8,14 @@
 //                   [--revision 2025-11-25|2026-07-28]  (v2 only; v1 speaks 2025-11-25)
 //                   [--cimd https://127.0.0.1:Q/client.json]  (else DCR, or --client-id)
 //                   [--client-id ID]  (a pre-registered public client)
+//                   [--notes-list]  (also call notes_list, a second step-up)
 //
 // The flow: connect (401 → protected-resource metadata → authorization
 // server metadata → registration → authorization code with PKCE and
 // resource → token), tools/list, whoami, notes_write (403
-// insufficient_scope → step-up authorization → retry), done.
+// insufficient_scope → step-up authorization → retry), with --notes-list
+// notes_list (the same), done. Like an agent, it calls only tools that
+// tools/list offered, and reports each with its _meta.securitySchemes.
 import { parseArgs } from 'node:util';
 
 const { values: opt } = parseArgs({
@@ -22,6 +25,7 @@ const { values: opt } = parseArgs({
     revision: { type: 'string', default: '2025-11-25' },
     cimd: { type: 'string' },
     'client-id': { type: 'string' },
+    'notes-list': { type: 'boolean', default: false },
   },
 });
 
@@ -182,10 +186,21 @@ try {
   }
   out.protocolVersion = client.protocolVersion ?? transport.protocolVersion ?? null;
   out.clientId = provider.clientInfo?.client_id;
-  out.tools = (await withAuth(transport, () => client.listTools())).tools.map((t) => t.name).sort();
-  out.whoami = text(await withAuth(transport, () => client.callTool({ name: 'whoami', arguments: {} })));
-  const w = await withAuth(transport, () => client.callTool({ name: 'notes_write', arguments: { text: 'hello from ' + sdk.pkg } }));
+  const listed = (await withAuth(transport, () => client.listTools())).tools;
+  // "name=type[scopes]" per SEP-1488 scheme, as the Go side prints them.
+  out.tools = listed.map((t) => t.name + (t._meta?.securitySchemes ?? [])
+    .map((s) => `=${s.type}[${(s.scopes ?? []).join(' ')}]`).join('')).sort();
+  const call = (name, args) => {
+    if (!listed.some((t) => t.name === name)) throw new Error(`Tool '${name}' not listed by tools/list`);
+    return withAuth(transport, () => client.callTool({ name, arguments: args }));
+  };
+  out.whoami = text(await call('whoami', {}));
+  const w = await call('notes_write', { text: 'hello from ' + sdk.pkg });
   out.notesWrite = { isError: !!w.isError, text: text(w) };
+  if (opt['notes-list']) {
+    const l = await call('notes_list', {});
+    out.notesList = { isError: !!l.isError, text: text(l) };
+  }
   out.ok = true;
 } catch (e) {
   out.ok = false;

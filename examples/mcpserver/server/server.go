@@ -71,6 +71,10 @@ type Config struct {
 	// older; each session is bound to the principal that created it. False
 	// (the default) serves statelessly, which MCP 2026-07-28 needs.
 	Stateful bool
+	// Lists is what tools/list answers show (middleware.Config.Lists): the
+	// zero value annotates every tool with the scopes it needs, so that a
+	// client that picks tools from the list can call one and step up.
+	Lists middleware.ListMode
 	// Public lists operations served without a token
 	// (middleware.OperationPolicy.Public). The zero value lists none.
 	Public middleware.PublicOperations
@@ -137,6 +141,7 @@ func New(cfg Config) (*Server, error) {
 		},
 		Scopes:         cfg.Scopes,
 		Operations:     middleware.OperationPolicy{Tools: toolScopes(), Public: cfg.Public},
+		Lists:          cfg.Lists,
 		Logger:         cfg.Logger,
 		Now:            cfg.Now,
 		DPoP:           cfg.DPoP,
@@ -154,8 +159,8 @@ func New(cfg Config) (*Server, error) {
 	})
 	addTools(ms, newNotes(cfg.MaxNotesPerTenant, cfg.MaxTenants, cfg.Now))
 	// The adapter binds sessions to principals, gives every handler the
-	// principal of its own request and filters tools/list by the policy.
-	ad, err := gosdk.New(gosdk.Config{Middleware: mw, FilterLists: true})
+	// principal of its own request and shows tools/list as cfg.Lists says.
+	ad, err := gosdk.New(gosdk.Config{Middleware: mw})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
