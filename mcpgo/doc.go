@@ -26,4 +26,15 @@
 // adapter answers GET and DELETE with 405, since mcp-go would otherwise
 // give every session-less GET stream the same (empty) session ID, shared
 // by every principal.
+//
+// # Lists shown by the operation policy
+//
+// [Adapter.Install] adds after-list hooks to an MCPServer so that
+// tools/list, prompts/list, resources/list and resources/templates/list
+// answers are shown as middleware.Config.Lists says
+// ([middleware.Middleware.ListEntry], docs/policy.md "Lists"): by default
+// every entry a client could obtain, with _meta.securitySchemes naming the
+// scopes its call needs (mcp-go's Tool has no top-level securitySchemes
+// field). The hooks run after mcp-go paginates, so under ListHide a page
+// may hold fewer entries than the page size.
 package mcpgo
