@@ -55,11 +55,15 @@ func listsFixture(t *testing.T, mode middleware.ListMode) *fixture {
 		t.Fatal(err)
 	}
 	ms := server.NewMCPServer("mcpgo-lists", "0", server.WithResourceCapabilities(false, false), server.WithPromptCapabilities(false))
-	tool := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return mcp.NewToolResultText("ok"), nil }
+	tool := func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return mcp.NewToolResultText("ok"), nil
+	}
 	for _, name := range []string{"whoami", "secret", "hello"} {
 		ms.AddTool(mcp.NewTool(name), tool)
 	}
-	prompt := func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil }
+	prompt := func(context.Context, mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	}
 	ms.AddPrompt(mcp.NewPrompt("admin_prompt"), prompt)
 	ms.AddPrompt(mcp.NewPrompt("greeting"), prompt)
 	read := func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) { return nil, nil }
