@@ -23,7 +23,6 @@ const ExtraKey = "github.com/mcpguard/mcpguard/middleware.Principal"
 type Config struct {
 	// Middleware authorizes every request. Required.
 	Middleware *middleware.Middleware
-
 }
 
 // Adapter puts the middleware in front of a go-sdk Streamable HTTP handler

@@ -71,6 +71,7 @@ func snippetMCPGo(m *middleware.Middleware, mcpServer *mcpgoserver.MCPServer, mu
 		return err
 	}
 	a.Install(mcpServer) // lists shown as middleware.Config.Lists says
+
 	s := mcpgoserver.NewStreamableHTTPServer(mcpServer, a.Options()...) // a's options last
 	mux.Handle("/mcp", a.Handler(s))                                    // handlers: middleware.PrincipalFromContext(ctx)
 	// ---
