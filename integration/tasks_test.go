@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -89,6 +90,7 @@ type taskCaller struct {
 	token string
 	rev   string
 	sid   string
+	enc   string // Accept-Encoding, if set
 	n     int
 }
 
@@ -130,6 +132,9 @@ func (c *taskCaller) post(t *testing.T, method, params string) *taskAnswer {
 		}
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	if c.enc != "" {
+		req.Header.Set("Accept-Encoding", c.enc)
+	}
 	if c.sid != "" {
 		req.Header.Set("Mcp-Session-Id", c.sid)
 	}
@@ -138,7 +143,15 @@ func (c *taskCaller) post(t *testing.T, method, params string) *taskAnswer {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var rd io.Reader = resp.Body
+	if resp.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(resp.Body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rd = zr
+	}
+	b, _ := io.ReadAll(io.LimitReader(rd, 1<<20))
 	a := &taskAnswer{status: resp.StatusCode, header: resp.Header, body: string(b)}
 	var datas []string
 	if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {

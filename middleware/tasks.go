@@ -187,6 +187,15 @@ func (m *Middleware) serveNext(w http.ResponseWriter, r *http.Request, next http
 		tw.list = true
 		opts.SSEOnly, opts.RefuseOther = false, true
 	}
+	if !opts.SSEOnly {
+		// The answer must be read: ask for it uncompressed (a compressed
+		// one is unreadable, hence 502). r is the middleware's own copy;
+		// its header map is the caller's, so it is copied first.
+		if _, ok := r.Header["Accept-Encoding"]; ok {
+			r.Header = r.Header.Clone()
+			r.Header.Del("Accept-Encoding")
+		}
+	}
 	tw.aw.Reset(w, tw, opts)
 	m.serveSession(&tw.aw, r, next, p, sid)
 	if err := tw.aw.Finish(); err != nil {
