@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/fairlru"
 )
 
 // lru is a size-bounded, mutex-protected least-recently-used map.
@@ -86,6 +88,46 @@ func (c *lru[K, V]) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.ll.Len()
+}
+
+// docCache is the Resolver's bounded cache of documents by client_id,
+// shared fairly between the hosts that serve them ([fairlru], partitioned
+// by the client_id's host and port): when it is full, the least recently
+// used document of the host holding the most leaves, so one host minting
+// endless client_id URLs evicts only its own documents, never another
+// host's (whose clients would then need a fetch, under the shared global
+// fetch limit, again).
+type docCache struct {
+	mu sync.Mutex
+	c  *fairlru.Cache[string, cached]
+}
+
+func newDocCache(size int) *docCache {
+	return &docCache{c: fairlru.New[string, cached](fairlru.Config{MaxEntries: size})}
+}
+
+// get returns the fresh document for clientID at now; an expired one is
+// dropped.
+func (c *docCache) get(clientID string, now time.Time) (cached, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.c.Get(clientID, now); e != nil {
+		return e.Value, true
+	}
+	return cached{}, false
+}
+
+// add caches v for clientID, served by host, until v.expires.
+func (c *docCache) add(host, clientID string, v cached, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.c.Add(host, clientID, v, v.expires, now)
+}
+
+func (c *docCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.c.Len()
 }
 
 // cached is a validated document and the time it stops being fresh.

@@ -16,6 +16,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/cimd", deptest.Module + "/asmeta/...", deptest.Module + "/internal/fetch/...", deptest.Module + "/internal/scopetoken",
 			"code.dny.dev/ssrf/...", "golang.org/x/time/...", "golang.org/x/sync/...",
 			deptest.Module + "/internal/strictjson",  // the one JSON reader
+			deptest.Module + "/internal/fairlru",     // the one fair bounded map
 			"github.com/go-json-experiment/json/...", // through internal/strictjson
 		},
 		BadDeps: map[string]string{

@@ -74,8 +74,9 @@ type ResolverConfig struct {
 	// MaxCacheTTL is the longest time a document is cached whatever its
 	// max-age. Zero means [DefaultMaxCacheTTL] (24 h).
 	MaxCacheTTL time.Duration
-	// CacheSize is the number of documents kept (LRU). Zero means
-	// [DefaultCacheSize].
+	// CacheSize is the number of documents kept, shared fairly between
+	// the hosts serving them: when full, the least recently used document
+	// of the host holding the most leaves. Zero means [DefaultCacheSize].
 	CacheSize int
 	// MaxConcurrentFetches caps fetches in flight; further fetches wait
 	// for a slot until their deadline, then fail with [ErrRateLimited].
@@ -150,7 +151,7 @@ type Resolver struct {
 	cfg    ResolverConfig
 	pol    policy
 	client *http.Client
-	cache  *lru[string, cached]
+	cache  *docCache
 	limits *limiter
 	slots  chan struct{}
 	flight singleflight.Group
@@ -179,7 +180,7 @@ func NewResolver(cfg ResolverConfig) (*Resolver, error) {
 		cfg:    cfg,
 		pol:    cimdPolicy(cfg.AllowPrivateUseSchemes),
 		client: c,
-		cache:  newLRU[string, cached](cfg.CacheSize),
+		cache:  newDocCache(cfg.CacheSize),
 		limits: newLimiter(cfg.GlobalFetchRate, cfg.GlobalFetchBurst, cfg.HostFetchRate, cfg.HostFetchBurst, cfg.MaxHosts),
 		slots:  make(chan struct{}, cfg.MaxConcurrentFetches),
 	}, nil
@@ -201,11 +202,8 @@ func (r *Resolver) Resolve(ctx context.Context, clientID string) (*Document, err
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrFetch, context.Cause(ctx))
 	}
-	if c, ok := r.cache.get(clientID); ok {
-		if r.cfg.Now().Before(c.expires) {
-			return c.doc.Clone(), nil
-		}
-		r.cache.remove(clientID)
+	if c, ok := r.cache.get(clientID, r.cfg.Now()); ok {
+		return c.doc.Clone(), nil
 	}
 	// The fetch runs detached from the first caller's cancellation, so
 	// that one impatient caller does not fail the others sharing it; it is
@@ -252,7 +250,8 @@ func (r *Resolver) fetch(ctx context.Context, clientID string) (*Document, error
 		return nil, err
 	}
 	if ttl, ok := cacheLifetime(resp.Header, r.cfg.MinCacheTTL, r.cfg.MaxCacheTTL); ok {
-		r.cache.add(clientID, cached{doc: doc, expires: r.cfg.Now().Add(ttl)})
+		now := r.cfg.Now()
+		r.cache.add(strings.ToLower(u.Host), clientID, cached{doc: doc, expires: now.Add(ttl)}, now)
 	}
 	return doc, nil
 }

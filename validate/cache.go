@@ -1,12 +1,13 @@
 package validate
 
 import (
-	"container/list"
 	"context"
 	"crypto"
 	"hash/maphash"
 	"sync"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/fairlru"
 )
 
 // Cache keys are 64-bit maphash values of the end of the token's signature
@@ -31,10 +32,14 @@ type cacheEntry struct {
 	pub    crypto.PublicKey
 }
 
-// tokenCache is a bounded, sharded LRU of verified tokens. Each shard is a
-// mutex-protected map plus container/list; sharding by the first key byte
-// keeps parallel validations of different tokens off one lock. Recency is
-// tracked per shard, so eviction is LRU within a shard.
+// tokenCache is a bounded, sharded cache of verified tokens, shared fairly
+// between principals. Each shard is a mutex-protected [fairlru.Cache]
+// partitioned by principal (issuer, subject, client): when a shard is full,
+// the principal holding the most of its entries loses its least recently
+// used one, so a principal presenting endless fresh tokens evicts only its
+// own and never another principal's cached token. Sharding by the key's low
+// bits keeps parallel validations of different tokens off one lock.
+// Recency is CLOCK's approximation (a hit sets a flag), per shard.
 type tokenCache struct {
 	seed   maphash.Seed
 	shards []cacheShard
@@ -44,12 +49,11 @@ type tokenCache struct {
 type cacheShard struct {
 	mu  sync.Mutex
 	cap int
-	ll  list.List // front = most recently used; values are *cacheEntry
-	m   map[cacheKey]*list.Element
+	c   *fairlru.Cache[cacheKey, *cacheEntry]
 }
 
 // minShardEntries keeps small caches in one shard, so that a cache of n
-// entries evicts exactly the least recently used of n.
+// entries evicts exactly within n.
 const minShardEntries = 256
 
 func newTokenCache(size int) *tokenCache {
@@ -60,7 +64,7 @@ func newTokenCache(size int) *tokenCache {
 	c := &tokenCache{seed: maphash.MakeSeed(), shards: make([]cacheShard, n), mask: uint64(n - 1)}
 	for i := range c.shards {
 		c.shards[i].cap = size / n
-		c.shards[i].m = make(map[cacheKey]*list.Element)
+		c.shards[i].c = fairlru.New[cacheKey, *cacheEntry](fairlru.Config{MaxEntries: size / n})
 	}
 	return c
 }
@@ -82,51 +86,35 @@ const keyBytes = 64
 
 func (c *tokenCache) shard(k cacheKey) *cacheShard { return &c.shards[k&c.mask] }
 
-// get returns the entry for raw, whose key is k, and marks it most
-// recently used.
+// get returns the entry for raw, whose key is k, and marks it used.
 func (c *tokenCache) get(k cacheKey, raw string) *cacheEntry {
 	s := c.shard(k)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	el, ok := s.m[k]
-	if !ok {
+	el := s.c.Get(k, time.Time{})
+	if el == nil || el.Value.raw != raw {
 		return nil
 	}
-	e := el.Value.(*cacheEntry)
-	if e.raw != raw {
-		return nil
-	}
-	s.ll.MoveToFront(el)
-	return e
+	return el.Value
 }
 
-// add inserts e, evicting the shard's least recently used entry when full.
+// add inserts e in its principal's partition, evicting the least recently
+// used entry of the shard's largest partition when the shard is full.
 func (c *tokenCache) add(e *cacheEntry) {
+	part := e.claims.Issuer + "\x00" + e.claims.Subject + "\x00" + e.claims.ClientID
 	s := c.shard(e.key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if el, ok := s.m[e.key]; ok {
-		el.Value = e
-		s.ll.MoveToFront(el)
-		return
-	}
-	if s.ll.Len() >= s.cap {
-		if old := s.ll.Back(); old != nil {
-			delete(s.m, old.Value.(*cacheEntry).key)
-			s.ll.Remove(old)
-		}
-	}
-	s.m[e.key] = s.ll.PushFront(e)
+	s.c.Add(part, e.key, e, time.Time{}, time.Time{})
 }
 
-// remove deletes the entry for k if it is still e.
+// remove deletes the entry for e.key if it is still e.
 func (c *tokenCache) remove(e *cacheEntry) {
 	s := c.shard(e.key)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if el, ok := s.m[e.key]; ok && el.Value.(*cacheEntry) == e {
-		delete(s.m, e.key)
-		s.ll.Remove(el)
+	if el := s.c.Peek(e.key, time.Time{}); el != nil && el.Value == e {
+		s.c.Remove(e.key)
 	}
 }
 
@@ -136,7 +124,7 @@ func (c *tokenCache) len() int {
 	for i := range c.shards {
 		s := &c.shards[i]
 		s.mu.Lock()
-		n += s.ll.Len()
+		n += s.c.Len()
 		s.mu.Unlock()
 	}
 	return n

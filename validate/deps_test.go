@@ -14,6 +14,7 @@ func TestDeps(t *testing.T) {
 			"github.com/go-jose/go-jose/v4/...",
 			"github.com/mcpguard/mcpguard/internal/strictjson",
 			"github.com/mcpguard/mcpguard/internal/scopetoken",
+			"github.com/mcpguard/mcpguard/internal/fairlru",
 			"github.com/go-json-experiment/json/...", // through internal/strictjson
 		},
 		BadDeps: map[string]string{

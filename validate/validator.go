@@ -25,8 +25,10 @@ import (
 // verified the token is still published under its kid; if not, the entry is
 // dropped and the token validated again in full, which then fails. An
 // entry is never served once its token has expired: the first lookup after
-// "exp" (plus leeway) evicts it, and otherwise least recently used entries
-// make room for new ones.
+// "exp" (plus leeway) evicts it, and otherwise the least recently used
+// entries of the principal (issuer, subject, client) holding the most make
+// room for new ones: one principal presenting endless fresh tokens evicts
+// only its own.
 //
 // Revocation trade-off: a JWT access token is self-contained, so this
 // package cannot learn that an unexpired token was revoked, cached or not;

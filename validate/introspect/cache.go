@@ -1,12 +1,12 @@
 package introspect
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/fairlru"
 	"github.com/mcpguard/mcpguard/validate"
 )
 
@@ -22,65 +22,55 @@ type entry struct {
 	until  time.Time        // the entry is not used at or after until
 }
 
-// resultCache is a bounded LRU of introspection results, guarded by one
-// mutex. A lookup costs a map access and a list move, well below the cost
-// of hashing the token.
+// resultCache is a bounded cache of introspection results, guarded by one
+// mutex and shared fairly between principals ([fairlru]): active results
+// are partitioned by principal (issuer, subject, client) and every
+// inactive result shares one partition, so neither a principal presenting
+// endless fresh tokens nor a flood of junk tokens (with InactiveCacheTTL
+// set) evicts another principal's cached result. A lookup costs a map
+// access and a flag write, well below the cost of hashing the token.
 type resultCache struct {
-	mu  sync.Mutex
-	cap int
-	ll  list.List // front = most recently used; values are *entry
-	m   map[cacheKey]*list.Element
+	mu sync.Mutex
+	c  *fairlru.Cache[cacheKey, *entry]
 }
+
+// inactivePartition is the partition of every inactive result: no
+// principal can be named for a token the server called inactive.
+const inactivePartition = "\x00inactive"
 
 func newResultCache(size int) *resultCache {
-	return &resultCache{cap: size, m: make(map[cacheKey]*list.Element)}
+	return &resultCache{c: fairlru.New[cacheKey, *entry](fairlru.Config{MaxEntries: size})}
 }
 
-// get returns the live entry for k, marking it most recently used. An
-// entry whose until has passed is removed and not returned.
+// get returns the live entry for k, marking it used. An entry whose until
+// has passed is removed and not returned.
 func (c *resultCache) get(k cacheKey, now time.Time) *entry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.m[k]
-	if !ok {
-		return nil
+	if el := c.c.Get(k, now); el != nil {
+		return el.Value
 	}
-	e := el.Value.(*entry)
-	if !now.Before(e.until) {
-		delete(c.m, k)
-		c.ll.Remove(el)
-		return nil
-	}
-	c.ll.MoveToFront(el)
-	return e
+	return nil
 }
 
-// add inserts or replaces the entry for e.key, evicting the least
-// recently used entry when full.
-func (c *resultCache) add(e *entry) {
+// add inserts or replaces the entry for e.key in its partition, evicting
+// the least recently used entry of the largest partition when full.
+func (c *resultCache) add(e *entry, now time.Time) {
+	part := inactivePartition
+	if e.claims != nil {
+		part = e.claims.Issuer + "\x00" + e.claims.Subject + "\x00" + e.claims.ClientID
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.m[e.key]; ok {
-		el.Value = e
-		c.ll.MoveToFront(el)
-		return
-	}
-	if c.ll.Len() >= c.cap {
-		if old := c.ll.Back(); old != nil {
-			delete(c.m, old.Value.(*entry).key)
-			c.ll.Remove(old)
-		}
-	}
-	c.m[e.key] = c.ll.PushFront(e)
+	c.c.Add(part, e.key, e, e.until, now)
 }
 
 // remove deletes the entry for e.key if it is still e.
 func (c *resultCache) remove(e *entry) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el, ok := c.m[e.key]; ok && el.Value.(*entry) == e {
-		delete(c.m, e.key)
-		c.ll.Remove(el)
+	if el := c.c.Peek(e.key, time.Time{}); el != nil && el.Value == e {
+		c.c.Remove(e.key)
 	}
 }
 
@@ -107,7 +97,7 @@ func (i *Introspector) store(k cacheKey, c *validate.Claims, now time.Time) {
 	if !now.Before(e.until) {
 		return
 	}
-	i.cache.add(e)
+	i.cache.add(e, now)
 }
 
 // fromCache answers Validate from the cache. It reports done=false on a

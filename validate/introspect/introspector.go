@@ -45,8 +45,11 @@ var (
 // # Result cache
 //
 // Unless Config.CacheSize is negative, an Introspector remembers up to
-// CacheSize results, least recently used first out, keyed by the SHA-256
-// of the token; the token itself is never stored. An active result is
+// CacheSize results keyed by the SHA-256 of the token (the token itself is
+// never stored), shared fairly: when full, the least recently used result
+// of the principal holding the most leaves, and every inactive result
+// counts as one principal, so neither fresh tokens of one principal nor
+// junk tokens evict another principal's result. An active result is
 // reused until the token's "exp" or for Config.MaxCacheTTL, whichever
 // comes first, and every hit re-checks exp, nbf and iat. Errors (an
 // unreachable endpoint, a malformed response, a wrong audience, …) are

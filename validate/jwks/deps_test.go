@@ -21,6 +21,7 @@ func TestDeps(t *testing.T) {
 			"golang.org/x/time/...",
 			"code.dny.dev/ssrf/...",                  // through internal/fetch
 			deptest.Module + "/internal/strictjson",  // the one JSON reader
+			deptest.Module + "/internal/fairlru",     // through validate
 			deptest.Module + "/internal/scopetoken",  // the one scope grammar (through validate)
 			"github.com/go-json-experiment/json/...", // through internal/strictjson
 		},
