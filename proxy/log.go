@@ -72,7 +72,7 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // copyBufferSize is the size of the buffers copying upstream answers: an
 // idle open stream holds one.
-const copyBufferSize = 8 << 10
+const copyBufferSize = 4 << 10
 
 var copyBuffers = sync.Pool{New: func() any { b := make([]byte, copyBufferSize); return &b }}
 

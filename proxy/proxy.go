@@ -176,6 +176,7 @@ func newTransport(t Timeouts) *http.Transport {
 		MaxIdleConnsPerHost:    128,
 		IdleConnTimeout:        90 * time.Second,
 		DisableCompression:     true,
+		WriteBufferSize:        2 << 10, // requests are small; an idle stream holds the buffers
 		ForceAttemptHTTP2:      true,
 	}
 }
