@@ -213,6 +213,13 @@ func (f *forwarder) modifyResponse(resp *http.Response) error {
 	// The proxy owns the authorization conversation: an upstream
 	// challenge names the upstream's URL and metadata, not the resource.
 	resp.Header.Del("Www-Authenticate")
+	// And CORS: the middleware answers allowed origins itself; an
+	// upstream's own (often "*") would widen or duplicate it.
+	for k := range resp.Header {
+		if strings.HasPrefix(k, "Access-Control-") {
+			delete(resp.Header, k)
+		}
+	}
 	var rc *http.ResponseController
 	if st != nil {
 		rc = st.rc
