@@ -15,6 +15,7 @@ import (
 	"github.com/mcpguard/mcpguard/internal/fetch"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/validate"
+	"github.com/mcpguard/mcpguard/validate/dpop"
 )
 
 // ErrConfig reports an unusable [Config]: [New], [Parse] and [Load] wrap
@@ -60,6 +61,11 @@ type Config struct {
 	// clients.
 	Timeouts Timeouts `yaml:"timeouts"`
 
+	// Redis, when Addr is set, holds the state replicas share: step-up
+	// counters, DPoP proof replay, session owners and rate-limit counters,
+	// so that several proxies behind a load balancer act as one.
+	Redis Redis `yaml:"redis"`
+
 	// StripHeaders are request headers removed before forwarding, on top
 	// of those always removed (docs/proxy.md, "What the upstream
 	// receives"), case-insensitive. An entry ending in "*" is a prefix.
@@ -76,8 +82,16 @@ type Config struct {
 	// time.Now.
 	Now func() time.Time `yaml:"-"`
 	// StepUpStore, if set, is shared by every route's step-up bound
-	// (redisstore.StepUpStore between replicas). Nil means in memory.
+	// (redisstore.StepUpStore between replicas). Nil means in memory, or
+	// Redis with Redis.Addr.
 	StepUpStore middleware.StepUpStore `yaml:"-"`
+	// OwnerStore, if set, keeps every route's session owners
+	// (middleware SessionConfig.Store). Nil means this process only, or
+	// Redis with Redis.Addr.
+	OwnerStore middleware.OwnerStore `yaml:"-"`
+	// ReplayStore, if set, remembers used DPoP proofs for every route. Nil
+	// means in memory, or Redis with Redis.Addr.
+	ReplayStore dpop.ReplayStore `yaml:"-"`
 	// Instrument, if set, is called with each route's mcpguard.Config
 	// before the route is built, to add observers (otelguard's
 	// Telemetry.Instrument). The proxy's own decision hook runs after
@@ -128,6 +142,62 @@ type Route struct {
 	// ResourceName is the RFC 9728 resource_name of the metadata. Empty
 	// omits it.
 	ResourceName string `yaml:"resource_name"`
+	// Sessions bounds the MCP sessions bound to their principals (the
+	// middleware binds every session to the principal that created it).
+	Sessions Sessions `yaml:"sessions"`
+	// RateLimit optionally limits requests per principal and tool calls
+	// per principal and tool (429 with Retry-After).
+	RateLimit RateLimit `yaml:"rate_limit"`
+}
+
+// Sessions bounds a route's session binding (middleware SessionConfig).
+type Sessions struct {
+	// Max bounds the sessions bound at once in this process. Zero means
+	// the middleware's default (10000).
+	Max int `yaml:"max"`
+	// PerPrincipal is each principal's quota. Zero means the middleware's
+	// default.
+	PerPrincipal int `yaml:"per_principal"`
+	// IdleTimeout ends a session unused for this long. Zero means the
+	// middleware's default.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+}
+
+// RateLimit is a route's optional rate limits, each "N/duration" (such as
+// "600/1m": at most 600 in each minute, a fixed window), counted per
+// principal, in memory or on Redis (shared by replicas).
+type RateLimit struct {
+	// Principal limits every request of one principal. Empty means no
+	// limit.
+	Principal string `yaml:"principal"`
+	// Tools limits the tools/call requests of one principal per tool
+	// name. A tool must also be listed in operations.tools (with no
+	// scopes if it needs none) for its name to be known.
+	Tools map[string]string `yaml:"tools"`
+	// FailClosed answers 503 while the Redis counters cannot be reached.
+	// Defaults to false: requests pass (and a warning is logged).
+	FailClosed bool `yaml:"fail_closed"`
+}
+
+// Redis is the connection to a Redis server.
+type Redis struct {
+	// Addr is host:port. Empty means no Redis: state stays in each
+	// process.
+	Addr string `yaml:"addr"`
+	// Username is the ACL user. Empty means the default user.
+	Username string `yaml:"username"`
+	// PasswordEnv names the environment variable holding the password.
+	PasswordEnv string `yaml:"password_env"`
+	// PasswordFile is a file holding the password.
+	PasswordFile string `yaml:"password_file"`
+	// DB is the database number.
+	DB int `yaml:"db"`
+	// Prefix starts every key. Empty means the redisstore default.
+	Prefix string `yaml:"prefix"`
+	// TLS connects with TLS (system roots).
+	TLS bool `yaml:"tls"`
+	// Password is the password itself, for Go callers.
+	Password string `yaml:"-"`
 }
 
 // Operations is the operation policy of a route (middleware
@@ -378,6 +448,19 @@ func checkRoute(i int, r *Route) error {
 	}
 	if r.MaxBodyBytes < 0 {
 		return fmt.Errorf("%w: %s.max_body_bytes: negative", ErrConfig, at)
+	}
+	if r.RateLimit.Principal != "" {
+		if _, err := parseLimit(r.RateLimit.Principal); err != nil {
+			return fmt.Errorf("%w: %s.rate_limit.principal: %w", ErrConfig, at, err)
+		}
+	}
+	for name, l := range r.RateLimit.Tools {
+		if _, err := parseLimit(l); err != nil {
+			return fmt.Errorf("%w: %s.rate_limit.tools[%s]: %w", ErrConfig, at, name, err)
+		}
+		if _, listed := r.Operations.Tools[name]; !listed {
+			return fmt.Errorf("%w: %s.rate_limit.tools[%s]: list the tool in operations.tools too (with [] if it needs no scope), so that its name is known", ErrConfig, at, name)
+		}
 	}
 	return nil
 }

@@ -122,6 +122,28 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		st.body = b
 		r.Body = io.NopCloser(bytes.NewReader(b))
 	}
+	if l := f.rt.limits; l != nil && !p.Anonymous {
+		tool := ""
+		if st.decision.Method == "tools/call" {
+			tool = st.decision.Name
+		}
+		ra, err := l.allow(r.Context(), f.rt.cfg.Resource, p.ID(), tool)
+		switch {
+		case errors.Is(err, errRateLimited):
+			st.proxyErr = "rate_limited"
+			w.Header().Set("Retry-After", strconv.Itoa(int((ra+time.Second-1)/time.Second)))
+			writeError(w, st.body, http.StatusTooManyRequests)
+			return
+		case err != nil:
+			f.rt.log.Warn("proxy: rate-limit counters unavailable", "fail_closed", l.failClosed, "error", err.Error())
+			if l.failClosed {
+				st.proxyErr = "rate_limit_unavailable"
+				w.Header().Set("Retry-After", "1")
+				writeError(w, st.body, http.StatusServiceUnavailable)
+				return
+			}
+		}
+	}
 	if err := f.rt.identity.set(r.Context(), st, p, r); err != nil {
 		st.proxyErr = "identity"
 		status := http.StatusBadGateway

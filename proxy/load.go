@@ -59,6 +59,11 @@ func Parse(name string, data []byte, getenv func(string) string) (Config, error)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
 		return Config{}, yamlError(name, &root, err)
 	}
+	pw, err := secret("redis.password", c.Redis.PasswordEnv, c.Redis.PasswordFile, getenv)
+	if err != nil {
+		return Config{}, fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
+	}
+	c.Redis.Password = pw
 	for i := range c.Routes {
 		ex := &c.Routes[i].Identity.Exchange
 		at := fmt.Sprintf("routes[%d].identity.exchange", i)

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log"
@@ -15,11 +16,15 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/internal/fetch"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/prm"
+	"github.com/mcpguard/mcpguard/redisstore"
 	"github.com/mcpguard/mcpguard/validate"
+	"github.com/mcpguard/mcpguard/validate/dpop"
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
 
@@ -37,6 +42,8 @@ type Proxy struct {
 	sources []*jwks.Source
 	streams *streamSet
 	tr      *http.Transport // owned; nil with Config.Transport
+	rdb     *redis.Client   // owned; nil without Config.Redis.Addr
+	counter counter         // rate-limit counters
 	log     *slog.Logger
 	now     func() time.Time
 }
@@ -50,6 +57,7 @@ type route struct {
 	fwd      *forwarder
 	log      *slog.Logger
 	upstream *url.URL
+	limits   *limiter // nil: no rate limit
 }
 
 // New checks cfg and builds the proxy: one key source per distinct
@@ -128,6 +136,14 @@ func New(cfg Config) (*Proxy, error) {
 		px.mux.Handle(a.JWKSPath, s)
 	}
 	px.cfg.Assertion = a
+
+	// Shared state: Redis when configured, else this process.
+	px.counter = &memCounter{counts: map[string]memCount{}}
+	if cfg.Redis.Addr != "" {
+		if err := px.useRedis(); err != nil {
+			return fail(err)
+		}
+	}
 
 	var rt http.RoundTripper = cfg.Transport
 	if rt == nil {
@@ -227,11 +243,15 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 		Validate:   r.validateConfig(px.cfg.Now),
 		Middleware: middleware.Config{
 			AllowedOrigins: slices.Clone(r.AllowedOrigins),
-			DPoP:           middleware.DPoPConfig{Policy: dp},
+			DPoP:           middleware.DPoPConfig{Policy: dp, Proof: dpop.Config{ReplayStore: px.cfg.ReplayStore}},
 			StepUpLimit:    r.StepUp.Limit,
 			StepUpWindow:   r.StepUp.Window,
 			StepUpStore:    px.cfg.StepUpStore,
 			MaxBodyBytes:   r.MaxBodyBytes,
+			Sessions: middleware.SessionConfig{
+				Max: r.Sessions.Max, PerPrincipal: r.Sessions.PerPrincipal, IdleTimeout: r.Sessions.IdleTimeout,
+				Store: px.cfg.OwnerStore,
+			},
 			// The proxy logs every decision itself (log.go); the
 			// middleware's own log keeps its warnings only.
 			Logger: slog.New(minLevel{rl.Handler(), slog.LevelWarn}),
@@ -257,6 +277,7 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 		return nil, fmt.Errorf("%s: %w", at, err)
 	}
 	x.guard = g
+	x.limits = newLimiter(r.RateLimit, px.counter, px.now)
 	x.fwd = &forwarder{rt: x, target: up, write: px.cfg.Timeouts.StreamWrite, idle: px.cfg.Timeouts.IdleStream, streams: px.streams}
 	x.fwd.strip, x.fwd.prefixes = stripLists(px.cfg.StripHeaders, header)
 	x.fwd.rp = &httputil.ReverseProxy{
@@ -344,6 +365,10 @@ func (px *Proxy) Close() error {
 	px.sources = nil
 	if px.tr != nil {
 		px.tr.CloseIdleConnections()
+	}
+	if px.rdb != nil {
+		errs = append(errs, px.rdb.Close())
+		px.rdb = nil
 	}
 	return errors.Join(errs...)
 }
@@ -434,4 +459,44 @@ func (px *Proxy) ready(w http.ResponseWriter, r *http.Request) {
 		Status string       `json:"status"`
 		Routes []routeState `json:"routes"`
 	}{word, out})
+}
+
+// useRedis connects to Config.Redis and puts the shared state there: the
+// step-up counters, DPoP replay, session owners and rate-limit counters
+// (each unless the Go caller gave its own store).
+func (px *Proxy) useRedis() error {
+	rc := px.cfg.Redis
+	opt := &redis.Options{Addr: rc.Addr, Username: rc.Username, Password: rc.Password, DB: rc.DB}
+	if rc.TLS {
+		opt.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	px.rdb = redis.NewClient(opt)
+	sc := redisstore.Config{Client: px.rdb, Prefix: rc.Prefix}
+	if px.cfg.StepUpStore == nil {
+		s, err := redisstore.NewStepUpStore(sc)
+		if err != nil {
+			return fmt.Errorf("%w: redis: %w", ErrConfig, err)
+		}
+		px.cfg.StepUpStore = s
+	}
+	if px.cfg.ReplayStore == nil {
+		s, err := redisstore.NewReplayStore(sc)
+		if err != nil {
+			return fmt.Errorf("%w: redis: %w", ErrConfig, err)
+		}
+		px.cfg.ReplayStore = s
+	}
+	if px.cfg.OwnerStore == nil {
+		s, err := redisstore.NewOwnerStore(sc)
+		if err != nil {
+			return fmt.Errorf("%w: redis: %w", ErrConfig, err)
+		}
+		px.cfg.OwnerStore = s
+	}
+	prefix := rc.Prefix
+	if prefix == "" {
+		prefix = redisstore.DefaultPrefix
+	}
+	px.counter = &redisCounter{rdb: px.rdb, prefix: prefix}
+	return nil
 }
