@@ -75,15 +75,6 @@ func (c *lru[K, V]) addLocked(k K, v V) {
 	}
 }
 
-func (c *lru[K, V]) remove(k K) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[k]; ok {
-		c.ll.Remove(e)
-		delete(c.m, k)
-	}
-}
-
 func (c *lru[K, V]) len() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
