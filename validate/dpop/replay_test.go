@@ -3,6 +3,7 @@ package dpop
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"testing"
 	"time"
 )
@@ -99,5 +100,40 @@ func TestMemoryReplayStoreFlood(t *testing.T) {
 	}
 	if s.Len() != bound {
 		t.Errorf("Len = %d, want %d", s.Len(), bound)
+	}
+}
+
+// TestMemoryReplayStoreNeverForgets: under random claims of a few
+// partitions into a small store (evictions, floors, expiry), a key is
+// never reported fresh while an earlier claim of it is still live: the
+// fair eviction never lets a replay through.
+func TestMemoryReplayStoreNeverForgets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	clock := now
+	s := NewMemoryReplayStore(8, func() time.Time { return clock })
+	live := map[string]time.Time{} // key: expiry of its accepted claim
+	for i := range 5000 {
+		clock = clock.Add(time.Duration(rng.IntN(3)) * time.Second)
+		part := fmt.Sprint("p", rng.IntN(3))
+		key := fmt.Sprint(part, "-k", rng.IntN(40))
+		// A key's expiry is fixed by its proof (iat + window), whenever it is claimed.
+		iat := now.Add(time.Duration(rng.IntN(4000)) * time.Second)
+		if k, ok := live[key]; ok {
+			iat = k.Add(-DefaultWindow)
+		}
+		exp := iat.Add(DefaultWindow)
+		if !clock.Before(exp) {
+			continue // the proof is no longer acceptable
+		}
+		fresh, err := s.Claim(bg, part, key, exp.Sub(clock))
+		if err != nil {
+			continue // ErrStoreFull refuses, which is safe
+		}
+		if e, ok := live[key]; ok && clock.Before(e) && fresh {
+			t.Fatalf("claim %d: %s accepted twice within its lifetime", i, key)
+		}
+		if fresh {
+			live[key] = exp
+		}
 	}
 }
