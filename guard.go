@@ -40,8 +40,9 @@ var ErrConfig = errors.New("mcpguard: invalid config")
 //     Validate.Audiences (default: Resource; when set it must contain
 //     Resource), Metadata.Resource (Resource; when set it must equal it),
 //     Metadata.AuthorizationServers (Issuers; when set, a subset of them),
-//     Metadata.ScopesSupported (Scopes and every scope of Operations,
-//     de-duplicated, never offline_access), and Middleware.Logger and
+//     Metadata.ScopesSupported (Scopes, every scope of Operations and of
+//     the middleware's Protect and RequireScopes routes, de-duplicated,
+//     never offline_access), and Middleware.Logger and
 //     JWKS.Logger (Logger).
 //   - Everything else is passed through unchanged, with the defaults of
 //     its own package.

@@ -150,9 +150,10 @@ type Config struct {
 	// or X-Forwarded-* headers. A nil Metadata.ScopesSupported is filled
 	// from the policy: Scopes, then every scope of Operations (methods,
 	// tools, prompts and resources, each map in key order), de-duplicated,
-	// so that clients sizing a registration from it can step up; a
-	// non-nil one is published as given (RFC 9728 §2 lets a resource
-	// advertise fewer).
+	// and then the scopes of each [Middleware.Protect] and
+	// [Middleware.RequireScopes] route as it is built, so that clients
+	// sizing a registration from it can step up; a non-nil one is
+	// published as given (RFC 9728 §2 lets a resource advertise fewer).
 	Metadata prm.Metadata
 
 	// Scopes are the base scopes every request needs, also sent as the

@@ -18,7 +18,7 @@ import (
 type Middleware struct {
 	cfg          Config
 	metadataURL  string
-	metadata     http.Handler
+	metadata     *published // published.go
 	pathInserted string
 	rootPath     string
 	realm        string
@@ -45,6 +45,7 @@ type Middleware struct {
 // [ErrConfig]; for bad Metadata the error also wraps prm.ErrInvalidMetadata
 // or prm.ErrInvalidResource.
 func New(cfg Config) (*Middleware, error) {
+	derived := cfg.Metadata.ScopesSupported == nil
 	cfg = cfg.withDefaults()
 	if err := cfg.check(); err != nil {
 		return nil, err
@@ -53,7 +54,7 @@ func New(cfg Config) (*Middleware, error) {
 	if err != nil {
 		return nil, err
 	}
-	h, err := prm.Handler(cfg.Metadata)
+	h, err := newPublished(cfg.Metadata, derived)
 	if err != nil {
 		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
 	}
@@ -263,6 +264,7 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 		panic(err.Error())
 	}
 	route := appendUnique(nil, scopes...)
+	m.metadata.addScopes(route) // published.go
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p, ok := PrincipalFromContext(r.Context())
@@ -371,7 +373,8 @@ func (m *Middleware) Challenge(w http.ResponseWriter, r *http.Request, err error
 }
 
 // MetadataHandler returns the RFC 9728 metadata handler built by
-// prm.Handler from Config.Metadata. Mount it, outside the middleware, at
+// prm.Handler from Config.Metadata (with the scopes of the Protect and
+// RequireScopes routes built so far in a derived scopes_supported). Mount it, outside the middleware, at
 // both paths of [Middleware.MetadataPaths]: clients fetch it before they
 // have a token.
 func (m *Middleware) MetadataHandler() http.Handler { return m.metadata }

@@ -20,11 +20,14 @@ import "net/http"
 // m.Protect("hooks")(h))). It panics if a scope is not an RFC 6749 §3.3
 // scope token or is offline_access, as [Middleware.RequireScopes] does.
 // [Middleware.RequireScopes] may be stacked behind it for finer routes.
+// Its scopes are added to the published scopes_supported when that is
+// derived (Config.Metadata.ScopesSupported nil), as RequireScopes' are.
 func (m *Middleware) Protect(scopes ...string) func(http.Handler) http.Handler {
 	if err := checkScopes("Protect", scopes); err != nil {
 		panic(err.Error())
 	}
 	g := &grant{op: m.newOperation(m.policy.base.scopes, scopes)}
+	m.metadata.addScopes(scopes) // published.go
 	return func(next http.Handler) http.Handler {
 		if next == nil {
 			panic("middleware: Protect(…)(nil)")

@@ -54,3 +54,62 @@ func TestScopesSupportedFromPolicy(t *testing.T) {
 		})
 	}
 }
+
+// TestScopesSupportedRoutes: the scopes of Protect and RequireScopes routes
+// are published in a derived scopes_supported once the routes are built
+// (a client registering with scopes_supported can then obtain them), each
+// once; a given ScopesSupported stays as given. Routes built while the
+// document is served race with nothing (-race).
+func TestScopesSupportedRoutes(t *testing.T) {
+	f := newFixture(t, nil)
+	get := func(m *Middleware) string {
+		rec := httptest.NewRecorder()
+		m.MetadataHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, metadataURL, nil))
+		if rec.Code != http.StatusOK {
+			t.Fatalf("metadata: %d %s", rec.Code, rec.Body)
+		}
+		return rec.Body.String()
+	}
+	head := `{"resource":"` + resource + `","authorization_servers":["` + f.iss.URL() + `"],`
+	tests := []struct {
+		name   string
+		mutate func(*Config)
+		routes func(m *Middleware)
+		want   string
+	}{
+		{"derived", func(c *Config) {
+			c.Metadata.ScopesSupported = nil
+			c.Operations = OperationPolicy{Tools: map[string][]string{"t": {"tools:x"}}}
+		}, func(m *Middleware) {
+			_ = m.Protect("admin:write")
+			_ = m.RequireScopes("reports:read", "mcp", "admin:write")
+			_ = m.Protect("tools:x", "hooks")
+		}, `"scopes_supported":["mcp","tools:x","admin:write","reports:read","hooks"]`},
+		{"derived, no policy scopes", func(c *Config) {
+			c.Metadata.ScopesSupported = nil
+			c.Scopes = nil
+			c.Operations = OperationPolicy{}
+		}, func(m *Middleware) { _ = m.RequireScopes("reports:read") }, `"scopes_supported":["reports:read"]`},
+		{"given", func(c *Config) { c.Metadata.ScopesSupported = []string{"mcp"} }, func(m *Middleware) {
+			_ = m.Protect("admin:write")
+			_ = m.RequireScopes("reports:read")
+		}, `"scopes_supported":["mcp"]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := f.with(t, tt.mutate).m
+			done := make(chan struct{})
+			go func() { // served while the routes are built
+				defer close(done)
+				for range 20 {
+					_ = get(m)
+				}
+			}()
+			tt.routes(m)
+			<-done
+			if got, want := get(m), head+tt.want+"}"; got != want {
+				t.Errorf("metadata after the routes:\n got %s\nwant %s", got, want)
+			}
+		})
+	}
+}
