@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 sampling, elicitation and roots are deprecated from 2026-07-28 (SEP-2577) but still served in 2025-11-25, which these flows exercise.
+
 package integration
 
 import (

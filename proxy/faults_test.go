@@ -55,7 +55,7 @@ func TestUpstreamFailures(t *testing.T) {
 		{"502", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(502) }, 502, ""},
 		{"503 with Retry-After", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "7")
-			http.Error(w, "secret maintenance", 503)
+			http.Error(w, "secret maintenance", http.StatusServiceUnavailable)
 		}, 503, "7"},
 		{"503 with a date", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Retry-After", "Wed, 21 Oct 2015 07:28:00 GMT")
