@@ -142,6 +142,12 @@ type Route struct {
 	// ResourceName is the RFC 9728 resource_name of the metadata. Empty
 	// omits it.
 	ResourceName string `yaml:"resource_name"`
+	// Lists is what list answers (tools/list, prompts/list, resources/list,
+	// resources/templates/list) show: "annotate" (default: every entry a
+	// client could obtain the scopes for; the proxy does not add the
+	// annotation itself), "hide" (only what the token may call) or "off".
+	// In every mode but off, entries no token could reach are removed.
+	Lists string `yaml:"lists"`
 	// Sessions bounds the MCP sessions bound to their principals (the
 	// middleware binds every session to the principal that created it).
 	Sessions Sessions `yaml:"sessions"`
@@ -415,6 +421,11 @@ func checkRoute(i int, r *Route) error {
 		if _, err := fetch.CheckURL(iss, true); err != nil {
 			return fmt.Errorf("%w: %s.issuers[%d] %q: must be https, or http on a loopback host", ErrConfig, at, j, iss)
 		}
+	}
+	switch r.Lists {
+	case "", "annotate", "hide", "off":
+	default:
+		return fmt.Errorf("%w: %s.lists %q: want annotate, hide or off", ErrConfig, at, r.Lists)
 	}
 	if _, err := dpopPolicy(r.DPoP); err != nil {
 		return fmt.Errorf("%w: %s.%w", ErrConfig, at, err)

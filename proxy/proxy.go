@@ -248,6 +248,7 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 			StepUpWindow:   r.StepUp.Window,
 			StepUpStore:    px.cfg.StepUpStore,
 			MaxBodyBytes:   r.MaxBodyBytes,
+			Lists:          listMode(r.Lists),
 			Sessions: middleware.SessionConfig{
 				Max: r.Sessions.Max, PerPrincipal: r.Sessions.PerPrincipal, IdleTimeout: r.Sessions.IdleTimeout,
 				Store: px.cfg.OwnerStore,
@@ -499,4 +500,13 @@ func (px *Proxy) useRedis() error {
 	}
 	px.counter = &redisCounter{rdb: px.rdb, prefix: prefix}
 	return nil
+}
+
+// listMode parses Route.Lists (checked by checkRoute).
+func listMode(s string) middleware.ListMode {
+	var m middleware.ListMode
+	if s != "" {
+		_ = m.UnmarshalText([]byte(s))
+	}
+	return m
 }
