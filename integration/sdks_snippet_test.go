@@ -64,16 +64,16 @@ func snippetGuard(g *mcpguard.Guard, srv *mcp.Server, mux *http.ServeMux) error 
 	return nil
 }
 
-func snippetMCPGo(m *middleware.Middleware, mcpServer *mcpgoserver.MCPServer, mux *http.ServeMux) error {
+func snippetMCPGo(g *mcpguard.Guard, mcpServer *mcpgoserver.MCPServer, mux *http.ServeMux) error {
 	// --- docs/sdks.md: mark3labs/mcp-go
-	a, err := mcpgo.New(mcpgo.Config{Middleware: m}) // Stateless: true for WithStateLess
+	a, err := mcpgo.New(mcpgo.Config{Middleware: g.Middleware()}) // Stateless: true for WithStateLess
 	if err != nil {
 		return err
 	}
 	a.Install(mcpServer) // lists shown as middleware.Config.Lists says
 
 	s := mcpgoserver.NewStreamableHTTPServer(mcpServer, a.Options()...) // a's options last
-	mux.Handle("/mcp", a.Handler(s))                                    // handlers: middleware.PrincipalFromContext(ctx)
+	g.Mount(mux, a.Bind(s))                                             // the metadata too; handlers: middleware.PrincipalFromContext(ctx)
 	// ---
 	return nil
 }
@@ -232,12 +232,28 @@ func TestSDKSnippets(t *testing.T) {
 			return &mcpgomcp.CallToolResult{StructuredContent: map[string]string{"hello": p.Subject + "@" + p.Tenant},
 				Content: []mcpgomcp.Content{mcpgomcp.NewTextContent("hi")}}, nil
 		})
+		g, err := mcpguard.New(mcpguard.Config{Resource: e.resource, Issuers: []string{e.issuer}, Scopes: []string{baseScope},
+			Keys:     map[string]validate.KeySource{e.issuer: &validate.StaticKeys{Set: e.as.PublicKeys()}},
+			Validate: validate.Config{TenantClaim: "tenant"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { g.Close() })
 		mux := http.NewServeMux()
-		if err := snippetMCPGo(e.m, ms, mux); err != nil {
+		if err := snippetMCPGo(g, ms, mux); err != nil {
 			t.Fatal(err)
 		}
 		ts.Config.Handler = mux
 		ts.Start()
+		// The metadata its own 401 points to is served.
+		resp, err := http.Get(g.Middleware().ResourceMetadataURL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("protected-resource metadata: %d", resp.StatusCode)
+		}
 		checkSessions(testContext(t), t, e.resource, e.token(t, "alice", "tenant-a", baseScope), e.token(t, "bob", "tenant-b", baseScope), http.StatusNotFound)
 	})
 	t.Run("plain routes", func(t *testing.T) {

@@ -39,11 +39,14 @@ import (
 // scopes of its method (Methods["tools/call"], …) and from resource prefix
 // rules, while a method, name or exact resource rule that both lists
 // scopes and is public is refused by [New] as contradictory. Requests
-// other than POST (an SSE GET stream, a session DELETE) are never public.
+// other than POST (an SSE GET stream, a session DELETE) are public only in
+// an anonymous session.
 //
 // With stateful MCP sessions, a session created without a token belongs to
-// the anonymous principal: once the client has a token, it must start a new
-// session (the go-sdk refuses the old one with 403).
+// the anonymous principal ([SessionConfig]): the client's JSON-RPC
+// responses and notifications in it, its GET stream and its DELETE pass
+// without a token. Once the client has a token, it must start a new
+// session (the old one is 404 with a token).
 type PublicOperations struct {
 	// Methods are JSON-RPC methods served without a token, such as
 	// "initialize", "notifications/initialized", "ping", "server/discover"
