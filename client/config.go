@@ -36,7 +36,13 @@ const (
 // supplied by the application: typically it runs an OAuth 2.1 authorization
 // code flow with PKCE against one of ResourceMetadata.AuthorizationServers,
 // sending RFC 8707 resource=Resource and scope=Scopes, possibly by opening a
-// browser. The transport calls at most one Authorize at a time.
+// browser; [ClientCredentials] is one for machine clients. The transport
+// calls at most one Authorize at a time.
+//
+// Client registrations belong to one authorization server: an Authorizer
+// must not present a client_id or secret obtained from one server to
+// another (MCP 2026-07-28, SEP-2352); key them by issuer, and register
+// again when req.AuthorizationServersChanged or the issuer is new.
 //
 // Authorize must obtain a token for exactly req.Scopes, which is already
 // the union of the previously requested, granted and challenged scopes
@@ -64,14 +70,27 @@ var _ Authorizer = AuthorizerFunc(nil)
 
 // AuthorizeRequest describes one re-authorization.
 type AuthorizeRequest struct {
-	// Resource is [Config.Resource], the RFC 8707 resource indicator to send
-	// in the authorization and token requests.
+	// Resource is the RFC 8707 resource indicator to send in the
+	// authorization and token requests: ResourceMetadata.Resource, the
+	// metadata's "resource" value exactly (MCP §Resource Parameter
+	// Implementation: the canonical URI; RFC 9728 §3.3 checked it). It is
+	// [Config.Resource], or the resource's origin when the metadata came
+	// from the root well-known URL.
 	Resource string
 	// ResourceMetadata is the RFC 9728 metadata of the resource, fetched
-	// and checked (§3.3) by the transport. Its Resource equals Resource,
-	// or the resource's origin when it came from the root well-known URL.
-	// It is a copy; the Authorizer may keep it.
+	// and checked (§3.3) by the transport. Its Resource equals
+	// [Config.Resource], or the resource's origin when it came from the
+	// root well-known URL. It is a copy; the Authorizer may keep it.
 	ResourceMetadata *prm.Metadata
+	// AuthorizationServersChanged reports that ResourceMetadata lists
+	// other authorization servers than the metadata of the previous
+	// authorization did. A 401 for a token the resource had accepted
+	// makes the transport read the metadata again, bypassing its cache,
+	// so a resource that moved to another authorization server is seen at
+	// once (MCP 2026-07-28, SEP-2352). The Authorizer must then register
+	// with the new server rather than reuse the old server's client
+	// credentials, which "MUST NOT" be assumed portable.
+	AuthorizationServersChanged bool
 	// Scopes is the scope set to request, in stable order: the previously
 	// requested and granted scopes first, then the new ones. It may be
 	// empty (a 401 without scope and metadata without scopes_supported);

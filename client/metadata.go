@@ -35,7 +35,9 @@ type mdCache struct {
 // Every document must pass the RFC 9728 §3.3 resource check
 // ([FetchMetadata]). A metaURL on another origin than the resource is
 // fetched with Config.CrossOriginHTTPClient (SSRF-guarded by default).
-func (t *Transport) metadata(ctx context.Context, metaURL string) (*prm.Metadata, error) {
+// With reread, cached documents are not used (but the new ones are
+// cached).
+func (t *Transport) metadata(ctx context.Context, metaURL string, reread bool) (*prm.Metadata, error) {
 	type try struct{ url, want string }
 	var tries []try
 	if metaURL != "" {
@@ -54,7 +56,7 @@ func (t *Transport) metadata(ctx context.Context, metaURL string) (*prm.Metadata
 	var err error
 	for _, tr := range tries {
 		var md *prm.Metadata
-		md, err = t.fetchCached(ctx, tr.url, tr.want)
+		md, err = t.fetchCached(ctx, tr.url, tr.want, reread)
 		if err == nil {
 			return cloneMetadata(md), nil
 		}
@@ -68,13 +70,13 @@ func (t *Transport) metadata(ctx context.Context, metaURL string) (*prm.Metadata
 	return nil, fmt.Errorf("%w: %w", ErrMetadata, err)
 }
 
-func (t *Transport) fetchCached(ctx context.Context, metaURL, want string) (*prm.Metadata, error) {
+func (t *Transport) fetchCached(ctx context.Context, metaURL, want string, reread bool) (*prm.Metadata, error) {
 	key := metaURL + "\x00" + want
 	now := t.cfg.Now()
 	t.md.mu.Lock()
 	e, ok := t.md.m[key]
 	t.md.mu.Unlock()
-	if ok && now.Sub(e.at) < t.cfg.MetadataTTL && !now.Before(e.at) {
+	if ok && !reread && now.Sub(e.at) < t.cfg.MetadataTTL && !now.Before(e.at) {
 		return e.md, nil
 	}
 	hc := t.cfg.HTTPClient

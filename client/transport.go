@@ -35,6 +35,8 @@ type Transport struct {
 	requested  []string      // the scopes last requested (or Config.GrantedScopes)
 	granted    []string      // the scopes of the current token, as far as known
 	grantedRaw string        // the token response "scope" granted was parsed from
+	servers    []string      // the authorization servers of the last authorization's metadata, sorted
+	accepted   bool          // the resource answered a request with the current token without a 401
 	inflight   chan struct{} // non-nil while an authorization runs
 }
 
@@ -129,6 +131,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if err != nil {
 			return nil, err
 		}
+		if ts != nil && resp.StatusCode != http.StatusUnauthorized {
+			t.noteAccepted(gen)
+		}
 		if t.useNonce(r2, resp) && !nonceRetried && body.replayable {
 			nonceRetried = true // RFC 9449 §9: once, with the new nonce
 			discard(resp)
@@ -157,6 +162,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			continue // another RoundTrip re-authorized meanwhile: resend with its token
 		}
 		st.fresh = gen != startGen
+		st.wasAccepted = ts != nil && t.wasAccepted(gen)
 		if err := t.stepUpAndFinish(ctx, st, resp.StatusCode, c, reason); err != nil {
 			return nil, err
 		}
@@ -167,6 +173,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 type opState struct {
 	authorizations int
 	fresh          bool // the token just rejected was obtained during this RoundTrip
+	wasAccepted    bool // the token just rejected had been accepted before
 }
 
 // newToken is the result of a successful authorization.
@@ -174,6 +181,24 @@ type newToken struct {
 	ts                 oauth2.TokenSource
 	requested, granted []string
 	grantedRaw         string
+	servers            []string
+}
+
+// noteAccepted records that the token of generation gen was accepted.
+func (t *Transport) noteAccepted(gen uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.gen == gen {
+		t.accepted = true
+	}
+}
+
+// wasAccepted reports whether the token of generation gen, the current
+// one, had been accepted by the resource.
+func (t *Transport) wasAccepted(gen uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.gen == gen && t.accepted
 }
 
 // decide picks the challenge the transport acts on. It reports ok only for
@@ -237,6 +262,7 @@ func (t *Transport) finish(n *newToken) {
 	if n != nil {
 		t.gen++
 		t.ts, t.requested, t.granted, t.grantedRaw = n.ts, n.requested, n.granted, n.grantedRaw
+		t.servers, t.accepted = n.servers, false
 	}
 	close(t.inflight)
 	t.inflight = nil
@@ -255,14 +281,18 @@ func (t *Transport) stepUpAndFinish(ctx context.Context, st *opState, status int
 // stepUp decides whether to re-authorize for challenge c and does so.
 func (t *Transport) stepUp(ctx context.Context, st *opState, status int, c challenge.Challenge, reason string) (*newToken, error) {
 	t.mu.Lock()
-	requested, granted := t.requested, t.granted
+	requested, granted, servers := t.requested, t.granted, t.servers
 	t.mu.Unlock()
 
+	// A 401 for a token the resource accepted before may mean that the
+	// resource moved to another authorization server (SEP-2352): read its
+	// metadata again rather than from the cache.
+	reread := reason == ReasonUnauthorized && st.wasAccepted
 	var md *prm.Metadata
 	want := cleanScopes(c.Scope, false)
 	if len(want) == 0 { // MCP §Scope Selection Strategy: fall back to scopes_supported
 		var err error
-		if md, err = t.metadata(ctx, c.ResourceMetadata); err != nil {
+		if md, err = t.metadata(ctx, c.ResourceMetadata, reread); err != nil {
 			return nil, err
 		}
 		want = cleanScopes(md.ScopesSupported, false)
@@ -281,18 +311,20 @@ func (t *Transport) stepUp(ctx context.Context, st *opState, status int, c chall
 	}
 	if md == nil {
 		var err error
-		if md, err = t.metadata(ctx, c.ResourceMetadata); err != nil {
+		if md, err = t.metadata(ctx, c.ResourceMetadata, reread); err != nil {
 			return nil, err
 		}
 	}
+	now := sortedServers(md.AuthorizationServers)
 	st.authorizations++
 	ts, err := t.cfg.Authorizer.Authorize(ctx, AuthorizeRequest{
-		Resource:         t.cfg.Resource,
-		ResourceMetadata: md,
-		Scopes:           slices.Clone(next),
-		Challenge:        c,
-		Reason:           reason,
-		DPoP:             t.cfg.DPoP,
+		Resource:                    md.Resource,
+		ResourceMetadata:            md,
+		AuthorizationServersChanged: servers != nil && !slices.Equal(servers, now),
+		Scopes:                      slices.Clone(next),
+		Challenge:                   c,
+		Reason:                      reason,
+		DPoP:                        t.cfg.DPoP,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrAuthorize, err)
@@ -308,11 +340,18 @@ func (t *Transport) stepUp(ctx context.Context, st *opState, status int, c chall
 	if tok == nil || tok.AccessToken == "" {
 		return nil, fmt.Errorf("%w: empty access token", ErrAuthorize)
 	}
-	n := &newToken{ts: ts, requested: next, granted: next}
+	n := &newToken{ts: ts, requested: next, granted: next, servers: now}
 	if s, ok := tok.Extra("scope").(string); ok && s != "" {
 		n.granted, n.grantedRaw = splitScope(s), s
 	}
 	return n, nil
+}
+
+// sortedServers returns a sorted, duplicate-free copy of servers.
+func sortedServers(servers []string) []string {
+	s := slices.Clone(servers)
+	slices.Sort(s)
+	return slices.Compact(s)
 }
 
 // noteScope records the "scope" member of the token response of the
