@@ -190,6 +190,11 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	if c := h["Connection"]; len(c) > 0 && strings.EqualFold(c[0], "Upgrade") {
 		delete(h, "Connection")
 	}
+	// Answers are read (lists, tasks, sessions): ask for them
+	// uncompressed, for every request, since whether an answer must be
+	// read is not always known before it arrives (a stream carries
+	// notifications of tasks). The transport adds no encoding of its own.
+	delete(h, "Accept-Encoding")
 	st := stateFrom(pr.In.Context())
 	if st == nil {
 		return

@@ -1,10 +1,12 @@
 package proxy_test
 
 import (
+	"compress/gzip"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcpguard/mcpguard/proxy"
@@ -49,5 +51,103 @@ func TestLists(t *testing.T) {
 				t.Errorf("tools/list = %s, want %v", body, want)
 			}
 		})
+	}
+}
+
+// gzipAnswers compresses every answer of h for a request that accepts
+// gzip, as a compressing front end of an upstream would, and records the
+// Accept-Encoding of each request.
+func gzipAnswers(h http.Handler, seen *[]string, mu *sync.Mutex) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		*seen = append(*seen, r.Method+" "+strings.Join(r.Header.Values("Accept-Encoding"), ","))
+		mu.Unlock()
+		if !strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Encoding", "gzip")
+		zw := gzip.NewWriter(w)
+		defer zw.Close()
+		h.ServeHTTP(gzipWriter{w, zw}, r)
+	})
+}
+
+type gzipWriter struct {
+	http.ResponseWriter
+	zw *gzip.Writer
+}
+
+func (g gzipWriter) Write(p []byte) (int, error) { return g.zw.Write(p) }
+func (g gzipWriter) Flush() {
+	_ = g.zw.Flush()
+	if f, ok := g.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// TestNoAcceptEncodingUpstream: the proxy asks the upstream for identity
+// bodies on every request (POST of every method, GET, DELETE), so that a
+// compressing upstream's list answers, JSON or SSE, are still rewritten
+// (a compressed one could not be read and would be a 502).
+func TestNoAcceptEncodingUpstream(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	e := newTestEnv(t, envOptions{
+		route: func(r *proxy.Route) { r.Lists = "hide" },
+		upstream: func(t *testing.T, jwksURL, issuer, audience string) http.Handler {
+			return gzipAnswers(goSDKUpstream(t, jwksURL, issuer, audience, false), &seen, &mu)
+		},
+	})
+	ctx := testContext(t)
+	gz := http.Header{"Accept-Encoding": {"gzip, deflate, br"}}
+	cs := e.connect(ctx, t, e.token(t, "alice", baseScope), gz)
+	res, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("ListTools through a compressing upstream: %v", err)
+	}
+	var got []string
+	for _, tl := range res.Tools {
+		got = append(got, tl.Name)
+	}
+	if !slices.Equal(got, []string{"whoami"}) {
+		t.Errorf("tools = %v, want [whoami] (admin_only hidden)", got)
+	}
+	if w := callWhoami(ctx, t, cs, "whoami"); w.Subject != "alice" {
+		t.Errorf("whoami = %+v", w)
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("Close: %v", err)
+	}
+
+	// A JSON answer, raw: the client asked for gzip; it gets the rewritten
+	// answer uncompressed.
+	auth := http.Header{"Authorization": {"Bearer " + e.token(t, "alice", baseScope)}, "Accept-Encoding": {"gzip"}}
+	mu.Lock()
+	n := len(seen)
+	mu.Unlock()
+	resp := do(t, "POST", e.resource, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`, auth)
+	body := readAll(t, resp)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Encoding") != "" || !strings.Contains(body, `"protocolVersion"`) {
+		t.Errorf("initialize: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Encoding"), body)
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) <= n {
+		t.Fatalf("the upstream saw no raw request")
+	}
+	methods := map[string]bool{}
+	for _, s := range seen {
+		m, enc, _ := strings.Cut(s, " ")
+		methods[m] = true
+		if enc != "" {
+			t.Errorf("upstream request %s carried Accept-Encoding %q", m, enc)
+		}
+	}
+	for _, m := range []string{"POST", "GET", "DELETE"} {
+		if !methods[m] {
+			t.Errorf("the upstream saw no %s (seen %v)", m, seen)
+		}
 	}
 }
