@@ -33,7 +33,7 @@ func TestDeps(t *testing.T) {
 }
 
 // TestNotImported fails if a non-test package of the module other than
-// examples imports client.
+// examples and the conformance suite's client program imports client.
 func TestNotImported(t *testing.T) {
-	deptest.CheckNotImported(t, self, deptest.Module+"/examples/...")
+	deptest.CheckNotImported(t, self, deptest.Module+"/examples/...", deptest.Module+"/integration/conformance/client")
 }
