@@ -159,24 +159,42 @@ func versionLabel(h http.Header) string {
 	return Unlisted
 }
 
-// report calls Config.OnDecision, if set. g labels the operation (nil:
-// unknown), p is the principal (nil: none), required and missing are the
-// scopes of a scope decision. It never allocates itself.
-func (m *Middleware) report(ctx context.Context, h http.Header, status int, reason Reason, p *Principal, g *grant, required, missing []string, err error) {
+// report calls Config.OnDecision, if set, with the decision of rf. It
+// never allocates itself.
+func (m *Middleware) report(ctx context.Context, h http.Header, rf *refusal) {
 	if m.onDecision == nil {
 		return
 	}
-	d := Decision{
-		Status:          status,
-		Reason:          reason,
-		ProtocolVersion: versionLabel(h),
-		Principal:       p,
-		RequiredScopes:  required,
-		MissingScopes:   missing,
-		Err:             err,
+	d := decision(h, rf.reason, rf.p, rf.g)
+	d.Status, d.Err = rf.status, rf.err
+	d.RequiredScopes, d.MissingScopes = scopesOf(rf.err)
+	m.onDecision(ctx, d)
+}
+
+// reportPass calls Config.OnDecision, if set, for a request passed to the
+// next handler as p's (p.grant its operation): authorized, with the
+// operation's scopes, or public.
+func (m *Middleware) reportPass(ctx context.Context, h http.Header, p *Principal) {
+	if m.onDecision == nil {
+		return
 	}
+	reason := ReasonAuthorized
+	if p.Anonymous {
+		reason = ReasonPublic
+	}
+	d := decision(h, reason, p, p.grant)
+	if !p.Anonymous {
+		d.RequiredScopes = p.grant.op.scopes
+	}
+	m.onDecision(ctx, d)
+}
+
+// decision returns the labels of a decision: reason, the operation g
+// (nil: unknown), the protocol version of h and the principal p.
+func decision(h http.Header, reason Reason, p *Principal, g *grant) Decision {
+	d := Decision{Reason: reason, ProtocolVersion: versionLabel(h), Principal: p}
 	if g != nil {
 		d.Method, d.Name = g.method, g.name
 	}
-	m.onDecision(ctx, d)
+	return d
 }

@@ -195,33 +195,51 @@ func retryAfterValue(d time.Duration) string {
 	return strconv.FormatInt(max(s, 1), 10)
 }
 
-// refuse answers r with the fixed answer for err, logs err and reports
-// the decision with principal p and labels g (each nil when unknown). id
-// is the raw JSON-RPC id, echoed only in the -32020 and -32602 bodies.
-func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, err error, p *Principal, g *grant, id []byte) {
-	k, reason := errorKind(err)
+// refusal is one refusal, carried from the check that decides it to the
+// answer, the log line and Config.OnDecision. The check sets the cause and
+// what it knows of the request; [Middleware.refuse] (or
+// [Middleware.insufficient]) resolves the answer once, and
+// [Middleware.send] writes the log line, the [Decision] and the answer
+// from this one value.
+type refusal struct {
+	err error      // the internal cause: picks the answer and the Reason (errorKinds); never sent
+	p   *Principal // the caller; nil when refused before (or without) a valid token
+	g   *grant     // the operation, labelling the log line and the decision; nil: unknown
+	id  []byte     // the raw JSON-RPC id, echoed only in the -32020, -32602 and task bodies
+
+	reason Reason // resolved with the answer
+	answer        // what the client is sent; its level is the log record's
+}
+
+// refuse resolves rf's answer and Reason from rf.err (errorKinds, the
+// DPoP answers) and sends it.
+func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, rf *refusal) {
+	k, reason := errorKind(rf.err)
 	a := &m.answers[k]
 	if m.dpop != nil {
-		a, reason = m.dpopAnswer(w, r, err, k, reason)
+		a, reason = m.dpopAnswer(w, r, rf.err, k, reason)
 	}
-	body, status := a.body, a.status
+	rf.reason, rf.answer = reason, *a
 	switch k {
 	case kindHeaderMismatch:
-		body = bodyMismatchHead + echoID(id) + bodyMismatchTail
+		rf.body = bodyMismatchHead + echoID(rf.id) + bodyMismatchTail
 	case kindInvalidParams:
-		body = bodyMismatchHead + echoID(id) + bodyInvalidParamsTail
+		rf.body = bodyMismatchHead + echoID(rf.id) + bodyInvalidParamsTail
 	case kindUnknownTask:
-		body = bodyMismatchHead + echoID(id) + bodyTaskNotFoundTail
+		rf.body = bodyMismatchHead + echoID(rf.id) + bodyTaskNotFoundTail
 		if isModern(r.Header) {
-			status = http.StatusBadRequest // SEP-2575: -32602 is 400
+			rf.status = http.StatusBadRequest // SEP-2575: -32602 is 400
 		}
 	}
-	m.logRefusal(r, status, a.level, reason, err, p, g)
-	if m.onDecision != nil {
-		required, missing := scopesOf(err)
-		m.report(r.Context(), r.Header, status, reason, p, g, required, missing, err)
-	}
-	writeAnswer(w, status, a.challenge, a.retryAfter, body)
+	m.send(w, r, rf)
+}
+
+// send is where every refusal leaves the middleware: the log line
+// (logging.go), the decision (decision.go), then the answer.
+func (m *Middleware) send(w http.ResponseWriter, r *http.Request, rf *refusal) {
+	m.logRefusal(r, rf)
+	m.report(r.Context(), r.Header, rf)
+	writeAnswer(w, rf.status, rf.challenge, rf.retryAfter, rf.body)
 }
 
 // scopesOf returns the scopes of a [*ScopeError] in err's chain.
@@ -243,11 +261,6 @@ func echoID(id []byte) string {
 		return string(id)
 	}
 	return "null"
-}
-
-// logRefusal logs a refusal, sampled (logging.go).
-func (m *Middleware) logRefusal(r *http.Request, status int, level slog.Level, reason Reason, err error, p *Principal, g *grant) {
-	m.logRefusalRecord(r, status, level, reason, err, p, g)
 }
 
 // writeAnswer writes a refusal the way challenge.Write does: at most one

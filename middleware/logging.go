@@ -54,15 +54,15 @@ func (s *refusalSampler) allow(reason Reason, now time.Time, rate int) (ok bool,
 	return true, suppressed
 }
 
-// logRefusalRecord writes the operator's record of a refusal: Info for
+// logRefusal writes the operator's record of a refusal: Info for
 // client errors (the default slog level shows them), Warn for 503s,
 // exhausted step-ups and misconfiguration, sampled per Reason. It carries
 // the reason code, the internal cause, the MCP method and tool labels of
 // [Decision] (never a client-chosen name the policy does not list), the
 // client and the issuer of a valid token; never the token or the subject.
-func (m *Middleware) logRefusalRecord(r *http.Request, status int, level slog.Level, reason Reason, err error, p *Principal, g *grant) {
+func (m *Middleware) logRefusal(r *http.Request, rf *refusal) {
 	ctx := r.Context()
-	level = max(level, slog.LevelInfo)
+	level := max(rf.level, slog.LevelInfo)
 	if !m.log.Enabled(ctx, level) {
 		return
 	}
@@ -70,18 +70,18 @@ func (m *Middleware) logRefusalRecord(r *http.Request, status int, level slog.Le
 	if rate == 0 {
 		rate = DefaultRefusalLogRate
 	}
-	ok, suppressed := m.refusals.allow(reason, m.cfg.Now(), rate)
+	ok, suppressed := m.refusals.allow(rf.reason, m.cfg.Now(), rate)
 	if !ok {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 10)
 	attrs = append(attrs,
-		slog.Int("status", status),
-		slog.String("reason", string(reason)),
-		slog.String("error", err.Error()),
+		slog.Int("status", rf.status),
+		slog.String("reason", string(rf.reason)),
+		slog.String("error", rf.err.Error()),
 		slog.String("http_method", r.Method),
 		slog.String("path", r.URL.Path))
-	if g != nil {
+	if g := rf.g; g != nil {
 		if g.method != "" {
 			attrs = append(attrs, slog.String("mcp_method", g.method))
 		}
@@ -89,7 +89,7 @@ func (m *Middleware) logRefusalRecord(r *http.Request, status int, level slog.Le
 			attrs = append(attrs, slog.String("tool", g.name))
 		}
 	}
-	if p != nil {
+	if p := rf.p; p != nil {
 		attrs = append(attrs, slog.String("client_id", p.ClientID), slog.String("issuer", p.Issuer))
 	}
 	if suppressed > 0 {

@@ -134,26 +134,26 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			return
 		}
 		closeUnread(w, r)
-		m.refuse(w, r, err, nil, nil, nil)
+		m.refuse(w, r, &refusal{err: err})
 		return
 	}
 	setNextNonce(w, p)
 	var msg message
-	var body []byte
 	post := r.Method == http.MethodPost
 	if post {
-		if body, err = readBody(r, m.cfg.MaxBodyBytes); err != nil {
+		body, err := readBody(r, m.cfg.MaxBodyBytes)
+		if err != nil {
 			closeUnread(w, r) // the rest of the body is not read
-			m.refuse(w, r, err, p, nil, nil)
+			m.refuse(w, r, &refusal{err: err, p: p})
 			return
 		}
 		if err = parseMessageWith(&m.json, body, &msg); err != nil {
-			m.refuse(w, r, err, p, nil, nil)
+			m.refuse(w, r, &refusal{err: err, p: p})
 			return
 		}
 		if err = checkHeaders(r.Header, &msg); err != nil {
 			g, _ := m.policy.lookup(&msg) // labels only
-			m.refuse(w, r, err, p, g, msg.id)
+			m.refuse(w, r, &refusal{err: err, p: p, g: g, id: msg.id})
 			return
 		}
 	}
@@ -163,7 +163,7 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		if !post {
 			closeUnread(w, r) // a GET or DELETE body is not read
 		}
-		m.refuse(w, r, err, p, g, nil)
+		m.refuse(w, r, &refusal{err: err, p: p, g: g})
 		return
 	}
 	op := g.op
@@ -171,33 +171,41 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		if !post {
 			closeUnread(w, r)
 		}
-		m.insufficient(w, r, p, g, op.scopes, missing, op.key, op.challenge)
+		m.insufficient(w, r, &refusal{p: p, g: g}, op, missing)
 		return
 	}
 	if m.pending != nil && !m.pending.empty() {
 		m.steppedUp(r.Context(), p)
 	}
 	p.grant = g
-	sid, err := m.bindSession(r, p, next)
-	if err != nil {
-		m.refuse(w, r, err, p, g, nil)
+	m.admit(w, r, next, p, &msg)
+}
+
+// admit passes r, authorized for p (p.grant is its operation; msg its
+// POST message, empty otherwise), to next: once its session ID is p's and,
+// for a task operation, the task is p's, with the principal in its
+// context and the POST body replayed byte for byte, after reporting the
+// decision.
+func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, msg *message) {
+	if err := m.bindSession(r, p, next); err != nil {
+		m.refuse(w, r, &refusal{err: err, p: p, g: p.grant})
 		return
 	}
-	if msg.hasMethod && isTaskOp(msg.method) && m.checkTask(w, r, p, &msg, g) {
+	// Task operations are never public ([New] refuses tasks/* in
+	// Public.Methods).
+	if !p.Anonymous && msg.hasMethod && isTaskOp(msg.method) && m.checkTask(w, r, p, msg) {
 		return
 	}
 	r2 := withPrincipal(r, p)
-	if post {
+	if r.Method == http.MethodPost {
 		b := &bodyReader{}
-		b.Reset(body)
+		b.Reset(msg.body)
 		r2.Body = b
-		r2.ContentLength = int64(len(body))
+		r2.ContentLength = int64(len(msg.body))
 		r2.TransferEncoding = nil
 	}
-	if m.onDecision != nil {
-		m.report(r2.Context(), r.Header, 0, ReasonAuthorized, p, g, op.scopes, nil, nil)
-	}
-	m.serveNext(w, r2, next, p, &msg, g, sid)
+	m.reportPass(r2.Context(), r.Header, p)
+	m.serveNext(w, r2, next, p, msg)
 }
 
 var errNilClaims = errors.New("middleware: validator returned no claims")
@@ -270,12 +278,12 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 			p, ok := PrincipalFromContext(r.Context())
 			if !ok {
 				closeUnread(w, r)
-				m.refuse(w, r, ErrNoPrincipal, nil, nil, nil)
+				m.refuse(w, r, &refusal{err: ErrNoPrincipal})
 				return
 			}
 			if p.Anonymous { // a public operation: scopes need a token
 				closeUnread(w, r)
-				m.refuse(w, r, ErrNoToken, nil, p.grant, nil)
+				m.refuse(w, r, &refusal{err: ErrNoToken, g: p.grant})
 				return
 			}
 			if missing := m.missing(p.Scopes, route); missing != nil {
@@ -285,7 +293,7 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 					base = p.grant.op.scopes
 				}
 				required := appendUnique(slices.Clone(base), route...)
-				m.insufficient(w, r, p, p.grant, required, missing, scopeKey(required), "")
+				m.insufficient(w, r, &refusal{p: p, g: p.grant}, scopeNeed(required), missing)
 				return
 			}
 			if m.pending != nil && !m.pending.empty() {
@@ -296,43 +304,44 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 	}
 }
 
-// insufficient answers 403 insufficient_scope (RFC 6750 §3.1) for an
-// operation needing required, or the terminal 403 once the principal has
-// exhausted its step-ups for this scope set. g labels the operation for
-// the decision (nil: unknown). pre is the precomputed operation-only
-// challenge, or "".
-func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, p *Principal, g *grant, required, missing []string, key, pre string) {
-	serr := &ScopeError{Required: required, Missing: missing}
+// insufficient answers rf (its principal and operation set by the
+// caller) for an operation needing need.scopes, of which missing are not
+// granted: 403 insufficient_scope (RFC 6750 §3.1) with need's challenge
+// (rendered here when need has none precomputed), or the terminal 403 once
+// the principal has exhausted its step-ups for this scope set.
+func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, rf *refusal, need *operation, missing []string) {
+	serr := &ScopeError{Required: need.scopes, Missing: missing}
+	rf.err = serr
+	p := rf.p
 	if p != nil && !p.Anonymous && m.pending != nil {
 		// Anonymous principals (public operations) share no identity:
 		// they are challenged uncounted.
-		storeKey := p.stepUpID() + "\x00" + key
+		storeKey := p.stepUpID() + "\x00" + need.key
 		now := m.cfg.Now()
 		n, err := m.cfg.StepUpStore.Incr(r.Context(), storeKey, m.cfg.StepUpWindow, now)
 		// Remember the challenge here, so that a later success of p with
 		// these scopes resets the counter (the terminal answer included:
 		// a principal that is granted the scope later gets its bound back).
-		m.pending.add(p, required, storeKey, now.Add(m.cfg.StepUpWindow), now)
+		m.pending.add(p, need.scopes, storeKey, now.Add(m.cfg.StepUpWindow), now)
 		switch {
 		case err != nil:
 			m.log.LogAttrs(r.Context(), slog.LevelWarn, "middleware: step-up store failed", slog.String("error", err.Error()))
 		case n > m.cfg.StepUpLimit:
-			m.refuse(w, r, fmt.Errorf("%w: %w", ErrStepUpExhausted, serr), p, g, nil)
+			rf.err = fmt.Errorf("%w: %w", ErrStepUpExhausted, serr)
+			m.refuse(w, r, rf)
 			return
 		}
 	}
-	hdr := pre
+	hdr := need.challenge
 	switch {
 	case p != nil && m.cfg.LegacyScopes == ScopeUnion && !isModern(r.Header):
-		hdr = m.stepUpHeader(appendUnique(slices.Clone(required), p.Scopes...))
+		hdr = m.stepUpHeader(appendUnique(slices.Clone(need.scopes), p.Scopes...))
 	case hdr == "":
-		hdr = m.stepUpHeader(required)
+		hdr = m.stepUpHeader(need.scopes)
 	}
-	hdr = m.dpopStepUp(r, hdr)
-	a := &m.answers[kindInsufficientScope]
-	m.logRefusal(r, a.status, a.level, ReasonInsufficientScope, serr, p, g)
-	m.report(r.Context(), r.Header, a.status, ReasonInsufficientScope, p, g, required, missing, serr)
-	writeAnswer(w, a.status, hdr, "", a.body)
+	rf.reason, rf.answer = ReasonInsufficientScope, m.answers[kindInsufficientScope]
+	rf.challenge = m.dpopStepUp(r, hdr)
+	m.send(w, r, rf)
 }
 
 // Challenge answers r for err exactly as [Middleware.Handler] would, for
@@ -352,7 +361,7 @@ func (m *Middleware) Challenge(w http.ResponseWriter, r *http.Request, err error
 	closeUnread(w, r)
 	p, _ := PrincipalFromContext(r.Context())
 	if p != nil && p.Anonymous { // anything beyond a public operation needs a token
-		m.refuse(w, r, ErrNoToken, nil, p.grant, nil)
+		m.refuse(w, r, &refusal{err: ErrNoToken, g: p.grant})
 		return
 	}
 	var granted []string
@@ -366,10 +375,10 @@ func (m *Middleware) Challenge(w http.ResponseWriter, r *http.Request, err error
 		if errors.As(err, &se) {
 			required = se.Required
 		}
-		m.insufficient(w, r, p, g, required, m.missing(granted, required), scopeKey(required), "")
+		m.insufficient(w, r, &refusal{p: p, g: g}, scopeNeed(required), m.missing(granted, required))
 		return
 	}
-	m.refuse(w, r, err, p, g, nil)
+	m.refuse(w, r, &refusal{err: err, p: p, g: g})
 }
 
 // MetadataHandler returns the RFC 9728 metadata handler built by

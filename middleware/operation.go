@@ -114,6 +114,13 @@ func (m *Middleware) newOperation(parts ...[]string) *operation {
 	return &operation{scopes: scopes, key: scopeKey(scopes), challenge: m.stepUpHeader(scopes), schemes: schemesOf(scopes)}
 }
 
+// scopeNeed is the operation needing scopes, whose challenge is rendered
+// when a refusal needs it: the need of a route (RequireScopes), a task or
+// a [*ScopeError], which New could not precompute.
+func scopeNeed(scopes []string) *operation {
+	return &operation{scopes: scopes, key: scopeKey(scopes)}
+}
+
 // stepUpHeader renders the RFC 6750 §3.1 insufficient_scope challenge for
 // scopes (challenge.StepUp drops offline_access).
 func (m *Middleware) stepUpHeader(scopes []string) string {

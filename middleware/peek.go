@@ -38,6 +38,7 @@ const (
 // point into the body, or hold a decoded copy when the JSON string had
 // escapes or non-ASCII bytes.
 type message struct {
+	body    []byte // the POST body the message was read from, replayed to the next handler
 	method  []byte
 	id      []byte // raw JSON value
 	name    []byte // params.name
@@ -110,6 +111,7 @@ func parseMessage(body []byte, msg *message) error { return parseMessageWith(nil
 // parseMessageWith is parseMessage reading with pool's buffers (a
 // Middleware's), or fresh ones when pool is nil.
 func parseMessageWith(pool *strictjson.Pool, body []byte, msg *message) error {
+	msg.body = body
 	err := members(pool, body, []string{"method", "params", "id"}, func(name, v []byte) error {
 		var err error
 		switch string(name) {

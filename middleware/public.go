@@ -230,34 +230,34 @@ func isAnonymous(r *http.Request, err error) bool {
 func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	if r.Method != http.MethodPost {
 		if m.isAnonymousSession(r) { // its GET stream, its DELETE (session.go)
-			m.serveAnonymous(w, r, next, nil, nil, &message{})
+			m.admit(w, r, next, &Principal{Anonymous: true}, &message{})
 			return
 		}
 		closeUnread(w, r) // a tokenless GET or DELETE body is not read
-		m.refuse(w, r, ErrNoToken, nil, nil, nil)
+		m.refuse(w, r, &refusal{err: ErrNoToken})
 		return
 	}
-	body, err := readBody(r, m.cfg.MaxBodyBytes)
-	if err != nil {
+	var msg message
+	var err error
+	if msg.body, err = readBody(r, m.cfg.MaxBodyBytes); err != nil {
 		closeUnread(w, r) // issue #11: the rest of the body is not read
 		if !errors.Is(err, ErrBodyTooLarge) {
 			err = ErrNoToken
 		}
-		m.refuse(w, r, err, nil, nil, nil) // 413, as with a token
+		m.refuse(w, r, &refusal{err: err}) // 413, as with a token
 		return
 	}
 	// The protocol answers that depend only on the request's own bytes are
 	// the ones a token would get (400 with -32700, -32600, -32020 or
 	// -32602): they reveal nothing protected, and a client without a token
 	// learns what is wrong with its request before it is asked for one.
-	var msg message
-	if err := parseMessageWith(&m.json, body, &msg); err != nil {
-		m.refuse(w, r, err, nil, nil, nil)
+	if err := parseMessageWith(&m.json, msg.body, &msg); err != nil {
+		m.refuse(w, r, &refusal{err: err})
 		return
 	}
 	if err := checkHeaders(r.Header, &msg); err != nil {
 		g, _ := m.policy.lookup(&msg) // labels only
-		m.refuse(w, r, err, nil, g, msg.id)
+		m.refuse(w, r, &refusal{err: err, g: g, id: msg.id})
 		return
 	}
 	g := m.public.lookup(&msg)
@@ -271,36 +271,12 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 		}
 	} else if g == nil {
 		g, _ = m.policy.lookup(&msg) // labels only
-		m.refuse(w, r, ErrNoToken, nil, g, nil)
+		m.refuse(w, r, &refusal{err: ErrNoToken, g: g})
 		return
 	}
-	m.serveAnonymous(w, r, next, g, body, &msg)
-}
-
-// serveAnonymous passes r, authorized as public (operation g, nil for a
-// request without a body; msg its message), to next with the anonymous
-// principal, once its session ID is the anonymous principal's (or absent).
-// Task operations are never public ([New] refuses tasks/* in
-// Public.Methods), so only the answer is read for the task binding.
-func (m *Middleware) serveAnonymous(w http.ResponseWriter, r *http.Request, next http.Handler, g *grant, body []byte, msg *message) {
-	p := &Principal{Anonymous: true, grant: g}
-	sid, err := m.bindSession(r, p, next)
-	if err != nil {
-		m.refuse(w, r, err, p, g, nil)
-		return
-	}
-	r2 := r.WithContext(ContextWithPrincipal(r.Context(), p))
-	if r.Method == http.MethodPost {
-		b := &bodyReader{}
-		b.Reset(body)
-		r2.Body = b
-		r2.ContentLength = int64(len(body))
-		r2.TransferEncoding = nil
-	}
-	if m.onDecision != nil {
-		m.report(r2.Context(), r.Header, 0, ReasonPublic, p, g, nil, nil, nil)
-	}
-	m.serveNext(w, r2, next, p, msg, g, sid)
+	// Passed to next with the anonymous principal, once its session ID is
+	// the anonymous principal's (or absent).
+	m.admit(w, r, next, &Principal{Anonymous: true, grant: g}, &msg)
 }
 
 // Permits reports whether p may call an operation under the operation

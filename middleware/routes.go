@@ -39,21 +39,19 @@ func (m *Middleware) Protect(scopes ...string) func(http.Handler) http.Handler {
 			p, err := m.authenticate(r)
 			if err != nil {
 				closeUnread(w, r) // Protect never reads the body
-				m.refuse(w, r, err, nil, nil, nil)
+				m.refuse(w, r, &refusal{err: err})
 				return
 			}
 			setNextNonce(w, p)
 			op := g.op
 			if missing := m.missing(p.Scopes, op.scopes); missing != nil {
 				closeUnread(w, r)
-				m.insufficient(w, r, p, g, op.scopes, missing, op.key, op.challenge)
+				m.insufficient(w, r, &refusal{p: p, g: g}, op, missing)
 				return
 			}
 			p.grant = g
 			r2 := withPrincipal(r, p)
-			if m.onDecision != nil {
-				m.report(r2.Context(), r.Header, 0, ReasonAuthorized, p, g, op.scopes, nil, nil)
-			}
+			m.reportPass(r2.Context(), r.Header, p)
 			next.ServeHTTP(w, r2)
 		})
 	}

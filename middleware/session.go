@@ -184,17 +184,16 @@ func sessionID(h http.Header) (string, error) {
 	return v[0], nil
 }
 
-// bindSession checks the request's session ID against p before next
-// runs. It returns the ID ("" when the request has none) or the error to
-// refuse the request with.
-func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handler) (string, error) {
+// bindSession checks the request's session ID, if any, against p before
+// next runs. It returns the error to refuse the request with.
+func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handler) error {
 	sid, err := sessionID(r.Header)
 	if sid == "" || err != nil {
-		return "", err
+		return err
 	}
 	s := m.sessions
 	if s.store != nil {
-		return sid, m.bindShared(r.Context(), sid, p, next)
+		return m.bindShared(r.Context(), sid, p, next)
 	}
 	now := m.cfg.Now().UnixNano()
 	s.mu.Lock()
@@ -209,7 +208,7 @@ func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handle
 		if ended != nil {
 			m.endSessions(ended)
 		}
-		return sid, nil
+		return nil
 	}
 	var ended []*ownerEntry
 	if e != nil && now >= e.expires {
@@ -219,9 +218,9 @@ func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handle
 	s.mu.Unlock()
 	m.endSessions(ended)
 	if e == nil && s.pass {
-		return sid, nil
+		return nil
 	}
-	return "", ErrUnknownSession
+	return ErrUnknownSession
 }
 
 // bindShared is bindSession with SessionConfig.Store: the store's record
@@ -282,11 +281,11 @@ func (m *Middleware) isAnonymousSession(r *http.Request) bool {
 	return e != nil && now < e.expires && e.owner == AnonymousID
 }
 
-// serveSession runs next for p's request r, whose session ID sid
-// bindSession accepted ("": none). An answer to a request without one
-// that creates a session records it; a DELETE accepted, or a 404, for sid
-// forgets it.
-func (m *Middleware) serveSession(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, sid string) {
+// serveSession runs next for p's request r, whose session ID (if any)
+// bindSession accepted. An answer to a request without one that creates a
+// session records it; a DELETE accepted, or a 404, for the ID forgets it.
+func (m *Middleware) serveSession(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal) {
+	sid, _ := sessionID(r.Header) // checked by bindSession
 	sw, _ := m.sessions.pool.Get().(*sessionWriter)
 	if sw == nil {
 		sw = &sessionWriter{}
@@ -338,7 +337,7 @@ func (w *sessionWriter) WriteHeader(status int) {
 				for _, k := range [...]string{sessionHeader, "Content-Length", "Content-Encoding", "Content-Type"} {
 					h.Del(k)
 				}
-				w.m.refuse(w.ResponseWriter, w.r, err, w.p, w.p.grant, nil)
+				w.m.refuse(w.ResponseWriter, w.r, &refusal{err: err, p: w.p, g: w.p.grant})
 				return
 			}
 		}

@@ -129,19 +129,20 @@ func decodeTask(rec string) (owner, scopes string, ok bool) {
 // checkTask authorizes a task operation (isTaskOp) of p after its method's
 // policy: the task must be p's, and p must hold the scopes of the request
 // that created it. It answers and returns true when it refuses.
-func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Principal, msg *message, g *grant) bool {
+func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Principal, msg *message) bool {
+	g := p.grant
 	if !msg.hasTaskID || msg.taskIDNotString {
-		m.refuse(w, r, errNoTaskID, p, g, msg.id)
+		m.refuse(w, r, &refusal{err: errNoTaskID, p: p, g: g, id: msg.id})
 		return true
 	}
 	rec, err := m.tasks.Owner(r.Context(), KindTask, string(msg.taskID), DefaultTaskTTL)
 	if err != nil {
-		m.refuse(w, r, fmt.Errorf("%w: %w", ErrTaskStore, err), p, g, nil)
+		m.refuse(w, r, &refusal{err: fmt.Errorf("%w: %w", ErrTaskStore, err), p: p, g: g})
 		return true
 	}
 	owner, scopes, valid := decodeTask(rec)
 	if !valid || owner != taskOwner(p, r.Header) {
-		m.refuse(w, r, ErrUnknownTask, p, g, msg.id)
+		m.refuse(w, r, &refusal{err: ErrUnknownTask, p: p, g: g, id: msg.id})
 		return true
 	}
 	var missing []string
@@ -154,11 +155,11 @@ func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Princi
 		return false
 	}
 	if p.Anonymous {
-		m.refuse(w, r, ErrNoToken, nil, g, nil)
+		m.refuse(w, r, &refusal{err: ErrNoToken, g: g})
 		return true
 	}
 	required := appendUnique(slices.Clone(g.op.scopes), strings.Fields(scopes)...)
-	m.insufficient(w, r, p, g, required, missing, scopeKey(required), "")
+	m.insufficient(w, r, &refusal{p: p, g: g}, scopeNeed(required), missing)
 	return true
 }
 
@@ -169,10 +170,11 @@ func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Princi
 // carries only the response and passes untouched). The per-request writer
 // comes from a free list, so an ordinary request allocates nothing here.
 //
-// It then runs the session binding's serveSession with sid.
-func (m *Middleware) serveNext(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, msg *message, g *grant, sid string) {
+// It then runs the session binding's serveSession. p.grant is the
+// request's operation.
+func (m *Middleware) serveNext(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, msg *message) {
 	if r.Method != http.MethodPost && r.Method != http.MethodGet {
-		m.serveSession(w, r, next, p, sid)
+		m.serveSession(w, r, next, p)
 		return
 	}
 	tw := m.taskWriters.get()
@@ -181,7 +183,7 @@ func (m *Middleware) serveNext(w http.ResponseWriter, r *http.Request, next http
 	switch {
 	case !msg.hasMethod:
 	case msg.hasTask || msg.tasksExt:
-		tw.create, tw.scopes, tw.reqID = true, g.op.key, msg.id
+		tw.create, tw.scopes, tw.reqID = true, p.grant.op.key, msg.id
 		opts.SSEOnly = false
 	case string(msg.method) == methodTasksList:
 		tw.list = true
@@ -197,7 +199,7 @@ func (m *Middleware) serveNext(w http.ResponseWriter, r *http.Request, next http
 		}
 	}
 	tw.aw.Reset(w, tw, opts)
-	m.serveSession(&tw.aw, r, next, p, sid)
+	m.serveSession(&tw.aw, r, next, p)
 	if err := tw.aw.Finish(); err != nil {
 		m.log.LogAttrs(r.Context(), slog.LevelWarn, "middleware: answer filtered for task binding",
 			slog.String("error", err.Error()), slog.String("path", r.URL.Path))
