@@ -73,10 +73,10 @@ func TestWaitForKeysFailFast(t *testing.T) {
 		client *http.Client
 		cause  jwks.Cause
 	}{
-		{"404", notFound.URL, nil, jwks.CauseNotFound},
-		{"mix-up", mixUp.URL(), nil, jwks.CauseMixUp},
-		{"tls", tlsIss.URL(), nil, jwks.CauseTLS},
-		{"dns", "https://auth.example.invalid", dnsFailure(), jwks.CauseDNS},
+		{"404", notFound.URL, nil, "not_found"},
+		{"mix-up", mixUp.URL(), nil, "issuer_mismatch"},
+		{"tls", tlsIss.URL(), nil, "tls"},
+		{"dns", "https://auth.example.invalid", dnsFailure(), "dns"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

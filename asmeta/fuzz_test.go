@@ -48,8 +48,8 @@ func FuzzWellKnownURLs(f *testing.F) {
 		if len(urls) != 2 && len(urls) != 3 {
 			t.Fatalf("got %d urls", len(urls))
 		}
-		if !strings.Contains(urls[0], OAuthSuffix) {
-			t.Fatalf("first url %q lacks %s", urls[0], OAuthSuffix)
+		if !strings.Contains(urls[0], oAuthSuffix) {
+			t.Fatalf("first url %q lacks %s", urls[0], oAuthSuffix)
 		}
 		for _, u := range urls {
 			pu, err := fetch.CheckURL(u, true)

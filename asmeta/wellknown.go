@@ -11,10 +11,10 @@ import (
 // Well-known URI suffixes (RFC 8414 §3, §7.3; OpenID Connect Discovery 1.0
 // §4). MCP defines no application-specific suffix.
 const (
-	// OAuthSuffix is the RFC 8414 well-known suffix.
-	OAuthSuffix = "/.well-known/oauth-authorization-server"
-	// OpenIDSuffix is the OpenID Connect Discovery 1.0 well-known suffix.
-	OpenIDSuffix = "/.well-known/openid-configuration"
+	// oAuthSuffix is the RFC 8414 well-known suffix.
+	oAuthSuffix = "/.well-known/oauth-authorization-server"
+	// openIDSuffix is the OpenID Connect Discovery 1.0 well-known suffix.
+	openIDSuffix = "/.well-known/openid-configuration"
 )
 
 // WellKnownURLs returns the metadata URLs for issuer in the order the MCP
@@ -51,12 +51,12 @@ func WellKnownURLs(issuer string) ([]string, error) {
 	origin := u.Scheme + "://" + u.Host
 	path := strings.TrimSuffix(u.EscapedPath(), "/")
 	if path == "" {
-		return []string{origin + OAuthSuffix, origin + OpenIDSuffix}, nil
+		return []string{origin + oAuthSuffix, origin + openIDSuffix}, nil
 	}
 	return []string{
-		origin + OAuthSuffix + path,
-		origin + OpenIDSuffix + path,
-		origin + path + OpenIDSuffix,
+		origin + oAuthSuffix + path,
+		origin + openIDSuffix + path,
+		origin + path + openIDSuffix,
 	}, nil
 }
 

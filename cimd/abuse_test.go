@@ -36,8 +36,8 @@ func TestResolveHostileBodies(t *testing.T) {
 	// Smaller than the cap on the wire, so only a cap applied after
 	// decompression can stop it.
 	bomb := gzipBomb(t, 4)
-	if len(bomb) >= DefaultMaxBytes {
-		t.Fatalf("bomb is %d bytes on the wire, want under %d", len(bomb), DefaultMaxBytes)
+	if len(bomb) >= defaultMaxBytes {
+		t.Fatalf("bomb is %d bytes on the wire, want under %d", len(bomb), defaultMaxBytes)
 	}
 	padded := `{"client_id":"{{URL}}","client_name":"x","redirect_uris":["https://a.example/cb"],"pad":"` + strings.Repeat("p", 6<<10) + `"}`
 	mux := http.NewServeMux()
@@ -225,9 +225,9 @@ func TestResolveConcurrencyCapDeadline(t *testing.T) {
 func TestResolveFlood(t *testing.T) {
 	s := newTLSServer(t, response{body: validDoc})
 	cfg := testResolverConfig(s, newClock())
-	cfg.HostFetchRate = DefaultHostFetchRate
-	cfg.HostFetchBurst = DefaultHostFetchBurst
-	cfg.GlobalFetchRate = DefaultGlobalFetchRate
+	cfg.HostFetchRate = defaultHostFetchRate
+	cfg.HostFetchBurst = defaultHostFetchBurst
+	cfg.GlobalFetchRate = defaultGlobalFetchRate
 	cfg.MaxConcurrentFetches = 4
 	r := mustResolver(t, cfg)
 	start := time.Now()
@@ -247,11 +247,11 @@ func TestResolveFlood(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	if ok.Load() != DefaultHostFetchBurst || limited.Load() != 500-DefaultHostFetchBurst || other.Load() != 0 {
-		t.Errorf("ok/limited/other = %d/%d/%d, want %d/%d/0", ok.Load(), limited.Load(), other.Load(), DefaultHostFetchBurst, 500-DefaultHostFetchBurst)
+	if ok.Load() != defaultHostFetchBurst || limited.Load() != 500-defaultHostFetchBurst || other.Load() != 0 {
+		t.Errorf("ok/limited/other = %d/%d/%d, want %d/%d/0", ok.Load(), limited.Load(), other.Load(), defaultHostFetchBurst, 500-defaultHostFetchBurst)
 	}
-	if hits := s.hits.Load(); hits != DefaultHostFetchBurst {
-		t.Errorf("server saw %d requests, want %d", hits, DefaultHostFetchBurst)
+	if hits := s.hits.Load(); hits != defaultHostFetchBurst {
+		t.Errorf("server saw %d requests, want %d", hits, defaultHostFetchBurst)
 	}
 	if el := time.Since(start); el > 3*time.Second {
 		t.Errorf("flood took %v", el)

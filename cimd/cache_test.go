@@ -63,12 +63,12 @@ func TestResolveCacheHeaders(t *testing.T) {
 		cacheControl string
 		ttl          time.Duration // 0: not cached
 	}{
-		{"", DefaultMinCacheTTL},
-		{"max-age=0", DefaultMinCacheTTL},
+		{"", defaultMinCacheTTL},
+		{"max-age=0", defaultMinCacheTTL},
 		{"max-age=3600", time.Hour},
-		{"max-age=999999999", DefaultMaxCacheTTL},
-		{"max-age=-5", DefaultMinCacheTTL},
-		{"max-age=soon", DefaultMinCacheTTL},
+		{"max-age=999999999", defaultMaxCacheTTL},
+		{"max-age=-5", defaultMinCacheTTL},
+		{"max-age=soon", defaultMinCacheTTL},
 		{"no-store", 0},
 		{"no-cache", 0},
 	}

@@ -21,21 +21,21 @@ import (
 
 // Dynamic registration defaults.
 const (
-	DefaultMaxBodyBytes   = 16 << 10
-	DefaultIPRate         = rate.Limit(1.0 / 60) // one per minute…
-	DefaultIPBurst        = 10                   // …after a burst of ten
-	DefaultDCRGlobalRate  = rate.Limit(5)
-	DefaultDCRGlobalBurst = 20
-	DefaultMaxTrackedIPs  = 4096
-	// ClientIDPrefix starts every issued client_id, so that it can never
+	defaultMaxBodyBytes   = 16 << 10
+	defaultIPRate         = rate.Limit(1.0 / 60) // one per minute…
+	defaultIPBurst        = 10                   // …after a burst of ten
+	defaultDCRGlobalRate  = rate.Limit(5)
+	defaultDCRGlobalBurst = 20
+	defaultMaxTrackedIPs  = 4096
+	// clientIDPrefix starts every issued client_id, so that it can never
 	// be mistaken for a Client ID Metadata Document URL.
-	ClientIDPrefix = "dcr_"
+	clientIDPrefix = "dcr_"
 )
 
-// DeprecationHeader is the RFC 9745 Deprecation header value on every
+// deprecationHeader is the RFC 9745 Deprecation header value on every
 // dynamic registration response: the MCP 2026-07-28 revision, which
 // deprecates dynamic registration, dated 2026-07-28T00:00:00Z.
-const DeprecationHeader = "@1785196800"
+const deprecationHeader = "@1785196800"
 
 // DCRConfig configures [NewDCRHandler].
 type DCRConfig struct {
@@ -59,21 +59,21 @@ type DCRConfig struct {
 	// schemes (RFC 8252 §7.1) for native clients. Off by default.
 	AllowPrivateUseSchemes bool
 	// MaxBodyBytes caps the request body; larger requests get 413. Zero
-	// means [DefaultMaxBodyBytes] (16 KiB).
+	// means 16 KiB.
 	MaxBodyBytes int64
 	// SecretLifetime sets client_secret_expires_at for issued secrets.
 	// Zero means secrets do not expire (client_secret_expires_at 0).
 	SecretLifetime time.Duration
 	// IPRate and IPBurst bound registrations per client IP (IPv6 per /64).
-	// Zero means [DefaultIPRate] and [DefaultIPBurst].
+	// Zero means one per minute and a burst of 10.
 	IPRate  rate.Limit
 	IPBurst int
 	// GlobalRate and GlobalBurst bound registrations overall. Zero means
-	// [DefaultDCRGlobalRate] and [DefaultDCRGlobalBurst].
+	// 5 per second and a burst of 20.
 	GlobalRate  rate.Limit
 	GlobalBurst int
 	// MaxTrackedIPs bounds the per-IP limiters kept (LRU). Zero means
-	// [DefaultMaxTrackedIPs].
+	// 4096.
 	MaxTrackedIPs int
 	// ClientIP returns the address to rate-limit a request by. If nil, the
 	// host of r.RemoteAddr. X-Forwarded-For and similar headers are never
@@ -96,22 +96,22 @@ func (c DCRConfig) withDefaults() DCRConfig {
 		c.DefaultApplicationType = ApplicationTypeWeb
 	}
 	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
+		c.MaxBodyBytes = defaultMaxBodyBytes
 	}
 	if c.IPRate == 0 {
-		c.IPRate = DefaultIPRate
+		c.IPRate = defaultIPRate
 	}
 	if c.IPBurst == 0 {
-		c.IPBurst = DefaultIPBurst
+		c.IPBurst = defaultIPBurst
 	}
 	if c.GlobalRate == 0 {
-		c.GlobalRate = DefaultDCRGlobalRate
+		c.GlobalRate = defaultDCRGlobalRate
 	}
 	if c.GlobalBurst == 0 {
-		c.GlobalBurst = DefaultDCRGlobalBurst
+		c.GlobalBurst = defaultDCRGlobalBurst
 	}
 	if c.MaxTrackedIPs == 0 {
-		c.MaxTrackedIPs = DefaultMaxTrackedIPs
+		c.MaxTrackedIPs = defaultMaxTrackedIPs
 	}
 	if c.ClientIP == nil {
 		c.ClientIP = remoteHost
@@ -131,7 +131,7 @@ func (c DCRConfig) withDefaults() DCRConfig {
 // The MCP 2026-07-28 revision deprecates dynamic client registration in
 // favour of Client ID Metadata Documents ([Resolver]); removal may come
 // with the first revision on or after 2027-07-28. Every response carries
-// a Deprecation header ([DeprecationHeader]). (The Go "Deprecated:" marker
+// a Deprecation header ("@1785196800"). (The Go "Deprecated:" marker
 // is not used, because the protocol feature is still permitted.)
 //
 // Registration is unauthenticated: anyone can register any client. The
@@ -201,7 +201,7 @@ type registration struct {
 // Every answer has Cache-Control: no-store and the Deprecation header.
 func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
-	hdr.Set("Deprecation", DeprecationHeader)
+	hdr.Set("Deprecation", deprecationHeader)
 	hdr.Set("Cache-Control", "no-store")
 	hdr.Set("Pragma", "no-cache")
 	if r.Method != http.MethodPost {
@@ -260,7 +260,7 @@ func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // newClient mints the client_id (and secret, for the client_secret_*
 // methods) for a validated registration request.
 func (h *DCRHandler) newClient(d *Document, now time.Time) (*Client, *registration) {
-	d.ClientID = ClientIDPrefix + randomToken(16)
+	d.ClientID = clientIDPrefix + randomToken(16)
 	c := &Client{Document: *d, IssuedAt: now.Truncate(time.Second), Source: SourceDCR}
 	resp := &registration{Document: *d, ClientIDIssuedAt: now.Unix()}
 	if d.TokenEndpointAuthMethod == AuthMethodClientSecretBasic || d.TokenEndpointAuthMethod == AuthMethodClientSecretPost {

@@ -78,8 +78,8 @@ func decodeReply(t *testing.T, rec *httptest.ResponseRecorder) dcrReply {
 
 func TestDeprecationDate(t *testing.T) {
 	want := time.Date(2026, 7, 28, 0, 0, 0, 0, time.UTC).Unix()
-	if DeprecationHeader != "@"+strconv.FormatInt(want, 10) {
-		t.Errorf("DeprecationHeader = %q, want @%d", DeprecationHeader, want)
+	if deprecationHeader != "@"+strconv.FormatInt(want, 10) {
+		t.Errorf("deprecationHeader = %q, want @%d", deprecationHeader, want)
 	}
 }
 
@@ -90,7 +90,7 @@ func TestDCRRegisterPublicClient(t *testing.T) {
 		t.Fatalf("status = %d, body %s", rec.Code, rec.Body)
 	}
 	r := decodeReply(t, rec)
-	if !strings.HasPrefix(r.ClientID, ClientIDPrefix) || len(r.ClientID) < len(ClientIDPrefix)+22 || IsClientIDURL(r.ClientID) {
+	if !strings.HasPrefix(r.ClientID, clientIDPrefix) || len(r.ClientID) < len(clientIDPrefix)+22 || IsClientIDURL(r.ClientID) {
 		t.Errorf("client_id = %q", r.ClientID)
 	}
 	if r.ClientSecret != "" || r.ClientSecretExpiresAt != nil {
@@ -289,8 +289,8 @@ func TestDCRRateLimit(t *testing.T) {
 
 func TestDCRRegistrationFlood(t *testing.T) {
 	f := newDCR(t, func(c *DCRConfig) {
-		c.IPRate, c.IPBurst = DefaultIPRate, DefaultIPBurst
-		c.GlobalRate, c.GlobalBurst = DefaultDCRGlobalRate, DefaultDCRGlobalBurst
+		c.IPRate, c.IPBurst = defaultIPRate, defaultIPBurst
+		c.GlobalRate, c.GlobalBurst = defaultDCRGlobalRate, defaultDCRGlobalBurst
 	})
 	created, limited := 0, 0
 	for i := range 1000 { // 1000 requests from 250 addresses
@@ -304,7 +304,7 @@ func TestDCRRegistrationFlood(t *testing.T) {
 			t.Fatalf("status %d", rec.Code)
 		}
 	}
-	if created != DefaultDCRGlobalBurst || limited != 1000-DefaultDCRGlobalBurst || len(f.store.m) != created {
+	if created != defaultDCRGlobalBurst || limited != 1000-defaultDCRGlobalBurst || len(f.store.m) != created {
 		t.Errorf("created/limited/stored = %d/%d/%d", created, limited, len(f.store.m))
 	}
 }

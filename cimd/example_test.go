@@ -181,7 +181,7 @@ func ExampleNewDCRHandler() {
 		ClientID string `json:"client_id"`
 	}
 	_ = json.NewDecoder(resp.Body).Decode(&reg)
-	fmt.Println(resp.StatusCode, resp.Header.Get("Deprecation"), strings.HasPrefix(reg.ClientID, cimd.ClientIDPrefix))
+	fmt.Println(resp.StatusCode, resp.Header.Get("Deprecation"), strings.HasPrefix(reg.ClientID, "dcr_"))
 
 	c, err := registry.Lookup(context.Background(), reg.ClientID)
 	fmt.Println(err, c.Source, c.RedirectURIAllowed("http://127.0.0.1:8080/callback"))

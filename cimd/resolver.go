@@ -18,17 +18,17 @@ import (
 
 // Resolver defaults.
 const (
-	DefaultMaxBytes             = 5 << 10 // draft-00 §6.6: 5 kilobytes
-	DefaultTimeout              = 5 * time.Second
-	DefaultMaxConcurrentFetches = 16
-	DefaultMinCacheTTL          = 5 * time.Minute
-	DefaultMaxCacheTTL          = 24 * time.Hour
-	DefaultCacheSize            = 1024
-	DefaultGlobalFetchRate      = rate.Limit(20)
-	DefaultGlobalFetchBurst     = 40
-	DefaultHostFetchRate        = rate.Limit(2)
-	DefaultHostFetchBurst       = 10
-	DefaultMaxHosts             = 4096
+	defaultMaxBytes             = 5 << 10 // draft-00 §6.6: 5 kilobytes
+	defaultTimeout              = 5 * time.Second
+	defaultMaxConcurrentFetches = 16
+	defaultMinCacheTTL          = 5 * time.Minute
+	defaultMaxCacheTTL          = 24 * time.Hour
+	defaultCacheSize            = 1024
+	defaultGlobalFetchRate      = rate.Limit(20)
+	defaultGlobalFetchBurst     = 40
+	defaultHostFetchRate        = rate.Limit(2)
+	defaultHostFetchBurst       = 10
+	defaultMaxHosts             = 4096
 )
 
 // ResolverConfig configures [NewResolver]. The zero value is a safe
@@ -45,10 +45,10 @@ type ResolverConfig struct {
 	// limits and validation still apply.
 	HTTPClient *http.Client
 	// Timeout bounds one fetch from start to the last body byte, including
-	// the wait for a fetch slot. Zero means [DefaultTimeout] (5 s).
+	// the wait for a fetch slot. Zero means 5 s.
 	Timeout time.Duration
 	// MaxBytes caps the document after decompression. Zero means
-	// [DefaultMaxBytes] (5 KiB, draft-00 §6.6).
+	// 5 KiB, draft-00 §6.6.
 	MaxBytes int64
 	// AllowedPorts are the destination ports the SSRF guard permits. Nil
 	// means 443 only.
@@ -69,30 +69,30 @@ type ResolverConfig struct {
 	AllowPrivateUseSchemes bool
 	// MinCacheTTL is the shortest time a valid document is cached (unless
 	// the response says no-store or no-cache). Zero means
-	// [DefaultMinCacheTTL] (5 min).
+	// 5 min.
 	MinCacheTTL time.Duration
 	// MaxCacheTTL is the longest time a document is cached whatever its
-	// max-age. Zero means [DefaultMaxCacheTTL] (24 h).
+	// max-age. Zero means 24 h.
 	MaxCacheTTL time.Duration
 	// CacheSize is the number of documents kept, shared fairly between
 	// the hosts serving them: when full, the least recently used document
-	// of the host holding the most leaves. Zero means [DefaultCacheSize].
+	// of the host holding the most leaves. Zero means 1024.
 	CacheSize int
 	// MaxConcurrentFetches caps fetches in flight; further fetches wait
 	// for a slot until their deadline, then fail with [ErrRateLimited].
-	// Zero means [DefaultMaxConcurrentFetches].
+	// Zero means 16.
 	MaxConcurrentFetches int
 	// GlobalFetchRate and GlobalFetchBurst bound fetches across all hosts
-	// (a token bucket). Zero means [DefaultGlobalFetchRate] and
-	// [DefaultGlobalFetchBurst]; rate.Inf disables the limit.
+	// (a token bucket). Zero means 20 per second and
+	// a burst of 40; rate.Inf disables the limit.
 	GlobalFetchRate  rate.Limit
 	GlobalFetchBurst int
 	// HostFetchRate and HostFetchBurst bound fetches per host name. Zero
-	// means [DefaultHostFetchRate] and [DefaultHostFetchBurst].
+	// means 2 per second and a burst of 10.
 	HostFetchRate  rate.Limit
 	HostFetchBurst int
 	// MaxHosts bounds the per-host limiters kept (LRU). Zero means
-	// [DefaultMaxHosts].
+	// 4096.
 	MaxHosts int
 	// Now returns the current time. If nil, time.Now.
 	Now func() time.Time
@@ -109,22 +109,22 @@ func (c ResolverConfig) withDefaults() ResolverConfig {
 			*v = d
 		}
 	}
-	def(&c.Timeout, DefaultTimeout)
-	def(&c.MinCacheTTL, DefaultMinCacheTTL)
-	def(&c.MaxCacheTTL, DefaultMaxCacheTTL)
+	def(&c.Timeout, defaultTimeout)
+	def(&c.MinCacheTTL, defaultMinCacheTTL)
+	def(&c.MaxCacheTTL, defaultMaxCacheTTL)
 	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultMaxBytes
+		c.MaxBytes = defaultMaxBytes
 	}
-	defInt(&c.CacheSize, DefaultCacheSize)
-	defInt(&c.MaxConcurrentFetches, DefaultMaxConcurrentFetches)
-	defInt(&c.GlobalFetchBurst, DefaultGlobalFetchBurst)
-	defInt(&c.HostFetchBurst, DefaultHostFetchBurst)
-	defInt(&c.MaxHosts, DefaultMaxHosts)
+	defInt(&c.CacheSize, defaultCacheSize)
+	defInt(&c.MaxConcurrentFetches, defaultMaxConcurrentFetches)
+	defInt(&c.GlobalFetchBurst, defaultGlobalFetchBurst)
+	defInt(&c.HostFetchBurst, defaultHostFetchBurst)
+	defInt(&c.MaxHosts, defaultMaxHosts)
 	if c.GlobalFetchRate == 0 {
-		c.GlobalFetchRate = DefaultGlobalFetchRate
+		c.GlobalFetchRate = defaultGlobalFetchRate
 	}
 	if c.HostFetchRate == 0 {
-		c.HostFetchRate = DefaultHostFetchRate
+		c.HostFetchRate = defaultHostFetchRate
 	}
 	if c.Now == nil {
 		c.Now = time.Now

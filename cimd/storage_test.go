@@ -87,14 +87,14 @@ func TestDCRStoredRecordNotAmplified(t *testing.T) {
 		name string
 		body string
 	}{
-		{"jwks of <&> (private_key_jwt)", fmt.Sprintf(`{"redirect_uris":["https://c.example/cb"],"token_endpoint_auth_method":"private_key_jwt","jwks":{"keys":[{"kty":"EC","x":%q}]}}`, pad(DefaultMaxBodyBytes-300))},
+		{"jwks of <&> (private_key_jwt)", fmt.Sprintf(`{"redirect_uris":["https://c.example/cb"],"token_endpoint_auth_method":"private_key_jwt","jwks":{"keys":[{"kty":"EC","x":%q}]}}`, pad(defaultMaxBodyBytes-300))},
 		{"scope of <&>", fmt.Sprintf(`{"redirect_uris":["https://c.example/cb"],"token_endpoint_auth_method":"none","scope":%q}`, pad(maxScopeBytes))},
 		{"client_name and contacts of <&>", fmt.Sprintf(`{"redirect_uris":["https://c.example/cb"],"token_endpoint_auth_method":"none","client_name":%q,"contacts":[%q,%q,%q]}`,
 			pad(maxNameBytes), pad(maxNameBytes), pad(maxNameBytes), pad(maxNameBytes))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if len(tt.body) > DefaultMaxBodyBytes {
+			if len(tt.body) > defaultMaxBodyBytes {
 				t.Fatalf("body is %d bytes, over the default cap", len(tt.body))
 			}
 			bs := &recordingStore{MemoryStore: NewMemoryStore(), records: map[string][]byte{}}
@@ -138,7 +138,7 @@ func TestDCRStoredRecordNotAmplified(t *testing.T) {
 // leaves nothing in the store.
 func TestDCRJWKSWithPublicClientRefused(t *testing.T) {
 	f := newDCR(t, nil)
-	pad := strings.Repeat("<", DefaultMaxBodyBytes-300)
+	pad := strings.Repeat("<", defaultMaxBodyBytes-300)
 	body := fmt.Sprintf(`{"redirect_uris":["https://c.example/cb"],"token_endpoint_auth_method":"none","jwks":{"keys":[{"kty":"EC","x":%q}]}}`, pad)
 	rec := f.post(body, "application/json", "192.0.2.1:1")
 	if r := decodeReply(t, rec); rec.Code != http.StatusBadRequest || r.Error != "invalid_client_metadata" {

@@ -27,13 +27,13 @@ type Store interface {
 var _ Store = (*MemoryStore)(nil)
 
 // MaxRecordBytes caps one client as cimd/boltstore and [MemoryStore] keep it
-// (the JSON [Client.MarshalJSON] produces): twice [DefaultMaxBodyBytes].
+// (the JSON [Client.MarshalJSON] produces): twice 16 KiB.
 // A registration accepted under the default DCRConfig.MaxBodyBytes is
 // stored in about its request size plus a few hundred bytes, so only a
 // raised MaxBodyBytes (or pathological content) can reach the cap. Put
 // refuses a larger client with an error wrapping [ErrRecordTooLarge],
 // and [DCRHandler] then answers 400 invalid_client_metadata.
-const MaxRecordBytes = 2 * DefaultMaxBodyBytes
+const MaxRecordBytes = 2 * defaultMaxBodyBytes
 
 // encodeRecord returns the stored form of c, or an error wrapping
 // ErrRecordTooLarge when it exceeds MaxRecordBytes.

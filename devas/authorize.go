@@ -268,7 +268,7 @@ func (s *Server) grantScopes(p params, client *cimd.Client, subject string) ([]s
 		}
 	}
 	if !s.allowRefresh(client) {
-		granted = slices.DeleteFunc(granted, func(sc string) bool { return sc == OfflineAccess })
+		granted = slices.DeleteFunc(granted, func(sc string) bool { return sc == offlineAccess })
 	}
 	if len(requested) > 0 && len(granted) == 0 {
 		return nil, &oauthError{"access_denied", "none of the requested scopes was granted"}
@@ -285,7 +285,7 @@ func (s *Server) allowRefresh(client *cimd.Client) bool {
 func (s *Server) approve(w http.ResponseWriter, r *http.Request, req *authzRequest) {
 	code := randomToken()
 	now := s.cfg.Now()
-	if err := s.codes.put(hashKey(code), codeRecord{authzRequest: *req}, now.Add(CodeTTL), now); err != nil {
+	if err := s.codes.put(hashKey(code), codeRecord{authzRequest: *req}, now.Add(codeTTL), now); err != nil {
 		s.log.WarnContext(r.Context(), "devas: authorize: code store full")
 		s.redirectError(w, r, req.RedirectURI, req.State, &oauthError{"temporarily_unavailable", "too many pending codes"})
 		return

@@ -21,28 +21,28 @@ const (
 	// development user.
 	DefaultSubject = "dev-user"
 	DefaultTenant  = "tenant-a"
-	// DefaultTokenTTL is the access token lifetime.
-	DefaultTokenTTL = time.Hour
-	// DefaultRefreshTokenTTL is the refresh token lifetime.
-	DefaultRefreshTokenTTL = 24 * time.Hour
-	// CodeTTL is the authorization code lifetime (RFC 6749 §4.1.2
+	// defaultTokenTTL is the access token lifetime.
+	defaultTokenTTL = time.Hour
+	// defaultRefreshTokenTTL is the refresh token lifetime.
+	defaultRefreshTokenTTL = 24 * time.Hour
+	// codeTTL is the authorization code lifetime (RFC 6749 §4.1.2
 	// recommends at most 10 minutes).
-	CodeTTL = 60 * time.Second
-	// ConsentTTL is how long a consent page stays valid. The page's form
+	codeTTL = 60 * time.Second
+	// consentTTL is how long a consent page stays valid. The page's form
 	// carries the pending request, sealed with a per-process key, so
 	// pending consent takes no server memory; a submitted form is
 	// remembered (at most 4096, oldest forgotten first) so that it is
 	// accepted once.
-	ConsentTTL = 10 * time.Minute
-	// DefaultMaxRegistrations is the default Config.MaxRegistrations:
+	consentTTL = 10 * time.Minute
+	// defaultMaxRegistrations is the default Config.MaxRegistrations:
 	// a registration takes at most [cimd.MaxRecordBytes] (32 KiB), so the
 	// built-in store holds at most 32 MiB.
-	DefaultMaxRegistrations = 1024
-	// DefaultRegistrationTTL is the default Config.RegistrationTTL.
-	DefaultRegistrationTTL = 24 * time.Hour
-	// OfflineAccess is the scope that asks for a refresh token (OpenID
+	defaultMaxRegistrations = 1024
+	// defaultRegistrationTTL is the default Config.RegistrationTTL.
+	defaultRegistrationTTL = 24 * time.Hour
+	// offlineAccess is the scope that asks for a refresh token (OpenID
 	// Connect Core §11, MCP SEP-2207).
-	OfflineAccess = "offline_access"
+	offlineAccess = "offline_access"
 )
 
 // Config configures [New]. It is copied; changing it afterwards has no
@@ -123,17 +123,17 @@ type Config struct {
 	// built-in store keeps (registration is unauthenticated; each client
 	// takes at most [cimd.MaxRecordBytes]). A registration when the store
 	// is full first drops expired clients, then the oldest one. Zero
-	// means [DefaultMaxRegistrations]. Ignored when DCRStore is set.
+	// means 1024. Ignored when DCRStore is set.
 	MaxRegistrations int
 	// RegistrationTTL is how long the built-in store keeps a dynamically
 	// registered client; after it, the client_id is unknown
 	// (invalid_client) and the client must register again, and an issued
 	// client_secret expires with it (client_secret_expires_at). Zero
-	// means [DefaultRegistrationTTL]. Ignored when DCRStore is set.
+	// means 24 h. Ignored when DCRStore is set.
 	RegistrationTTL time.Duration
 
 	// TokenTTL is the access token lifetime. Zero means
-	// [DefaultTokenTTL].
+	// 1 h.
 	TokenTTL time.Duration
 	// RefreshTokens issues refresh tokens to clients whose grant_types
 	// include refresh_token, rotated on every use; reuse of any spent
@@ -145,7 +145,7 @@ type Config struct {
 	// without a refresh token. Off by default.
 	RefreshTokens bool
 	// RefreshTokenTTL is the refresh token lifetime. Zero means
-	// [DefaultRefreshTokenTTL].
+	// 24 h.
 	RefreshTokenTTL time.Duration
 
 	// SigningAlgorithm signs access tokens. Empty means ES256. Supported:
@@ -173,16 +173,16 @@ func (c Config) withDefaults() Config {
 		c.Tenant = DefaultTenant
 	}
 	if c.TokenTTL == 0 {
-		c.TokenTTL = DefaultTokenTTL
+		c.TokenTTL = defaultTokenTTL
 	}
 	if c.RefreshTokenTTL == 0 {
-		c.RefreshTokenTTL = DefaultRefreshTokenTTL
+		c.RefreshTokenTTL = defaultRefreshTokenTTL
 	}
 	if c.MaxRegistrations == 0 {
-		c.MaxRegistrations = DefaultMaxRegistrations
+		c.MaxRegistrations = defaultMaxRegistrations
 	}
 	if c.RegistrationTTL == 0 {
-		c.RegistrationTTL = DefaultRegistrationTTL
+		c.RegistrationTTL = defaultRegistrationTTL
 	}
 	if c.SigningAlgorithm == "" {
 		c.SigningAlgorithm = jose.ES256
@@ -198,8 +198,8 @@ func (c Config) withDefaults() Config {
 	}
 	c.Resources = slices.Clone(c.Resources)
 	c.Scopes = slices.Clone(c.Scopes)
-	if c.RefreshTokens && !slices.Contains(c.Scopes, OfflineAccess) {
-		c.Scopes = append(c.Scopes, OfflineAccess)
+	if c.RefreshTokens && !slices.Contains(c.Scopes, offlineAccess) {
+		c.Scopes = append(c.Scopes, offlineAccess)
 	}
 	c.Clients = slices.Clone(c.Clients)
 	return c
@@ -228,7 +228,7 @@ func (c Config) check() error {
 			return bad("Scopes: %q is not a scope token", s)
 		}
 	}
-	if !c.RefreshTokens && slices.Contains(c.Scopes, OfflineAccess) {
+	if !c.RefreshTokens && slices.Contains(c.Scopes, offlineAccess) {
 		return bad("Scopes: offline_access needs RefreshTokens")
 	}
 	if !validName(c.Subject) || !validName(c.Tenant) {

@@ -22,7 +22,7 @@ const csrfCookie = "devas_csrf"
 // request_id field, MACed with the server's consentKey: the server keeps
 // nothing per consent page, so unauthenticated GET /authorize requests
 // cannot fill a store and lock other users out. The request stays bound
-// to the CSRF cookie it was shown with, expires after ConsentTTL, and is
+// to the CSRF cookie it was shown with, expires after consentTTL, and is
 // single-use through the bounded spent set (keyed by Nonce).
 type consentForm struct {
 	Req     authzRequest
@@ -125,7 +125,7 @@ func (s *Server) showConsent(w http.ResponseWriter, r *http.Request, req *authzR
 			SameSite: http.SameSiteStrictMode,
 		})
 	}
-	id, ok := s.sealConsent(&consentForm{Req: *req, CSRF: csrf, Nonce: newJTI(), Expires: s.cfg.Now().Add(ConsentTTL)})
+	id, ok := s.sealConsent(&consentForm{Req: *req, CSRF: csrf, Nonce: newJTI(), Expires: s.cfg.Now().Add(consentTTL)})
 	if !ok {
 		s.redirectError(w, r, req.RedirectURI, req.State, errInvalidRequest("authorization request too large"))
 		return

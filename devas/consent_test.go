@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
@@ -143,7 +144,7 @@ func TestConsentCSRF(t *testing.T) {
 func TestConsentExpiry(t *testing.T) {
 	e := consentEnv(t, "Dev Client")
 	id, csrf, cookie, _ := e.consentPage()
-	e.clock.Advance(devas.ConsentTTL)
+	e.clock.Advance(10 * time.Minute)
 	if resp := e.postConsent(url.Values{"request_id": {id}, "csrf": {csrf}, "action": {"approve"}}, cookie); resp.StatusCode != http.StatusBadRequest {
 		t.Errorf("status = %d, want 400", resp.StatusCode)
 	}

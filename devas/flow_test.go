@@ -164,7 +164,7 @@ func TestTokenErrors(t *testing.T) {
 		{name: "other resource", mod: func(f url.Values) { f.Set("resource", "http://127.0.0.1:8080/second") }, wantError: "invalid_target"},
 		{name: "unknown code", mod: func(f url.Values) { f.Set("code", "nope") }, wantError: "invalid_grant"},
 		{name: "reused code", before: func(e *env, f url.Values) { e.token(f, nil) }, wantError: "invalid_grant"},
-		{name: "expired code", before: func(e *env, _ url.Values) { e.clock.Advance(devas.CodeTTL) }, wantError: "invalid_grant"},
+		{name: "expired code", before: func(e *env, _ url.Values) { e.clock.Advance(time.Minute) }, wantError: "invalid_grant"},
 		{name: "missing grant_type", mod: func(f url.Values) { f.Del("grant_type") }, wantError: "invalid_request"},
 		{name: "password grant", mod: func(f url.Values) { f.Set("grant_type", "password") }, wantError: "unsupported_grant_type"},
 		{name: "refresh grant when off", mod: func(f url.Values) { f.Set("grant_type", "refresh_token") }, wantError: "unsupported_grant_type"},

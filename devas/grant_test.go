@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
@@ -90,7 +91,7 @@ func TestRefreshErrors(t *testing.T) {
 	}
 	t.Run("expired", func(t *testing.T) {
 		rt := e.token(codeForm(e.code(authParams())), nil).RefreshToken
-		e.clock.Advance(devas.DefaultRefreshTokenTTL)
+		e.clock.Advance(24 * time.Hour)
 		if got := e.token(refreshForm(rt), nil); got.Error != "invalid_grant" {
 			t.Errorf("got %q, want invalid_grant", got.Error)
 		}

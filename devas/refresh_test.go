@@ -111,7 +111,7 @@ func TestConsentSeal(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	s := &Server{consentKey: []byte(strings.Repeat("k", 32))}
 	other := &Server{consentKey: []byte(strings.Repeat("o", 32))}
-	f := &consentForm{Req: authzRequest{grant: grant{ClientID: "c"}, State: "<&>"}, CSRF: "x", Nonce: "n", Expires: t0.Add(ConsentTTL)}
+	f := &consentForm{Req: authzRequest{grant: grant{ClientID: "c"}, State: "<&>"}, CSRF: "x", Nonce: "n", Expires: t0.Add(consentTTL)}
 	tok, ok := s.sealConsent(f)
 	if !ok {
 		t.Fatal("seal failed")
@@ -149,7 +149,7 @@ func TestConsentSeal(t *testing.T) {
 			t.Errorf("%s: opened", name)
 		}
 	}
-	if _, ok := s.openConsent(tok, t0.Add(ConsentTTL)); ok {
+	if _, ok := s.openConsent(tok, t0.Add(consentTTL)); ok {
 		t.Error("expired form opened")
 	}
 	// A request too large for the consent POST is not sealed.
@@ -189,7 +189,7 @@ func TestRefreshStoreFull(t *testing.T) {
 	}
 	login := func() (int, tokenResponse) {
 		q := url.Values{"response_type": {"code"}, "client_id": {"c"}, "redirect_uri": {cb}, "resource": {res},
-			"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}, "scope": {OfflineAccess}}
+			"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}, "scope": {offlineAccess}}
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/authorize?"+q.Encode(), nil))
 		loc, _ := url.Parse(w.Header().Get("Location"))

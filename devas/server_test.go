@@ -108,7 +108,7 @@ func TestNewErrors(t *testing.T) {
 		{name: "relative resource", mod: func(c *devas.Config) { c.Resources = []string{"/mcp"} }},
 		{name: "resource with fragment", mod: func(c *devas.Config) { c.Resources = []string{"https://mcp.example/#x"} }},
 		{name: "bad scope", mod: func(c *devas.Config) { c.Scopes = []string{"a b"} }},
-		{name: "offline_access without refresh", mod: func(c *devas.Config) { c.Scopes = []string{devas.OfflineAccess} }},
+		{name: "offline_access without refresh", mod: func(c *devas.Config) { c.Scopes = []string{"offline_access"} }},
 		{name: "bad subject", mod: func(c *devas.Config) { c.Subject = "a@b" }},
 		{name: "negative ttl", mod: func(c *devas.Config) { c.TokenTTL = -time.Second }},
 		{name: "unsupported alg", mod: func(c *devas.Config) { c.SigningAlgorithm = jose.HS256 }},

@@ -152,7 +152,7 @@ func (r *hxRefreshes) RefreshStart(ctx context.Context, _ jwks.RefreshStart) con
 }
 
 func (r *hxRefreshes) RefreshEnd(_ context.Context, e jwks.RefreshEnd) {
-	if e.Cause == jwks.CauseTimeout {
+	if e.Cause == "timeout" {
 		r.timedOut.Add(1)
 	}
 	r.ended.Add(1)

@@ -186,7 +186,7 @@ func TestFaultHang(t *testing.T) {
 		wait, fetch time.Duration
 	}{
 		{"wait_1s", hxFaultWait, hxFaultFetch},
-		{"default_wait_2s", jwks.DefaultWaitTimeout, jwks.DefaultFetchTimeout},
+		{"default_wait_2s", 2 * time.Second, 10 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := runtime.NumGoroutine()

@@ -199,7 +199,7 @@ func TestCacheLRUBound(t *testing.T) {
 }
 
 func TestCacheSizing(t *testing.T) {
-	for _, size := range []int{1, 3, 255, 256, 511, 512, 1000, DefaultCacheSize, 100000} {
+	for _, size := range []int{1, 3, 255, 256, 511, 512, 1000, defaultCacheSize, 100000} {
 		c := newTokenCache(size)
 		total := 0
 		for i := range c.shards {

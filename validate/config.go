@@ -18,9 +18,9 @@ const (
 	// DefaultMaxTokenBytes is the largest raw token accepted when
 	// Config.MaxTokenBytes is zero.
 	DefaultMaxTokenBytes = 8192
-	// DefaultCacheSize is the number of verified tokens cached when
+	// defaultCacheSize is the number of verified tokens cached when
 	// Config.CacheSize is zero.
-	DefaultCacheSize = 4096
+	defaultCacheSize = 4096
 	// DefaultMaxKeyWait bounds the total time one Validate call waits on
 	// its issuer's key source when Config.MaxKeyWait is zero: long enough
 	// for validate/jwks to wait for a deferred refresh (its default rate
@@ -166,7 +166,7 @@ type Config struct {
 	AllowMissingKID bool
 
 	// CacheSize is the number of verified tokens remembered, keyed by a
-	// seeded hash of the raw token. If zero, [DefaultCacheSize] (4096) is used;
+	// seeded hash of the raw token. If zero, 4096 is used;
 	// if negative, caching is disabled. Each entry holds a copy of the raw
 	// token and its claims, so memory is bounded by about CacheSize ×
 	// 2 × MaxTokenBytes. See [Validator] for what a cache hit re-checks and
@@ -210,7 +210,7 @@ func (c Config) withDefaults() Config {
 		c.MaxTokenBytes = DefaultMaxTokenBytes
 	}
 	if c.CacheSize == 0 {
-		c.CacheSize = DefaultCacheSize
+		c.CacheSize = defaultCacheSize
 	}
 	if c.MaxKeyWait == 0 {
 		c.MaxKeyWait = DefaultMaxKeyWait

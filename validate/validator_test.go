@@ -60,7 +60,7 @@ func TestNewConfig(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.Leeway != DefaultLeeway || c.MaxTokenBytes != DefaultMaxTokenBytes || c.CacheSize != DefaultCacheSize {
+	if c.Leeway != DefaultLeeway || c.MaxTokenBytes != DefaultMaxTokenBytes || c.CacheSize != defaultCacheSize {
 		t.Errorf("defaults: got leeway %v, max %d, cache %d", c.Leeway, c.MaxTokenBytes, c.CacheSize)
 	}
 	if !slices.Equal(c.Algorithms, DefaultAlgorithms()) || c.Now == nil {

@@ -54,13 +54,13 @@ func FuzzNormalizeURI(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, ok := NormalizeURI(s)
+		n, ok := normalizeURI(s)
 		if !ok {
 			return
 		}
-		m, ok := NormalizeURI(n)
+		m, ok := normalizeURI(n)
 		if !ok || m != n {
-			t.Fatalf("NormalizeURI(%q) = %q, then %q, %v", s, n, m, ok)
+			t.Fatalf("normalizeURI(%q) = %q, then %q, %v", s, n, m, ok)
 		}
 	})
 }

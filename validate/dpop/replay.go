@@ -23,9 +23,9 @@ type ReplayStore interface {
 	Claim(ctx context.Context, partition, key string, ttl time.Duration) (fresh bool, err error)
 }
 
-// DefaultMaxReplayEntries is the capacity of the [MemoryReplayStore]
+// defaultMaxReplayEntries is the capacity of the [MemoryReplayStore]
 // [New] creates when Config.ReplayStore is nil.
-const DefaultMaxReplayEntries = 100_000
+const defaultMaxReplayEntries = 100_000
 
 // floorSweep is how many stale partition floors a MemoryReplayStore
 // tolerates beyond its entries before it sweeps them.
@@ -52,13 +52,13 @@ type MemoryReplayStore struct {
 var _ ReplayStore = (*MemoryReplayStore)(nil)
 
 // NewMemoryReplayStore returns an empty store for at most maxEntries keys
-// (maxEntries < 1 means [DefaultMaxReplayEntries]). now is its clock; nil
+// (maxEntries < 1 means 100000). now is its clock; nil
 // means time.Now. Each entry costs roughly 200 bytes plus the key (the
 // Verifier's keys are 49 bytes) and its partition, so the default bounds
 // it near 30 MB.
 func NewMemoryReplayStore(maxEntries int, now func() time.Time) *MemoryReplayStore {
 	if maxEntries < 1 {
-		maxEntries = DefaultMaxReplayEntries
+		maxEntries = defaultMaxReplayEntries
 	}
 	if now == nil {
 		now = time.Now

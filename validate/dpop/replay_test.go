@@ -14,7 +14,7 @@ import (
 // future end of the window keeps its entry 2 x Window. Before, every entry
 // lived one minute longer (11 minutes for such a proof).
 func TestReplayEntryLifetime(t *testing.T) {
-	for _, off := range []time.Duration{-DefaultWindow, 0, DefaultWindow} {
+	for _, off := range []time.Duration{-defaultWindow, 0, defaultWindow} {
 		t.Run(off.String(), func(t *testing.T) {
 			clock := now
 			v := newTestVerifier(t, Config{Now: func() time.Time { return clock }})
@@ -27,10 +27,10 @@ func TestReplayEntryLifetime(t *testing.T) {
 				t.Fatal(err)
 			}
 			held := heldUntil(t, st)
-			if want := iat.Add(DefaultWindow).Add(time.Nanosecond); !held.Equal(want) {
+			if want := iat.Add(defaultWindow).Add(time.Nanosecond); !held.Equal(want) {
 				t.Fatalf("entry held until %v (%v after the claim), want %v (%v)", held, held.Sub(now), want, want.Sub(now))
 			}
-			clock = iat.Add(DefaultWindow) // the last instant the proof is acceptable
+			clock = iat.Add(defaultWindow) // the last instant the proof is acceptable
 			if _, err := v.Verify(bg, goodRequest(t, proof)); !errors.Is(err, ErrReplay) {
 				t.Fatalf("replay at the end of the window: err = %v, want ErrReplay", err)
 			}
@@ -55,13 +55,13 @@ func heldUntil(t *testing.T, st *MemoryReplayStore) time.Time {
 func TestReplayMargin(t *testing.T) {
 	for _, tt := range []struct {
 		margin, want time.Duration
-	}{{0, DefaultReplayMargin}, {5 * time.Second, 5 * time.Second}} {
+	}{{0, defaultReplayMargin}, {5 * time.Second, 5 * time.Second}} {
 		var got time.Duration
 		v := newTestVerifier(t, Config{ReplayMargin: tt.margin, ReplayStore: storeFunc(func(_ string, ttl time.Duration) (bool, error) { got = ttl; return true, nil })})
 		if _, err := v.Verify(bg, goodRequest(t, goodSpec(t).sign(t))); err != nil {
 			t.Fatal(err)
 		}
-		if want := DefaultWindow + time.Nanosecond + tt.want; got != want {
+		if want := defaultWindow + time.Nanosecond + tt.want; got != want {
 			t.Errorf("margin %v: ttl = %v, want %v", tt.margin, got, want)
 		}
 	}
@@ -82,18 +82,18 @@ func TestMemoryReplayStoreFlood(t *testing.T) {
 	for i := range 10 * bound {
 		clock = clock.Add(time.Second) // fresh proofs, each dated now
 		k := fmt.Sprint("flood-", i)
-		fresh, err := s.Claim(bg, "mallory", k, DefaultWindow)
+		fresh, err := s.Claim(bg, "mallory", k, defaultWindow)
 		if err != nil || !fresh {
 			t.Fatalf("flood claim %d: %v, %v; want fresh (the flooder loses only its older proofs)", i, fresh, err)
 		}
 		flood = append(flood, k)
 		if i%4 == 0 {
-			if fresh, err := s.Claim(bg, "alice", fmt.Sprint("alice-", i), DefaultWindow); !fresh || err != nil {
+			if fresh, err := s.Claim(bg, "alice", fmt.Sprint("alice-", i), defaultWindow); !fresh || err != nil {
 				t.Fatalf("alice after %d flood claims: %v, %v; want fresh", i+1, fresh, err)
 			}
 		}
 		for j, k := range flood {
-			if fresh, err := s.Claim(bg, "mallory", k, DefaultWindow-clock.Sub(now)+time.Duration(j+1)*time.Second); fresh || err != nil {
+			if fresh, err := s.Claim(bg, "mallory", k, defaultWindow-clock.Sub(now)+time.Duration(j+1)*time.Second); fresh || err != nil {
 				t.Fatalf("replay of flood key %d after %d claims: %v, %v; want refused", j, i+1, fresh, err)
 			}
 		}
@@ -119,9 +119,9 @@ func TestMemoryReplayStoreNeverForgets(t *testing.T) {
 		// A key's expiry is fixed by its proof (iat + window), whenever it is claimed.
 		iat := now.Add(time.Duration(rng.IntN(4000)) * time.Second)
 		if k, ok := live[key]; ok {
-			iat = k.Add(-DefaultWindow)
+			iat = k.Add(-defaultWindow)
 		}
-		exp := iat.Add(DefaultWindow)
+		exp := iat.Add(defaultWindow)
 		if !clock.Before(exp) {
 			continue // the proof is no longer acceptable
 		}

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// NormalizeURI returns the form of an http(s) URI that "htu" is compared
+// normalizeURI returns the form of an http(s) URI that "htu" is compared
 // in (RFC 9449 §4.3 check 9): syntax-based normalisation (RFC 3986
 // §6.2.2: scheme and host lower-cased, percent-encodings of unreserved
 // characters decoded and the others upper-cased, dot segments removed)
@@ -14,7 +14,7 @@ import (
 // absolute http or https URI without userinfo, query or fragment: "htu"
 // is defined without query and fragment (§4.2), so a proof carrying
 // either is refused, not trimmed.
-func NormalizeURI(s string) (string, bool) {
+func normalizeURI(s string) (string, bool) {
 	if s == "" || strings.ContainsAny(s, "#?") {
 		return "", false
 	}

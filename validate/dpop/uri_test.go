@@ -34,9 +34,9 @@ func TestNormalizeURI(t *testing.T) {
 		{"https://:443/mcp", ""},
 	}
 	for _, tt := range tests {
-		got, ok := NormalizeURI(tt.in)
+		got, ok := normalizeURI(tt.in)
 		if ok != (tt.want != "") || got != tt.want {
-			t.Errorf("NormalizeURI(%q) = %q, %v; want %q", tt.in, got, ok, tt.want)
+			t.Errorf("normalizeURI(%q) = %q, %v; want %q", tt.in, got, ok, tt.want)
 		}
 	}
 }

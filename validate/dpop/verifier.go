@@ -60,7 +60,7 @@ type Request struct {
 	// URI is the request's target URI built from the canonical resource
 	// identifier (its scheme and authority, never the Host header) and
 	// the request path. It must have no query or fragment; it is
-	// normalised as "htu" is ([NormalizeURI]) unless the two are equal.
+	// normalised as "htu" is (RFC 9449 §4.3 normalisation) unless the two are equal.
 	URI string
 	// AccessToken is the access token the proof accompanies. When set,
 	// "ath" must be its hash and JKT must be the proof key's thumbprint.
@@ -243,8 +243,8 @@ func (v *Verifier) checkClaims(req *Request, c *claims, now time.Time, p *Proof)
 		return ErrMethod
 	}
 	if c.HTU != req.URI { // equal strings need no normalisation
-		htu, ok := NormalizeURI(c.HTU)
-		target, ok2 := NormalizeURI(req.URI)
+		htu, ok := normalizeURI(c.HTU)
+		target, ok2 := normalizeURI(req.URI)
 		if !ok || !ok2 || htu != target {
 			return ErrURI
 		}

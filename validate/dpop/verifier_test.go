@@ -49,7 +49,7 @@ func TestVerify(t *testing.T) {
 			return []string{s.sign(t) + ", " + s.sign(t)}
 		}, wantErr: ErrMalformed},
 		{name: "too large", mod: func(t *testing.T, s *proofSpec, r *Request) {
-			s.claims["pad"] = strings.Repeat("a", DefaultMaxProofBytes)
+			s.claims["pad"] = strings.Repeat("a", defaultMaxProofBytes)
 		}, wantErr: ErrTooLarge},
 
 		// Check 2: a well-formed JWT.
@@ -278,7 +278,7 @@ func TestReplayTTL(t *testing.T) {
 	if _, err := v.Verify(bg, goodRequest(t, s.sign(t))); err != nil {
 		t.Fatal(err)
 	}
-	if want := 4*time.Minute + time.Nanosecond + DefaultReplayMargin; got != want {
+	if want := 4*time.Minute + time.Nanosecond + defaultReplayMargin; got != want {
 		t.Errorf("ttl = %v, want %v", got, want)
 	}
 }

@@ -176,7 +176,7 @@ func (i *Introspector) assertion(audience string, now time.Time) (string, error)
 		"aud": audience,
 		"jti": base64.RawURLEncoding.EncodeToString(jti[:]),
 		"iat": now.Unix(),
-		"exp": now.Add(AssertionLifetime).Unix(),
+		"exp": now.Add(assertionLifetime).Unix(),
 	})
 	if err != nil {
 		return "", err

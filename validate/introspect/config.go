@@ -17,19 +17,19 @@ import (
 
 // Defaults for the zero values of [Config].
 const (
-	// DefaultTimeout bounds one introspection call (discovery included).
-	DefaultTimeout = 5 * time.Second
-	// DefaultMaxBytes caps the introspection response body.
-	DefaultMaxBytes = 64 << 10
-	// DefaultCacheSize is the number of introspection results cached.
-	DefaultCacheSize = 4096
-	// DefaultMaxCacheTTL is the longest an active result is reused: 60 s,
+	// defaultTimeout bounds one introspection call (discovery included).
+	defaultTimeout = 5 * time.Second
+	// defaultMaxBytes caps the introspection response body.
+	defaultMaxBytes = 64 << 10
+	// defaultCacheSize is the number of introspection results cached.
+	defaultCacheSize = 4096
+	// defaultMaxCacheTTL is the longest an active result is reused: 60 s,
 	// the longest a token revoked at the authorization server is still
 	// accepted here by default.
-	DefaultMaxCacheTTL = time.Minute
-	// AssertionLifetime is the validity of a private_key_jwt client
+	defaultMaxCacheTTL = time.Minute
+	// assertionLifetime is the validity of a private_key_jwt client
 	// assertion (RFC 7523 §3 "exp").
-	AssertionLifetime = 60 * time.Second
+	assertionLifetime = 60 * time.Second
 )
 
 // AuthMethod is how the resource server authenticates itself to the
@@ -47,7 +47,7 @@ const (
 	// PrivateKeyJWT sends client_id and a client assertion signed with
 	// PrivateKey (RFC 7523 §2.2, OpenID Connect Core §9 private_key_jwt):
 	// iss and sub are ClientID, aud the introspection endpoint URL, a
-	// random jti, iat now and exp [AssertionLifetime] later.
+	// random jti, iat now and exp 60 s later.
 	PrivateKeyJWT
 	// BearerToken sends "Authorization: Bearer" with an access token from
 	// TokenSource (RFC 6750 §2.1), for authorization servers that protect
@@ -156,11 +156,11 @@ type Config struct {
 	// credentials.
 	HTTPClient *http.Client
 	// Timeout bounds one introspection call, endpoint discovery included.
-	// Zero means [DefaultTimeout] (5 s). Negative is a configuration
+	// Zero means 5 s. Negative is a configuration
 	// error.
 	Timeout time.Duration
 	// MaxBytes caps the response body after decompression. Zero means
-	// [DefaultMaxBytes] (64 KiB). Negative is a configuration error.
+	// 64 KiB. Negative is a configuration error.
 	MaxBytes int64
 	// Observer, if set, is told when each call to the introspection
 	// endpoint starts and ends (cache hits make no call), for metrics and
@@ -179,13 +179,13 @@ type Config struct {
 
 	// CacheSize is the number of results remembered, keyed by the SHA-256
 	// of the token (the token itself is never stored). Zero means
-	// [DefaultCacheSize] (4096); negative disables caching. See
+	// 4096; negative disables caching. See
 	// [Introspector] for what is cached and for how long.
 	CacheSize int
 	// MaxCacheTTL is the longest an active result is reused without asking
 	// the endpoint again; it is the longest a revoked token can still be
 	// accepted here. An entry also expires at the token's "exp". Zero
-	// means [DefaultMaxCacheTTL] (60 s). Negative is a configuration
+	// means 60 s. Negative is a configuration
 	// error.
 	MaxCacheTTL time.Duration
 	// InactiveCacheTTL is how long an inactive result is remembered. Zero
@@ -211,10 +211,10 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	c.Audiences = slices.Clone(c.Audiences)
 	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
+		c.Timeout = defaultTimeout
 	}
 	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultMaxBytes
+		c.MaxBytes = defaultMaxBytes
 	}
 	if c.MaxTokenBytes == 0 {
 		c.MaxTokenBytes = validate.DefaultMaxTokenBytes
@@ -226,10 +226,10 @@ func (c Config) withDefaults() Config {
 		c.Leeway = 0
 	}
 	if c.CacheSize == 0 {
-		c.CacheSize = DefaultCacheSize
+		c.CacheSize = defaultCacheSize
 	}
 	if c.MaxCacheTTL == 0 {
-		c.MaxCacheTTL = DefaultMaxCacheTTL
+		c.MaxCacheTTL = defaultMaxCacheTTL
 	}
 	if c.AuthMethod == PrivateKeyJWT && c.Algorithm == "" && c.PrivateKey != nil {
 		c.Algorithm = defaultAlgorithm(c.PrivateKey.Public())

@@ -14,12 +14,12 @@ import (
 
 // Defaults for the zero values of [Config].
 const (
-	DefaultRefreshInterval  = 15 * time.Minute
-	DefaultRefreshRateLimit = 4 * time.Second
-	DefaultWaitTimeout      = 2 * time.Second
-	DefaultFetchTimeout     = 10 * time.Second
-	DefaultMaxBytes         = 512 << 10
-	DefaultDeferredWaiters  = 64
+	defaultRefreshInterval  = 15 * time.Minute
+	defaultRefreshRateLimit = 4 * time.Second
+	defaultWaitTimeout      = 2 * time.Second
+	defaultFetchTimeout     = 10 * time.Second
+	defaultMaxBytes         = 512 << 10
+	defaultDeferredWaiters  = 64
 )
 
 // Config configures [New]. It is copied; later changes have no effect.
@@ -101,23 +101,23 @@ type Config struct {
 // whether it created the HTTP client (the Source then owns it).
 func (c Config) withDefaults() (Config, bool) {
 	if c.RefreshInterval == 0 {
-		c.RefreshInterval = DefaultRefreshInterval
+		c.RefreshInterval = defaultRefreshInterval
 	}
 	if c.RefreshRateLimit == 0 {
-		c.RefreshRateLimit = DefaultRefreshRateLimit
+		c.RefreshRateLimit = defaultRefreshRateLimit
 	}
 	if c.WaitTimeout == 0 {
-		c.WaitTimeout = DefaultWaitTimeout
+		c.WaitTimeout = defaultWaitTimeout
 	}
 	if c.FetchTimeout == 0 {
-		c.FetchTimeout = DefaultFetchTimeout
+		c.FetchTimeout = defaultFetchTimeout
 	}
 	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultMaxBytes
+		c.MaxBytes = defaultMaxBytes
 	}
 	switch {
 	case c.DeferredWaiters == 0:
-		c.DeferredWaiters = DefaultDeferredWaiters
+		c.DeferredWaiters = defaultDeferredWaiters
 	case c.DeferredWaiters < 0:
 		c.DeferredWaiters = 0
 	}

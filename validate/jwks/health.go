@@ -50,30 +50,37 @@ type Health struct {
 }
 
 // Cause is a stable, low-cardinality class of refresh failure, for logs,
-// metric labels and the readiness answer. The set may grow.
+// metric labels and the readiness answer. Its values, tried in this order
+// by [CauseOf]: "" (no failure), "issuer_mismatch" (the metadata names
+// another issuer, RFC 8414 §3.3), "dns", "tls", "timeout", "connect"
+// (another transport failure), "not_found" (404 or 410, or no metadata at
+// any well-known URL), "http_status" (another non-200 status),
+// "invalid_metadata", "invalid_set" (not a JWK Set, wrong media type, too
+// large), "no_usable_keys", "closed" and "other". The set may grow;
+// compare with a string, e.g. h.Cause == "timeout".
 type Cause string
 
-// Causes, tried in this order by [CauseOf].
+// The causes, in the order CauseOf tries them.
 const (
-	CauseNone        Cause = ""
-	CauseMixUp       Cause = "issuer_mismatch" // asmeta.ErrIssuerMismatch: metadata names another issuer (RFC 8414 §3.3)
-	CauseDNS         Cause = "dns"             // the host name does not resolve
-	CauseTLS         Cause = "tls"             // certificate or handshake failure
-	CauseTimeout     Cause = "timeout"         // FetchTimeout or a dial/read timeout
-	CauseConnect     Cause = "connect"         // other transport failure (refused, reset)
-	CauseNotFound    Cause = "not_found"       // 404 or 410, or no metadata document at any well-known URL
-	CauseStatus      Cause = "http_status"     // any other non-200 status
-	CauseMetadata    Cause = "invalid_metadata"
-	CauseInvalidSet  Cause = "invalid_set" // not a JWK Set, wrong media type, too large
-	CauseNoUsableKey Cause = "no_usable_keys"
-	CauseClosed      Cause = "closed"
-	CauseOther       Cause = "other"
+	causeNone        Cause = ""
+	causeMixUp       Cause = "issuer_mismatch" // asmeta.ErrIssuerMismatch: metadata names another issuer (RFC 8414 §3.3)
+	causeDNS         Cause = "dns"             // the host name does not resolve
+	causeTLS         Cause = "tls"             // certificate or handshake failure
+	causeTimeout     Cause = "timeout"         // FetchTimeout or a dial/read timeout
+	causeConnect     Cause = "connect"         // other transport failure (refused, reset)
+	causeNotFound    Cause = "not_found"       // 404 or 410, or no metadata document at any well-known URL
+	causeStatus      Cause = "http_status"     // any other non-200 status
+	causeMetadata    Cause = "invalid_metadata"
+	causeInvalidSet  Cause = "invalid_set" // not a JWK Set, wrong media type, too large
+	causeNoUsableKey Cause = "no_usable_keys"
+	causeClosed      Cause = "closed"
+	causeOther       Cause = "other"
 )
 
 // CauseOf classifies a refresh error.
 func CauseOf(err error) Cause {
 	if err == nil {
-		return CauseNone
+		return causeNone
 	}
 	var (
 		dns  *net.DNSError
@@ -88,33 +95,33 @@ func CauseOf(err error) Cause {
 	)
 	switch {
 	case errors.Is(err, asmeta.ErrIssuerMismatch):
-		return CauseMixUp
+		return causeMixUp
 	case errors.As(err, &dns):
-		return CauseDNS
+		return causeDNS
 	case errors.As(err, &cve), errors.As(err, &uae), errors.As(err, &hne), errors.As(err, &cie),
 		errors.As(err, &rhe), errors.As(err, &ae):
-		return CauseTLS
+		return causeTLS
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &nerr) && nerr.Timeout():
-		return CauseTimeout
+		return causeTimeout
 	case errors.Is(err, fetch.ErrTransport):
-		return CauseConnect
+		return causeConnect
 	case errors.As(err, &se) && (se.Code == http.StatusNotFound || se.Code == http.StatusGone):
-		return CauseNotFound
+		return causeNotFound
 	case errors.As(err, &se):
-		return CauseStatus
+		return causeStatus
 	case errors.Is(err, asmeta.ErrNotFound):
-		return CauseNotFound
+		return causeNotFound
 	case errors.Is(err, asmeta.ErrInvalidMetadata), errors.Is(err, asmeta.ErrInvalidIssuer):
-		return CauseMetadata
+		return causeMetadata
 	case errors.Is(err, ErrNoUsableKeys):
-		return CauseNoUsableKey
+		return causeNoUsableKey
 	case errors.Is(err, ErrInvalidSet), errors.Is(err, fetch.ErrContentType), errors.Is(err, fetch.ErrTooLarge),
 		errors.Is(err, fetch.ErrDecode):
-		return CauseInvalidSet
+		return causeInvalidSet
 	case errors.Is(err, ErrClosed), errors.Is(err, context.Canceled):
-		return CauseClosed
+		return causeClosed
 	}
-	return CauseOther
+	return causeOther
 }
 
 // healthState is the part of a Source's state only health reads; the

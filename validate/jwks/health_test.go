@@ -20,22 +20,22 @@ func TestCauseOf(t *testing.T) {
 		err  error
 		want Cause
 	}{
-		{nil, CauseNone},
-		{fmt.Errorf("%w: %w", ErrDiscovery, asmeta.ErrIssuerMismatch), CauseMixUp},
-		{fmt.Errorf("x: %w: %w", fetch.ErrTransport, &net.DNSError{Err: "no such host", Name: "a.invalid", IsNotFound: true}), CauseDNS},
-		{fmt.Errorf("%w: %w", fetch.ErrTransport, x509.UnknownAuthorityError{}), CauseTLS},
-		{fmt.Errorf("%w: %w", fetch.ErrTransport, context.DeadlineExceeded), CauseTimeout},
-		{fmt.Errorf("%w: %w", fetch.ErrTransport, errors.New("connection refused")), CauseConnect},
-		{&fetch.StatusError{Code: http.StatusNotFound}, CauseNotFound},
-		{&fetch.StatusError{Code: http.StatusGone}, CauseNotFound},
-		{&fetch.StatusError{Code: http.StatusServiceUnavailable}, CauseStatus},
-		{fmt.Errorf("%w: %w", ErrDiscovery, asmeta.ErrNotFound), CauseNotFound},
-		{fmt.Errorf("%w: %w", ErrDiscovery, asmeta.ErrInvalidMetadata), CauseMetadata},
-		{ErrNoUsableKeys, CauseNoUsableKey},
-		{ErrInvalidSet, CauseInvalidSet},
-		{fetch.ErrContentType, CauseInvalidSet},
-		{ErrClosed, CauseClosed},
-		{errors.New("odd"), CauseOther},
+		{nil, causeNone},
+		{fmt.Errorf("%w: %w", ErrDiscovery, asmeta.ErrIssuerMismatch), causeMixUp},
+		{fmt.Errorf("x: %w: %w", fetch.ErrTransport, &net.DNSError{Err: "no such host", Name: "a.invalid", IsNotFound: true}), causeDNS},
+		{fmt.Errorf("%w: %w", fetch.ErrTransport, x509.UnknownAuthorityError{}), causeTLS},
+		{fmt.Errorf("%w: %w", fetch.ErrTransport, context.DeadlineExceeded), causeTimeout},
+		{fmt.Errorf("%w: %w", fetch.ErrTransport, errors.New("connection refused")), causeConnect},
+		{&fetch.StatusError{Code: http.StatusNotFound}, causeNotFound},
+		{&fetch.StatusError{Code: http.StatusGone}, causeNotFound},
+		{&fetch.StatusError{Code: http.StatusServiceUnavailable}, causeStatus},
+		{fmt.Errorf("%w: %w", ErrDiscovery, asmeta.ErrNotFound), causeNotFound},
+		{fmt.Errorf("%w: %w", ErrDiscovery, asmeta.ErrInvalidMetadata), causeMetadata},
+		{ErrNoUsableKeys, causeNoUsableKey},
+		{ErrInvalidSet, causeInvalidSet},
+		{fetch.ErrContentType, causeInvalidSet},
+		{ErrClosed, causeClosed},
+		{errors.New("odd"), causeOther},
 	}
 	for _, tt := range tests {
 		if got := CauseOf(tt.err); got != tt.want {
@@ -91,7 +91,7 @@ func TestHealthAndObserver(t *testing.T) {
 	eventually(t, 5*time.Second, func() bool { return !s.Health().NextRefresh.IsZero() })
 	h := s.Health()
 	if !h.Ready || h.Keys != 1 || !h.LastSuccess.Equal(clk.Now()) || !h.LastAttempt.Equal(clk.Now()) || h.LastError != nil ||
-		h.Cause != CauseNone || h.ConsecutiveFailures != 0 || !h.NextRefresh.Equal(clk.Now().Add(time.Hour)) || h.Issuer != cfg.Issuer {
+		h.Cause != causeNone || h.ConsecutiveFailures != 0 || !h.NextRefresh.Equal(clk.Now().Add(time.Hour)) || h.Issuer != cfg.Issuer {
 		t.Errorf("Health = %+v", h)
 	}
 
@@ -104,14 +104,14 @@ func TestHealthAndObserver(t *testing.T) {
 	}
 	eventually(t, 5*time.Second, func() bool { _, ends, _ := rec.snapshot(); return len(ends) == 2 })
 	h = s.Health()
-	if !h.Ready || h.Keys != 1 || h.Cause != CauseNotFound || h.ConsecutiveFailures != 1 || !h.LastAttempt.Equal(clk.Now()) {
+	if !h.Ready || h.Keys != 1 || h.Cause != causeNotFound || h.ConsecutiveFailures != 1 || !h.LastAttempt.Equal(clk.Now()) {
 		t.Errorf("Health after a failure = %+v", h)
 	}
 	starts, ends, ctxOK := rec.snapshot()
 	if len(starts) != 2 || starts[0].OnDemand || !starts[1].OnDemand || starts[1].Issuer != cfg.Issuer {
 		t.Errorf("starts = %+v", starts)
 	}
-	if ends[0].Err != nil || ends[0].Keys != 1 || ends[1].Cause != CauseNotFound || ends[1].Keys != 1 || !ctxOK || ends[1].Duration <= 0 {
+	if ends[0].Err != nil || ends[0].Keys != 1 || ends[1].Cause != causeNotFound || ends[1].Keys != 1 || !ctxOK || ends[1].Duration <= 0 {
 		t.Errorf("ends = %+v (ctx from start: %v)", ends, ctxOK)
 	}
 	s.Close()

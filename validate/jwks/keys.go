@@ -14,8 +14,8 @@ import (
 	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
-// MinRSABits is the smallest RSA modulus accepted (NIST SP 800-131A).
-const MinRSABits = 2048
+// minRSABits is the smallest RSA modulus accepted (NIST SP 800-131A).
+const minRSABits = 2048
 
 // privateMembers are JWK members that carry secret or private key material
 // (RFC 7518 §6.3.2, §6.4; RFC 8037 §2; RFC 9964).
@@ -198,7 +198,7 @@ func (c candidate) filter() (jose.JSONWebKey, *droppedKey) {
 	}
 	switch k := c.key.(type) {
 	case *rsa.PublicKey:
-		if k.N == nil || k.N.BitLen() < MinRSABits {
+		if k.N == nil || k.N.BitLen() < minRSABits {
 			return drop("RSA key shorter than 2048 bits", true)
 		}
 	case *ecdsa.PublicKey:

@@ -117,7 +117,7 @@ func TestNewConfig(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	cfg, owned := Config{Issuer: "https://as.example"}.withDefaults()
-	if !owned || cfg.HTTPClient == nil || cfg.HTTPClient.Timeout != DefaultFetchTimeout {
+	if !owned || cfg.HTTPClient == nil || cfg.HTTPClient.Timeout != defaultFetchTimeout {
 		t.Errorf("default client: owned %v, %+v", owned, cfg.HTTPClient)
 	}
 	if cfg.RefreshInterval != 15*time.Minute || cfg.RefreshRateLimit != 4*time.Second ||
