@@ -252,12 +252,12 @@ func TestDPoPNonce(t *testing.T) {
 	// out the current one (RFC 9449 §9), which the next proof uses
 	// without a use_dpop_nonce round trip; two slots later the old one
 	// is refused.
-	f.iss.Advance(5*time.Minute)
+	f.iss.Advance(5 * time.Minute)
 	prev := f.do(t, dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{claims: map[string]any{"nonce": got.nonce}}, tok)}})
 	if prev.status != 200 || prev.nonce == "" || prev.nonce == got.nonce {
 		t.Fatalf("previous slot's nonce: %d %q, DPoP-Nonce %q, want 200 with a new nonce", prev.status, prev.wwwAuth, prev.nonce)
 	}
-	f.iss.Advance(5*time.Minute)
+	f.iss.Advance(5 * time.Minute)
 	next := f.do(t, dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{claims: map[string]any{"nonce": prev.nonce}}, tok)}})
 	old := f.do(t, dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{claims: map[string]any{"nonce": got.nonce}}, tok)}})
 	if next.status != 200 || old.status != 401 || !slices.Equal(old.wwwAuth, []string{useNonce}) {
