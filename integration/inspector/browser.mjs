@@ -1,0 +1,168 @@
+// Drives the MCP Inspector's web UI in Debian's headless chromium
+// (puppeteer-core, never a downloaded browser) as a new user would:
+// connect to the server the Inspector was started for, authorize at its
+// authorization server (redirects in the real browser), open the tools,
+// read the tools/list answer the UI shows, call notes_write, take the
+// step-up the UI offers on a 403 insufficient_scope, clear the restored
+// field, retype and call again. It prints one JSON object on stdout and
+// saves a screenshot of the final (or failed) state.
+//
+// Environment:
+//   INSPECTOR_URL   the web UI's address, with its API token
+//   CHROMIUM        the browser (default /usr/bin/chromium)
+//   NOTE_TEXT       the note to write
+//   SCREENSHOT      where to save the screenshot (PNG)
+//   USER_DATA_DIR   a fresh, empty chromium profile directory
+//   STEP_TIMEOUT_MS bound of each wait (default 60000)
+import fs from 'node:fs';
+import puppeteer from 'puppeteer-core';
+
+const env = process.env;
+const stepTimeout = Number(env.STEP_TIMEOUT_MS || 60000);
+const noteText = env.NOTE_TEXT;
+const inspectorOrigin = new URL(env.INSPECTOR_URL).origin;
+
+const out = {
+  steps: [],          // the steps that completed, in order
+  authorizations: [], // the scope parameter of each /authorize navigation
+  crossOrigin: [],    // every request of the page outside the Inspector's origin
+  tools: [],          // tools/list as the UI's protocol view shows it: name=type[scopes]
+  protocol: '',       // the era badge of the protocol view (LEGACY, MODERN)
+  version: '',        // the protocol version the server card shows
+  stepUpDialog: '',   // the text of the step-up dialog
+  stepUpNotice: '',   // the notification after the step-up
+  fieldRestored: '',  // the value of the text field after the redirect back
+  result: null,       // the tools/call result the protocol view shows
+  error: '',
+};
+
+const browser = await puppeteer.launch({
+  executablePath: env.CHROMIUM || '/usr/bin/chromium',
+  headless: true,
+  pipe: true, // chromium exits with this process, however it ends
+  userDataDir: env.USER_DATA_DIR,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+});
+const page = await browser.newPage();
+page.setDefaultTimeout(stepTimeout);
+page.setDefaultNavigationTimeout(stepTimeout);
+await page.setViewport({ width: 1400, height: 900 });
+page.on('request', (r) => {
+  const u = new URL(r.url());
+  if (u.origin === inspectorOrigin || u.protocol === 'data:') return;
+  out.crossOrigin.push(`${r.resourceType()} ${r.method()} ${u.origin}${u.pathname}`);
+  if (u.pathname.endsWith('/authorize') && r.isNavigationRequest()) {
+    out.authorizations.push(u.searchParams.get('scope') ?? '');
+  }
+});
+
+const step = (name) => out.steps.push(name);
+const xText = (tag, text) => `xpath/.//${tag}[normalize-space(.)=${JSON.stringify(text)}]`;
+const bodyHas = (text) => page.waitForFunction((t) => document.body.innerText.includes(t), {}, text);
+async function click(selector) {
+  const el = await page.waitForSelector(selector, { visible: true });
+  await el.click();
+}
+// fill replaces the value of the input labelled label: it selects and
+// deletes what is there (a field the UI restored after the redirect is
+// not empty), checks that it is empty, types text and checks the value.
+// React may re-render the input while typing; then it tries again, a
+// bounded number of times.
+async function fill(label, text) {
+  for (let i = 0; i < 5; i++) {
+    const el = await page.waitForSelector(`::-p-aria(${label})`, { visible: true });
+    await el.click();
+    await page.keyboard.down('Control');
+    await page.keyboard.press('KeyA');
+    await page.keyboard.up('Control');
+    await page.keyboard.press('Backspace');
+    if ((await el.evaluate((e) => e.value)) !== '') continue;
+    await el.type(text);
+    if ((await el.evaluate((e) => e.value)) === text) return;
+  }
+  throw new Error(`could not set the ${label} field to ${JSON.stringify(text)}`);
+}
+// editorValues returns the JSON the protocol view's editors (Ace) hold,
+// by their labels.
+const editorValues = (label) => page.evaluate((l) => [...document.querySelectorAll('.ace_editor')]
+  .filter((e) => (e.querySelector('textarea')?.getAttribute('aria-label') ?? '').startsWith(l))
+  .map((e) => e.env?.editor?.getValue() ?? ''), label);
+
+try {
+  await page.goto(env.INSPECTOR_URL, { waitUntil: 'load' });
+  await page.waitForSelector('input[role=switch]');
+  step('opened');
+
+  // Connect: 401, discovery, registration, then the browser goes to the
+  // authorization server's /authorize (it approves at once) and back to
+  // the Inspector's /oauth/callback with the code.
+  await click('input[role=switch]');
+  await page.waitForFunction(() => /\bConnected\b/.test(document.body.innerText) && /MCP \d{4}-\d{2}-\d{2}/.test(document.body.innerText));
+  out.version = await page.evaluate(() => document.body.innerText.match(/MCP (\d{4}-\d{2}-\d{2})/)[1]);
+  step('connected');
+
+  await click(xText('*', 'Tools'));
+  await bodyHas('Tools (3)');
+  step('tools listed');
+
+  // The protocol view shows each request and answer; its editors hold
+  // the tools/list answer as the UI received it.
+  await click(xText('*', 'Protocol'));
+  await page.waitForFunction(() => [...document.querySelectorAll('.ace_editor textarea')]
+    .some((t) => (t.getAttribute('aria-label') ?? '').startsWith('tools/list response JSON')));
+  out.protocol = await page.evaluate(() => {
+    const m = document.body.innerText.match(/Messages\s+(LEGACY|MODERN)/);
+    return m ? m[1] : '';
+  });
+  const [list] = await editorValues('tools/list response JSON');
+  for (const tool of JSON.parse(list).result.tools) {
+    let n = tool.name;
+    for (const s of tool._meta?.securitySchemes ?? []) n += `=${s.type}[${(s.scopes ?? []).join(' ')}]`;
+    out.tools.push(n);
+  }
+  out.tools.sort();
+  step('tools/list read');
+
+  // notes_write with the first token (mcp:tools): 403 insufficient_scope,
+  // and the UI offers a step-up.
+  await click(xText('*', 'notes_write'));
+  await fill('text', noteText);
+  await click(xText('button', 'Execute Tool'));
+  await bodyHas('Additional permissions required');
+  out.stepUpDialog = await page.evaluate(() => document.querySelector('[role=dialog]')?.innerText ?? '');
+  step('step-up offered');
+  await Promise.all([
+    page.waitForNavigation({ url: (u) => u.includes('/oauth/callback') }),
+    click('xpath/.//*[@role="dialog"]//button[normalize-space(.)="Authorize"]'),
+  ]);
+  await bodyHas('Step-up authorization succeeded');
+  out.stepUpNotice = await page.evaluate(() => document.body.innerText.match(/Step-up authorization succeeded[^\n]*/)[0]);
+  step('stepped up');
+
+  // Back on the tool (the UI restores it and the text typed before the
+  // redirect): clear the field, retype, call again.
+  if (!(await page.$('::-p-aria(text)'))) {
+    await click(xText('*', 'Tools'));
+    await click(xText('*', 'notes_write'));
+  }
+  const field = await page.waitForSelector('::-p-aria(text)', { visible: true });
+  out.fieldRestored = await field.evaluate((e) => e.value);
+  await fill('text', noteText);
+  await click(xText('button', 'Execute Tool'));
+  await bodyHas('Results');
+  await page.waitForFunction((t) => document.body.innerText.includes(t), {}, JSON.stringify(noteText));
+  // The answer as the protocol view holds it (newest first).
+  await page.waitForFunction(() => [...document.querySelectorAll('.ace_editor textarea')]
+    .some((t) => (t.getAttribute('aria-label') ?? '').startsWith('tools/call response JSON')));
+  const [answer] = await editorValues('tools/call response JSON');
+  out.result = JSON.parse(answer).result;
+  step('notes_write succeeded');
+} catch (e) {
+  out.error = String(e && e.stack || e);
+  out.page = await page.evaluate(() => document.body.innerText).catch(() => '');
+}
+await page.screenshot({ path: env.SCREENSHOT }).catch((e) => { out.error += `\nscreenshot: ${e}`; });
+await browser.close();
+fs.writeSync(1, JSON.stringify(out) + '\n');
+process.exit(out.error ? 1 : 0);
