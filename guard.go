@@ -88,6 +88,15 @@ type Config struct {
 	// pins the whole Guard.
 	Validate validate.Config
 
+	// TokenValidator, if set, is called once by [New] with the JWT
+	// validator it built and returns the token validator the middleware
+	// uses instead, such as an introspect.Hybrid that validates these JWTs
+	// with it and introspects every other token (RFC 7662, opaque
+	// tokens). It must return a non-nil validator or an error, which New
+	// returns wrapped in [ErrConfig]. [Guard.Validator] still returns the
+	// JWT validator. Nil means the JWT validator.
+	TokenValidator func(jwt *validate.Validator) (middleware.TokenValidator, error)
+
 	// Middleware holds advanced middleware settings (ScopeImplies, step-up
 	// bounds, AllowedOrigins, OnDecision, DPoP, …). A DPoP policy other
 	// than off also sets Validate.AllowConfirmation, so that DPoP-bound
@@ -261,6 +270,16 @@ func New(cfg Config) (*Guard, error) {
 
 	mc := cfg.Middleware
 	mc.Validator = g.v
+	if cfg.TokenValidator != nil {
+		tv, err := cfg.TokenValidator(g.v)
+		if err != nil {
+			return fail("TokenValidator: %w", err)
+		}
+		if tv == nil {
+			return fail("TokenValidator returned nil")
+		}
+		mc.Validator = tv
+	}
 	mc.Metadata = md
 	mc.Scopes = cfg.Scopes
 	mc.Operations = cfg.Operations

@@ -279,6 +279,12 @@ func TestNewErrors(t *testing.T) {
 		{"bad jwks config", func(c *Config) { c.JWKS.MaxBytes = -1 }, jwks.ErrConfig},
 		{"bad validate config", func(c *Config) { c.Validate.Algorithms = []jose.SignatureAlgorithm{} }, validate.ErrConfig},
 		{"bad middleware config", func(c *Config) { c.Middleware.MaxBodyBytes = -1 }, middleware.ErrConfig},
+		{"token validator fails", func(c *Config) {
+			c.TokenValidator = func(*validate.Validator) (middleware.TokenValidator, error) { return nil, errTestHook }
+		}, errTestHook},
+		{"token validator nil", func(c *Config) {
+			c.TokenValidator = func(*validate.Validator) (middleware.TokenValidator, error) { return nil, nil }
+		}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -299,6 +305,51 @@ func TestNewErrors(t *testing.T) {
 		t.Fatalf("New(valid) = %v", err)
 	}
 	_ = g.Close()
+}
+
+var errTestHook = errors.New("test hook failed")
+
+// wrappedValidator is a TokenValidator hook's result: it counts calls and
+// defers to the JWT validator.
+type wrappedValidator struct {
+	jwt   *validate.Validator
+	calls int
+}
+
+func (w *wrappedValidator) Validate(ctx context.Context, raw string) (*validate.Claims, error) {
+	w.calls++
+	return w.jwt.Validate(ctx, raw)
+}
+
+// TestTokenValidatorHook: the validator TokenValidator returns is the one
+// the middleware asks, given the JWT validator New built.
+func TestTokenValidatorHook(t *testing.T) {
+	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
+	const resource = "https://mcp.example.com/mcp"
+	var w *wrappedValidator
+	g, err := New(Config{
+		Resource: resource, Issuers: []string{iss.URL()},
+		Keys:     map[string]validate.KeySource{iss.URL(): &validate.StaticKeys{Set: iss.Keys()}},
+		Validate: validate.Config{Now: iss.Now},
+		TokenValidator: func(jwt *validate.Validator) (middleware.TokenValidator, error) {
+			w = &wrappedValidator{jwt: jwt}
+			return w, nil
+		},
+	})
+	if err != nil {
+		t.Fatalf("New: %s", err.Error())
+	}
+	defer g.Close()
+	if w == nil || w.jwt != g.Validator() {
+		t.Fatalf("TokenValidator got %v, want Guard.Validator()", w)
+	}
+	r := httptest.NewRequest(http.MethodGet, resource, nil)
+	r.Header.Set("Authorization", "Bearer "+iss.Token(t, authtest.WithAudience(resource)))
+	rec := httptest.NewRecorder()
+	g.Handler(whoami).ServeHTTP(rec, r)
+	if rec.Code != http.StatusOK || w.calls != 1 {
+		t.Errorf("status %d, hook validator calls %d; want 200, 1", rec.Code, w.calls)
+	}
 }
 
 // TestConfigPrecedence: advanced values that replace a default are used.

@@ -40,22 +40,22 @@ type signer struct {
 	kid    string
 }
 
-// loadKey reads a PEM private key file.
-func loadKey(path string) (crypto.Signer, error) {
+// loadKey reads a PEM private key file; field names it in errors.
+func loadKey(field, path string) (crypto.Signer, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return nil, fmt.Errorf("assertion.key_file: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	if fi.Size() > maxKeyFileBytes {
-		return nil, fmt.Errorf("assertion.key_file: larger than %d bytes", maxKeyFileBytes)
+		return nil, fmt.Errorf("%s: larger than %d bytes", field, maxKeyFileBytes)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("assertion.key_file: %w", err)
+		return nil, fmt.Errorf("%s: %w", field, err)
 	}
 	blk, _ := pem.Decode(b)
 	if blk == nil {
-		return nil, fmt.Errorf("assertion.key_file %s: no PEM block", path)
+		return nil, fmt.Errorf("%s %s: no PEM block", field, path)
 	}
 	var k any
 	switch blk.Type {
@@ -66,14 +66,14 @@ func loadKey(path string) (crypto.Signer, error) {
 	case "RSA PRIVATE KEY":
 		k, err = x509.ParsePKCS1PrivateKey(blk.Bytes)
 	default:
-		return nil, fmt.Errorf("assertion.key_file %s: PEM block %q; want PRIVATE KEY, EC PRIVATE KEY or RSA PRIVATE KEY", path, blk.Type)
+		return nil, fmt.Errorf("%s %s: PEM block %q; want PRIVATE KEY, EC PRIVATE KEY or RSA PRIVATE KEY", field, path, blk.Type)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("assertion.key_file %s: %w", path, err)
+		return nil, fmt.Errorf("%s %s: %w", field, path, err)
 	}
 	s, ok := k.(crypto.Signer)
 	if !ok {
-		return nil, fmt.Errorf("assertion.key_file %s: not a signing key", path)
+		return nil, fmt.Errorf("%s %s: not a signing key", field, path)
 	}
 	return s, nil
 }

@@ -11,11 +11,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/internal/fetch"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/dpop"
+	"github.com/mcpguard/mcpguard/validate/introspect"
+	"github.com/mcpguard/mcpguard/validate/jwks"
 )
 
 // ErrConfig reports an unusable [Config]: [New], [Parse] and [Load] wrap
@@ -52,6 +56,13 @@ type Config struct {
 	// Routes are the protected MCP endpoints, each in front of one
 	// upstream. Required, at least one; their resource paths must differ.
 	Routes []Route `yaml:"routes"`
+
+	// Issuers holds settings of the authorization servers the routes
+	// trust, by issuer identifier: each key must be in a route's issuers.
+	// An issuer without an entry has its keys discovered (RFC 8414,
+	// OpenID Connect) and refreshed, and only its JWT access tokens are
+	// accepted.
+	Issuers map[string]Issuer `yaml:"issuers"`
 
 	// Assertion configures the JWTs the proxy signs for upstreams in the
 	// assertion mode.
@@ -92,6 +103,12 @@ type Config struct {
 	// ReplayStore, if set, remembers used DPoP proofs for every route. Nil
 	// means in memory, or Redis with Redis.Addr.
 	ReplayStore dpop.ReplayStore `yaml:"-"`
+	// KeysObserver, if set, observes the key refreshes of every issuer's
+	// key source (otelguard's Telemetry). Nil costs nothing.
+	KeysObserver jwks.RefreshObserver `yaml:"-"`
+	// IntrospectionObserver, if set, observes every introspection call
+	// (otelguard's Telemetry). Nil costs nothing.
+	IntrospectionObserver introspect.CallObserver `yaml:"-"`
 	// Instrument, if set, is called with each route's mcpguard.Config
 	// before the route is built, to add observers (otelguard's
 	// Telemetry.Instrument). The proxy's own decision hook runs after
@@ -130,6 +147,13 @@ type Route struct {
 	// DPoP is the DPoP (RFC 9449) policy: "off" (default), "allowed" or
 	// "required".
 	DPoP string `yaml:"dpop"`
+	// DPoPProof tunes the checks of DPoP proofs and turns on server
+	// nonces. Ignored when DPoP is off.
+	DPoPProof DPoPProof `yaml:"dpop_proof"`
+	// ScopeImplies declares scope hierarchies: a token holding a key
+	// scope satisfies each listed scope, transitively (middleware
+	// ScopeImplies). Empty means none.
+	ScopeImplies map[string][]string `yaml:"scope_implies"`
 	// AllowedOrigins are browser origins allowed besides the resource's
 	// own (middleware AllowedOrigins). Empty means none.
 	AllowedOrigins []string `yaml:"allowed_origins"`
@@ -290,6 +314,105 @@ type Exchange struct {
 	ClientSecret string `yaml:"-"`
 }
 
+// Issuer is the settings of one trusted authorization server.
+type Issuer struct {
+	// JWKSURL is the URL of the issuer's JWK Set, used instead of the
+	// jwks_uri of its metadata (no discovery). Empty means discovered.
+	// https, or http on a loopback host.
+	JWKSURL string `yaml:"jwks_url"`
+	// RefreshInterval is how often the keys are fetched again. Zero means
+	// the key source's default (validate/jwks).
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	// OpaqueOnly says the issuer issues no JWT the proxy verifies: no keys
+	// are fetched, its tokens are introspected (introspection is then
+	// required), and a JWT naming it as iss is refused.
+	OpaqueOnly bool `yaml:"opaque_only"`
+	// Introspection configures RFC 7662 introspection at this issuer:
+	// with its client_id set, every token that is not a JWT of one of the
+	// route's issuers (opaque tokens above all) goes to this issuer's
+	// introspection endpoint. JWTs of the route's issuers are still
+	// validated locally, and never introspected when
+	// that fails (docs/introspection.md, hybrid mode). At most one issuer
+	// of a route may have it: an opaque token names no issuer.
+	Introspection Introspection `yaml:"introspection"`
+}
+
+// Introspection configures RFC 7662 token introspection at one issuer
+// (validate/introspect Config).
+type Introspection struct {
+	// Endpoint is the introspection endpoint. Empty means the
+	// introspection_endpoint of the issuer's metadata (RFC 8414). https,
+	// or http on a loopback host.
+	Endpoint string `yaml:"endpoint"`
+	// ClientID is the proxy's client at the authorization server. Setting
+	// it turns introspection on.
+	ClientID string `yaml:"client_id"`
+	// AuthMethod is how the proxy authenticates: "client_secret_basic"
+	// (default), "client_secret_post" or "private_key_jwt".
+	AuthMethod string `yaml:"auth_method"`
+	// ClientSecretEnv names the environment variable holding the client
+	// secret (client_secret_basic and client_secret_post).
+	ClientSecretEnv string `yaml:"client_secret_env"`
+	// ClientSecretFile is a file holding the client secret (trailing
+	// newline removed).
+	ClientSecretFile string `yaml:"client_secret_file"`
+	// PrivateKeyFile is the PEM signing key of private_key_jwt (EC, Ed25519
+	// or RSA of 2048 bits or more).
+	PrivateKeyFile string `yaml:"private_key_file"`
+	// KeyID is the kid of the private_key_jwt client assertions. Empty
+	// sends none.
+	KeyID string `yaml:"key_id"`
+	// Timeout bounds one introspection call. Zero means 5s.
+	Timeout time.Duration `yaml:"timeout"`
+	// CacheSize is the number of results remembered. Zero means 4096;
+	// negative disables the cache.
+	CacheSize int `yaml:"cache_size"`
+	// MaxCacheTTL is the longest an active result is reused, the longest
+	// a revoked token is still accepted. Zero means 60s.
+	MaxCacheTTL time.Duration `yaml:"max_cache_ttl"`
+	// InactiveCacheTTL is how long an inactive result is remembered. Zero
+	// means not at all.
+	InactiveCacheTTL time.Duration `yaml:"inactive_cache_ttl"`
+	// AllowMissingAudience accepts active answers without aud (WEAKENS
+	// audience binding: a token for another resource is then accepted).
+	AllowMissingAudience bool `yaml:"allow_missing_audience"`
+	// AllowMissingSubject accepts active answers without sub.
+	AllowMissingSubject bool `yaml:"allow_missing_subject"`
+	// ClientSecret is the secret itself, for Go callers.
+	ClientSecret string `yaml:"-"`
+	// PrivateKey is the private_key_jwt key itself, for Go callers.
+	PrivateKey crypto.Signer `yaml:"-"`
+}
+
+// enabled reports whether introspection is configured.
+func (i *Introspection) enabled() bool { return i.ClientID != "" }
+
+// DPoPProof tunes DPoP proof checks (validate/dpop Config).
+type DPoPProof struct {
+	// Algorithms is the allow-list of proof algorithms, published as
+	// dpop_signing_alg_values_supported. Empty means the dpop package's
+	// default (ES256, ES384, ES512, EdDSA, RS256, PS256, …).
+	Algorithms []string `yaml:"algorithms"`
+	// Window is how far a proof's iat may be from now. Zero means 5m.
+	Window time.Duration `yaml:"window"`
+	// ReplayMargin keeps used proof IDs this much longer, to cover clock
+	// differences between replicas sharing Redis. Zero means the dpop
+	// default with a shared store, none otherwise.
+	ReplayMargin time.Duration `yaml:"replay_margin"`
+	// NonceSecretEnv names the environment variable holding the secret of
+	// server nonces (RFC 9449 §9), at least 32 bytes; setting it (or
+	// NonceSecretFile) makes nonces required. Give every replica the same
+	// secret.
+	NonceSecretEnv string `yaml:"nonce_secret_env"`
+	// NonceSecretFile is a file holding the nonce secret.
+	NonceSecretFile string `yaml:"nonce_secret_file"`
+	// NonceLifetime is the slot length of a nonce (accepted in its slot
+	// and the next). Zero means the dpop default.
+	NonceLifetime time.Duration `yaml:"nonce_lifetime"`
+	// NonceSecret is the secret itself, for Go callers.
+	NonceSecret []byte `yaml:"-"`
+}
+
 // Validation holds token-validation settings of a route (validate
 // Config).
 type Validation struct {
@@ -310,6 +433,30 @@ type Validation struct {
 	AllowMissingClientID bool `yaml:"allow_missing_client_id"`
 	// AllowedClients, if set, are the only client IDs accepted.
 	AllowedClients []string `yaml:"allowed_clients"`
+	// AllowMissingIssuedAt accepts tokens without iat.
+	AllowMissingIssuedAt bool `yaml:"allow_missing_issued_at"`
+	// AllowMissingSubject accepts tokens without sub (client-credentials
+	// grants of some issuers).
+	AllowMissingSubject bool `yaml:"allow_missing_subject"`
+	// RejectMultipleAudiences refuses tokens whose aud holds more than
+	// one value.
+	RejectMultipleAudiences bool `yaml:"reject_multiple_audiences"`
+	// Algorithms is the JWS alg allow-list of access tokens. Empty means
+	// the validate default (RS*, PS*, ES*, EdDSA; never HMAC or none).
+	Algorithms []string `yaml:"algorithms"`
+	// MaxTokenLifetime refuses tokens whose exp - iat exceeds it (and
+	// then requires iat). Zero means unchecked.
+	MaxTokenLifetime time.Duration `yaml:"max_token_lifetime"`
+	// MaxTokenBytes bounds the raw token. Zero means 8192.
+	MaxTokenBytes int `yaml:"max_token_bytes"`
+	// RequireKID refuses tokens without a kid header.
+	RequireKID bool `yaml:"require_kid"`
+	// CacheSize is the number of verified tokens remembered. Zero means
+	// 4096; negative disables the cache.
+	CacheSize int `yaml:"cache_size"`
+	// MaxKeyWait bounds the wait for an issuer's keys in one request. Zero
+	// means 6s.
+	MaxKeyWait time.Duration `yaml:"max_key_wait"`
 }
 
 // StepUp bounds step-up challenges (middleware StepUpLimit).
@@ -398,6 +545,81 @@ func dpopPolicy(s string) (middleware.DPoPPolicy, error) {
 	return 0, fmt.Errorf("dpop %q: want off, allowed or required", s)
 }
 
+// checkIssuers checks Config.Issuers against the routes.
+func checkIssuers(c *Config) error {
+	for iss, is := range c.Issuers {
+		at := fmt.Sprintf("issuers[%s]", iss)
+		if !slices.ContainsFunc(c.Routes, func(r Route) bool { return slices.Contains(r.Issuers, iss) }) {
+			return fmt.Errorf("%w: %s: no route lists this issuer in its issuers", ErrConfig, at)
+		}
+		if is.JWKSURL != "" {
+			if _, err := fetch.CheckURL(is.JWKSURL, true); err != nil {
+				return fmt.Errorf("%w: %s.jwks_url %q: must be https, or http on a loopback host", ErrConfig, at, is.JWKSURL)
+			}
+		}
+		if is.RefreshInterval < 0 {
+			return fmt.Errorf("%w: %s.refresh_interval: negative", ErrConfig, at)
+		}
+		in := &is.Introspection
+		if is.OpaqueOnly {
+			if !in.enabled() {
+				return fmt.Errorf("%w: %s.opaque_only: its tokens can only be introspected; configure introspection (client_id and its credential)", ErrConfig, at)
+			}
+			if is.JWKSURL != "" {
+				return fmt.Errorf("%w: %s: opaque_only fetches no keys; remove jwks_url", ErrConfig, at)
+			}
+		}
+		if !in.enabled() {
+			if in.Endpoint != "" || in.ClientSecret != "" || in.PrivateKeyFile != "" || in.PrivateKey != nil {
+				return fmt.Errorf("%w: %s.introspection: client_id is required (the proxy's client at the authorization server)", ErrConfig, at)
+			}
+			continue
+		}
+		if in.Endpoint != "" {
+			if _, err := fetch.CheckURL(in.Endpoint, true); err != nil {
+				return fmt.Errorf("%w: %s.introspection.endpoint %q: must be https, or http on a loopback host", ErrConfig, at, in.Endpoint)
+			}
+		}
+		m, err := authMethod(in.AuthMethod)
+		if err != nil {
+			return fmt.Errorf("%w: %s.introspection.%w", ErrConfig, at, err)
+		}
+		switch {
+		case m == introspect.PrivateKeyJWT && in.PrivateKey == nil && in.PrivateKeyFile == "":
+			return fmt.Errorf("%w: %s.introspection: private_key_jwt needs private_key_file", ErrConfig, at)
+		case m != introspect.PrivateKeyJWT && in.ClientSecret == "":
+			return fmt.Errorf("%w: %s.introspection: %s needs a client secret (client_secret_env or client_secret_file)", ErrConfig, at, m)
+		case in.Timeout < 0 || in.MaxCacheTTL < 0 || in.InactiveCacheTTL < 0:
+			return fmt.Errorf("%w: %s.introspection: negative duration", ErrConfig, at)
+		}
+	}
+	for i, r := range c.Routes {
+		var with []string
+		for _, iss := range r.Issuers {
+			if is, ok := c.Issuers[iss]; ok && is.Introspection.enabled() {
+				with = append(with, iss)
+			}
+		}
+		if len(with) > 1 {
+			return fmt.Errorf("%w: routes[%d]: issuers %s all have introspection; at most one may (an opaque token names no issuer)", ErrConfig, i, strings.Join(with, " and "))
+		}
+	}
+	return nil
+}
+
+// authMethod parses Introspection.AuthMethod.
+func authMethod(s string) (introspect.AuthMethod, error) {
+	switch s {
+	case "", "client_secret_basic":
+		return introspect.ClientSecretBasic, nil
+	case "client_secret_post":
+		return introspect.ClientSecretPost, nil
+	case "private_key_jwt":
+		return introspect.PrivateKeyJWT, nil
+	}
+	return 0, fmt.Errorf("auth_method %q: want client_secret_basic, client_secret_post or private_key_jwt", s)
+}
+
 // checkRoute checks what New cannot leave to mcpguard.New.
 func checkRoute(i int, r *Route) error {
 	at := fmt.Sprintf("routes[%d]", i)
@@ -429,6 +651,9 @@ func checkRoute(i int, r *Route) error {
 	}
 	if _, err := dpopPolicy(r.DPoP); err != nil {
 		return fmt.Errorf("%w: %s.%w", ErrConfig, at, err)
+	}
+	if n := len(r.DPoPProof.NonceSecret); n > 0 && n < dpop.MinNonceSecretBytes {
+		return fmt.Errorf("%w: %s.dpop_proof.nonce_secret: %d bytes; want at least %d random bytes (e.g. openssl rand -base64 48)", ErrConfig, at, n, dpop.MinNonceSecretBytes)
 	}
 	id := &r.Identity
 	switch id.Mode {
@@ -481,14 +706,25 @@ func checkRoute(i int, r *Route) error {
 func (r *Route) validateConfig(now func() time.Time) validate.Config {
 	v := r.Validation
 	vc := validate.Config{
-		Leeway:               v.Leeway,
-		TenantClaim:          v.TenantClaim,
-		AllowJWTType:         v.AllowJWTType,
-		AllowSCP:             v.AllowSCP,
-		AllowMissingJTI:      v.AllowMissingJTI,
-		AllowMissingClientID: v.AllowMissingClientID,
-		AllowedClients:       slices.Clone(v.AllowedClients),
-		Now:                  now,
+		Leeway:                  v.Leeway,
+		TenantClaim:             v.TenantClaim,
+		AllowJWTType:            v.AllowJWTType,
+		AllowSCP:                v.AllowSCP,
+		AllowMissingJTI:         v.AllowMissingJTI,
+		AllowMissingClientID:    v.AllowMissingClientID,
+		AllowedClients:          slices.Clone(v.AllowedClients),
+		AllowMissingIssuedAt:    v.AllowMissingIssuedAt,
+		AllowMissingSubject:     v.AllowMissingSubject,
+		RejectMultipleAudiences: v.RejectMultipleAudiences,
+		MaxTokenLifetime:        v.MaxTokenLifetime,
+		MaxTokenBytes:           v.MaxTokenBytes,
+		RequireKID:              v.RequireKID,
+		CacheSize:               v.CacheSize,
+		MaxKeyWait:              v.MaxKeyWait,
+		Now:                     now,
+	}
+	for _, a := range v.Algorithms {
+		vc.Algorithms = append(vc.Algorithms, jose.SignatureAlgorithm(a))
 	}
 	if len(v.Audiences) > 0 {
 		vc.Audiences = append([]string{r.Resource}, v.Audiences...)

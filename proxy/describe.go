@@ -44,6 +44,26 @@ func (px *Proxy) Describe(w io.Writer) {
 			fmt.Fprintf(w, "  identity:          headers (plain X-Mcpguard-* headers; loopback upstream only)\n")
 		}
 		fmt.Fprintf(w, "  issuers:           %s\n", list(r.Issuers))
+		for _, iss := range r.Issuers {
+			is := px.cfg.Issuers[iss]
+			keys := "discovered (RFC 8414, OpenID Connect)"
+			switch {
+			case is.OpaqueOnly:
+				keys = "none (opaque_only: its JWTs are refused)"
+			case is.JWKSURL != "":
+				keys = "from " + is.JWKSURL
+			}
+			fmt.Fprintf(w, "    %s: keys %s", iss, keys)
+			if in := is.Introspection; in.enabled() {
+				ep := in.Endpoint
+				if ep == "" {
+					ep = "discovered"
+				}
+				m, _ := authMethod(in.AuthMethod)
+				fmt.Fprintf(w, "; other tokens introspected (endpoint %s, client %s, %s)", ep, in.ClientID, m)
+			}
+			fmt.Fprintln(w)
+		}
 		fmt.Fprintf(w, "  base scopes:       %s\n", list(r.Scopes))
 		fmt.Fprintf(w, "  method scopes:     %s\n", scopeMap(r.Operations.Methods))
 		fmt.Fprintf(w, "  tool scopes:       %s\n", scopeMap(r.Operations.Tools))
@@ -71,6 +91,9 @@ func (px *Proxy) Describe(w io.Writer) {
 		dp := r.DPoP
 		if dp == "" {
 			dp = "off"
+		}
+		if dp != "off" && len(r.DPoPProof.NonceSecret) > 0 {
+			dp += ", server nonces required"
 		}
 		fmt.Fprintf(w, "  dpop:              %s\n", dp)
 		fmt.Fprintf(w, "  allowed origins:   %s\n", list(append([]string{"(the resource's own)"}, r.AllowedOrigins...)))

@@ -64,8 +64,11 @@ func TestDocsReference(t *testing.T) {
 			fmt.Fprintf(&b, "| `%s%s` | %s | %s |\n", prefix, key, typ, doc)
 			if inner != "" {
 				sub := prefix + key + "."
-				if strings.HasPrefix(typ, "list") {
+				switch {
+				case strings.HasPrefix(typ, "list"):
 					sub = prefix + key + "[]."
+				case strings.HasPrefix(typ, "mapping of"):
+					sub = prefix + key + ".<name>."
 				}
 				walk(types[inner], sub)
 			}
@@ -123,7 +126,14 @@ func yamlType(e ast.Expr, types map[string]*ast.StructType) (string, string) {
 		}
 		return "list of " + t + "s", ""
 	case *ast.MapType:
-		return "mapping of name to list of scopes", ""
+		t, inner := yamlType(e.Value, types)
+		switch {
+		case inner != "":
+			return "mapping of name to mappings", inner
+		case t == "list of strings":
+			return "mapping of name to list of strings", ""
+		}
+		return "mapping of name to " + t, ""
 	}
 	return "?", ""
 }

@@ -72,6 +72,23 @@ func Parse(name string, data []byte, getenv func(string) string) (Config, error)
 			return Config{}, fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
 		}
 		ex.ClientSecret = s
+		dp := &c.Routes[i].DPoPProof
+		ns, err := secret(fmt.Sprintf("routes[%d].dpop_proof.nonce_secret", i), dp.NonceSecretEnv, dp.NonceSecretFile, getenv)
+		if err != nil {
+			return Config{}, fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
+		}
+		if ns != "" {
+			dp.NonceSecret = []byte(ns)
+		}
+	}
+	for iss, is := range c.Issuers {
+		in := &is.Introspection
+		s, err := secret(fmt.Sprintf("issuers[%s].introspection.client_secret", iss), in.ClientSecretEnv, in.ClientSecretFile, getenv)
+		if err != nil {
+			return Config{}, fmt.Errorf("%w: %s: %w", ErrConfig, name, err)
+		}
+		in.ClientSecret = s
+		c.Issuers[iss] = is
 	}
 	return c, nil
 }
@@ -112,11 +129,15 @@ func secret(field, env, file string, getenv func(string) string) (string, error)
 // secretKey matches the keys of inline secrets.
 var secretKey = regexp.MustCompile(`(?i)(secret|password|passwd|private_key|api_key|token)$`)
 
+// schemaKey matches the keys of the schema (not the issuer URLs that
+// key the issuers mapping).
+var schemaKey = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
 // inlineSecrets refuses a mapping key that holds a secret inline.
 func inlineSecrets(name string, root *yaml.Node) error {
 	var err error
 	walkKeys(root, func(path string, k, _ *yaml.Node) bool {
-		if secretKey.MatchString(k.Value) {
+		if schemaKey.MatchString(k.Value) && secretKey.MatchString(k.Value) {
 			err = fmt.Errorf("%w: %s:%d:%d: %s: secrets are never inline; use %s_env (an environment variable's name) or %s_file (a file's path)",
 				ErrConfig, name, k.Line, k.Column, path, k.Value, k.Value)
 			return false

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpguard/mcpguard"
@@ -25,6 +26,7 @@ import (
 	"github.com/mcpguard/mcpguard/redisstore"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/dpop"
+	"github.com/mcpguard/mcpguard/validate/introspect"
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
 
@@ -97,6 +99,9 @@ func New(cfg Config) (*Proxy, error) {
 		}
 		paths[p] = i
 	}
+	if err := checkIssuers(&cfg); err != nil {
+		return nil, err
+	}
 	px := &Proxy{cfg: cfg, mux: http.NewServeMux(), streams: newStreamSet(), log: logger, now: now}
 	fail := func(err error) (*Proxy, error) {
 		_ = px.Close()
@@ -122,7 +127,7 @@ func New(cfg Config) (*Proxy, error) {
 	if needSigner {
 		key := a.Key
 		if key == nil && a.KeyFile != "" {
-			k, err := loadKey(a.KeyFile)
+			k, err := loadKey("assertion.key_file", a.KeyFile)
 			if err != nil {
 				return fail(fmt.Errorf("%w: %w", ErrConfig, err))
 			}
@@ -157,9 +162,15 @@ func New(cfg Config) (*Proxy, error) {
 			if keys[iss] != nil {
 				continue
 			}
-			src, err := jwks.New(jwks.Config{Issuer: iss, Logger: logger.With("component", "jwks"), Now: cfg.Now})
+			is := cfg.Issuers[iss]
+			if is.OpaqueOnly {
+				keys[iss] = &validate.StaticKeys{} // no JWT of it verifies; its tokens are introspected
+				continue
+			}
+			src, err := jwks.New(jwks.Config{Issuer: iss, JWKSURL: is.JWKSURL, RefreshInterval: is.RefreshInterval,
+				Observer: cfg.KeysObserver, Logger: logger.With("component", "jwks"), Now: cfg.Now})
 			if err != nil {
-				return fail(fmt.Errorf("%w: issuer %q: %w", ErrConfig, iss, err))
+				return fail(fmt.Errorf("%w: issuers[%s]: %w", ErrConfig, iss, err))
 			}
 			px.sources = append(px.sources, src)
 			keys[iss] = src
@@ -230,6 +241,13 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 			client: fetch.NewClient(fetch.ClientConfig{Timeout: exchangeTimeout}), now: px.now, cache: map[string]cachedToken{}}
 	}
 	dp, _ := dpopPolicy(r.DPoP)
+	proof := dpop.Config{
+		ReplayStore: px.cfg.ReplayStore, Window: r.DPoPProof.Window, ReplayMargin: r.DPoPProof.ReplayMargin,
+		NonceSecret: r.DPoPProof.NonceSecret, NonceLifetime: r.DPoPProof.NonceLifetime,
+	}
+	for _, a := range r.DPoPProof.Algorithms {
+		proof.Algorithms = append(proof.Algorithms, jose.SignatureAlgorithm(a))
+	}
 	ks := map[string]validate.KeySource{}
 	for _, iss := range r.Issuers {
 		ks[iss] = keys[iss]
@@ -243,7 +261,8 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 		Validate:   r.validateConfig(px.cfg.Now),
 		Middleware: middleware.Config{
 			AllowedOrigins: slices.Clone(r.AllowedOrigins),
-			DPoP:           middleware.DPoPConfig{Policy: dp, Proof: dpop.Config{ReplayStore: px.cfg.ReplayStore}},
+			DPoP:           middleware.DPoPConfig{Policy: dp, Proof: proof},
+			ScopeImplies:   r.ScopeImplies,
 			StepUpLimit:    r.StepUp.Limit,
 			StepUpWindow:   r.StepUp.Window,
 			StepUpStore:    px.cfg.StepUpStore,
@@ -261,6 +280,11 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 		Metadata: prm.Metadata{ResourceName: r.ResourceName, BearerMethodsSupported: []string{"header"}},
 		Logger:   rl,
 	}
+	tv, err := px.introspection(r, dp != middleware.DPoPOff)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", at, err)
+	}
+	gc.TokenValidator = tv
 	if px.cfg.Instrument != nil {
 		px.cfg.Instrument(&gc)
 	}
@@ -275,7 +299,7 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 	}
 	g, err := mcpguard.New(gc)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", at, err)
+		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, at, err)
 	}
 	x.guard = g
 	x.limits = newLimiter(r.RateLimit, px.counter, px.now)
@@ -500,6 +524,50 @@ func (px *Proxy) useRedis() error {
 	}
 	px.counter = &redisCounter{rdb: px.rdb, prefix: prefix}
 	return nil
+}
+
+// introspection returns the TokenValidator hook of a route whose issuer
+// has introspection (a hybrid: the route's JWTs locally, other tokens
+// introspected), or nil.
+func (px *Proxy) introspection(r *Route, dpopOn bool) (func(*validate.Validator) (middleware.TokenValidator, error), error) {
+	var iss string
+	var in Introspection
+	for _, i := range r.Issuers {
+		if is, ok := px.cfg.Issuers[i]; ok && is.Introspection.enabled() {
+			iss, in = i, is.Introspection
+		}
+	}
+	if iss == "" {
+		return nil, nil
+	}
+	at := fmt.Sprintf("issuers[%s].introspection", iss)
+	m, _ := authMethod(in.AuthMethod)
+	key := in.PrivateKey
+	if key == nil && in.PrivateKeyFile != "" {
+		k, err := loadKey(at+".private_key_file", in.PrivateKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		key = k
+	}
+	audiences := []string{r.Resource}
+	audiences = append(audiences, r.Validation.Audiences...)
+	ic := introspect.Config{
+		Issuer: iss, Endpoint: in.Endpoint, Audiences: audiences,
+		AllowMissingAudience: in.AllowMissingAudience, AllowMissingSubject: in.AllowMissingSubject,
+		AllowConfirmation: dpopOn, // DPoP-bound tokens carry cnf; the middleware checks the binding
+		ClientID:          in.ClientID, ClientSecret: in.ClientSecret, AuthMethod: m, PrivateKey: key, KeyID: in.KeyID,
+		Timeout: in.Timeout, CacheSize: in.CacheSize, MaxCacheTTL: in.MaxCacheTTL, InactiveCacheTTL: in.InactiveCacheTTL,
+		MaxTokenBytes: r.Validation.MaxTokenBytes, Leeway: r.Validation.Leeway, TenantClaim: r.Validation.TenantClaim,
+		Observer: px.cfg.IntrospectionObserver, Now: px.cfg.Now, Logger: px.log.With("component", "introspect", "issuer", iss),
+	}
+	intro, err := introspect.New(ic)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, at, err)
+	}
+	return func(jwt *validate.Validator) (middleware.TokenValidator, error) {
+		return introspect.NewHybrid(jwt, intro)
+	}, nil
 }
 
 // listMode parses Route.Lists (checked by checkRoute).
