@@ -545,6 +545,10 @@ func dpopPolicy(s string) (middleware.DPoPPolicy, error) {
 	return 0, fmt.Errorf("dpop %q: want off, allowed or required", s)
 }
 
+// minNonceSecretBytes is the shortest DPoP nonce secret validate/dpop
+// accepts.
+const minNonceSecretBytes = 32
+
 // checkIssuers checks Config.Issuers against the routes.
 func checkIssuers(c *Config) error {
 	for iss, is := range c.Issuers {
@@ -652,8 +656,8 @@ func checkRoute(i int, r *Route) error {
 	if _, err := dpopPolicy(r.DPoP); err != nil {
 		return fmt.Errorf("%w: %s.%w", ErrConfig, at, err)
 	}
-	if n := len(r.DPoPProof.NonceSecret); n > 0 && n < dpop.MinNonceSecretBytes {
-		return fmt.Errorf("%w: %s.dpop_proof.nonce_secret: %d bytes; want at least %d random bytes (e.g. openssl rand -base64 48)", ErrConfig, at, n, dpop.MinNonceSecretBytes)
+	if n := len(r.DPoPProof.NonceSecret); n > 0 && n < minNonceSecretBytes {
+		return fmt.Errorf("%w: %s.dpop_proof.nonce_secret: %d bytes; want at least %d random bytes (e.g. openssl rand -base64 48)", ErrConfig, at, n, minNonceSecretBytes)
 	}
 	id := &r.Identity
 	switch id.Mode {
