@@ -55,7 +55,12 @@
 // Config.Resource, else [ErrResourceMismatch]); what a server merely
 // SHOULD NOT publish (offline_access in scopes_supported, an unknown
 // bearer method) does not make a document unusable. Metadata is cached
-// for [Config.MetadataTTL]. See docs/client.md.
+// for [Config.MetadataTTL], except that a 401 for a token the resource had
+// accepted reads it again: the resource may have moved to another
+// authorization server (MCP 2026-07-28, SEP-2352), which
+// [AuthorizeRequest.AuthorizationServersChanged] then reports. The
+// Authorizer gets the document's "resource" as the RFC 8707 resource
+// indicator. See docs/client.md.
 //
 // # Loops and limits
 //
