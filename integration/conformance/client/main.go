@@ -25,6 +25,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"net/url"
@@ -39,6 +40,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/client"
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // The suite's fixed values (examples/clients/typescript in the suite).
@@ -55,7 +57,7 @@ func main() {
 	scenario := os.Getenv("MCP_CONFORMANCE_SCENARIO")
 	var sc map[string]any
 	if s := os.Getenv("MCP_CONFORMANCE_CONTEXT"); s != "" {
-		if err := json.Unmarshal([]byte(s), &sc); err != nil {
+		if err := strictjson.Unmarshal([]byte(s), &sc); err != nil {
 			log.Fatalf("MCP_CONFORMANCE_CONTEXT: %v", err)
 		}
 	}
@@ -280,7 +282,11 @@ func (a *codeFlow) register(ctx context.Context, md *asmeta.Metadata) (registrat
 		ClientSecret            string `json:"client_secret"`
 		TokenEndpointAuthMethod string `json:"token_endpoint_auth_method"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(nil, resp.Body, 64<<10)).Decode(&out); err != nil || out.ClientID == "" {
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	if err == nil {
+		err = strictjson.Unmarshal(raw, &out)
+	}
+	if err != nil || out.ClientID == "" {
 		return registration{}, fmt.Errorf("registration: bad response (%v)", err)
 	}
 	if out.TokenEndpointAuthMethod != "" {
