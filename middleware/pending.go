@@ -2,182 +2,142 @@ package middleware
 
 import (
 	"context"
-	"hash/maphash"
 	"log/slog"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/fairlru"
 )
 
-// pendingShards is the number of independently locked parts of a
-// pendingSet, so that authorized requests of different principals rarely
-// contend while step-ups are pending.
-const pendingShards = 16
+// pendingPerPrincipal bounds the scope sets remembered for one principal;
+// the operation policy has few, so it is reached only by a policy with
+// more step-up scope sets than that, and then the set challenged earliest
+// is forgotten (its counter is not reset: the bound fails closed).
+const pendingPerPrincipal = 16
 
 // pendingSet remembers, in this process, the (principal, scope set) pairs
 // this middleware challenged and whose counters a later success must reset.
-// It is bounded (maxEntries in total) and entries expire with the step-up
-// window. Dropping an entry early (eviction) only means that the counter is
-// not reset: the bound fails closed.
+// It holds at most maxEntries principals, shared fairly between the
+// clients they use ([fairlru], partitioned by issuer and client, see
+// stepUpPartition): when it is full, a principal of the client holding
+// the most leaves, so a client minting endless subjects that are all
+// challenged evicts only its own users' entries, never those of a client
+// with fewer. Entries expire with the step-up window. Dropping an entry
+// early only means that the counter is not reset: the bound fails closed.
 //
 // The hot path of an authorized request reads one atomic counter and stops
-// there when nothing is pending; when something is pending, it hashes the
-// principal with hash/maphash and looks it up in one shard, without
-// allocating.
+// there when nothing is pending; when something is pending, it looks the
+// principal up under one lock, without allocating.
 type pendingSet struct {
-	seed   maphash.Seed
-	n      atomic.Int64 // entries held, all shards
-	maxPer int          // per shard
-	shards [pendingShards]pendingShard
+	n  atomic.Int64 // principals held
+	mu sync.Mutex
+	c  *fairlru.Cache[pendingKey, *pendingPrincipal]
 }
 
-type pendingShard struct {
-	mu sync.Mutex
-	m  map[uint64][]*pendingEntry // by principal hash
-	n  int
-}
+// pendingKey identifies a principal as Principal.stepUpID does.
+type pendingKey struct{ issuer, subject, clientID string }
+
+// pendingPrincipal is the challenged scope sets of one principal.
+type pendingPrincipal struct{ sets []pendingEntry }
 
 // pendingEntry is one challenged scope set of one principal.
 type pendingEntry struct {
-	issuer, subject, clientID string
-	scopes                    []string // the scope set; shared with the operation, read-only
-	storeKey                  string   // the StepUpStore key
-	expires                   time.Time
+	scopes   []string // the scope set; shared with the operation, read-only
+	storeKey string   // the StepUpStore key
+	expires  time.Time
 }
 
 func newPendingSet(maxEntries int) *pendingSet {
-	s := &pendingSet{seed: maphash.MakeSeed(), maxPer: max(1, (maxEntries+pendingShards-1)/pendingShards)}
-	for i := range s.shards {
-		s.shards[i].m = map[uint64][]*pendingEntry{}
-	}
-	return s
+	return &pendingSet{c: fairlru.New[pendingKey, *pendingPrincipal](fairlru.Config{MaxEntries: maxEntries})}
 }
 
 // empty reports whether nothing is pending: one atomic load.
 func (s *pendingSet) empty() bool { return s.n.Load() == 0 }
 
-func (s *pendingSet) hash(p *Principal) uint64 {
-	var h maphash.Hash
-	h.SetSeed(s.seed)
-	h.WriteString(p.Issuer)
-	h.WriteByte(0)
-	h.WriteString(p.Subject)
-	h.WriteByte(0)
-	h.WriteString(p.ClientID)
-	return h.Sum64()
-}
+func keyOf(p *Principal) pendingKey { return pendingKey{p.Issuer, p.Subject, p.ClientID} }
 
-func (e *pendingEntry) is(p *Principal) bool {
-	return e.issuer == p.Issuer && e.subject == p.Subject && e.clientID == p.ClientID
+// stepUpPartition is the fairness partition of p's step-up state: its
+// issuer and client, or its issuer and subject when the token names no
+// client. Each part is length-prefixed, so no two principals' partitions
+// collide unless they share issuer and client.
+func stepUpPartition(p *Principal) string {
+	if p.ClientID == "" {
+		return strconv.Itoa(len(p.Issuer)) + ":" + p.Issuer + "\x00s:" + p.Subject
+	}
+	return strconv.Itoa(len(p.Issuer)) + ":" + p.Issuer + "\x00c:" + p.ClientID
 }
 
 // add records that p was challenged for scopes (store key storeKey) until
 // expires, replacing an entry for the same key.
 func (s *pendingSet) add(p *Principal, scopes []string, storeKey string, expires, now time.Time) {
-	h := s.hash(p)
-	sh := &s.shards[h%pendingShards]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	list := sh.m[h]
-	for _, e := range list {
-		if e.storeKey == storeKey && e.is(p) {
-			e.expires = expires
-			return
-		}
+	k := keyOf(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.count()
+	pp := &pendingPrincipal{}
+	if e := s.c.Peek(k, now); e != nil {
+		pp = e.Value
 	}
-	if sh.n >= s.maxPer {
-		s.evictLocked(sh, now)
-		list = sh.m[h]
+	pp.sets = slices.DeleteFunc(pp.sets, func(e pendingEntry) bool { return e.storeKey == storeKey || !now.Before(e.expires) })
+	if len(pp.sets) >= pendingPerPrincipal {
+		pp.sets = slices.Delete(pp.sets, 0, 1) // the earliest challenged
 	}
-	sh.m[h] = append(list, &pendingEntry{
-		issuer: p.Issuer, subject: p.Subject, clientID: p.ClientID,
-		scopes: scopes, storeKey: storeKey, expires: expires,
-	})
-	sh.n++
-	s.n.Add(1)
+	pp.sets = append(pp.sets, pendingEntry{scopes: scopes, storeKey: storeKey, expires: expires})
+	last := expires
+	for _, e := range pp.sets {
+		last = maxTime(last, e.expires)
+	}
+	s.c.Add(stepUpPartition(p), k, pp, last, now)
 }
 
-// evictLocked drops the expired entries of sh, or, if none has expired,
-// the entry that expires first.
-func (s *pendingSet) evictLocked(sh *pendingShard, now time.Time) {
-	var oldH uint64
-	oldI := -1
-	var oldT time.Time
-	dropped := 0
-	for h, list := range sh.m {
-		kept := list[:0]
-		for i, e := range list {
-			if !now.Before(e.expires) {
-				dropped++
-				continue
-			}
-			if oldI < 0 || e.expires.Before(oldT) {
-				oldH, oldI, oldT = h, i, e.expires
-			}
-			kept = append(kept, list[i])
-		}
-		if len(kept) == 0 {
-			delete(sh.m, h)
-		} else {
-			sh.m[h] = kept
-		}
+// count publishes the number of principals held; s.mu is held.
+func (s *pendingSet) count() {
+	if n := int64(s.c.Len()); s.n.Load() != n {
+		s.n.Store(n)
 	}
-	if dropped == 0 && oldI >= 0 {
-		// Find it again: the list may have been compacted above.
-		list := sh.m[oldH]
-		for i, e := range list {
-			if e.expires.Equal(oldT) {
-				list = append(list[:i], list[i+1:]...)
-				break
-			}
-		}
-		if len(list) == 0 {
-			delete(sh.m, oldH)
-		} else {
-			sh.m[oldH] = list
-		}
-		dropped = 1
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
 	}
-	sh.n -= dropped
-	s.n.Add(int64(-dropped))
+	return a
 }
 
 // take removes and returns the store keys of p's live entries whose scope
 // sets granted satisfies (sat reports that for one set). It does not
 // allocate when p has no entry, or none is satisfied.
 func (s *pendingSet) take(p *Principal, now func() time.Time, sat func(scopes []string) bool) []string {
-	h := s.hash(p)
-	sh := &s.shards[h%pendingShards]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	list, ok := sh.m[h]
-	if !ok {
+	k := keyOf(p)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := now()
+	e := s.c.Peek(k, t)
+	if e == nil {
+		s.count() // Peek drops an expired entry
 		return nil
 	}
 	var keys []string
-	t := now()
-	kept := list[:0]
-	for _, e := range list {
+	pp := e.Value
+	kept := pp.sets[:0]
+	for _, x := range pp.sets {
 		switch {
-		case !e.is(p):
-			kept = append(kept, e)
-			continue
-		case !t.Before(e.expires):
+		case !t.Before(x.expires):
 			// Expired: the counter's window is over anyway.
-		case sat(e.scopes):
-			keys = append(keys, e.storeKey)
+		case sat(x.scopes):
+			keys = append(keys, x.storeKey)
 		default:
-			kept = append(kept, e)
-			continue
+			kept = append(kept, x)
 		}
-		sh.n--
-		s.n.Add(-1)
 	}
-	clear(list[len(kept):])
+	clear(pp.sets[len(kept):])
+	pp.sets = kept
 	if len(kept) == 0 {
-		delete(sh.m, h)
-	} else {
-		sh.m[h] = kept
+		s.c.RemoveEntry(e)
+		s.count()
 	}
 	return keys
 }
@@ -188,8 +148,12 @@ func (s *pendingSet) take(p *Principal, now func() time.Time, sat func(scopes []
 // is pending, and allocates only when it resets.
 func (m *Middleware) steppedUp(ctx context.Context, p *Principal) {
 	keys := m.pending.take(p, m.cfg.Now, func(scopes []string) bool { return m.satisfiesAll(p.Scopes, scopes) })
+	if keys == nil {
+		return
+	}
+	part := stepUpPartition(p)
 	for _, k := range keys {
-		if err := m.cfg.StepUpStore.Reset(ctx, k); err != nil {
+		if err := m.cfg.StepUpStore.Reset(ctx, part, k); err != nil {
 			m.log.LogAttrs(ctx, slog.LevelWarn, "middleware: step-up store reset failed", slog.String("error", err.Error()))
 		}
 	}

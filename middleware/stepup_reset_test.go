@@ -20,18 +20,18 @@ type countingStore struct {
 	incrs, resets int
 }
 
-func (c *countingStore) Incr(ctx context.Context, key string, w time.Duration, now time.Time) (int, error) {
+func (c *countingStore) Incr(ctx context.Context, part, key string, w time.Duration, now time.Time) (int, error) {
 	c.mu.Lock()
 	c.incrs++
 	c.mu.Unlock()
-	return c.StepUpStore.Incr(ctx, key, w, now)
+	return c.StepUpStore.Incr(ctx, part, key, w, now)
 }
 
-func (c *countingStore) Reset(ctx context.Context, key string) error {
+func (c *countingStore) Reset(ctx context.Context, part, key string) error {
 	c.mu.Lock()
 	c.resets++
 	c.mu.Unlock()
-	return c.StepUpStore.Reset(ctx, key)
+	return c.StepUpStore.Reset(ctx, part, key)
 }
 
 func (c *countingStore) counts() (int, int) {
@@ -187,18 +187,11 @@ func TestPendingSetBounded(t *testing.T) {
 	s := newPendingSet(64)
 	now := time.Unix(1e9, 0)
 	for i := range 1000 {
-		p := &Principal{Issuer: "i", Subject: fmt.Sprint(i)}
+		p := &Principal{Issuer: "i", Subject: fmt.Sprint(i), ClientID: fmt.Sprint(i % 7)}
 		s.add(p, []string{"a"}, fmt.Sprint(i), now.Add(time.Minute), now)
 	}
-	if n := s.n.Load(); n > 64+pendingShards || n < 1 {
-		t.Fatalf("pending entries = %d, want at most %d", n, 64+pendingShards)
-	}
-	held := 0
-	for i := range s.shards {
-		held += s.shards[i].n
-	}
-	if int64(held) != s.n.Load() {
-		t.Fatalf("shard counts %d != total %d", held, s.n.Load())
+	if n := s.n.Load(); n != 64 || s.c.Len() != 64 {
+		t.Fatalf("pending principals = %d (%d held), want 64", n, s.c.Len())
 	}
 }
 

@@ -82,11 +82,11 @@ func TestStepUpDisabled(t *testing.T) {
 
 type failingStore struct{}
 
-func (failingStore) Incr(context.Context, string, time.Duration, time.Time) (int, error) {
+func (failingStore) Incr(context.Context, string, string, time.Duration, time.Time) (int, error) {
 	return 0, errors.New("store down")
 }
 
-func (failingStore) Reset(context.Context, string) error { return errors.New("store down") }
+func (failingStore) Reset(context.Context, string, string) error { return errors.New("store down") }
 
 // TestStepUpStoreError: a failing store costs the bound, not the
 // challenge (access is denied either way).
@@ -109,7 +109,7 @@ func TestMemoryStepUpStore(t *testing.T) {
 	s := NewMemoryStepUpStore(3)
 	incr := func(key string, at time.Time) int {
 		t.Helper()
-		n, err := s.Incr(ctx, key, time.Minute, at)
+		n, err := s.Incr(ctx, "p", key, time.Minute, at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,5 +149,28 @@ func TestMemoryStepUpStore(t *testing.T) {
 	}
 	if got := s.Len(); got != 100 {
 		t.Errorf("Len after 1000 keys = %d, want 100", got)
+	}
+}
+
+// TestMemoryStepUpStoreFair: a partition adding counters for 10x the
+// bound evicts only its own; another partition's counters keep counting,
+// so its bound still holds.
+func TestMemoryStepUpStoreFair(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	ctx := context.Background()
+	const bound = 16
+	s := NewMemoryStepUpStore(bound)
+	for i := range 10 * bound {
+		if i%bound == 0 {
+			if n, _ := s.Incr(ctx, "alice-app", "alice", time.Minute, t0); n != i/bound+1 {
+				t.Fatalf("alice's count after %d flood counters = %d, want %d", i, n, i/bound+1)
+			}
+		}
+		if n, _ := s.Incr(ctx, "mallory-app", fmt.Sprint("bot-", i), time.Minute, t0); n != 1 {
+			t.Fatalf("flood counter %d = %d", i, n)
+		}
+	}
+	if s.Len() != bound {
+		t.Fatalf("Len = %d, want %d", s.Len(), bound)
 	}
 }

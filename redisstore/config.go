@@ -33,7 +33,8 @@ type Config struct {
 	// environments ("prod:mcpguard:"). Empty means [DefaultPrefix]; at most
 	// [MaxPrefixBytes] bytes. On Redis Cluster a prefix may carry a hash
 	// tag ("{mcpguard}:") to keep every key of this package in one slot;
-	// no operation of this package needs that (each touches one key).
+	// no operation of this package needs that (each touches one key, or
+	// the keys of one partition, which carry their own hash tag).
 	Prefix string
 	// Timeout bounds each operation, within the caller's context. Zero
 	// means [DefaultTimeout] (250 ms); negative is a configuration error.

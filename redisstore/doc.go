@@ -26,14 +26,19 @@
 // store name ("stepup:", "replay:", "client:", "owner:"). Step-up,
 // replay and owner keys are the base64url SHA-256 of the caller's key (for
 // owners: the kind and the session or task ID), so they are 43 bytes
-// whatever the principal and hold no subject; client keys are the
+// whatever the principal and hold no subject; step-up and replay keys
+// start with the hash of their partition in a hash tag ("{…}"), so that
+// a partition's keys share one Redis Cluster slot. Client keys are the
 // client_id when it is short printable ASCII, its hash otherwise. Every
-// key is written with a TTL, so nothing outlives its purpose and no set
+// key is written with a TTL, so nothing outlives its purpose, and no set
 // grows without bound:
 //
-//   - step-up: INCR and, for a new counter, PEXPIRE window, in one Lua
-//     script (one key, so it runs on Redis Cluster too); Reset is DEL;
-//   - replay: SET key 1 NX PX ttl, one command;
+//   - step-up: INCR and, for a new counter, PEXPIRE window and the
+//     partition's index (a sorted set of at most [StepUpPartitionKeys]
+//     counters, by window end), in one Lua script; Reset is DEL and ZREM;
+//   - replay: one Lua script over the partition's sorted set of proofs
+//     by expiry (at most [ReplayPartitionKeys], TTL its latest expiry) and
+//     its floor (see [ReplayPartitionKeys]);
 //   - owners: GET and SET PX idle timeout (Claim), GET and PEXPIRE idle
 //     timeout (Owner, on every request of the session), each one Lua
 //     script; Forget is DEL. The value is the owner's Principal.ID;

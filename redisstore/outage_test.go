@@ -57,10 +57,10 @@ func TestRedisDown(t *testing.T) {
 	if fresh || !errors.Is(err, redisstore.ErrUnavailable) {
 		t.Errorf("Claim with Redis down = %v, %v; want false, ErrUnavailable (fail closed)", fresh, err)
 	}
-	if _, err := steps.Incr(ctx, "k", time.Minute, time.Time{}); !errors.Is(err, redisstore.ErrUnavailable) {
+	if _, err := steps.Incr(ctx, "p", "k", time.Minute, time.Time{}); !errors.Is(err, redisstore.ErrUnavailable) {
 		t.Errorf("Incr with Redis down = %v, want ErrUnavailable", err)
 	}
-	if err := steps.Reset(ctx, "k"); !errors.Is(err, redisstore.ErrUnavailable) {
+	if err := steps.Reset(ctx, "p", "k"); !errors.Is(err, redisstore.ErrUnavailable) {
 		t.Errorf("Reset with Redis down = %v, want ErrUnavailable", err)
 	}
 	_, err = clients.Get(ctx, "dcr_1")

@@ -36,7 +36,7 @@ func TestReplayClaim(t *testing.T) {
 		t.Fatalf("replayed Claim on another replica = %v, %v; want false, nil", fresh, err)
 	}
 	keys := keysWithTTL(t, rdb)
-	if len(keys) != 1 || keys[0] != "mcpguard:replay:"+keys[0][len("mcpguard:replay:"):] || len(keys[0]) != len("mcpguard:replay:")+43 {
+	if len(keys) != 1 || !strings.HasPrefix(keys[0], "mcpguard:replay:{") || len(keys[0]) != len("mcpguard:replay:{}")+43 {
 		t.Errorf("keys = %q", keys)
 	}
 	if fresh, err := a.Claim(ctx, "p", "x", 0); fresh || !errors.Is(err, redisstore.ErrConfig) {

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpguard/mcpguard/authtest"
 	"github.com/mcpguard/mcpguard/middleware"
@@ -19,13 +22,6 @@ import (
 
 var _ middleware.StepUpStore = (*redisstore.StepUpStore)(nil)
 
-// resetter is the method the decisions change adds to middleware.StepUpStore.
-type resetter interface {
-	Reset(ctx context.Context, key string) error
-}
-
-var _ resetter = (*redisstore.StepUpStore)(nil)
-
 func TestStepUpIncrWindowAndReset(t *testing.T) {
 	_, rdb := newRedis(t)
 	s, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb, Prefix: "t:"})
@@ -35,37 +31,39 @@ func TestStepUpIncrWindowAndReset(t *testing.T) {
 	ctx := t.Context()
 	now := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
 	for want := 1; want <= 3; want++ {
-		n, err := s.Incr(ctx, "iss\x00sub\x00client\x00scope", time.Minute, now)
+		n, err := s.Incr(ctx, "part", "iss\x00sub\x00client\x00scope", time.Minute, now)
 		if err != nil || n != want {
 			t.Fatalf("Incr = %d, %v; want %d", n, err, want)
 		}
 	}
 	keys := keysWithTTL(t, rdb)
-	if len(keys) != 1 || !strings.HasPrefix(keys[0], "t:stepup:") || len(keys[0]) != len("t:stepup:")+43 {
-		t.Fatalf("keys = %q, want one hashed t:stepup: key", keys)
+	slices.Sort(keys) // the partition's index, then its counter
+	if len(keys) != 2 || !strings.HasPrefix(keys[0], "t:stepup:{") || len(keys[0]) != len("t:stepup:{}")+43 ||
+		!strings.HasPrefix(keys[1], keys[0]) || len(keys[1]) != len(keys[0])+43 {
+		t.Fatalf("keys = %q, want a hashed t:stepup:{partition} index and counter", keys)
 	}
-	if ttl := rdb.PTTL(ctx, keys[0]).Val(); ttl > time.Minute || ttl < 50*time.Second {
+	if ttl := rdb.PTTL(ctx, keys[1]).Val(); ttl > time.Minute || ttl < 50*time.Second {
 		t.Errorf("PTTL = %v, want about 1m (set by the first Incr only)", ttl)
 	}
-	if err := s.Reset(ctx, "iss\x00sub\x00client\x00scope"); err != nil {
+	if err := s.Reset(ctx, "part", "iss\x00sub\x00client\x00scope"); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.Incr(ctx, "iss\x00sub\x00client\x00scope", time.Minute, now); n != 1 || err != nil {
+	if n, err := s.Incr(ctx, "part", "iss\x00sub\x00client\x00scope", time.Minute, now); n != 1 || err != nil {
 		t.Errorf("Incr after Reset = %d, %v; want 1", n, err)
 	}
-	if err := s.Reset(ctx, "absent"); err != nil {
+	if err := s.Reset(ctx, "part", "absent"); err != nil {
 		t.Errorf("Reset(absent) = %v", err)
 	}
 
 	// The window is Redis's: the counter expires by itself.
-	if n, _ := s.Incr(ctx, "short", 50*time.Millisecond, now); n != 1 {
+	if n, _ := s.Incr(ctx, "part", "short", 50*time.Millisecond, now); n != 1 {
 		t.Fatalf("Incr(short) = %d", n)
 	}
 	time.Sleep(100 * time.Millisecond)
-	if n, err := s.Incr(ctx, "short", 50*time.Millisecond, now); n != 1 || err != nil {
+	if n, err := s.Incr(ctx, "part", "short", 50*time.Millisecond, now); n != 1 || err != nil {
 		t.Errorf("Incr after the window = %d, %v; want 1 (a new window)", n, err)
 	}
-	if _, err := s.Incr(ctx, "k", 0, now); !errors.Is(err, redisstore.ErrConfig) {
+	if _, err := s.Incr(ctx, "part", "k", 0, now); !errors.Is(err, redisstore.ErrConfig) {
 		t.Errorf("Incr(window 0) = %v, want ErrConfig", err)
 	}
 }
@@ -73,8 +71,12 @@ func TestStepUpIncrWindowAndReset(t *testing.T) {
 // TestStepUpAtomic: concurrent Incrs from many goroutines (as from many
 // replicas) each get a distinct count.
 func TestStepUpAtomic(t *testing.T) {
-	_, rdb := newRedis(t)
-	s, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+	srv, _ := newRedis(t)
+	// Generous timeouts: 50 concurrent scripts on a loaded 2-core machine
+	// exceed the default 250 ms; atomicity, not speed, is under test.
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, ReadTimeout: 20 * time.Second, PoolTimeout: 20 * time.Second})
+	t.Cleanup(func() { _ = rdb.Close() })
+	s, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb, Timeout: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func TestStepUpAtomic(t *testing.T) {
 	var mu sync.Mutex
 	for range n {
 		wg.Go(func() {
-			c, err := s.Incr(context.Background(), "k", time.Minute, time.Time{})
+			c, err := s.Incr(context.Background(), "part", "k", time.Minute, time.Time{})
 			if err != nil {
 				t.Error(err)
 				return
@@ -193,8 +195,8 @@ func TestStepUpSuccessResets(t *testing.T) {
 	if !challenged(t, a, iss.Token(t, sub, authtest.WithScopes("mcp"))) {
 		t.Fatal("no challenge")
 	}
-	if n := len(keysWithTTL(t, rdb)); n != 1 {
-		t.Fatalf("%d keys after a challenge, want 1", n)
+	if n := len(keysWithTTL(t, rdb)); n != 2 {
+		t.Fatalf("%d keys after a challenge, want 2 (the counter and its partition's index)", n)
 	}
 	r := httptest.NewRequest(http.MethodGet, resource, nil)
 	r.Header.Set("Authorization", "Bearer "+iss.Token(t, sub, authtest.WithScopes("mcp", "admin")))
@@ -204,6 +206,6 @@ func TestStepUpSuccessResets(t *testing.T) {
 		t.Fatalf("stepped-up request: %d", rec.Code)
 	}
 	if keys := keysWithTTL(t, rdb); len(keys) != 0 {
-		t.Errorf("keys after the successful step-up = %q, want none (Reset)", keys)
+		t.Errorf("keys after the successful step-up = %q, want none (Reset: an empty index is no key)", keys)
 	}
 }

@@ -1,8 +1,10 @@
 // Package fairlru is a bounded map whose capacity is shared fairly between
 // partitions (a principal, a client, a key): when it is full, an entry of
-// the partition that holds the most entries leaves. A partition that adds
-// without end therefore evicts only its own entries once it is the
-// largest, and never those of a partition smaller than itself.
+// the partition that holds the most entries leaves, and of the adding
+// partition when it holds as many (ties go against the adder). A
+// partition that adds without end therefore evicts only its own entries
+// once it is the largest, and never those of a partition no larger than
+// itself.
 //
 // Within a partition, entries leave lowest rank first. By default the rank
 // is the order of insertion, and an entry read with [Cache.Get] since it
@@ -104,7 +106,8 @@ func (c *Cache[K, V]) Peek(k K, now time.Time) *Entry[K, V] {
 
 // Add inserts or replaces the entry for k in partition p. When the cache
 // is full it first drops the expired entries, then evicts the
-// lowest-ranked entry of the largest partition, and returns it. It
+// lowest-ranked entry of the largest partition (p itself if no other
+// holds more), and returns it. It
 // reports ok=false, adding nothing, only with KeepLast when every
 // partition holds a single live entry.
 func (c *Cache[K, V]) Add(p string, k K, v V, expires, now time.Time) (evicted *Entry[K, V], ok bool) {
@@ -114,13 +117,14 @@ func (c *Cache[K, V]) Add(p string, k K, v V, expires, now time.Time) (evicted *
 	for len(c.m) >= c.cfg.MaxEntries && len(c.exp) > 0 && c.exp[0].expired(now) {
 		c.removeEntry(c.exp[0])
 	}
+	pt := c.parts[p]
 	if len(c.m) >= c.cfg.MaxEntries {
-		evicted = c.evict()
+		evicted = c.evict(pt)
 		if evicted == nil {
 			return nil, false
 		}
+		pt = c.parts[p] // evicting its last entry removes the partition
 	}
-	pt := c.parts[p]
 	if pt == nil {
 		pt = &part[K, V]{name: p}
 		c.parts[p] = pt
@@ -143,13 +147,16 @@ func (c *Cache[K, V]) Add(p string, k K, v V, expires, now time.Time) (evicted *
 }
 
 // evict removes and returns the lowest-ranked entry of the largest
-// partition, giving used entries their second chance; nil if KeepLast
-// forbids it.
-func (c *Cache[K, V]) evict() *Entry[K, V] {
+// partition, adding if it is as large, giving used entries their second
+// chance; nil if KeepLast forbids it.
+func (c *Cache[K, V]) evict(adding *part[K, V]) *Entry[K, V] {
 	if len(c.big) == 0 {
 		return nil
 	}
 	pt := c.big[0]
+	if adding != nil && len(adding.h) >= len(pt.h) {
+		pt = adding
+	}
 	if c.cfg.KeepLast && len(pt.h) <= 1 {
 		return nil
 	}

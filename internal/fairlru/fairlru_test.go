@@ -134,3 +134,20 @@ func TestExpiredSinglesMakeRoom(t *testing.T) {
 		t.Fatalf("Len %d, exp %d", c.Len(), len(c.exp))
 	}
 }
+
+// TestTiesGoAgainstTheAdder: when the adding partition holds as many
+// entries as the largest, it evicts its own.
+func TestTiesGoAgainstTheAdder(t *testing.T) {
+	c := New[string, int](Config{MaxEntries: 2})
+	c.Add("victim", "v1", 0, time.Time{}, t0)
+	c.Add("flooder", "f1", 0, time.Time{}, t0)
+	for i := range 20 {
+		ev, ok := c.Add("flooder", fmt.Sprint("f", i+2), 0, time.Time{}, t0)
+		if !ok || ev == nil || ev.Partition != "flooder" {
+			t.Fatalf("Add %d evicted %v, %v; want the flooder's own", i, ev, ok)
+		}
+	}
+	if c.Peek("v1", t0) == nil {
+		t.Fatal("victim evicted")
+	}
+}

@@ -1,0 +1,8 @@
+package redisstore
+
+// SetPartitionKeys lowers a store's per-partition bound, so that a test
+// can flood it for 10x the bound in a second.
+func SetPartitionKeys(s *StepUpStore, n int) { s.maxKeys = n }
+
+// SetReplayPartitionKeys lowers a replay store's per-partition bound.
+func SetReplayPartitionKeys(s *ReplayStore, n int) { s.maxKeys = n }
