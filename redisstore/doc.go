@@ -34,11 +34,11 @@
 // grows without bound:
 //
 //   - step-up: INCR and, for a new counter, PEXPIRE window and the
-//     partition's index (a sorted set of at most [StepUpPartitionKeys]
+//     partition's index (a sorted set of at most 1 000
 //     counters, by window end), in one Lua script; Reset is DEL and ZREM;
 //   - replay: one Lua script over the partition's sorted set of proofs
-//     by expiry (at most [ReplayPartitionKeys], TTL its latest expiry) and
-//     its floor (see [ReplayPartitionKeys]);
+//     by expiry (at most 10 000, TTL its latest expiry) and its floor (see
+//     [ReplayStore]);
 //   - owners: GET and SET PX idle timeout (Claim), GET and PEXPIRE idle
 //     timeout (Owner, on every request of the session), each one Lua
 //     script; Forget is DEL. The value is the owner's Principal.ID;

@@ -8,7 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ReplayPartitionKeys bounds the proofs one partition (the Verifier's
+// replayPartitionKeys bounds the proofs one partition (the Verifier's
 // Request.Partition: a token's principal, or the proof key) holds at
 // once, about 100 bytes each in Redis: a client sending a fresh proof on
 // every request keeps at most this many, whatever its rate. Beyond it,
@@ -18,7 +18,7 @@ import (
 // proofs older than those it already dropped, and only for the partition
 // that filled its share. 10 000 is a proof every 30 ms throughout the
 // default window.
-const ReplayPartitionKeys = 10_000
+const replayPartitionKeys = 10_000
 
 // replayScript records ARGV[1] in the partition's sorted set KEYS[1], by
 // expiry on Redis's clock (now + ARGV[2] ms), unless it is held already
@@ -56,8 +56,15 @@ return 1
 
 // ReplayStore is a replay cache in Redis, shared by replicas: the
 // ReplayStore of validate/dpop (a proof's jti, or any other one-time
-// value). Each partition holds at most [ReplayPartitionKeys] entries, so
-// one principal flooding fresh proofs cannot fill Redis for the others;
+// value). Each partition (the Verifier's Request.Partition: a token's
+// principal, or the proof key) holds at most 10 000 entries, about 100
+// bytes each, so one principal flooding fresh proofs cannot fill Redis
+// for the others: 10 000 is a proof every 30 ms throughout the default
+// window. Beyond it, the partition's proof that expires first is
+// forgotten early, and the partition's floor (that proof's expiry)
+// refuses, as a possible replay, every later proof of the partition that
+// would expire no later: only proofs older than those it already dropped,
+// and only for the partition that filled its share;
 // an entry lives exactly its ttl (which the Verifier measures on the
 // server's clock: until the proof could no longer be accepted). Create it
 // with [NewReplayStore]. It is safe for concurrent use.
@@ -72,13 +79,13 @@ func NewReplayStore(cfg Config) (*ReplayStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &ReplayStore{b: b, maxKeys: ReplayPartitionKeys}, nil
+	return &ReplayStore{b: b, maxKeys: replayPartitionKeys}, nil
 }
 
 // Claim records key in partition for ttl (rounded up to the millisecond)
 // and reports fresh=true only to the first caller, across every replica,
 // in one round trip (a Lua script over the partition's sorted set and
-// floor, see [ReplayPartitionKeys]). It fails closed: on any error (Redis
+// floor). It fails closed: on any error (Redis
 // down or out of memory, timeout, ttl under 1 ms) it returns fresh=false
 // and an error wrapping [ErrUnavailable] or [ErrConfig], and the proof
 // must be refused.

@@ -8,13 +8,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// StepUpPartitionKeys bounds the step-up counters one partition (an
+// stepUpPartitionKeys bounds the step-up counters one partition (an
 // issuer and client, see middleware.StepUpStore) holds at once: a client
 // minting endless principals that are all challenged keeps at most this
 // many, and a new one evicts its own counter whose window ends first
 // (which restarts that counter: the client's own bound loosens, no one
 // else's).
-const StepUpPartitionKeys = 1000
+const stepUpPartitionKeys = 1000
 
 // incrScript counts in a fixed window, and keeps the partition's index:
 // a sorted set of its counters by window end, at most ARGV[2] long, whose
@@ -49,7 +49,10 @@ return n
 
 // StepUpStore is a middleware.StepUpStore in Redis: every replica that
 // uses the same Redis and prefix counts against one bound. Each partition
-// holds at most [StepUpPartitionKeys] counters, and every key has a TTL
+// holds at most 1 000 counters: a client minting endless principals that
+// are all challenged keeps at most that many, and a new one evicts its own
+// counter whose window ends first (which restarts that counter: the
+// client's own bound loosens, no one else's). Every key has a TTL
 // (a counter's is its window; a partition index's, the latest window of
 // its counters). Create it with [NewStepUpStore]. It is safe for
 // concurrent use.
@@ -64,7 +67,7 @@ func NewStepUpStore(cfg Config) (*StepUpStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &StepUpStore{b: b, maxKeys: StepUpPartitionKeys}, nil
+	return &StepUpStore{b: b, maxKeys: stepUpPartitionKeys}, nil
 }
 
 // keys returns the counter key of key and the index key of partition,
@@ -77,7 +80,7 @@ func (s *StepUpStore) keys(partition, key string) (counter, index string) {
 
 // Incr adds one to the counter of key and returns the new count, in one
 // round trip (a Lua script: INCR, and for a new counter PEXPIRE window
-// and the partition's index, see [StepUpPartitionKeys]). The window is
+// and the partition's index). The window is
 // measured by Redis's clock from the Incr that created the counter; now
 // is not used, since replicas' clocks differ and Redis expires the key
 // itself. window must be at least 1 ms. An error wraps [ErrUnavailable];
