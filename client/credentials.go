@@ -9,10 +9,12 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
@@ -198,8 +200,9 @@ func (c *ClientCredentials) algorithm() string {
 
 // Authorize implements [Authorizer]: it discovers the authorization
 // server's metadata and returns a token source for the client credentials
-// grant, after obtaining its first token. Errors from the token endpoint
-// are *oauth2.RetrieveError values.
+// grant, after obtaining its first token. A failed token request wraps
+// [ErrAuthorize] and the *oauth2.RetrieveError (errors.As), whose body the
+// error text does not repeat.
 func (c *ClientCredentials) Authorize(ctx context.Context, req AuthorizeRequest) (oauth2.TokenSource, error) {
 	if req.ResourceMetadata == nil || len(req.ResourceMetadata.AuthorizationServers) == 0 {
 		return nil, fmt.Errorf("%w: no authorization server", ErrAuthorize)
@@ -259,6 +262,20 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req AuthorizeRequest)
 	return oauth2.ReuseTokenSource(tok, src), nil
 }
 
+// tokenError is a failed token request. Its text has the status only, not
+// the server's answer, which the wrapped *oauth2.RetrieveError keeps.
+type tokenError struct{ err error }
+
+func (e tokenError) Error() string {
+	var re *oauth2.RetrieveError
+	if errors.As(e.err, &re) && re.Response != nil {
+		return "client: token request failed: status " + strconv.Itoa(re.Response.StatusCode)
+	}
+	return "client: token request failed"
+}
+
+func (e tokenError) Unwrap() error { return e.err }
+
 // method picks the client authentication method for md.
 func (c *ClientCredentials) method(md *asmeta.Metadata) (string, error) {
 	supported := md.TokenEndpointAuthMethodsSupported
@@ -293,6 +310,8 @@ type ccSource struct {
 	ctx      context.Context
 }
 
+// Token obtains a new token. A failure of the token endpoint is a
+// tokenError wrapping the *oauth2.RetrieveError.
 func (s *ccSource) Token() (*oauth2.Token, error) { return s.token(s.ctx) }
 
 func (s *ccSource) token(ctx context.Context) (*oauth2.Token, error) {
@@ -312,7 +331,11 @@ func (s *ccSource) token(ctx context.Context) (*oauth2.Token, error) {
 		cc = &cp
 	}
 	// x/oauth2 takes its HTTP client from the context.
-	return cc.Token(context.WithValue(ctx, oauth2.HTTPClient, s.hc))
+	tok, err := cc.Token(context.WithValue(ctx, oauth2.HTTPClient, s.hc))
+	if err != nil {
+		return nil, tokenError{err}
+	}
+	return tok, nil
 }
 
 // assertion returns a private_key_jwt client assertion for the

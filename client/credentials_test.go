@@ -18,6 +18,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"golang.org/x/oauth2"
 
 	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/prm"
@@ -181,6 +182,36 @@ func TestClientCredentials(t *testing.T) {
 				t.Errorf("assertion jti %q, exp %v, want a jti and exp now+%v", claims.ID, claims.Expiry.Time(), assertionLifetime)
 			}
 		})
+	}
+}
+
+// TestClientCredentialsRefused: a refused token request is ErrAuthorize
+// and the *oauth2.RetrieveError, and its text does not repeat the
+// server's answer.
+func TestClientCredentialsRefused(t *testing.T) {
+	var as *httptest.Server
+	as = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/token" {
+			w.WriteHeader(http.StatusUnauthorized)
+			_, _ = w.Write([]byte(`{"error":"invalid_client","error_description":"<script>evil</script>"}`))
+			return
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"issuer": as.URL, "token_endpoint": as.URL + "/token", "response_types_supported": []string{"token"}})
+	}))
+	t.Cleanup(as.Close)
+	cc, err := NewClientCredentials(ClientCredentialsConfig{ClientID: "c", ClientSecret: "s", Issuer: as.URL,
+		DiscoveryHTTPClient: asmeta.NewGuardedClient(asmeta.GuardConfig{InsecureAllowLoopback: true})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cc.Authorize(context.Background(), AuthorizeRequest{ResourceMetadata: &prm.Metadata{AuthorizationServers: []string{as.URL}}})
+	var re *oauth2.RetrieveError
+	if !errors.Is(err, ErrAuthorize) || !errors.As(err, &re) || re.ErrorCode != "invalid_client" {
+		t.Fatalf("Authorize() error = %v, want ErrAuthorize wrapping the RetrieveError", err)
+	}
+	if want := "client: authorization failed: client: token request failed: status 401"; err.Error() != want {
+		t.Errorf("error text %q, want %q", err, want)
 	}
 }
 
