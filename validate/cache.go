@@ -3,6 +3,7 @@ package validate
 import (
 	"context"
 	"crypto"
+	"github.com/mcpguard/mcpguard/internal/jws"
 	"hash/maphash"
 	"sync"
 	"time"
@@ -27,7 +28,7 @@ type cacheEntry struct {
 	raw    string  // the token this entry was verified from
 	claims *Claims // private copy; callers get clones
 	issuer *issuerState
-	alg    *algSpec
+	alg    *jws.Alg
 	kid    string // "kid" header as sent (empty when the token has none)
 	pub    crypto.PublicKey
 }
@@ -169,7 +170,7 @@ func stillPublished(ctx context.Context, e *cacheEntry) (bool, error) {
 		return false, keySourceErr(err)
 	}
 	for i := range keys {
-		if pub, ok := usableKey(&keys[i], e.alg, e.kid); ok && sameKey(pub, e.pub) {
+		if pub, ok := jws.UsableKey(&keys[i], e.alg, e.kid); ok && jws.SameKey(pub, e.pub) {
 			return true, nil
 		}
 	}

@@ -3,6 +3,7 @@ package validate
 import (
 	"context"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/jws"
 	"reflect"
 	"slices"
 	"time"
@@ -255,7 +256,7 @@ func (c Config) check() error {
 		return fmt.Errorf("%w: Algorithms is empty; use nil for the default set", ErrConfig)
 	}
 	for _, a := range c.Algorithms {
-		if _, ok := lookupAlg(string(a)); !ok {
+		if _, ok := jws.LookupAlg(string(a)); !ok {
 			return fmt.Errorf("%w: algorithm %q is not an allowed asymmetric JWS algorithm", ErrConfig, string(a))
 		}
 	}

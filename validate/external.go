@@ -2,6 +2,7 @@ package validate
 
 import (
 	"errors"
+	"github.com/mcpguard/mcpguard/internal/jws"
 	"slices"
 	"time"
 
@@ -63,13 +64,13 @@ func (v *Validator) Trusts(raw string) bool {
 	if raw == "" || len(raw) > v.cfg.MaxTokenBytes {
 		return false
 	}
-	d1, d2, ok := splitCompact(raw)
+	d1, d2, ok := jws.Split(raw)
 	if !ok || d1 == 0 || d2 == d1+1 {
 		return false
 	}
 	// The encoded header and claims set, then room for both decoded.
-	hl := b64.DecodedLen(d1)
-	buf := make([]byte, d2+hl+b64.DecodedLen(d2-d1-1))
+	hl := jws.Encoding.DecodedLen(d1)
+	buf := make([]byte, d2+hl+jws.Encoding.DecodedLen(d2-d1-1))
 	copy(buf, raw[:d2])
 	hdr, err := decodeSegment(buf[d2:d2+hl], buf[:d1])
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/jws"
 	"math/big"
 	"strings"
 	"sync"
@@ -191,9 +192,26 @@ func signRaw(t testing.TB, k *testKey, alg string, input []byte) []byte {
 		m.Write(input)
 		return m.Sum(nil)
 	}
-	spec, ok := lookupAlg(alg)
-	if !ok {
+	if _, ok := jws.LookupAlg(alg); !ok {
 		return []byte("not a signature")
+	}
+	// The hash and padding of alg (RFC 7518 §3.1), written out here rather
+	// than taken from the code under test.
+	spec := struct {
+		hash crypto.Hash
+		pss  bool
+	}{crypto.SHA256, strings.HasPrefix(alg, "PS")}
+	switch {
+	case strings.HasSuffix(alg, "384"):
+		spec.hash = crypto.SHA384
+	case strings.HasSuffix(alg, "512"):
+		spec.hash = crypto.SHA512
+	}
+	pssOptions := rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash}
+	appendHash := func(_ []byte, h crypto.Hash, in []byte) []byte {
+		d := h.New()
+		d.Write(in)
+		return d.Sum(nil)
 	}
 	switch p := k.priv.(type) {
 	case ed25519.PrivateKey:

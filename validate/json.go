@@ -3,6 +3,7 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/jws"
 	"math"
 	"strconv"
 	"time"
@@ -123,7 +124,7 @@ func parseConfirmation(raw string) (*Confirmation, error) {
 	case badJKT || !hasJKT || jkt == "":
 		return nil, errConfirmationJKT
 	}
-	if _, err := b64.DecodeString(jkt); err != nil {
+	if _, err := jws.Encoding.DecodeString(jkt); err != nil {
 		return nil, errConfirmationJKT
 	}
 	return &Confirmation{JKT: jkt}, nil

@@ -1,8 +1,8 @@
 package validate
 
 import (
-	"encoding/base64"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/jws"
 	"strings"
 
 	"github.com/mcpguard/mcpguard/internal/strictjson"
@@ -17,10 +17,10 @@ import (
 //     names, no case variants; RFC 7515 §5.2 step 4, RFC 7519 §4).
 //   - Keys: go-jose parses every JWK (RFC 7517 §4, RFC 7518 §6) into a
 //     jose.JSONWebKey, with its own checks (curve points on the curve,
-//     low-order Ed25519 points refused, RSA parameters); usableKey
-//     (crypto.go) then matches "use", "alg", "kid", type, curve and size.
+//     low-order Ed25519 points refused, RSA parameters); jws.UsableKey
+//     (internal/jws) then matches "use", "alg", "kid", type, curve and size.
 //   - Signatures: crypto/ecdsa, crypto/rsa and crypto/ed25519 verify
-//     (RFC 7518 §3.3-3.5, RFC 8037 §3.1), in crypto.go.
+//     (RFC 7518 §3.3-3.5, RFC 8037 §3.1), in internal/jws.
 //
 // What is done here, each with the clause it implements:
 //
@@ -72,15 +72,9 @@ var (
 // signature is checked; real headers have a handful of parameters.
 const maxHeaderParams = 32
 
-// b64 decodes unpadded base64url strictly: padding, the standard alphabet
-// and non-zero trailing bits are all refused (RFC 7515 §2, RFC 4648 §3.5),
-// so one token has exactly one encoding. Line breaks, which
-// encoding/base64 would skip, are refused by splitCompact first.
-var b64 = base64.RawURLEncoding.Strict()
-
 // header is what this package reads from the JOSE header (RFC 7515 §4).
 type header struct {
-	alg    *algSpec
+	alg    *jws.Alg
 	kid    string
 	hasKID bool
 }
@@ -90,47 +84,26 @@ type token struct {
 	header
 	input   []byte // signing input: ASCII(header "." payload)
 	sig     []byte // decoded signature
-	scratch []byte // scratchSize bytes for verifySignature
+	scratch []byte // jws.ScratchSize bytes for jws.Verify
 	pay     []byte // decoded claims set, in the parse buffer
 	payload string // the same bytes as a string, retained by Claims
-}
-
-// splitCompact returns the positions of the two dots of a compact JWS
-// (RFC 7515 §7.1), refusing any other number of dots, which rules out
-// five-segment JWE (RFC 7516 §7.1), and line breaks, which encoding/base64
-// would skip. Every other byte outside the base64url alphabet, including
-// "=" and the JSON serialization's "{", is refused by the strict decoder.
-func splitCompact(raw string) (d1, d2 int, ok bool) {
-	d1 = strings.IndexByte(raw, '.')
-	if d1 < 0 {
-		return 0, 0, false
-	}
-	d2 = strings.IndexByte(raw[d1+1:], '.')
-	if d2 < 0 {
-		return 0, 0, false
-	}
-	d2 += d1 + 1
-	if strings.IndexByte(raw[d2+1:], '.') >= 0 || strings.IndexByte(raw, '\n') >= 0 || strings.IndexByte(raw, '\r') >= 0 {
-		return 0, 0, false
-	}
-	return d1, d2, true
 }
 
 // parse splits and decodes raw into tok and reads its header, without
 // verifying the signature. The claims set is only decoded here; collect
 // reads it.
 func (v *Validator) parse(raw string, tok *token) error {
-	d1, d2, ok := splitCompact(raw)
+	d1, d2, ok := jws.Split(raw)
 	if !ok || d1 == 0 || d2 == d1+1 {
 		return errSegments
 	}
-	hl := b64.DecodedLen(d1)
-	pl := b64.DecodedLen(d2 - d1 - 1)
-	sl := b64.DecodedLen(len(raw) - d2 - 1)
+	hl := jws.Encoding.DecodedLen(d1)
+	pl := jws.Encoding.DecodedLen(d2 - d1 - 1)
+	sl := jws.Encoding.DecodedLen(len(raw) - d2 - 1)
 	// One allocation: a copy of raw (whose prefix is the signing input),
 	// the three decoded segments, and scratch space for verification.
 	n := len(raw)
-	buf := make([]byte, n+hl+pl+sl+scratchSize)
+	buf := make([]byte, n+hl+pl+sl+jws.ScratchSize)
 	copy(buf, raw)
 	tok.scratch = buf[n+hl+pl+sl:]
 	tok.input = buf[:d2:d2]
@@ -148,11 +121,11 @@ func (v *Validator) parse(raw string, tok *token) error {
 }
 
 func decodeSegment(dst, src []byte) ([]byte, error) {
-	n, err := b64.Decode(dst, src)
-	if err != nil {
+	b, ok := jws.Decode(dst, src)
+	if !ok {
 		return nil, errBase64
 	}
-	return dst[:n], nil
+	return b, nil
 }
 
 // readHeader reads alg, typ, kid and the forbidden parameters from the
@@ -215,9 +188,9 @@ func (v *Validator) readHeader(hdr []byte, h *header) error {
 }
 
 // allowedAlg returns the spec of alg if it is in the allow-list.
-func (v *Validator) allowedAlg(alg string) *algSpec {
+func (v *Validator) allowedAlg(alg string) *jws.Alg {
 	for i := range v.algs {
-		if string(v.algs[i].name) == alg {
+		if string(v.algs[i].Name()) == alg {
 			return &v.algs[i]
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/jws"
 	"strings"
 	"time"
 
@@ -38,7 +39,7 @@ import (
 // introspection (RFC 7662).
 type Validator struct {
 	cfg     Config
-	algs    []algSpec
+	algs    []jws.Alg
 	issuers map[string]*issuerState
 	cache   *tokenCache     // nil when disabled
 	json    strictjson.Pool // buffers for reading headers and claims sets
@@ -74,7 +75,7 @@ func New(cfg Config) (*Validator, error) {
 		}
 	}
 	for _, a := range cfg.Algorithms {
-		spec, _ := lookupAlg(string(a))
+		spec, _ := jws.LookupAlg(string(a))
 		v.algs = append(v.algs, spec)
 	}
 	for _, is := range cfg.Issuers {
@@ -189,7 +190,7 @@ func (v *Validator) verify(ctx context.Context, is *issuerState, tok *token, sta
 	pub, err := tryKeys(ctx, is, tok)
 	// A signature whose length no key of the algorithm could produce can
 	// never verify, so it must not cost the authorization server a fetch.
-	if !errors.Is(err, ErrSignature) || is.refresher == nil || !plausibleSignature(tok.alg, tok.sig) {
+	if !errors.Is(err, ErrSignature) || is.refresher == nil || !jws.PlausibleSignature(tok.alg, tok.sig) {
 		return pub, err
 	}
 	// One Validate call waits on its key source for at most MaxKeyWait in
@@ -230,7 +231,7 @@ func tryKeys(ctx context.Context, is *issuerState, tok *token) (crypto.PublicKey
 		// that fit before trying any (ambiguous without a kid).
 		fit := 0
 		for i := range keys {
-			if _, ok := usableKey(&keys[i], tok.alg, tok.kid); ok {
+			if _, ok := jws.UsableKey(&keys[i], tok.alg, tok.kid); ok {
 				fit++
 			}
 		}
@@ -240,11 +241,11 @@ func tryKeys(ctx context.Context, is *issuerState, tok *token) (crypto.PublicKey
 	}
 	tried := 0
 	for i := range keys {
-		pub, ok := usableKey(&keys[i], tok.alg, tok.kid)
+		pub, ok := jws.UsableKey(&keys[i], tok.alg, tok.kid)
 		if !ok {
 			continue
 		}
-		if verifySignature(tok.alg, pub, tok.input, tok.sig, tok.scratch) {
+		if jws.Verify(tok.alg, pub, tok.input, tok.sig, tok.scratch) {
 			return pub, nil
 		}
 		tried++

@@ -171,7 +171,8 @@ func signWith(t testing.TB, key crypto.Signer, alg string, input []byte) []byte 
 		var sig []byte
 		var err error
 		if alg == "PS256" {
-			sig, err = rsa.SignPSS(rand.Reader, k, crypto.SHA256, d[:], nil)
+			// RFC 7518 §3.5: the salt is as long as the hash.
+			sig, err = rsa.SignPSS(rand.Reader, k, crypto.SHA256, d[:], &rsa.PSSOptions{SaltLength: rsa.PSSSaltLengthEqualsHash})
 		} else {
 			sig, err = rsa.SignPKCS1v15(rand.Reader, k, crypto.SHA256, d[:])
 		}

@@ -3,12 +3,8 @@ package dpop
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/rsa"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/base64"
 	"fmt"
 	"math"
 	"slices"
@@ -18,6 +14,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/mcpguard/mcpguard/internal/jws"
 	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
@@ -120,7 +117,7 @@ type claims struct {
 // (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2).
 var privateMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
 
-var b64 = base64.RawURLEncoding.Strict()
+var b64 = jws.Encoding
 
 // Verify checks req's proof: every check of RFC 9449 §4.3, in its order,
 // then the token binding (§6.1), then records the proof's jti in the
@@ -172,15 +169,18 @@ func (v *Verifier) Verify(ctx context.Context, req Request) (*Proof, error) {
 // verifySignature runs §4.3 checks 2 to 7 and returns the proof with its
 // key and the decoded claims.
 func (v *Verifier) verifySignature(raw string) (*Proof, *claims, error) {
-	hs, rest, ok1 := strings.Cut(raw, ".")
-	ps, ss, ok2 := strings.Cut(rest, ".")
-	if !ok1 || !ok2 || hs == "" || ps == "" || strings.Contains(ss, ".") {
+	// The one JWS verifier of the module (internal/jws, shared with
+	// validate): strict split and base64url, the header read here with
+	// internal/strictjson, the "jwk" parsed by go-jose, and the signature
+	// checked with the standard library (docs/jose.md).
+	d1, d2, ok := jws.Split(raw)
+	if !ok || d1 == 0 || d2 == d1+1 {
 		return nil, nil, ErrMalformed
 	}
-	hb, err1 := b64.DecodeString(hs)
-	_, err2 := b64.DecodeString(ps)
-	_, err3 := b64.DecodeString(ss)
-	if err1 != nil || err2 != nil || err3 != nil {
+	hb, ok1 := decodeSegment(raw[:d1])
+	pb, ok2 := decodeSegment(raw[d1+1 : d2])
+	sig, ok3 := decodeSegment(raw[d2+1:])
+	if !ok1 || !ok2 || !ok3 {
 		return nil, nil, ErrMalformed
 	}
 	var h header
@@ -191,36 +191,29 @@ func (v *Verifier) verifySignature(raw string) (*Proof, *claims, error) {
 		return nil, nil, ErrType
 	}
 	alg := jose.SignatureAlgorithm(h.Alg)
-	if !slices.Contains(v.algs, alg) {
+	spec, known := jws.LookupAlg(h.Alg)
+	if !known || !slices.Contains(v.algs, alg) {
 		return nil, nil, ErrAlgorithm
 	}
-	if ss == "" {
+	if len(sig) == 0 {
 		return nil, nil, ErrMalformed
 	}
 	if err := v.checkJWKMembers(h.JWK); err != nil {
 		return nil, nil, err
 	}
-	// go-jose parses the header again, "jwk" included (refusing private
-	// material itself); its key is the one used below.
-	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{alg})
-	if err != nil || len(jws.Signatures) != 1 {
-		var k jose.JSONWebKey
-		if k.UnmarshalJSON(h.JWK) != nil {
-			return nil, nil, ErrKey
-		}
-		return nil, nil, ErrMalformed
-	}
-	pk := jws.Signatures[0].Protected.JSONWebKey
-	if pk == nil || !pk.Valid() || !pk.IsPublic() || !keyFits(alg, pk.Key) {
+	var key jose.JSONWebKey
+	if key.UnmarshalJSON(h.JWK) != nil || !key.Valid() || !key.IsPublic() {
 		return nil, nil, ErrKey
 	}
-	key := *pk
-	payload, err := jws.Verify(key.Key)
-	if err != nil {
+	pub, fits := jws.UsableKey(&key, &spec, "")
+	if !fits {
+		return nil, nil, ErrKey
+	}
+	if !jws.Verify(&spec, pub, []byte(raw[:d2]), sig, nil) {
 		return nil, nil, ErrSignature
 	}
 	var c claims
-	if err := v.readJSON(payload, claimNames, &c); err != nil {
+	if err := v.readJSON(pb, claimNames, &c); err != nil {
 		return nil, nil, ErrMalformed
 	}
 	tp, err := key.Thumbprint(crypto.SHA256)
@@ -228,6 +221,11 @@ func (v *Verifier) verifySignature(raw string) (*Proof, *claims, error) {
 		return nil, nil, ErrKey
 	}
 	return &Proof{JKT: b64.EncodeToString(tp), Key: key, Algorithm: alg, ID: c.JTI}, &c, nil
+}
+
+// decodeSegment decodes one strict base64url segment of a proof.
+func decodeSegment(s string) ([]byte, bool) {
+	return jws.Decode(make([]byte, jws.Encoding.DecodedLen(len(s))), []byte(s))
 }
 
 // checkClaims runs §4.3 checks 3 and 8 to 12 on verified claims.
@@ -296,27 +294,4 @@ func (v *Verifier) checkJWKMembers(raw jsontext.Value) error {
 		}
 	}
 	return nil
-}
-
-// keyFits reports whether key can verify alg.
-func keyFits(alg jose.SignatureAlgorithm, key any) bool {
-	switch k := key.(type) {
-	case *ecdsa.PublicKey:
-		switch alg {
-		case jose.ES256:
-			return k.Curve.Params().BitSize == 256
-		case jose.ES384:
-			return k.Curve.Params().BitSize == 384
-		case jose.ES512:
-			return k.Curve.Params().BitSize == 521
-		}
-	case *rsa.PublicKey:
-		switch alg {
-		case jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512:
-			return k.N.BitLen() >= 2048
-		}
-	case ed25519.PublicKey:
-		return alg == jose.EdDSA
-	}
-	return false
 }
