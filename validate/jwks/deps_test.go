@@ -22,7 +22,7 @@ func TestDeps(t *testing.T) {
 			"code.dny.dev/ssrf/...",                  // through internal/fetch
 			deptest.Module + "/internal/strictjson",  // the one JSON reader
 			deptest.Module + "/internal/fairlru",     // through validate
-			deptest.Module + "/internal/jws", // through validate
+			deptest.Module + "/internal/jws",         // through validate
 			deptest.Module + "/internal/scopetoken",  // the one scope grammar (through validate)
 			"github.com/go-json-experiment/json/...", // through internal/strictjson
 		},
