@@ -154,13 +154,13 @@ func FuzzPeekAgreesWithEncodingJSON(f *testing.F) {
 			Params *json.RawMessage `json:"params"`
 		}
 		if err := json.Unmarshal(body, &std); err != nil {
-			if msg.hasMethod {
+			if msg.method.present {
 				t.Fatalf("accepted, but encoding/json fails: %v", err)
 			}
 			return // e.g. "method" absent and another member has an odd type
 		}
-		if (std.Method != nil) != msg.hasMethod || (std.Method != nil && *std.Method != string(msg.method)) {
-			t.Fatalf("method: encoding/json %v, middleware %q (%t)", std.Method, msg.method, msg.hasMethod)
+		if (std.Method != nil) != msg.method.present || (std.Method != nil && *std.Method != string(msg.method.v)) {
+			t.Fatalf("method: encoding/json %v, middleware %q (%t)", std.Method, msg.method.v, msg.method.present)
 		}
 		if std.Params == nil || len(*std.Params) == 0 || (*std.Params)[0] != '{' {
 			return
@@ -198,12 +198,12 @@ func FuzzPeekAgreesWithEncodingJSON(f *testing.F) {
 				t.Fatalf("%s: encoding/json %q (%v), middleware %q", what, s, err, val)
 			}
 		}
-		agree("name", params.Name, msg.hasName, msg.nameNotString, msg.name)
-		agree("uri", params.URI, msg.hasURI, msg.uriNotString, msg.uri)
+		agree("name", params.Name, msg.name.present, msg.name.notString(), msg.name.v)
+		agree("uri", params.URI, msg.uri.present, msg.uri.notString(), msg.uri.v)
 		// completion/complete's reference, when it is an object.
 		isRef := params.Ref != nil && len(*params.Ref) > 0 && (*params.Ref)[0] == '{'
-		if isRef != msg.hasRef {
-			t.Fatalf("ref object: encoding/json %t, middleware %t", isRef, msg.hasRef)
+		if isRef != msg.ref.present {
+			t.Fatalf("ref object: encoding/json %t, middleware %t", isRef, msg.ref.present)
 		}
 		if isRef {
 			var ref struct {
@@ -214,15 +214,15 @@ func FuzzPeekAgreesWithEncodingJSON(f *testing.F) {
 			if err := json.Unmarshal(*params.Ref, &ref); err != nil {
 				t.Fatalf("ref: %v", err)
 			}
-			agree("ref.type", ref.Type, msg.hasRefType, msg.refTypeNotString, msg.refType)
-			agree("ref.name", ref.Name, msg.hasRefName, msg.refNameNotString, msg.refName)
-			agree("ref.uri", ref.URI, msg.hasRefURI, msg.refURINotString, msg.refURI)
+			agree("ref.type", ref.Type, msg.ref.typ.present, msg.ref.typ.notString(), msg.ref.typ.v)
+			agree("ref.name", ref.Name, msg.ref.name.present, msg.ref.name.notString(), msg.ref.name.v)
+			agree("ref.uri", ref.URI, msg.ref.uri.present, msg.ref.uri.notString(), msg.ref.uri.v)
 		}
 		if meta.Version != nil {
-			if !msg.hasVersion || *meta.Version != string(msg.version) {
-				t.Fatalf("version: encoding/json %q, middleware %q", *meta.Version, msg.version)
+			if !msg.version.present || *meta.Version != string(msg.version.v) {
+				t.Fatalf("version: encoding/json %q, middleware %q", *meta.Version, msg.version.v)
 			}
-		} else if msg.hasVersion {
+		} else if msg.version.present {
 			t.Fatalf("version: middleware found one, encoding/json did not")
 		}
 	})

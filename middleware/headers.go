@@ -77,21 +77,21 @@ func checkHeaders(h http.Header, msg *message) error {
 	if len(methods) > 1 || len(names) > 1 {
 		return errHeaderRepeated
 	}
-	if msg.hasVersion && (len(vers) == 0 || vers[0] != string(msg.version)) {
+	if msg.version.present && (len(vers) == 0 || vers[0] != string(msg.version.v)) {
 		return errVersionMismatch
 	}
 	var want []byte
 	var hasWant, needsName bool
 	switch {
-	case !msg.hasMethod:
-	case string(msg.method) == methodToolsCall, string(msg.method) == methodPromptsGet:
-		needsName, want, hasWant = true, msg.name, msg.hasName && !msg.nameNotString
-	case string(msg.method) == methodResourceRead:
-		needsName, want, hasWant = true, msg.uri, msg.hasURI && !msg.uriNotString
+	case !msg.method.present:
+	case string(msg.method.v) == methodToolsCall, string(msg.method.v) == methodPromptsGet:
+		needsName, want, hasWant = true, msg.name.v, msg.name.str
+	case string(msg.method.v) == methodResourceRead:
+		needsName, want, hasWant = true, msg.uri.v, msg.uri.str
 	}
-	if len(vers) == 1 && isModernVersion(vers[0]) && msg.hasMethod && msg.hasID {
+	if len(vers) == 1 && isModernVersion(vers[0]) && msg.method.present && (msg.id != nil) {
 		switch {
-		case !msg.hasVersion:
+		case !msg.version.present:
 			return ErrMissingMeta
 		case len(methods) == 0:
 			return errMethodMissing
@@ -99,7 +99,7 @@ func checkHeaders(h http.Header, msg *message) error {
 			return errNameMissing
 		}
 	}
-	if len(methods) == 1 && (!msg.hasMethod || methods[0] != string(msg.method) || !isHeaderSafe(methods[0])) {
+	if len(methods) == 1 && (!msg.method.present || methods[0] != string(msg.method.v) || !isHeaderSafe(methods[0])) {
 		return errMethodMismatch
 	}
 	if len(names) == 1 && needsName {

@@ -149,14 +149,14 @@ var noAuthSchemes = []SecurityScheme{{Type: SchemeNoAuth}}
 // entryGrant returns the grant of a call of the entry name of list, and
 // whether it is public; false when no token could reach it.
 func (m *Middleware) entryGrant(list, name string) (g *grant, public, ok bool) {
-	msg := message{hasMethod: true}
+	var msg message
 	switch list {
 	case methodToolsList:
-		msg.method, msg.name, msg.hasName = []byte(methodToolsCall), []byte(name), true
+		msg.method, msg.name = stringField(methodToolsCall), stringField(name)
 	case methodPromptsList:
-		msg.method, msg.name, msg.hasName = []byte(methodPromptsGet), []byte(name), true
+		msg.method, msg.name = stringField(methodPromptsGet), stringField(name)
 	case methodResourcesList:
-		msg.method, msg.uri, msg.hasURI = []byte(methodResourceRead), []byte(name), true
+		msg.method, msg.uri = stringField(methodResourceRead), stringField(name)
 	case methodTemplatesList:
 		g, err := m.policy.template(name, m.policy.methods[methodResourceRead], m.policy.resExact, m.policy.resPrefix, m.policy.unlistedResource)
 		return g, false, err == nil
@@ -186,7 +186,7 @@ func (p *policy) template(tmpl string, mg *grant, exact map[string]*grant, prefi
 	lit, rest, expr := strings.Cut(tmpl, "{")
 	if !expr || strings.ContainsAny(lit, "?#") || strings.HasPrefix(rest, "?") || strings.HasPrefix(rest, "&") || strings.HasPrefix(rest, "#") {
 		// Every expansion has the canonical form of lit: match it as a URI.
-		msg := message{uri: []byte(lit), hasURI: true}
+		msg := message{uri: stringField(lit)}
 		return p.resource(&msg, mg, exact, prefix, unl)
 	}
 	if len(exact) == 0 && len(prefix) == 0 || lit == "" {

@@ -162,21 +162,21 @@ func (m *Middleware) compileCompletion(cfg *Config, p *policy) completionRules {
 // SDK refuses it as invalid params).
 func (p *policy) complete(msg *message, mg *grant) (*grant, error) {
 	switch {
-	case !msg.hasRef || !msg.hasRefType:
+	case !msg.ref.present || !msg.ref.typ.present:
 		return p.unlisted(mg)
-	case msg.refTypeNotString:
+	case msg.ref.typ.notString():
 		return mg, errNotString
-	case string(msg.refType) == refPrompt:
-		return p.named(p.completion.prompts, msg.hasRefName, msg.refNameNotString, msg.refName, mg, p.completion.unlistedPrompt)
-	case string(msg.refType) == refResource:
+	case string(msg.ref.typ.v) == refPrompt:
+		return p.named(p.completion.prompts, msg.ref.name, mg, p.completion.unlistedPrompt)
+	case string(msg.ref.typ.v) == refResource:
 		t := &p.completion.templates
 		switch {
-		case msg.refURINotString:
+		case msg.ref.uri.notString():
 			return mg, errNotString
-		case !msg.hasRefURI:
+		case !msg.ref.uri.present:
 			return p.unlisted(p.completion.template)
 		}
-		return p.template(string(msg.refURI), p.completion.template, t.exact, t.prefix, t.unlisted)
+		return p.template(string(msg.ref.uri.v), p.completion.template, t.exact, t.prefix, t.unlisted)
 	}
 	return p.unlisted(mg)
 }

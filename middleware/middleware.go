@@ -193,7 +193,7 @@ func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	// Task operations are never public ([New] refuses tasks/* in
 	// Public.Methods).
-	if !p.Anonymous && msg.hasMethod && isTaskOp(msg.method) && m.checkTask(w, r, p, msg) {
+	if !p.Anonymous && isTaskOp(msg.method.v) && m.checkTask(w, r, p, msg) {
 		return
 	}
 	r2 := withPrincipal(r, p)
@@ -231,7 +231,7 @@ func (m *Middleware) authenticate(r *http.Request) (*Principal, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := newPrincipal(r.Context(), c)
+	p := newPrincipal(c)
 	if proof != nil {
 		p.SenderConstrained, p.KeyThumbprint = true, proof.JKT
 		p.nextNonce = m.dpop.v.NextNonce(proof, m.cfg.Now())

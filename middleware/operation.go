@@ -134,24 +134,24 @@ func (m *Middleware) stepUpHeader(scopes []string) string {
 // response) needs the base scopes only. The grant is never nil, even with
 // an error, so that a refusal can still be labelled.
 func (p *policy) lookup(msg *message) (*grant, error) {
-	if !msg.hasMethod {
+	if !msg.method.present {
 		return p.none, nil
 	}
-	mg := p.methods[string(msg.method)]
+	mg := p.methods[string(msg.method.v)]
 	if mg == nil {
 		// Neither listed nor defined by MCP (docs/policy.md).
 		return p.unlisted(p.other)
 	}
 	switch {
-	case string(msg.method) == methodToolsCall:
-		return p.named(p.tools, msg.hasName, msg.nameNotString, msg.name, mg, p.unlistedTool)
-	case string(msg.method) == methodPromptsGet:
-		return p.named(p.prompts, msg.hasName, msg.nameNotString, msg.name, mg, p.unlistedPrompt)
-	case string(msg.method) == methodResourceRead:
+	case string(msg.method.v) == methodToolsCall:
+		return p.named(p.tools, msg.name, mg, p.unlistedTool)
+	case string(msg.method.v) == methodPromptsGet:
+		return p.named(p.prompts, msg.name, mg, p.unlistedPrompt)
+	case string(msg.method.v) == methodResourceRead:
 		return p.resource(msg, mg, p.resExact, p.resPrefix, p.unlistedResource)
-	case string(msg.method) == methodResourcesSubscribe:
+	case string(msg.method.v) == methodResourcesSubscribe:
 		return p.resource(msg, mg, p.subscribe.exact, p.subscribe.prefix, p.subscribe.unlisted)
-	case string(msg.method) == methodCompletion:
+	case string(msg.method.v) == methodCompletion:
 		return p.complete(msg, mg)
 	}
 	return mg, nil
@@ -161,10 +161,10 @@ func (p *policy) lookup(msg *message) (*grant, error) {
 // prefix (built for one method; mg is its grant, unl its grant for a URI no
 // rule matches).
 func (p *policy) resource(msg *message, mg *grant, exact map[string]*grant, prefix []prefixRule, unl *grant) (*grant, error) {
-	if msg.uriNotString {
+	if msg.uri.notString() {
 		return mg, errNotString
 	}
-	if !msg.hasURI {
+	if !msg.uri.present {
 		return p.unlisted(mg)
 	}
 	if len(exact) == 0 && len(prefix) == 0 {
@@ -174,7 +174,7 @@ func (p *policy) resource(msg *message, mg *grant, exact map[string]*grant, pref
 	// spelling of a protected URI would miss its rule and borrow
 	// weaker scopes, while a handler that normalises the URI serves
 	// the protected resource.
-	key, ok := canonicalResource(string(msg.uri))
+	key, ok := canonicalResource(string(msg.uri.v))
 	if !ok {
 		return mg, errNonCanonicalURI
 	}
@@ -189,16 +189,16 @@ func (p *policy) resource(msg *message, mg *grant, exact map[string]*grant, pref
 	return p.unlisted(unl)
 }
 
-// named looks name up in gs. mg is the method's grant, unl its grant for a
-// name gs does not list.
-func (p *policy) named(gs map[string]*grant, has, notString bool, name []byte, mg, unl *grant) (*grant, error) {
-	if notString {
+// named looks the name f up in gs. mg is the method's grant, unl its grant
+// for a name gs does not list.
+func (p *policy) named(gs map[string]*grant, f field, mg, unl *grant) (*grant, error) {
+	if f.notString() {
 		return mg, errNotString
 	}
-	if !has {
+	if !f.present {
 		return p.unlisted(mg)
 	}
-	if g := gs[string(name)]; g != nil {
+	if g := gs[string(f.v)]; g != nil {
 		return g, nil
 	}
 	return p.unlisted(unl)

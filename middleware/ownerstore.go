@@ -108,7 +108,7 @@ func (s *MemoryOwnerStore) Claim(_ context.Context, kind, id, owner string, ttl 
 	if e := s.t.get(key, now); e != nil && e.owner[len(kind)+1:] != owner {
 		return e.owner[len(kind)+1:], nil
 	}
-	if _, err := s.t.add(key, kind+"\x00"+owner, nil, now, now+int64(ttl), nil); err != nil {
+	if _, err := s.t.add(key, kind+"\x00"+owner, nil, now, now+int64(ttl)); err != nil {
 		return "", err
 	}
 	return owner, nil
@@ -276,11 +276,12 @@ func (t *ownerTable) expired(now int64, n int, out []*ownerEntry) []*ownerEntry 
 }
 
 // add records owner for id until expires, with next (may be nil). It
-// returns the entries it removed to make room (appended to out): expired
-// ones, and the owner's least recently used one when the owner is at its
-// quota. An id of another live owner is errOwned; a full table whose
-// room would cost another owner's live entry is [ErrOwnersFull].
-func (t *ownerTable) add(id, owner string, next http.Handler, now, expires int64, out []*ownerEntry) ([]*ownerEntry, error) {
+// returns the entries it removed to make room: expired ones, and the
+// owner's least recently used one when the owner is at its quota. An id of
+// another live owner is errOwned; a full table whose room would cost
+// another owner's live entry is [ErrOwnersFull].
+func (t *ownerTable) add(id, owner string, next http.Handler, now, expires int64) ([]*ownerEntry, error) {
+	var out []*ownerEntry
 	if e := t.get(id, now); e != nil {
 		if e.owner != owner {
 			return out, errOwned

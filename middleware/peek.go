@@ -34,31 +34,45 @@ const (
 	tasksExtension         = "io.modelcontextprotocol/tasks"
 )
 
-// message is what the middleware reads from a JSON-RPC message. Byte slices
-// point into the body, or hold a decoded copy when the JSON string had
-// escapes or non-ASCII bytes.
+// message is what the middleware reads from a JSON-RPC message, in one
+// pass over the body (parseMessage). Byte slices point into the body, or
+// hold a decoded copy when the JSON string had escapes or non-ASCII bytes.
 type message struct {
 	body    []byte // the POST body the message was read from, replayed to the next handler
-	method  []byte
-	id      []byte // raw JSON value
-	name    []byte // params.name
-	uri     []byte // params.uri
-	version []byte // params._meta[io.modelcontextprotocol/protocolVersion]
-	refType []byte // params.ref.type (completion/complete)
-	refName []byte // params.ref.name
-	refURI  []byte // params.ref.uri (a resource template)
-	taskID  []byte // params.taskId (tasks/get, tasks/result, tasks/cancel, tasks/update)
-
-	hasMethod, hasID, hasName, hasURI, hasVersion bool
-	nameNotString, uriNotString                   bool
-	hasRef, hasRefType, hasRefName, hasRefURI     bool // params.ref is an object; its members
-	refTypeNotString, refNameNotString            bool
-	refURINotString                               bool
+	method  field  // "method": a present method is a string (anything else is refused)
+	id      []byte // "id", the raw JSON value; nil when absent
+	name    field  // params.name
+	uri     field  // params.uri
+	version field  // params._meta[io.modelcontextprotocol/protocolVersion], a string (or refused)
+	ref     ref    // params.ref (completion/complete)
+	taskID  field  // params.taskId (tasks/get, tasks/result, tasks/cancel, tasks/update)
 	// Tasks (tasks.go): params.task is present (a task-augmented request,
-	// 2025-11-25), params._meta's client capabilities declare the tasks
+	// 2025-11-25); params._meta's client capabilities declare the tasks
 	// extension (io.modelcontextprotocol/tasks, 2026-07-28: the server may
-	// answer with a task), params.taskId is present / not a string.
-	hasTask, tasksExt, hasTaskID, taskIDNotString bool
+	// answer with a task).
+	task, tasksExt bool
+}
+
+// field is one member the peek reads: whether it is present, whether it is
+// a JSON string and, if it is, its decoded value.
+type field struct {
+	v       []byte
+	present bool
+	str     bool // v is its decoded value
+}
+
+// stringField is the field of a member present as the string s.
+func stringField(s string) field { return field{v: []byte(s), present: true, str: true} }
+
+// notString reports a member present as anything but a string.
+func (f field) notString() bool { return f.present && !f.str }
+
+// ref is params.ref of completion/complete (MCP: a PromptReference
+// {"type":"ref/prompt","name":…} or a ResourceTemplateReference
+// {"type":"ref/resource","uri":…}).
+type ref struct {
+	present        bool // params.ref is an object
+	typ, name, uri field
 }
 
 // readBody reads at most limit bytes of r's body; one byte more is
@@ -98,164 +112,138 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 }
 
 // parseMessage reads the members the middleware authorizes on from body,
-// with internal/strictjson, the module's one JSON reader: body must be one
-// JSON object (a JSON array is ErrBatch) in valid UTF-8, without repeated
-// member names at any depth, and without two names equal under case
-// folding in the objects read here (the message, "params",
-// "params._meta" and "params.ref"). Names are matched exactly, as the go-sdk's decoder
-// (segmentio/encoding, case-sensitive) matches them, and
-// FuzzPeekAgreesWithGoSDK checks that both read the same method, name,
-// URI, protocol version and completion reference.
+// with internal/strictjson, the module's one JSON reader, in one pass of
+// its tokenizer ([strictjson.Walk]): body must be one JSON object (a JSON
+// array is ErrBatch) in valid UTF-8, without repeated member names at any
+// depth, and without two names equal under case folding in the objects
+// read here (the message, "params", "params._meta", its client
+// capabilities and their "extensions", and "params.ref"). Names are
+// matched exactly, as the go-sdk's decoder (segmentio/encoding,
+// case-sensitive) matches them, and FuzzPeekAgreesWithGoSDK checks that
+// both read the same method, name, URI, protocol version and completion
+// reference.
 func parseMessage(body []byte, msg *message) error { return parseMessageWith(nil, body, msg) }
 
 // parseMessageWith is parseMessage reading with pool's buffers (a
 // Middleware's), or fresh ones when pool is nil.
 func parseMessageWith(pool *strictjson.Pool, body []byte, msg *message) error {
 	msg.body = body
-	err := members(pool, body, []string{"method", "params", "id"}, func(name, v []byte) error {
-		var err error
-		switch string(name) {
-		case "method":
-			if msg.method, err = stringValue(v); err != nil {
-				return err
-			}
-			msg.hasMethod = true
-		case "params":
-			if v[0] == '{' {
-				return parseParams(pool, v, msg)
-			}
-		case "id":
-			msg.id, msg.hasID = v, true
-		}
-		return nil
-	})
+	read := []string{"method", "params", "id"}
+	var err error
+	if pool == nil {
+		err = strictjson.Walk(body, read, msg.member)
+	} else {
+		err = pool.Walk(body, read, msg.member)
+	}
 	return peekErr(body, err)
 }
 
-func parseParams(pool *strictjson.Pool, params []byte, msg *message) error {
-	err := members(pool, params, []string{"name", "uri", "_meta", "ref", "task", "taskId"}, func(name, v []byte) error {
+// member reads one member of the message.
+func (msg *message) member(v *strictjson.Value, name []byte) error {
+	switch string(name) {
+	case "method":
+		return msg.method.readString(v)
+	case "params":
+		return v.Members([]string{"name", "uri", "_meta", "ref", "task", "taskId"}, msg.param)
+	case "id":
 		var err error
-		switch string(name) {
-		case "task":
-			msg.hasTask = true
-		case "taskId":
-			msg.hasTaskID = true
-			if v[0] != '"' {
-				msg.taskIDNotString = true
-			} else if msg.taskID, err = stringValue(v); err != nil {
-				return err
-			}
-		case "name":
-			msg.hasName = true
-			if v[0] != '"' {
-				msg.nameNotString = true
-			} else if msg.name, err = stringValue(v); err != nil {
-				return err
-			}
-		case "uri":
-			msg.hasURI = true
-			if v[0] != '"' {
-				msg.uriNotString = true
-			} else if msg.uri, err = stringValue(v); err != nil {
-				return err
-			}
-		case "_meta":
-			if v[0] == '{' {
-				return parseMeta(pool, v, msg)
-			}
-		case "ref":
-			if v[0] == '{' {
-				return parseRef(pool, v, msg)
-			}
-		}
-		return nil
-	})
-	return peekErr(params, err)
-}
-
-// parseRef reads params.ref of completion/complete (MCP: a PromptReference
-// {"type":"ref/prompt","name":…} or a ResourceTemplateReference
-// {"type":"ref/resource","uri":…}): its type, name and URI.
-func parseRef(pool *strictjson.Pool, ref []byte, msg *message) error {
-	msg.hasRef = true
-	err := members(pool, ref, []string{"type", "name", "uri"}, func(name, v []byte) error {
-		var err error
-		switch string(name) {
-		case "type":
-			msg.hasRefType = true
-			if v[0] != '"' {
-				msg.refTypeNotString = true
-			} else if msg.refType, err = stringValue(v); err != nil {
-				return err
-			}
-		case "name":
-			msg.hasRefName = true
-			if v[0] != '"' {
-				msg.refNameNotString = true
-			} else if msg.refName, err = stringValue(v); err != nil {
-				return err
-			}
-		case "uri":
-			msg.hasRefURI = true
-			if v[0] != '"' {
-				msg.refURINotString = true
-			} else if msg.refURI, err = stringValue(v); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	return peekErr(ref, err)
-}
-
-func parseMeta(pool *strictjson.Pool, meta []byte, msg *message) error {
-	err := members(pool, meta, []string{metaVersionKey, metaClientCapabilities}, func(name, v []byte) error {
-		if string(name) == metaClientCapabilities {
-			if v[0] == '{' {
-				return parseCapabilities(pool, v, msg)
-			}
-			return nil
-		}
-		if string(name) != metaVersionKey {
-			return nil
-		}
-		var err error
-		if msg.version, err = stringValue(v); err != nil {
-			return err
-		}
-		msg.hasVersion = true
-		return nil
-	})
-	return peekErr(meta, err)
-}
-
-// parseCapabilities reads the per-request client capabilities of
-// 2026-07-28 (params._meta[io.modelcontextprotocol/clientCapabilities]):
-// whether "extensions" lists the tasks extension, with which the server
-// may answer with a task (SEP-2663).
-func parseCapabilities(pool *strictjson.Pool, caps []byte, msg *message) error {
-	err := members(pool, caps, []string{"extensions"}, func(name, v []byte) error {
-		if string(name) != "extensions" || v[0] != '{' {
-			return nil
-		}
-		err := members(pool, v, []string{tasksExtension}, func(name, _ []byte) error {
-			if string(name) == tasksExtension {
-				msg.tasksExt = true
-			}
-			return nil
-		})
-		return peekErr(v, err)
-	})
-	return peekErr(caps, err)
-}
-
-// members is strictjson's Members with pool's buffers, or fresh ones when
-// pool is nil.
-func members(pool *strictjson.Pool, doc []byte, read []string, fn func(name, value []byte) error) error {
-	if pool == nil {
-		return strictjson.Members(doc, read, fn)
+		msg.id, err = v.Raw()
+		return err
 	}
-	return pool.Members(doc, read, fn)
+	return nil
+}
+
+// param reads one member of params (an object; any other params is
+// ignored).
+func (msg *message) param(v *strictjson.Value, name []byte) error {
+	switch string(name) {
+	case "task":
+		msg.task = true
+	case "taskId":
+		return msg.taskID.read(v)
+	case "name":
+		return msg.name.read(v)
+	case "uri":
+		return msg.uri.read(v)
+	case "_meta":
+		return v.Members([]string{metaVersionKey, metaClientCapabilities}, msg.meta)
+	case "ref":
+		if v.Kind() == '{' {
+			msg.ref.present = true
+			return v.Members([]string{"type", "name", "uri"}, msg.ref.member)
+		}
+	}
+	return nil
+}
+
+// member reads one member of params.ref: its type, name and URI.
+func (r *ref) member(v *strictjson.Value, name []byte) error {
+	switch string(name) {
+	case "type":
+		return r.typ.read(v)
+	case "name":
+		return r.name.read(v)
+	case "uri":
+		return r.uri.read(v)
+	}
+	return nil
+}
+
+// meta reads one member of params._meta: the protocol version, and the
+// per-request client capabilities of 2026-07-28, whose "extensions" may
+// list the tasks extension, with which the server may answer with a task
+// (SEP-2663).
+func (msg *message) meta(v *strictjson.Value, name []byte) error {
+	switch string(name) {
+	case metaVersionKey:
+		return msg.version.readString(v)
+	case metaClientCapabilities:
+		return v.Members([]string{"extensions"}, msg.capability)
+	}
+	return nil
+}
+
+func (msg *message) capability(v *strictjson.Value, name []byte) error {
+	if string(name) != "extensions" {
+		return nil
+	}
+	return v.Members([]string{tasksExtension}, msg.extension)
+}
+
+func (msg *message) extension(_ *strictjson.Value, name []byte) error {
+	if string(name) == tasksExtension {
+		msg.tasksExt = true
+	}
+	return nil
+}
+
+// read reads a member that may have any value.
+func (f *field) read(v *strictjson.Value) error {
+	raw, err := v.Raw()
+	if err != nil {
+		return err
+	}
+	f.present = true
+	if raw[0] != '"' {
+		return nil
+	}
+	if f.v, err = stringValue(raw); err != nil {
+		return err
+	}
+	f.str = true
+	return nil
+}
+
+// readString reads a member whose value must be a string: anything else
+// is errNotString.
+func (f *field) readString(v *strictjson.Value) error {
+	if err := f.read(v); err != nil {
+		return err
+	}
+	if !f.str {
+		return errNotString
+	}
+	return nil
 }
 
 // peekErr maps an error of strictjson to the middleware's: not JSON is

@@ -45,8 +45,8 @@ func FuzzPeekAgreesWithGoSDK(f *testing.F) {
 		if gosdkUnmarshal(body, &top) != nil {
 			return // e.g. "method" is not a string: the SDK refuses it too
 		}
-		if (top.Method != nil) != msg.hasMethod || (top.Method != nil && *top.Method != string(msg.method)) {
-			t.Fatalf("method: go-sdk %v, middleware %q (%t)", top.Method, msg.method, msg.hasMethod)
+		if (top.Method != nil) != msg.method.present || (top.Method != nil && *top.Method != string(msg.method.v)) {
+			t.Fatalf("method: go-sdk %v, middleware %q (%t)", top.Method, msg.method.v, msg.method.present)
 		}
 		if top.Params == nil || len(*top.Params) == 0 || (*top.Params)[0] != '{' {
 			return
@@ -72,12 +72,12 @@ func FuzzPeekAgreesWithGoSDK(f *testing.F) {
 				t.Fatalf("%s: go-sdk %q (%v), middleware %q", what, s, err, val)
 			}
 		}
-		agree("name", params.Name, msg.hasName, msg.nameNotString, msg.name)
-		agree("uri", params.URI, msg.hasURI, msg.uriNotString, msg.uri)
+		agree("name", params.Name, msg.name.present, msg.name.notString(), msg.name.v)
+		agree("uri", params.URI, msg.uri.present, msg.uri.notString(), msg.uri.v)
 		// completion/complete's reference, when it is an object.
 		isRef := params.Ref != nil && len(*params.Ref) > 0 && (*params.Ref)[0] == '{'
-		if isRef != msg.hasRef {
-			t.Fatalf("ref object: go-sdk %t, middleware %t", isRef, msg.hasRef)
+		if isRef != msg.ref.present {
+			t.Fatalf("ref object: go-sdk %t, middleware %t", isRef, msg.ref.present)
 		}
 		if isRef {
 			var ref struct {
@@ -86,13 +86,13 @@ func FuzzPeekAgreesWithGoSDK(f *testing.F) {
 				URI  *sjson.RawMessage `json:"uri"`
 			}
 			if gosdkUnmarshal(*params.Ref, &ref) == nil {
-				agree("ref.type", ref.Type, msg.hasRefType, msg.refTypeNotString, msg.refType)
-				agree("ref.name", ref.Name, msg.hasRefName, msg.refNameNotString, msg.refName)
-				agree("ref.uri", ref.URI, msg.hasRefURI, msg.refURINotString, msg.refURI)
+				agree("ref.type", ref.Type, msg.ref.typ.present, msg.ref.typ.notString(), msg.ref.typ.v)
+				agree("ref.name", ref.Name, msg.ref.name.present, msg.ref.name.notString(), msg.ref.name.v)
+				agree("ref.uri", ref.URI, msg.ref.uri.present, msg.ref.uri.notString(), msg.ref.uri.v)
 			}
 		}
 		if params.Meta == nil || len(*params.Meta) == 0 || (*params.Meta)[0] != '{' {
-			if msg.hasVersion {
+			if msg.version.present {
 				t.Fatalf("version: middleware found one, go-sdk has no _meta object")
 			}
 			return
@@ -103,8 +103,8 @@ func FuzzPeekAgreesWithGoSDK(f *testing.F) {
 		if gosdkUnmarshal(*params.Meta, &meta) != nil {
 			return
 		}
-		if (meta.Version != nil) != msg.hasVersion || (meta.Version != nil && *meta.Version != string(msg.version)) {
-			t.Fatalf("version: go-sdk %v, middleware %q (%t)", meta.Version, msg.version, msg.hasVersion)
+		if (meta.Version != nil) != msg.version.present || (meta.Version != nil && *meta.Version != string(msg.version.v)) {
+			t.Fatalf("version: go-sdk %v, middleware %q (%t)", meta.Version, msg.version.v, msg.version.present)
 		}
 	})
 }

@@ -22,34 +22,33 @@ func TestParseMessage(t *testing.T) {
 		{
 			name: "tools/call",
 			body: `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"get_weather","arguments":{"name":"x","method":"y"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
-			want: message{method: []byte("tools/call"), id: []byte("1"), name: []byte("get_weather"), version: []byte("2026-07-28"),
-				hasMethod: true, hasID: true, hasName: true, hasVersion: true},
+			want: message{method: stringField("tools/call"), id: []byte("1"), name: stringField("get_weather"), version: stringField("2026-07-28")},
 		},
 		{
 			name: "whitespace and order",
 			body: " \r\n\t{ \"params\" : { \"uri\" : \"file:///a\" } , \"method\" : \"resources/read\" , \"id\" : \"x\" } ",
-			want: message{method: []byte("resources/read"), id: []byte(`"x"`), uri: []byte("file:///a"), hasMethod: true, hasID: true, hasURI: true},
+			want: message{method: stringField("resources/read"), id: []byte(`"x"`), uri: stringField("file:///a")},
 		},
 		{
 			name: "escapes decoded",
 			body: `{"method":"tools\/call","params":{"name":"caf\u00e9"}}`,
-			want: message{method: []byte("tools/call"), name: []byte("café"), hasMethod: true, hasName: true},
+			want: message{method: stringField("tools/call"), name: stringField("café")},
 		},
 		{
 			name: "escaped key",
 			body: `{"\u006dethod":"tools/list"}`,
-			want: message{method: []byte("tools/list"), hasMethod: true},
+			want: message{method: stringField("tools/list")},
 		},
 		{
 			name: "unicode value",
 			body: `{"method":"tools/call","params":{"name":"世界"}}`,
-			want: message{method: []byte("tools/call"), name: []byte("世界"), hasMethod: true, hasName: true},
+			want: message{method: stringField("tools/call"), name: stringField("世界")},
 		},
-		{name: "response", body: `{"jsonrpc":"2.0","id":1,"result":{"method":"x"}}`, want: message{id: []byte("1"), hasID: true}},
-		{name: "params array", body: `{"method":"tools/call","params":["name"]}`, want: message{method: []byte("tools/call"), hasMethod: true}},
-		{name: "name not string", body: `{"method":"tools/call","params":{"name":1}}`, want: message{method: []byte("tools/call"), hasMethod: true, hasName: true, nameNotString: true}},
-		{name: "nested same names ignored", body: `{"method":"a","params":{"arguments":{"name":"x","Name":"y","uri":"z"}}}`, want: message{method: []byte("a"), hasMethod: true}},
-		{name: "other keys in other case ok", body: `{"method":"a","JSONRPC":"2.0","Result":1}`, want: message{method: []byte("a"), hasMethod: true}},
+		{name: "response", body: `{"jsonrpc":"2.0","id":1,"result":{"method":"x"}}`, want: message{id: []byte("1")}},
+		{name: "params array", body: `{"method":"tools/call","params":["name"]}`, want: message{method: stringField("tools/call")}},
+		{name: "name not string", body: `{"method":"tools/call","params":{"name":1}}`, want: message{method: stringField("tools/call"), name: field{present: true}}},
+		{name: "nested same names ignored", body: `{"method":"a","params":{"arguments":{"name":"x","Name":"y","uri":"z"}}}`, want: message{method: stringField("a")}},
+		{name: "other keys in other case ok", body: `{"method":"a","JSONRPC":"2.0","Result":1}`, want: message{method: stringField("a")}},
 		{name: "empty", body: ``, wantErr: ErrMalformedBody},
 		{name: "truncated", body: `{"method":"a"`, wantErr: ErrMalformedBody},
 		{name: "trailing garbage", body: `{"method":"a"} x`, wantErr: ErrMalformedBody},
@@ -101,13 +100,14 @@ func diffMessage(got, want message) string {
 			b.WriteString(name + ": got " + string(g) + ", want " + string(w) + "; ")
 		}
 	}
-	cmp("method", got.method, want.method)
+	cmp("method", got.method.v, want.method.v)
 	cmp("id", got.id, want.id)
-	cmp("name", got.name, want.name)
-	cmp("uri", got.uri, want.uri)
-	cmp("version", got.version, want.version)
-	flags := func(m message) [7]bool {
-		return [7]bool{m.hasMethod, m.hasID, m.hasName, m.hasURI, m.hasVersion, m.nameNotString, m.uriNotString}
+	cmp("name", got.name.v, want.name.v)
+	cmp("uri", got.uri.v, want.uri.v)
+	cmp("version", got.version.v, want.version.v)
+	flags := func(m message) [9]bool {
+		return [9]bool{m.method.present, m.id != nil, m.name.present, m.uri.present, m.version.present,
+			m.name.notString(), m.uri.notString(), m.method.str, m.version.str}
 	}
 	if flags(got) != flags(want) {
 		b.WriteString("flags differ")

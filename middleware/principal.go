@@ -49,8 +49,6 @@ type Principal struct {
 	// nextNonce is the DPoP-Nonce the answer to this request sends, if
 	// any (dpop.Verifier.NextNonce).
 	nextNonce string
-	// ctx is the context allocated with this principal (newPrincipal).
-	ctx *principalCtx
 	// ownerID, when set, is the ID of the principal of the middleware's
 	// internal DELETE that closes a session it ended (session.go).
 	ownerID string
@@ -63,12 +61,9 @@ func (p *Principal) HasScope(s string) bool {
 	return p != nil && s != "" && slices.Contains(p.Scopes, s)
 }
 
-// newPrincipal returns the principal of c, allocated together with the
-// context that will carry it to the next handler (principalCtx), whose
-// parent is parent.
-func newPrincipal(parent context.Context, c *validate.Claims) *Principal {
-	pc := &principalCtx{Context: parent}
-	pc.p = Principal{
+// newPrincipal returns the principal of c.
+func newPrincipal(c *validate.Claims) *Principal {
+	return &Principal{
 		Subject:  c.Subject,
 		Issuer:   c.Issuer,
 		ClientID: c.ClientID,
@@ -76,36 +71,12 @@ func newPrincipal(parent context.Context, c *validate.Claims) *Principal {
 		Scopes:   c.Scopes,
 		Expiry:   c.Expiry,
 		Claims:   c,
-		ctx:      pc,
 	}
-	return &pc.p
 }
 
-// principalCtx is context.WithValue(Context, principalKey{}, &p) and the
-// principal in one allocation: the authorized hot path allocates per
-// request only what it must.
-type principalCtx struct {
-	context.Context
-	p Principal
-}
-
-func (c *principalCtx) Value(key any) any {
-	if _, ok := key.(principalKey); ok {
-		return &c.p
-	}
-	return c.Context.Value(key)
-}
-
-func (c *principalCtx) String() string { return "middleware.principalCtx" }
-
-// withPrincipal returns r with a context carrying p, which authenticate
-// made from this same r: the context allocated with p (whose parent is
-// r's context), else, for a copy of p, a new one. Contexts are not
-// compared: a context of a non-comparable type would make == panic.
+// withPrincipal returns a shallow copy of r whose context carries p
+// ([ContextWithPrincipal]).
 func withPrincipal(r *http.Request, p *Principal) *http.Request {
-	if p.ctx != nil && &p.ctx.p == p {
-		return r.WithContext(p.ctx)
-	}
 	return r.WithContext(ContextWithPrincipal(r.Context(), p))
 }
 
@@ -182,7 +153,9 @@ func PrincipalFromContext(ctx context.Context) (*Principal, bool) {
 }
 
 // ContextWithPrincipal returns a copy of ctx carrying p, for tests and for
-// custom chains that authenticate with [Middleware.Authenticate].
+// custom chains that authenticate with [Middleware.Authenticate]. It is
+// context.WithValue with an unexported key, which is how
+// [Middleware.Handler] passes the principal too.
 func ContextWithPrincipal(ctx context.Context, p *Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }

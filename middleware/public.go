@@ -180,24 +180,24 @@ func (m *Middleware) newPublicSet(po PublicOperations) *publicSet {
 // lookup returns the public grant of msg, or nil when its operation is not
 // public.
 func (s *publicSet) lookup(msg *message) *grant {
-	if s == nil || !msg.hasMethod {
+	if s == nil || !msg.method.present {
 		return nil
 	}
-	switch string(msg.method) {
+	switch string(msg.method.v) {
 	case methodToolsCall:
-		if msg.hasName && !msg.nameNotString {
-			return s.tools[string(msg.name)]
+		if msg.name.str {
+			return s.tools[string(msg.name.v)]
 		}
 	case methodPromptsGet:
-		if msg.hasName && !msg.nameNotString {
-			return s.prompts[string(msg.name)]
+		if msg.name.str {
+			return s.prompts[string(msg.name.v)]
 		}
 	case methodResourceRead:
-		if msg.hasURI && !msg.uriNotString {
-			return s.resources[string(msg.uri)]
+		if msg.uri.str {
+			return s.resources[string(msg.uri.v)]
 		}
 	default:
-		return s.methods[string(msg.method)]
+		return s.methods[string(msg.method.v)]
 	}
 	return nil
 }
@@ -237,9 +237,8 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 		m.refuse(w, r, &refusal{err: ErrNoToken})
 		return
 	}
-	var msg message
-	var err error
-	if msg.body, err = readBody(r, m.cfg.MaxBodyBytes); err != nil {
+	body, err := readBody(r, m.cfg.MaxBodyBytes)
+	if err != nil {
 		closeUnread(w, r) // issue #11: the rest of the body is not read
 		if !errors.Is(err, ErrBodyTooLarge) {
 			err = ErrNoToken
@@ -251,7 +250,8 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 	// the ones a token would get (400 with -32700, -32600, -32020 or
 	// -32602): they reveal nothing protected, and a client without a token
 	// learns what is wrong with its request before it is asked for one.
-	if err := parseMessageWith(&m.json, msg.body, &msg); err != nil {
+	var msg message
+	if err := parseMessageWith(&m.json, body, &msg); err != nil {
 		m.refuse(w, r, &refusal{err: err})
 		return
 	}
@@ -261,7 +261,7 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 		return
 	}
 	g := m.public.lookup(&msg)
-	if g == nil && (!msg.hasMethod || !msg.hasID) && m.isAnonymousSession(r) {
+	if g == nil && (!msg.method.present || !(msg.id != nil)) && m.isAnonymousSession(r) {
 		// A response or notification of the client in an anonymous
 		// session (sampling, elicitation, roots): as public as the
 		// session.
@@ -292,12 +292,12 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 // [Middleware.ListEntry], which agrees with it under [ListHide]; it never
 // replaces the check at call time.
 func (m *Middleware) Permits(p *Principal, method, name string) bool {
-	msg := message{method: []byte(method), hasMethod: true}
+	msg := message{method: stringField(method)}
 	switch method {
 	case methodToolsCall, methodPromptsGet:
-		msg.name, msg.hasName = []byte(name), true
+		msg.name = stringField(name)
 	case methodResourceRead:
-		msg.uri, msg.hasURI = []byte(name), true
+		msg.uri = stringField(name)
 	}
 	if m.public.lookup(&msg) != nil {
 		return true

@@ -246,7 +246,7 @@ func (m *Middleware) bindShared(ctx context.Context, sid string, p *Principal, n
 			ended = append(ended, e)
 		}
 	case e == nil: // issued by another replica or before a restart
-		ended, _ = s.t.add(sid, owner, next, now, now+s.idle, nil)
+		ended, _ = s.t.add(sid, owner, next, now, now+s.idle)
 	default:
 		s.t.touch(e, now+s.idle)
 	}
@@ -379,7 +379,7 @@ func (m *Middleware) claimSession(ctx context.Context, sid string, p *Principal,
 	owner := p.ID()
 	now := m.cfg.Now().UnixNano()
 	s.mu.Lock()
-	ended, err := s.t.add(sid, owner, next, now, now+s.idle, nil)
+	ended, err := s.t.add(sid, owner, next, now, now+s.idle)
 	s.mu.Unlock()
 	if err != nil {
 		return ended, ErrSessionsFull // the table is full, or the ID is another's

@@ -131,11 +131,11 @@ func decodeTask(rec string) (owner, scopes string, ok bool) {
 // that created it. It answers and returns true when it refuses.
 func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Principal, msg *message) bool {
 	g := p.grant
-	if !msg.hasTaskID || msg.taskIDNotString {
+	if !msg.taskID.str {
 		m.refuse(w, r, &refusal{err: errNoTaskID, p: p, g: g, id: msg.id})
 		return true
 	}
-	rec, err := m.tasks.Owner(r.Context(), KindTask, string(msg.taskID), DefaultTaskTTL)
+	rec, err := m.tasks.Owner(r.Context(), KindTask, string(msg.taskID.v), DefaultTaskTTL)
 	if err != nil {
 		m.refuse(w, r, &refusal{err: fmt.Errorf("%w: %w", ErrTaskStore, err), p: p, g: g})
 		return true
@@ -181,11 +181,11 @@ func (m *Middleware) serveNext(w http.ResponseWriter, r *http.Request, next http
 	tw.m, tw.ctx, tw.p, tw.hdr = m, r.Context(), p, r.Header
 	opts := rpcanswer.Options{SSEOnly: true}
 	switch {
-	case !msg.hasMethod:
-	case msg.hasTask || msg.tasksExt:
+	case !msg.method.present:
+	case msg.task || msg.tasksExt:
 		tw.create, tw.scopes, tw.reqID = true, p.grant.op.key, msg.id
 		opts.SSEOnly = false
-	case string(msg.method) == methodTasksList:
+	case string(msg.method.v) == methodTasksList:
 		tw.list = true
 		opts.SSEOnly, opts.RefuseOther = false, true
 	}

@@ -25,7 +25,7 @@ func FuzzTaskRewrite(f *testing.F) {
 		f.Add([]byte(s), false)
 	}
 	m := newFake(f, fakeValidator{claims: fakeClaims("mcp")}, nil)
-	p := newPrincipal(context.Background(), fakeClaims("mcp"))
+	p := newPrincipal(fakeClaims("mcp"))
 	owner := encodeTask(taskOwner(p, http.Header{}), "mcp")
 	f.Fuzz(func(t *testing.T, msg []byte, create bool) {
 		// A fresh store: tasks recorded by earlier inputs are not "mine".

@@ -83,6 +83,14 @@ func (p *Pool) Members(doc []byte, read []string, fn func(name, value []byte) er
 
 // MemberSpans is the package-level [MemberSpans], reusing p's buffers.
 func (p *Pool) MemberSpans(doc []byte, read []string, fn func(name []byte, start, end int) error) error {
+	r := p.get()
+	err := r.memberSpans(doc, read, fn)
+	p.put(r)
+	return err
+}
+
+// get takes a reader from the free list, or makes one.
+func (p *Pool) get() *reader {
 	var r *reader
 	p.mu.Lock()
 	if n := len(p.free); n > 0 {
@@ -92,78 +100,46 @@ func (p *Pool) MemberSpans(doc []byte, read []string, fn func(name []byte, start
 	if r == nil {
 		r = new(reader)
 	}
-	err := r.memberSpans(doc, read, fn)
+	return r
+}
+
+// put returns r, done with its document, to the free list.
+func (p *Pool) put(r *reader) {
 	r.buf = bytes.Buffer{} // drop doc
 	r.dec.Reset(&r.buf)
+	r.err = nil
+	r.value = Value{}
+	for _, l := range r.nested {
+		l.value = Value{}
+	}
 	p.mu.Lock()
 	if len(p.free) < maxFree {
 		p.free = append(p.free, r)
 	}
 	p.mu.Unlock()
-	return err
 }
 
 // reader is the state of one read: the input, the tokenizer and the
-// names seen.
+// names seen, at the top level and in each object read below it
+// ([Value.Members]).
 type reader struct {
-	buf   bytes.Buffer
-	dec   jsontext.Decoder
-	names nameSet
+	buf    bytes.Buffer
+	dec    jsontext.Decoder
+	names  nameSet
+	value  Value
+	nested []*level
+	err    error // the first syntax error of a Value's read, final
 }
 
+// memberSpans is [Walk] giving fn each value's span.
 func (r *reader) memberSpans(doc []byte, read []string, fn func(name []byte, start, end int) error) error {
-	r.buf = *bytes.NewBuffer(doc)
-	dec := &r.dec
-	dec.Reset(&r.buf)
-	r.names.reset()
-	switch dec.PeekKind() {
-	case '{':
-	case 0: // invalid or empty
-		return classify(doc, nil)
-	default:
-		if err := Valid(doc); err != nil {
+	return r.walk(doc, read, func(v *Value, name []byte) error {
+		raw, end, err := v.span()
+		if err != nil {
 			return err
 		}
-		return ErrNotObject
-	}
-	if _, err := dec.ReadToken(); err != nil {
-		return classify(doc, err)
-	}
-	names := &r.names
-	for dec.PeekKind() == '"' {
-		raw, err := dec.ReadValue()
-		if err != nil {
-			return classify(doc, err)
-		}
-		name := raw[1 : len(raw)-1]
-		if bytes.IndexByte(name, '\\') >= 0 {
-			if name, err = jsontext.AppendUnquote(nil, raw); err != nil {
-				return ErrSyntax // unreachable: the decoder checked raw
-			}
-		}
-		ascii := isASCII(name)
-		names.add(name, ascii)
-		if names.err == nil && caseVariantOf(name, ascii, read) {
-			names.err = ErrCaseVariant
-		}
-		v, err := dec.ReadValue()
-		if err != nil {
-			return classify(doc, err)
-		}
-		// The decoder reads doc in place (bytes.Buffer), so v lies in doc
-		// and ends at the input offset.
-		end := int(dec.InputOffset())
-		if err := fn(name, end-len(v), end); err != nil {
-			return err
-		}
-	}
-	if _, err := dec.ReadToken(); err != nil { // '}', or a syntax error
-		return classify(doc, err)
-	}
-	if _, err := dec.ReadToken(); err != io.EOF { // trailing data
-		return classify(doc, err)
-	}
-	return names.err
+		return fn(name, end-len(raw), end)
+	})
 }
 
 // nameSet finds member names equal under simple case folding (rule 4),
