@@ -295,7 +295,8 @@ func TestProxyPythonUpstream(t *testing.T) {
 // (@modelcontextprotocol/server-everything, Streamable HTTP, stateful with
 // resumable streams), which knows nothing of authorization, behind the
 // proxy: the go-sdk client (with its standalone GET stream) lists and
-// calls tools, and a request without a token never reaches it.
+// calls tools, each annotated by the proxy with its scopes, and a request
+// without a token never reaches it.
 func TestProxyEverythingServer(t *testing.T) {
 	node := requireUpstreamsNode(t)
 	t.Parallel()
@@ -311,6 +312,11 @@ func TestProxyEverythingServer(t *testing.T) {
 	names := []string{}
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
+		// The proxy annotates each tool with the scopes its call needs
+		// (SEP-1488); the everything server knows nothing of them.
+		if ss, ok := tl.Meta["securitySchemes"].([]any); !ok || len(ss) != 1 || ss[0].(map[string]any)["type"] != "oauth2" {
+			t.Errorf("tool %s: _meta.securitySchemes = %v, want one oauth2 scheme", tl.Name, tl.Meta["securitySchemes"])
+		}
 	}
 	if !slices.Contains(names, "echo") {
 		t.Fatalf("tools = %v, want echo among them", names)

@@ -168,9 +168,10 @@ type Route struct {
 	ResourceName string `yaml:"resource_name"`
 	// Lists is what list answers (tools/list, prompts/list, resources/list,
 	// resources/templates/list) show: "annotate" (default: every entry a
-	// client could obtain the scopes for; the proxy does not add the
-	// annotation itself), "hide" (only what the token may call) or "off".
-	// In every mode but off, entries no token could reach are removed.
+	// client could obtain the scopes for, each annotated with the scopes
+	// its call needs, SEP-1488), "hide" (only what the token may call,
+	// annotated too) or "off" (no annotation). In every mode, entries no
+	// token could reach are removed.
 	Lists string `yaml:"lists"`
 	// Sessions bounds the MCP sessions bound to their principals (the
 	// middleware binds every session to the principal that created it).

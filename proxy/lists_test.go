@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"compress/gzip"
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
@@ -49,6 +50,68 @@ func TestLists(t *testing.T) {
 			body := readAll(t, resp)
 			if strings.Contains(body, "admin_only") != slices.Contains(want, "admin_only") || !strings.Contains(body, `"whoami"`) {
 				t.Errorf("tools/list = %s, want %v", body, want)
+			}
+		})
+	}
+}
+
+// TestListAnnotations: the proxy annotates each listed entry with the
+// scopes its call needs (SEP-1488): a go-sdk client through the proxy
+// sees _meta.securitySchemes on every tool of the go-sdk upstream's SSE
+// answer; in a JSON answer a tool also gets the top-level
+// securitySchemes, an upstream's own annotation is replaced and its other
+// _meta members kept; prompts get _meta only; lists: off annotates
+// nothing.
+func TestListAnnotations(t *testing.T) {
+	t.Run("go-sdk upstream and client", func(t *testing.T) {
+		e := newTestEnv(t, envOptions{})
+		ctx := testContext(t)
+		cs := e.connect(ctx, t, e.token(t, "alice", baseScope), nil)
+		res, err := cs.ListTools(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{
+			"whoami":     `[{"scopes":["mcp:tools"],"type":"oauth2"}]`, // as a map: sorted
+			"admin_only": `[{"scopes":["mcp:tools","mcp:admin"],"type":"oauth2"}]`,
+		}
+		if len(res.Tools) != len(want) {
+			t.Fatalf("tools = %d, want %d", len(res.Tools), len(want))
+		}
+		for _, tl := range res.Tools {
+			got, _ := json.Marshal(tl.Meta["securitySchemes"])
+			if string(got) != want[tl.Name] {
+				t.Errorf("%s: _meta.securitySchemes = %s, want %s", tl.Name, got, want[tl.Name])
+			}
+		}
+	})
+	const upstreamList = `{"jsonrpc":"2.0","id":3,"result":{"tools":[` +
+		`{"name":"whoami","inputSchema":{"type":"object"}},` +
+		`{"name":"admin_only","securitySchemes":[{"type":"noauth"}],"_meta":{"vendor/x":1,"securitySchemes":[{"type":"noauth"}]},"inputSchema":{"type":"object"}},` +
+		`{"name":"meta_null","_meta":null}` +
+		`]}}`
+	tests := []struct {
+		name, mode, method, list, want string
+	}{
+		{"tools", "", "tools/list", upstreamList, `{"jsonrpc":"2.0","id":3,"result":{"tools":[` +
+			`{"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools"]}],"_meta":{"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools"]}]},"name":"whoami","inputSchema":{"type":"object"}},` +
+			`{"name":"admin_only","securitySchemes":[{"type":"oauth2","scopes":["mcp:tools","mcp:admin"]}],"_meta":{"vendor/x":1,"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools","mcp:admin"]}]},"inputSchema":{"type":"object"}},` +
+			`{"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools"]}],"name":"meta_null","_meta":{"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools"]}]}}` +
+			`]}}`},
+		{"off", "off", "tools/list", upstreamList, upstreamList},
+		{"prompts", "", "prompts/list", `{"jsonrpc":"2.0","id":3,"result":{"prompts":[{"name":"p"},{}]}}`,
+			`{"jsonrpc":"2.0","id":3,"result":{"prompts":[{"_meta":{"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools"]}]},"name":"p"}]}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e, auth := rawEnv(t, func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "application/json")
+				io.WriteString(w, tt.list)
+			}, func(c *proxy.Config) { c.Routes[0].Lists = tt.mode })
+			resp := do(t, "POST", e.resource, `{"jsonrpc":"2.0","id":3,"method":"`+tt.method+`"}`, auth)
+			if body := readAll(t, resp); resp.StatusCode != 200 || body != tt.want {
+				t.Errorf("%s = %d\n%s\nwant\n%s", tt.method, resp.StatusCode, body, tt.want)
 			}
 		})
 	}
