@@ -269,7 +269,7 @@ func TestResolveGlobalLimit(t *testing.T) {
 	r := mustResolver(t, cfg)
 	var fetched, limited int
 	for i := 2; i < 52; i++ {
-		_, err := r.Resolve(context.Background(), fmt.Sprintf("https://127.0.0.%d:%d/c.json", i, s.port()))
+		_, err := r.Resolve(context.Background(), fmt.Sprintf("https://127.0.%d.1:%d/c.json", i, s.port())) // one network each
 		switch {
 		case errors.Is(err, ErrRateLimited):
 			limited++
@@ -289,7 +289,7 @@ func TestHostLimiterMapIsBounded(t *testing.T) {
 	for i := range 100 {
 		_, _ = r.Resolve(context.Background(), fmt.Sprintf("https://10.0.0.%d/c.json", i))
 	}
-	if n := r.limits.keyed.len(); n != 4 {
+	if n := r.limits.keyed.Len(); n != 4 {
 		t.Errorf("per-host limiters = %d, want 4", n)
 	}
 }

@@ -1,7 +1,6 @@
 package cimd
 
 import (
-	"container/list"
 	"math"
 	"net/http"
 	"strconv"
@@ -11,75 +10,6 @@ import (
 
 	"github.com/mcpguard/mcpguard/internal/fairlru"
 )
-
-// lru is a size-bounded, mutex-protected least-recently-used map.
-type lru[K comparable, V any] struct {
-	mu  sync.Mutex
-	max int
-	ll  *list.List // front = most recently used; values are *lruEntry
-	m   map[K]*list.Element
-}
-
-type lruEntry[K comparable, V any] struct {
-	key K
-	val V
-}
-
-func newLRU[K comparable, V any](size int) *lru[K, V] {
-	return &lru[K, V]{max: size, ll: list.New(), m: make(map[K]*list.Element)}
-}
-
-// get returns the value for k and marks it recently used.
-func (c *lru[K, V]) get(k K) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[k]; ok {
-		c.ll.MoveToFront(e)
-		return e.Value.(*lruEntry[K, V]).val, true
-	}
-	var zero V
-	return zero, false
-}
-
-// getOrAdd returns the value for k, adding mk() first if k is absent.
-func (c *lru[K, V]) getOrAdd(k K, mk func() V) V {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.m[k]; ok {
-		c.ll.MoveToFront(e)
-		return e.Value.(*lruEntry[K, V]).val
-	}
-	v := mk()
-	c.addLocked(k, v)
-	return v
-}
-
-// add sets k to v, evicting the least recently used entry when full.
-func (c *lru[K, V]) add(k K, v V) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.addLocked(k, v)
-}
-
-func (c *lru[K, V]) addLocked(k K, v V) {
-	if e, ok := c.m[k]; ok {
-		e.Value.(*lruEntry[K, V]).val = v
-		c.ll.MoveToFront(e)
-		return
-	}
-	c.m[k] = c.ll.PushFront(&lruEntry[K, V]{key: k, val: v})
-	for c.ll.Len() > c.max {
-		last := c.ll.Back()
-		c.ll.Remove(last)
-		delete(c.m, last.Value.(*lruEntry[K, V]).key)
-	}
-}
-
-func (c *lru[K, V]) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.ll.Len()
-}
 
 // docCache is the Resolver's bounded cache of documents by client_id,
 // shared fairly between the hosts that serve them ([fairlru], partitioned

@@ -69,11 +69,15 @@ type DCRConfig struct {
 	IPRate  rate.Limit
 	IPBurst int
 	// GlobalRate and GlobalBurst bound registrations overall. Zero means
-	// 5 per second and a burst of 20.
+	// 5 per second and a burst of 20. One network (an IPv4 /24, an IPv6
+	// /48), however many addresses it uses, gets at most half of it (a
+	// bucket of half the rate and burst), so that it cannot exhaust the
+	// registrations of other networks.
 	GlobalRate  rate.Limit
 	GlobalBurst int
-	// MaxTrackedIPs bounds the per-IP limiters kept (LRU). Zero means
-	// 4096.
+	// MaxTrackedIPs bounds the per-IP limiters kept, and the per-network
+	// ones, shared fairly by network: a full map evicts a least recently
+	// used limiter of the network holding the most. Zero means 4096.
 	MaxTrackedIPs int
 	// ClientIP returns the address to rate-limit a request by. If nil, the
 	// host of r.RemoteAddr. X-Forwarded-For and similar headers are never
@@ -176,7 +180,7 @@ func NewDCRHandler(cfg DCRConfig) (*DCRHandler, error) {
 			authMethods:       cfg.AuthMethods,
 			allowPrivateUse:   cfg.AllowPrivateUseSchemes,
 		},
-		limits: newLimiter(cfg.GlobalRate, cfg.GlobalBurst, cfg.IPRate, cfg.IPBurst, cfg.MaxTrackedIPs),
+		limits: newLimiter(cfg.GlobalRate, cfg.GlobalBurst, cfg.IPRate, cfg.IPBurst, cfg.MaxTrackedIPs, ipPartition),
 	}, nil
 }
 

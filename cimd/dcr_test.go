@@ -293,8 +293,8 @@ func TestDCRRegistrationFlood(t *testing.T) {
 		c.GlobalRate, c.GlobalBurst = defaultDCRGlobalRate, defaultDCRGlobalBurst
 	})
 	created, limited := 0, 0
-	for i := range 1000 { // 1000 requests from 250 addresses
-		rec := f.post(`{"redirect_uris":["https://app.example/cb"]}`, "application/json", "203.0.113."+strconv.Itoa(i%250)+":1")
+	for i := range 1000 { // 1000 requests from 250 addresses, each in its own /24
+		rec := f.post(`{"redirect_uris":["https://app.example/cb"]}`, "application/json", "10."+strconv.Itoa(i%250)+".0.1:1")
 		switch rec.Code {
 		case 201:
 			created++

@@ -84,15 +84,19 @@ type ResolverConfig struct {
 	MaxConcurrentFetches int
 	// GlobalFetchRate and GlobalFetchBurst bound fetches across all hosts
 	// (a token bucket). Zero means 20 per second and
-	// a burst of 40; rate.Inf disables the limit.
+	// a burst of 40; rate.Inf disables the limit. One site (a host name's
+	// last two labels, an IP literal's /24 or /48), however many hosts it
+	// spreads over, gets at most half of it (a bucket of half the rate
+	// and burst), so that it cannot exhaust the fetches of other sites.
 	GlobalFetchRate  rate.Limit
 	GlobalFetchBurst int
 	// HostFetchRate and HostFetchBurst bound fetches per host name. Zero
 	// means 2 per second and a burst of 10.
 	HostFetchRate  rate.Limit
 	HostFetchBurst int
-	// MaxHosts bounds the per-host limiters kept (LRU). Zero means
-	// 4096.
+	// MaxHosts bounds the per-host limiters kept, and the per-site ones,
+	// shared fairly by site: a full map evicts a least recently used
+	// limiter of the site holding the most. Zero means 4096.
 	MaxHosts int
 	// Now returns the current time. If nil, time.Now.
 	Now func() time.Time
@@ -181,7 +185,7 @@ func NewResolver(cfg ResolverConfig) (*Resolver, error) {
 		pol:    cimdPolicy(cfg.AllowPrivateUseSchemes),
 		client: c,
 		cache:  newDocCache(cfg.CacheSize),
-		limits: newLimiter(cfg.GlobalFetchRate, cfg.GlobalFetchBurst, cfg.HostFetchRate, cfg.HostFetchBurst, cfg.MaxHosts),
+		limits: newLimiter(cfg.GlobalFetchRate, cfg.GlobalFetchBurst, cfg.HostFetchRate, cfg.HostFetchBurst, cfg.MaxHosts, hostPartition),
 		slots:  make(chan struct{}, cfg.MaxConcurrentFetches),
 	}, nil
 }
