@@ -179,7 +179,9 @@ type browserRun struct {
 // The Inspector's page makes no cross-origin request of its own: MCP
 // requests, discovery, registration and the token request go through its
 // local backend (/api/mcp/*, /api/fetch), and only /authorize is opened
-// in the browser, so the example needs no -allowed-origins for it.
+// in the browser, so the example needs no -allowed-origins for it; 2.12.0
+// has no direct connection mode. TestBrowserCORS makes the browser do the
+// cross-origin requests.
 func TestInspectorBrowser(t *testing.T) {
 	node, inspector := requireInspector(t)
 	requireChromium(t)
