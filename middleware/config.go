@@ -28,11 +28,11 @@ const (
 	// DefaultStepUpWindow is the step-up counting window when
 	// Config.StepUpWindow is zero.
 	DefaultStepUpWindow = 10 * time.Minute
-	// DefaultRetryAfter is the Retry-After of a 503 when Config.RetryAfter
+	// defaultRetryAfter is the Retry-After of a 503 when Config.RetryAfter
 	// is zero.
-	DefaultRetryAfter = 30 * time.Second
-	// DefaultStepUpKeys is the capacity of the in-memory [StepUpStore].
-	DefaultStepUpKeys = 10000
+	defaultRetryAfter = 30 * time.Second
+	// defaultStepUpKeys is the capacity of the in-memory [StepUpStore].
+	defaultStepUpKeys = 10000
 )
 
 // TokenValidator validates a raw bearer token and returns its verified
@@ -199,12 +199,12 @@ type Config struct {
 	// first challenge. Zero means [DefaultStepUpWindow] (10 minutes).
 	StepUpWindow time.Duration
 	// StepUpStore counts challenges. Nil means an in-memory store of
-	// [DefaultStepUpKeys] keys ([NewMemoryStepUpStore]); share a store
+	// 10000 keys ([NewMemoryStepUpStore]); share a store
 	// between replicas to bound step-up across them.
 	//
 	// Which counters to reset is known in process: each Middleware
 	// remembers the (principal, scope set) pairs it challenged within
-	// the window (at most [DefaultStepUpKeys]), so that an authorized
+	// the window (at most 10000), so that an authorized
 	// request makes no store call and allocates nothing more when nothing
 	// is pending. With several replicas sharing a store, a challenge sent
 	// by replica A is reset by the first success of that principal with
@@ -251,7 +251,7 @@ type Config struct {
 
 	// RetryAfter is sent in Retry-After (whole seconds, rounded up) with
 	// the 503 answered while token keys are unavailable. Zero means
-	// [DefaultRetryAfter] (30s).
+	// 30s.
 	RetryAfter time.Duration
 
 	// Logger receives refusals with their reason, internal cause, MCP
@@ -264,7 +264,7 @@ type Config struct {
 	// RefusalLogRate bounds the refusal records per [Reason] per second
 	// (Now's clock); the excess is counted and reported as "suppressed"
 	// on the next record, so a flood of bad tokens cannot fill the disk.
-	// Zero means [DefaultRefusalLogRate] (5); negative logs every refusal.
+	// Zero means 5; negative logs every refusal.
 	RefusalLogRate int
 
 	// Now returns the current time for the step-up window. Nil means
@@ -273,7 +273,7 @@ type Config struct {
 
 	// OnDecision, if set, receives every decision, for metrics, logs and
 	// traces: once for each request [Middleware.Handler] passes to the
-	// next handler (Status 0, [ReasonAuthorized]), and once for each
+	// next handler (Status 0, "authorized"), and once for each
 	// refusal the middleware answers, from Handler, from
 	// [Middleware.RequireScopes] and from [Middleware.Challenge]. So a
 	// request that Handler authorized and a route or tool handler then
@@ -314,13 +314,13 @@ func (c Config) withDefaults() Config {
 		c.StepUpWindow = DefaultStepUpWindow
 	}
 	if c.StepUpStore == nil {
-		c.StepUpStore = NewMemoryStepUpStore(DefaultStepUpKeys)
+		c.StepUpStore = NewMemoryStepUpStore(defaultStepUpKeys)
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
 	if c.RetryAfter == 0 {
-		c.RetryAfter = DefaultRetryAfter
+		c.RetryAfter = defaultRetryAfter
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

@@ -61,8 +61,8 @@ func TestSenderConstrainedAsBearer(t *testing.T) {
 				t.Errorf("body = %s, want %s", body, bodyInvalidToken)
 			}
 			d := rec.one(t)
-			if d.Reason != ReasonInvalidToken || !errors.Is(d.Err, validate.ErrSenderConstrained) {
-				t.Errorf("decision = %s, %v; want %s wrapping ErrSenderConstrained", d.Reason, d.Err, ReasonInvalidToken)
+			if d.Reason != reasonInvalidToken || !errors.Is(d.Err, validate.ErrSenderConstrained) {
+				t.Errorf("decision = %s, %v; want %s wrapping ErrSenderConstrained", d.Reason, d.Err, reasonInvalidToken)
 			}
 		})
 	}

@@ -63,79 +63,83 @@ type Decision struct {
 	Err error
 }
 
-// Reason is a stable, low-cardinality code for a [Decision]. The set may
-// grow; the values of existing codes never change.
+// Reason is a stable, low-cardinality code for a [Decision]: "authorized",
+// "public", or the refusal's code ("no_token", "expired",
+// "insufficient_scope", "step_up_exhausted", "dpop_proof", …), each listed
+// with its status in docs/middleware.md ("Observability"). The set may
+// grow; the values of existing codes never change. Compare with a string,
+// e.g. d.Reason == "insufficient_scope".
 type Reason string
 
 // Reasons. Each refusal row of the README table "Every answer a client can see" maps to one reason; token
 // failures are split by the validate sentinel the validator returned.
 const (
-	// ReasonAuthorized: the request was passed to the next handler.
-	ReasonAuthorized Reason = "authorized"
-	// ReasonOrigin: the Origin header is not allowed ([ErrOrigin]; 403).
-	ReasonOrigin Reason = "origin"
-	// ReasonNoToken: no bearer credentials ([ErrNoToken]; 401).
-	ReasonNoToken Reason = "no_token"
-	// ReasonNoPrincipal: [Middleware.RequireScopes] or
+	// reasonAuthorized: the request was passed to the next handler.
+	reasonAuthorized Reason = "authorized"
+	// reasonOrigin: the Origin header is not allowed ([ErrOrigin]; 403).
+	reasonOrigin Reason = "origin"
+	// reasonNoToken: no bearer credentials ([ErrNoToken]; 401).
+	reasonNoToken Reason = "no_token"
+	// reasonNoPrincipal: [Middleware.RequireScopes] or
 	// [Middleware.Challenge] found no [Principal] in the context: a
 	// handler is not behind [Middleware.Handler] ([ErrNoPrincipal]; 401).
 	// It signals a routing mistake.
-	ReasonNoPrincipal Reason = "no_principal"
-	// ReasonMalformedRequest: several Authorization headers, a malformed
+	reasonNoPrincipal Reason = "no_principal"
+	// reasonMalformedRequest: several Authorization headers, a malformed
 	// Bearer header, or a token in the URL query ([ErrMultipleTokens],
 	// [ErrMalformedHeader], [ErrTokenInQuery]; 400 invalid_request).
-	ReasonMalformedRequest Reason = "malformed_request"
-	// ReasonInvalidToken: the validator refused the token for a reason
+	reasonMalformedRequest Reason = "malformed_request"
+	// reasonInvalidToken: the validator refused the token for a reason
 	// without a finer code below (malformed, too large, algorithm, client,
 	// lifetime, missing claim, inactive, a custom validator's error, nil
 	// claims; 401 invalid_token).
-	ReasonInvalidToken Reason = "invalid_token"
-	// ReasonExpired: validate.ErrExpired (401 invalid_token).
-	ReasonExpired Reason = "expired"
-	// ReasonNotYetValid: validate.ErrNotYetValid or validate.ErrIssuedAt,
+	reasonInvalidToken Reason = "invalid_token"
+	// reasonExpired: validate.ErrExpired (401 invalid_token).
+	reasonExpired Reason = "expired"
+	// reasonNotYetValid: validate.ErrNotYetValid or validate.ErrIssuedAt,
 	// "nbf" or "iat" in the future, usually clock skew (401 invalid_token).
-	ReasonNotYetValid Reason = "not_yet_valid"
-	// ReasonAudience: validate.ErrAudience (401 invalid_token).
-	ReasonAudience Reason = "audience"
-	// ReasonIssuer: validate.ErrIssuer (401 invalid_token).
-	ReasonIssuer Reason = "issuer"
-	// ReasonSignature: validate.ErrSignature (401 invalid_token).
-	ReasonSignature Reason = "signature"
-	// ReasonUnknownKey: validate.ErrKeyNotFound, no key with the token's
+	reasonNotYetValid Reason = "not_yet_valid"
+	// reasonAudience: validate.ErrAudience (401 invalid_token).
+	reasonAudience Reason = "audience"
+	// reasonIssuer: validate.ErrIssuer (401 invalid_token).
+	reasonIssuer Reason = "issuer"
+	// reasonSignature: validate.ErrSignature (401 invalid_token).
+	reasonSignature Reason = "signature"
+	// reasonUnknownKey: validate.ErrKeyNotFound, no key with the token's
 	// "kid" (401 invalid_token).
-	ReasonUnknownKey Reason = "unknown_key"
-	// ReasonType: validate.ErrType, a JOSE "typ" other than at+jwt or a
+	reasonUnknownKey Reason = "unknown_key"
+	// reasonType: validate.ErrType, a JOSE "typ" other than at+jwt or a
 	// forbidden header (401 invalid_token).
-	ReasonType Reason = "type"
-	// ReasonKeysUnavailable: validate.ErrKeysUnavailable, or the
+	reasonType Reason = "type"
+	// reasonKeysUnavailable: validate.ErrKeysUnavailable, or the
 	// validator's context ended (503).
-	ReasonKeysUnavailable Reason = "keys_unavailable"
-	// ReasonBodyTooLarge: [ErrBodyTooLarge] (413).
-	ReasonBodyTooLarge Reason = "body_too_large"
-	// ReasonParseError: [ErrMalformedBody], not JSON (400, -32700).
-	ReasonParseError Reason = "parse_error"
-	// ReasonInvalidMessage: [ErrInvalidMessage], JSON that is not an
+	reasonKeysUnavailable Reason = "keys_unavailable"
+	// reasonBodyTooLarge: [ErrBodyTooLarge] (413).
+	reasonBodyTooLarge Reason = "body_too_large"
+	// reasonParseError: [ErrMalformedBody], not JSON (400, -32700).
+	reasonParseError Reason = "parse_error"
+	// reasonInvalidMessage: [ErrInvalidMessage], JSON that is not an
 	// authorizable JSON-RPC message (400, -32600).
-	ReasonInvalidMessage Reason = "invalid_message"
-	// ReasonBatch: [ErrBatch] (400, -32600).
-	ReasonBatch Reason = "batch"
-	// ReasonHeaderMismatch: [ErrHeaderMismatch] (400, -32020).
-	ReasonHeaderMismatch Reason = "header_mismatch"
-	// ReasonInvalidParams: [ErrMissingMeta], a 2026-07-28 request without
+	reasonInvalidMessage Reason = "invalid_message"
+	// reasonBatch: [ErrBatch] (400, -32600).
+	reasonBatch Reason = "batch"
+	// reasonHeaderMismatch: [ErrHeaderMismatch] (400, -32020).
+	reasonHeaderMismatch Reason = "header_mismatch"
+	// reasonInvalidParams: [ErrMissingMeta], a 2026-07-28 request without
 	// the _meta protocol version (400, -32602).
-	ReasonInvalidParams Reason = "invalid_params"
-	// ReasonInsufficientScope: [ErrInsufficientScope] (403 with a step-up
+	reasonInvalidParams Reason = "invalid_params"
+	// reasonInsufficientScope: [ErrInsufficientScope] (403 with a step-up
 	// challenge).
-	ReasonInsufficientScope Reason = "insufficient_scope"
-	// ReasonStepUpExhausted: [ErrStepUpExhausted] (terminal 403, with a
+	reasonInsufficientScope Reason = "insufficient_scope"
+	// reasonStepUpExhausted: [ErrStepUpExhausted] (terminal 403, with a
 	// challenge that names no error and no scope).
-	ReasonStepUpExhausted Reason = "step_up_exhausted"
-	// ReasonNotListed: [ErrNotListed], OperationPolicy.DenyUnlisted
+	reasonStepUpExhausted Reason = "step_up_exhausted"
+	// reasonNotListed: [ErrNotListed], OperationPolicy.DenyUnlisted
 	// (terminal 403).
-	ReasonNotListed Reason = "not_listed"
-	// ReasonTenant: [ErrNoTenant] or [ErrTenantMismatch] passed to
+	reasonNotListed Reason = "not_listed"
+	// reasonTenant: [ErrNoTenant] or [ErrTenantMismatch] passed to
 	// [Middleware.Challenge] (403).
-	ReasonTenant Reason = "tenant"
+	reasonTenant Reason = "tenant"
 )
 
 // Unlisted is the value of [Decision.Method], [Decision.Name] and
@@ -178,9 +182,9 @@ func (m *Middleware) reportPass(ctx context.Context, h http.Header, p *Principal
 	if m.onDecision == nil {
 		return
 	}
-	reason := ReasonAuthorized
+	reason := reasonAuthorized
 	if p.Anonymous {
-		reason = ReasonPublic
+		reason = reasonPublic
 	}
 	d := decision(h, reason, p, p.grant)
 	if !p.Anonymous {

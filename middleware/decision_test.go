@@ -52,100 +52,100 @@ type wantDecision struct {
 // decisionWant gives the Reason, Method and Name of every answerCase. The
 // scope cases run for both revisions, so their suffix is dropped.
 var decisionWant = map[string]wantDecision{
-	"origin_denied":          {ReasonOrigin, "", ""},
-	"origin_null_denied":     {ReasonOrigin, "", ""},
-	"origin_repeated_denied": {ReasonOrigin, "", ""},
+	"origin_denied":          {reasonOrigin, "", ""},
+	"origin_null_denied":     {reasonOrigin, "", ""},
+	"origin_repeated_denied": {reasonOrigin, "", ""},
 
-	"no_token":                  {ReasonNoToken, "", ""},
-	"basic_scheme":              {ReasonNoToken, "", ""},
-	"dpop_scheme":               {ReasonNoToken, "", ""},
-	"two_authorization_headers": {ReasonMalformedRequest, "", ""},
-	"bearer_without_token":      {ReasonMalformedRequest, "", ""},
-	"bearer_bad_chars":          {ReasonMalformedRequest, "", ""},
-	"bearer_two_tokens":         {ReasonMalformedRequest, "", ""},
-	"query_token_alone":         {ReasonMalformedRequest, "", ""},
-	"query_token_and_header":    {ReasonMalformedRequest, "", ""},
+	"no_token":                  {reasonNoToken, "", ""},
+	"basic_scheme":              {reasonNoToken, "", ""},
+	"dpop_scheme":               {reasonNoToken, "", ""},
+	"two_authorization_headers": {reasonMalformedRequest, "", ""},
+	"bearer_without_token":      {reasonMalformedRequest, "", ""},
+	"bearer_bad_chars":          {reasonMalformedRequest, "", ""},
+	"bearer_two_tokens":         {reasonMalformedRequest, "", ""},
+	"query_token_alone":         {reasonMalformedRequest, "", ""},
+	"query_token_and_header":    {reasonMalformedRequest, "", ""},
 
-	"token_expired":        {ReasonExpired, "", ""},
-	"token_wrong_audience": {ReasonAudience, "", ""},
-	"token_wrong_issuer":   {ReasonIssuer, "", ""},
-	"token_unknown_kid":    {ReasonUnknownKey, "", ""},
-	"token_garbage":        {ReasonInvalidToken, "", ""},
+	"token_expired":        {reasonExpired, "", ""},
+	"token_wrong_audience": {reasonAudience, "", ""},
+	"token_wrong_issuer":   {reasonIssuer, "", ""},
+	"token_unknown_kid":    {reasonUnknownKey, "", ""},
+	"token_garbage":        {reasonInvalidToken, "", ""},
 
-	"ok_get":                           {ReasonAuthorized, "", ""},
-	"ok_origin_resource":               {ReasonAuthorized, "", ""},
-	"ok_origin_listed":                 {ReasonAuthorized, "", ""},
-	"ok_origin_any":                    {ReasonAuthorized, "", ""},
-	"ok_modern_tools_call":             {ReasonAuthorized, "tools/call", "get_weather"},
-	"ok_legacy_tools_call":             {ReasonAuthorized, "tools/call", "get_weather"},
-	"ok_unknown_tool_method_scopes":    {ReasonAuthorized, "tools/call", Unlisted},
-	"ok_unknown_method_base_scopes":    {ReasonAuthorized, "ping", ""},
-	"ok_response_message_base_scopes":  {ReasonAuthorized, "", ""},
-	"ok_notification":                  {ReasonAuthorized, "notifications/initialized", ""},
-	"ok_hierarchy_admin_implies_write": {ReasonAuthorized, "tools/call", "push"},
-	"ok_hierarchy_all":                 {ReasonAuthorized, "tools/list", ""},
-	"ok_base64_mcp_name":               {ReasonAuthorized, "tools/call", Unlisted},
+	"ok_get":                           {reasonAuthorized, "", ""},
+	"ok_origin_resource":               {reasonAuthorized, "", ""},
+	"ok_origin_listed":                 {reasonAuthorized, "", ""},
+	"ok_origin_any":                    {reasonAuthorized, "", ""},
+	"ok_modern_tools_call":             {reasonAuthorized, "tools/call", "get_weather"},
+	"ok_legacy_tools_call":             {reasonAuthorized, "tools/call", "get_weather"},
+	"ok_unknown_tool_method_scopes":    {reasonAuthorized, "tools/call", Unlisted},
+	"ok_unknown_method_base_scopes":    {reasonAuthorized, "ping", ""},
+	"ok_response_message_base_scopes":  {reasonAuthorized, "", ""},
+	"ok_notification":                  {reasonAuthorized, "notifications/initialized", ""},
+	"ok_hierarchy_admin_implies_write": {reasonAuthorized, "tools/call", "push"},
+	"ok_hierarchy_all":                 {reasonAuthorized, "tools/list", ""},
+	"ok_base64_mcp_name":               {reasonAuthorized, "tools/call", Unlisted},
 
-	"body_too_large":              {ReasonBodyTooLarge, "", ""},
-	"body_batch":                  {ReasonBatch, "", ""},
-	"body_not_json":               {ReasonParseError, "", ""},
-	"body_empty":                  {ReasonParseError, "", ""},
-	"body_not_object":             {ReasonInvalidMessage, "", ""},
-	"body_duplicate_method":       {ReasonInvalidMessage, "", ""},
-	"body_case_variant_method":    {ReasonInvalidMessage, "", ""},
-	"body_upper_method":           {ReasonInvalidMessage, "", ""},
-	"body_escaped_duplicate":      {ReasonInvalidMessage, "", ""},
-	"body_long_s_params":          {ReasonInvalidMessage, "", ""},
-	"body_duplicate_name":         {ReasonInvalidMessage, "", ""},
-	"body_case_variant_name":      {ReasonInvalidMessage, "", ""},
-	"body_method_not_string":      {ReasonInvalidMessage, "", ""},
-	"body_name_not_string":        {ReasonInvalidMessage, "tools/call", ""},
-	"body_invalid_utf8_name":      {ReasonInvalidMessage, "", ""},
-	"body_dot_segment_uri":        {ReasonInvalidMessage, "resources/read", ""},
-	"body_uri_empty_segment":      {ReasonInvalidMessage, "resources/read", ""},
-	"body_uri_encoded_unreserved": {ReasonInvalidMessage, "resources/read", ""},
-	"body_uri_encoded_slash":      {ReasonInvalidMessage, "resources/read", ""},
-	"body_uri_exact_encoded_dot":  {ReasonInvalidMessage, "resources/read", ""},
-	"body_uri_upper_scheme":       {ReasonInvalidMessage, "resources/read", ""},
-	"deny_unlisted_tool":          {ReasonNotListed, "tools/call", Unlisted},
+	"body_too_large":              {reasonBodyTooLarge, "", ""},
+	"body_batch":                  {reasonBatch, "", ""},
+	"body_not_json":               {reasonParseError, "", ""},
+	"body_empty":                  {reasonParseError, "", ""},
+	"body_not_object":             {reasonInvalidMessage, "", ""},
+	"body_duplicate_method":       {reasonInvalidMessage, "", ""},
+	"body_case_variant_method":    {reasonInvalidMessage, "", ""},
+	"body_upper_method":           {reasonInvalidMessage, "", ""},
+	"body_escaped_duplicate":      {reasonInvalidMessage, "", ""},
+	"body_long_s_params":          {reasonInvalidMessage, "", ""},
+	"body_duplicate_name":         {reasonInvalidMessage, "", ""},
+	"body_case_variant_name":      {reasonInvalidMessage, "", ""},
+	"body_method_not_string":      {reasonInvalidMessage, "", ""},
+	"body_name_not_string":        {reasonInvalidMessage, "tools/call", ""},
+	"body_invalid_utf8_name":      {reasonInvalidMessage, "", ""},
+	"body_dot_segment_uri":        {reasonInvalidMessage, "resources/read", ""},
+	"body_uri_empty_segment":      {reasonInvalidMessage, "resources/read", ""},
+	"body_uri_encoded_unreserved": {reasonInvalidMessage, "resources/read", ""},
+	"body_uri_encoded_slash":      {reasonInvalidMessage, "resources/read", ""},
+	"body_uri_exact_encoded_dot":  {reasonInvalidMessage, "resources/read", ""},
+	"body_uri_upper_scheme":       {reasonInvalidMessage, "resources/read", ""},
+	"deny_unlisted_tool":          {reasonNotListed, "tools/call", Unlisted},
 
-	"mismatch_method_differs":               {ReasonHeaderMismatch, "tools/call", "get_weather"},
-	"mismatch_method_case":                  {ReasonHeaderMismatch, "tools/list", ""},
-	"mismatch_method_missing":               {ReasonHeaderMismatch, "tools/list", ""},
-	"mismatch_method_repeated":              {ReasonHeaderMismatch, "tools/list", ""},
-	"mismatch_name_missing":                 {ReasonHeaderMismatch, "tools/call", "get_weather"},
-	"mismatch_name_differs":                 {ReasonHeaderMismatch, "tools/call", "get_weather"},
-	"mismatch_name_base64_differs":          {ReasonHeaderMismatch, "tools/call", "get_weather"},
-	"mismatch_name_base64_invalid":          {ReasonHeaderMismatch, "tools/call", "get_weather"},
-	"mismatch_name_uri_differs":             {ReasonHeaderMismatch, "resources/read", "file:///projects/myapp/config.json"},
-	"mismatch_version_differs_meta":         {ReasonHeaderMismatch, "tools/list", ""},
-	"mismatch_version_missing_in_body":      {ReasonInvalidParams, "tools/list", ""},
-	"mismatch_version_header_missing":       {ReasonHeaderMismatch, "tools/list", ""},
-	"mismatch_version_repeated":             {ReasonHeaderMismatch, "tools/list", ""},
-	"mismatch_legacy_method_header_differs": {ReasonHeaderMismatch, "tools/call", "delete_repo"},
-	"mismatch_id_object_echoed_as_null":     {ReasonHeaderMismatch, "tools/list", ""},
+	"mismatch_method_differs":               {reasonHeaderMismatch, "tools/call", "get_weather"},
+	"mismatch_method_case":                  {reasonHeaderMismatch, "tools/list", ""},
+	"mismatch_method_missing":               {reasonHeaderMismatch, "tools/list", ""},
+	"mismatch_method_repeated":              {reasonHeaderMismatch, "tools/list", ""},
+	"mismatch_name_missing":                 {reasonHeaderMismatch, "tools/call", "get_weather"},
+	"mismatch_name_differs":                 {reasonHeaderMismatch, "tools/call", "get_weather"},
+	"mismatch_name_base64_differs":          {reasonHeaderMismatch, "tools/call", "get_weather"},
+	"mismatch_name_base64_invalid":          {reasonHeaderMismatch, "tools/call", "get_weather"},
+	"mismatch_name_uri_differs":             {reasonHeaderMismatch, "resources/read", "file:///projects/myapp/config.json"},
+	"mismatch_version_differs_meta":         {reasonHeaderMismatch, "tools/list", ""},
+	"mismatch_version_missing_in_body":      {reasonInvalidParams, "tools/list", ""},
+	"mismatch_version_header_missing":       {reasonHeaderMismatch, "tools/list", ""},
+	"mismatch_version_repeated":             {reasonHeaderMismatch, "tools/list", ""},
+	"mismatch_legacy_method_header_differs": {reasonHeaderMismatch, "tools/call", "delete_repo"},
+	"mismatch_id_object_echoed_as_null":     {reasonHeaderMismatch, "tools/list", ""},
 
-	"scope_base_missing_post":            {ReasonInsufficientScope, "ping", ""},
-	"scope_method_missing":               {ReasonInsufficientScope, "tools/list", ""},
-	"scope_tool_missing":                 {ReasonInsufficientScope, "tools/call", "delete_repo"},
-	"scope_tool_not_covered_by_narrower": {ReasonInsufficientScope, "tools/call", "delete_repo"},
-	"scope_all_missing":                  {ReasonInsufficientScope, "tools/call", "get_weather"},
-	"scope_prompt_missing":               {ReasonInsufficientScope, "prompts/get", "secret_prompt"},
-	"scope_resource_exact_missing":       {ReasonInsufficientScope, "resources/read", "file:///projects/myapp/config.json"},
-	"scope_resource_longest_prefix":      {ReasonInsufficientScope, "resources/read", "file:///projects/secret/"},
-	"scope_operation_only_strategy":      {ReasonInsufficientScope, "tools/call", "delete_repo"},
-	"scope_realm":                        {ReasonInsufficientScope, "tools/list", ""},
-	"scope_base_missing_get":             {ReasonInsufficientScope, "", ""},
-	"scope_base_missing_get_modern":      {ReasonInsufficientScope, "", ""},
+	"scope_base_missing_post":            {reasonInsufficientScope, "ping", ""},
+	"scope_method_missing":               {reasonInsufficientScope, "tools/list", ""},
+	"scope_tool_missing":                 {reasonInsufficientScope, "tools/call", "delete_repo"},
+	"scope_tool_not_covered_by_narrower": {reasonInsufficientScope, "tools/call", "delete_repo"},
+	"scope_all_missing":                  {reasonInsufficientScope, "tools/call", "get_weather"},
+	"scope_prompt_missing":               {reasonInsufficientScope, "prompts/get", "secret_prompt"},
+	"scope_resource_exact_missing":       {reasonInsufficientScope, "resources/read", "file:///projects/myapp/config.json"},
+	"scope_resource_longest_prefix":      {reasonInsufficientScope, "resources/read", "file:///projects/secret/"},
+	"scope_operation_only_strategy":      {reasonInsufficientScope, "tools/call", "delete_repo"},
+	"scope_realm":                        {reasonInsufficientScope, "tools/list", ""},
+	"scope_base_missing_get":             {reasonInsufficientScope, "", ""},
+	"scope_base_missing_get_modern":      {reasonInsufficientScope, "", ""},
 }
 
 // unauthenticated are the reasons decided before a token is valid: their
 // decisions carry no Principal.
 var unauthenticated = map[Reason]bool{
-	ReasonOrigin: true, ReasonNoToken: true, ReasonMalformedRequest: true, ReasonInvalidToken: true,
-	ReasonExpired: true, ReasonNotYetValid: true, ReasonAudience: true, ReasonIssuer: true,
-	ReasonSignature: true, ReasonUnknownKey: true, ReasonType: true, ReasonKeysUnavailable: true,
-	ReasonNoPrincipal: true,
+	reasonOrigin: true, reasonNoToken: true, reasonMalformedRequest: true, reasonInvalidToken: true,
+	reasonExpired: true, reasonNotYetValid: true, reasonAudience: true, reasonIssuer: true,
+	reasonSignature: true, reasonUnknownKey: true, reasonType: true, reasonKeysUnavailable: true,
+	reasonNoPrincipal: true,
 }
 
 // TestDecisions replays every answer of TestAnswers with OnDecision set:
@@ -192,10 +192,10 @@ func TestDecisions(t *testing.T) {
 			if (d.Err == nil) != (d.Status == 0) {
 				t.Errorf("Err = %v with status %d", d.Err, d.Status)
 			}
-			if scoped := d.Status == 0 || d.Reason == ReasonInsufficientScope; scoped != (len(d.RequiredScopes) > 0) {
+			if scoped := d.Status == 0 || d.Reason == reasonInsufficientScope; scoped != (len(d.RequiredScopes) > 0) {
 				t.Errorf("RequiredScopes = %q for reason %s", d.RequiredScopes, d.Reason)
 			}
-			if (len(d.MissingScopes) > 0) != (d.Reason == ReasonInsufficientScope) {
+			if (len(d.MissingScopes) > 0) != (d.Reason == reasonInsufficientScope) {
 				t.Errorf("MissingScopes = %q for reason %s", d.MissingScopes, d.Reason)
 			}
 		})
@@ -224,37 +224,37 @@ func TestDecisionDetails(t *testing.T) {
 		errIs  error
 	}{
 		{name: "signature", req: withToken([]string{"mcp"}, authtest.WrongKey()),
-			want: Decision{Status: 401, Reason: ReasonSignature}, errIs: validate.ErrSignature},
+			want: Decision{Status: 401, Reason: reasonSignature}, errIs: validate.ErrSignature},
 		{name: "type", req: withToken([]string{"mcp"}, authtest.WithType("JWT")),
-			want: Decision{Status: 401, Reason: ReasonType}, errIs: validate.ErrType},
+			want: Decision{Status: 401, Reason: reasonType}, errIs: validate.ErrType},
 		{name: "not yet valid", req: withToken([]string{"mcp"}, authtest.NotYetValid()),
-			want: Decision{Status: 401, Reason: ReasonNotYetValid}, errIs: validate.ErrNotYetValid},
+			want: Decision{Status: 401, Reason: reasonNotYetValid}, errIs: validate.ErrNotYetValid},
 		{name: "authorized scopes and version", req: rpc(modernRev, "tools/call", "get_weather", "mcp", "tools:call", "weather:read"),
-			want: Decision{Reason: ReasonAuthorized, Method: "tools/call", Name: "get_weather", ProtocolVersion: modernRev,
+			want: Decision{Reason: reasonAuthorized, Method: "tools/call", Name: "get_weather", ProtocolVersion: modernRev,
 				RequiredScopes: []string{"mcp", "tools:call", "weather:read"}}},
 		{name: "insufficient scopes", req: rpc(legacyRev, "tools/call", "delete_repo", "mcp", "tools:call"),
-			want: Decision{Status: 403, Reason: ReasonInsufficientScope, Method: "tools/call", Name: "delete_repo", ProtocolVersion: legacyRev,
+			want: Decision{Status: 403, Reason: reasonInsufficientScope, Method: "tools/call", Name: "delete_repo", ProtocolVersion: legacyRev,
 				RequiredScopes: []string{"mcp", "tools:call", "repo:admin"}, MissingScopes: []string{"repo:admin"}},
 			errIs: ErrInsufficientScope},
 		{name: "unknown method is unlisted", req: rawPost(`{"jsonrpc":"2.0","id":1,"method":"x/evil-123"}`),
-			want: Decision{Reason: ReasonAuthorized, Method: Unlisted, RequiredScopes: []string{"mcp"}}},
+			want: Decision{Reason: reasonAuthorized, Method: Unlisted, RequiredScopes: []string{"mcp"}}},
 		{name: "listed custom method is verbatim",
 			mutate: func(c *Config) { c.Operations.Methods = map[string][]string{"x/custom": {"mcp"}} },
 			req:    rawPost(`{"jsonrpc":"2.0","id":1,"method":"x/custom"}`),
-			want:   Decision{Reason: ReasonAuthorized, Method: "x/custom", RequiredScopes: []string{"mcp"}}},
+			want:   Decision{Reason: reasonAuthorized, Method: "x/custom", RequiredScopes: []string{"mcp"}}},
 		{name: "unlisted resource", req: rawPost(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///elsewhere/x"}}`),
-			want: Decision{Reason: ReasonAuthorized, Method: "resources/read", Name: Unlisted, RequiredScopes: []string{"mcp", "res:read"}}},
+			want: Decision{Reason: reasonAuthorized, Method: "resources/read", Name: Unlisted, RequiredScopes: []string{"mcp", "res:read"}}},
 		{name: "unknown version", req: func(t *testing.T, f *fixture) *http.Request {
 			r := withToken([]string{"mcp"})(t, f)
 			r.Header.Set("MCP-Protocol-Version", "2099-01-01")
 			return r
-		}, want: Decision{Reason: ReasonAuthorized, ProtocolVersion: Unlisted, RequiredScopes: []string{"mcp"}}},
+		}, want: Decision{Reason: reasonAuthorized, ProtocolVersion: Unlisted, RequiredScopes: []string{"mcp"}}},
 		{name: "repeated version", req: func(t *testing.T, f *fixture) *http.Request {
 			r := withToken([]string{"other"})(t, f)
 			r.Header.Add("MCP-Protocol-Version", legacyRev)
 			r.Header.Add("MCP-Protocol-Version", legacyRev)
 			return r
-		}, want: Decision{Status: 403, Reason: ReasonInsufficientScope, ProtocolVersion: Unlisted,
+		}, want: Decision{Status: 403, Reason: reasonInsufficientScope, ProtocolVersion: Unlisted,
 			RequiredScopes: []string{"mcp"}, MissingScopes: []string{"mcp"}}, errIs: ErrInsufficientScope},
 	}
 	for _, tt := range tests {
@@ -303,13 +303,13 @@ func TestDecisionRoutes(t *testing.T) {
 		}
 	})
 	admin := f.m.Handler(f.m.RequireScopes("admin:write")(echoHandler()))
-	authorized := Decision{Reason: ReasonAuthorized, Method: "tools/call", Name: "get_weather", ProtocolVersion: modernRev,
+	authorized := Decision{Reason: reasonAuthorized, Method: "tools/call", Name: "get_weather", ProtocolVersion: modernRev,
 		RequiredScopes: []string{"mcp", "tools:call", "weather:read"}}
 	adminRequired := []string{"mcp", "tools:call", "weather:read", "admin:write"}
-	stepUp := Decision{Status: 403, Reason: ReasonInsufficientScope, Method: "tools/call", Name: "get_weather",
+	stepUp := Decision{Status: 403, Reason: reasonInsufficientScope, Method: "tools/call", Name: "get_weather",
 		ProtocolVersion: modernRev, RequiredScopes: adminRequired, MissingScopes: []string{"admin:write"}}
 	exhausted := stepUp
-	exhausted.Reason = ReasonStepUpExhausted
+	exhausted.Reason = reasonStepUpExhausted
 	tests := []struct {
 		name  string
 		h     http.Handler
@@ -322,9 +322,9 @@ func TestDecisionRoutes(t *testing.T) {
 		{"require scopes exhausted", admin, rpc(modernRev, "tools/call", "get_weather", "mcp", "tools:call", "weather:read"),
 			[]Decision{authorized, exhausted}, []error{nil, ErrStepUpExhausted}},
 		{"require scopes without Handler", f.m.RequireScopes("admin:write")(echoHandler()), get(),
-			[]Decision{{Status: 401, Reason: ReasonNoPrincipal}}, []error{ErrNoPrincipal}},
+			[]Decision{{Status: 401, Reason: reasonNoPrincipal}}, []error{ErrNoPrincipal}},
 		{"challenge tenant", f.m.Handler(tenantCheck), rpc(modernRev, "tools/call", "get_weather", "mcp", "tools:call", "weather:read"),
-			[]Decision{authorized, {Status: 403, Reason: ReasonTenant, Method: "tools/call", Name: "get_weather", ProtocolVersion: modernRev}},
+			[]Decision{authorized, {Status: 403, Reason: reasonTenant, Method: "tools/call", Name: "get_weather", ProtocolVersion: modernRev}},
 			[]error{nil, ErrTenantMismatch}},
 		{"metadata handler", f.m.MetadataHandler(), func(*testing.T, *fixture) *http.Request {
 			return httptest.NewRequest(http.MethodGet, metadataURL, nil)
@@ -364,7 +364,7 @@ func TestDecisionUnavailable(t *testing.T) {
 		r := httptest.NewRequest(http.MethodGet, resource, nil)
 		r.Header.Set("Authorization", "Bearer abc")
 		m.Handler(http.NotFoundHandler()).ServeHTTP(httptest.NewRecorder(), r)
-		checkDecision(t, rc.one(t), Decision{Status: 503, Reason: ReasonKeysUnavailable}, err)
+		checkDecision(t, rc.one(t), Decision{Status: 503, Reason: reasonKeysUnavailable}, err)
 	}
 }
 

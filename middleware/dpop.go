@@ -45,22 +45,22 @@ type DPoPConfig struct {
 
 // Decision reasons of DPoP refusals.
 const (
-	// ReasonDPoPProof: the DPoP proof failed an RFC 9449 §4.3 check
+	// reasonDPoPProof: the DPoP proof failed an RFC 9449 §4.3 check
 	// (dpop.ErrInvalidProof; 401 DPoP error="invalid_dpop_proof").
-	ReasonDPoPProof Reason = "dpop_proof"
-	// ReasonDPoPReplay: the proof's jti was already used (dpop.ErrReplay;
+	reasonDPoPProof Reason = "dpop_proof"
+	// reasonDPoPReplay: the proof's jti was already used (dpop.ErrReplay;
 	// 401 invalid_dpop_proof).
-	ReasonDPoPReplay Reason = "dpop_replay"
-	// ReasonDPoPNonce: the proof lacks a current server nonce
+	reasonDPoPReplay Reason = "dpop_replay"
+	// reasonDPoPNonce: the proof lacks a current server nonce
 	// (dpop.ErrUseNonce; 401 DPoP error="use_dpop_nonce" with DPoP-Nonce).
-	ReasonDPoPNonce Reason = "dpop_nonce"
-	// ReasonDPoPBinding: the token and the key do not match: the proof key
+	reasonDPoPNonce Reason = "dpop_nonce"
+	// reasonDPoPBinding: the token and the key do not match: the proof key
 	// is not the token's cnf.jkt, the token sent with DPoP is not bound,
 	// or a bound token was sent as Bearer (401 invalid_token).
-	ReasonDPoPBinding Reason = "dpop_binding"
-	// ReasonDPoPStoreUnavailable: the replay store failed
+	reasonDPoPBinding Reason = "dpop_binding"
+	// reasonDPoPStoreUnavailable: the replay store failed
 	// (dpop.ErrReplayStore; 503).
-	ReasonDPoPStoreUnavailable Reason = "dpop_store_unavailable"
+	reasonDPoPStoreUnavailable Reason = "dpop_store_unavailable"
 )
 
 // ErrBoundAsBearer: a sender-constrained token (one with "cnf") was
@@ -299,15 +299,15 @@ func (m *Middleware) dpopAnswer(w http.ResponseWriter, r *http.Request, err erro
 	a := &tab[k]
 	switch {
 	case errors.Is(err, dpop.ErrUseNonce):
-		a, reason = &d.useNonce, ReasonDPoPNonce
+		a, reason = &d.useNonce, reasonDPoPNonce
 	case errors.Is(err, dpop.ErrReplay):
-		a, reason = &d.invalidProof, ReasonDPoPReplay
+		a, reason = &d.invalidProof, reasonDPoPReplay
 	case errors.Is(err, dpop.ErrInvalidProof):
-		a, reason = &d.invalidProof, ReasonDPoPProof
+		a, reason = &d.invalidProof, reasonDPoPProof
 	case errors.Is(err, dpop.ErrKeyBinding), errors.Is(err, ErrBoundAsBearer):
-		a, reason = &tab[kindInvalidToken], ReasonDPoPBinding
+		a, reason = &tab[kindInvalidToken], reasonDPoPBinding
 	case errors.Is(err, dpop.ErrReplayStore):
-		a, reason = &tab[kindUnavailable], ReasonDPoPStoreUnavailable
+		a, reason = &tab[kindUnavailable], reasonDPoPStoreUnavailable
 	}
 	if a.status == http.StatusUnauthorized && d.v.NoncesRequired() {
 		w.Header().Set("DPoP-Nonce", d.v.Nonce(m.cfg.Now()))

@@ -86,40 +86,40 @@ var errorKinds = []struct {
 	kind   kind
 	reason Reason
 }{
-	{ErrOrigin, kindOrigin, ReasonOrigin},
-	{ErrNoToken, kindNoToken, ReasonNoToken},
-	{ErrNoPrincipal, kindNoPrincipal, ReasonNoPrincipal},
-	{ErrMultipleTokens, kindMultipleTokens, ReasonMalformedRequest},
-	{ErrMalformedHeader, kindMalformedHeader, ReasonMalformedRequest},
-	{ErrTokenInQuery, kindTokenInQuery, ReasonMalformedRequest},
-	{validate.ErrKeysUnavailable, kindUnavailable, ReasonKeysUnavailable},
-	{context.DeadlineExceeded, kindUnavailable, ReasonKeysUnavailable},
-	{context.Canceled, kindUnavailable, ReasonKeysUnavailable},
-	{ErrBodyTooLarge, kindTooLarge, ReasonBodyTooLarge},
-	{ErrMalformedBody, kindMalformedBody, ReasonParseError},
-	{ErrBatch, kindBatch, ReasonBatch},
-	{ErrInvalidMessage, kindInvalidMessage, ReasonInvalidMessage},
-	{ErrMissingMeta, kindInvalidParams, ReasonInvalidParams},
-	{ErrHeaderMismatch, kindHeaderMismatch, ReasonHeaderMismatch},
-	{ErrStepUpExhausted, kindStepUpExhausted, ReasonStepUpExhausted},
-	{ErrInsufficientScope, kindInsufficientScope, ReasonInsufficientScope},
-	{ErrNotListed, kindForbidden, ReasonNotListed},
-	{ErrUnknownSession, kindUnknownSession, ReasonUnknownSession},
-	{ErrSessionHeader, kindSessionHeader, ReasonSessionHeader},
-	{ErrSessionsFull, kindSessionUnavailable, ReasonSessionsFull},
-	{ErrSessionStore, kindSessionUnavailable, ReasonSessionStore},
-	{ErrUnknownTask, kindUnknownTask, ReasonUnknownTask},
-	{ErrTaskStore, kindUnavailable, ReasonTaskStore},
-	{ErrNoTenant, kindForbidden, ReasonTenant},
-	{ErrTenantMismatch, kindForbidden, ReasonTenant},
-	{validate.ErrExpired, kindInvalidToken, ReasonExpired},
-	{validate.ErrNotYetValid, kindInvalidToken, ReasonNotYetValid},
-	{validate.ErrIssuedAt, kindInvalidToken, ReasonNotYetValid},
-	{validate.ErrAudience, kindInvalidToken, ReasonAudience},
-	{validate.ErrIssuer, kindInvalidToken, ReasonIssuer},
-	{validate.ErrSignature, kindInvalidToken, ReasonSignature},
-	{validate.ErrKeyNotFound, kindInvalidToken, ReasonUnknownKey},
-	{validate.ErrType, kindInvalidToken, ReasonType},
+	{ErrOrigin, kindOrigin, reasonOrigin},
+	{ErrNoToken, kindNoToken, reasonNoToken},
+	{ErrNoPrincipal, kindNoPrincipal, reasonNoPrincipal},
+	{ErrMultipleTokens, kindMultipleTokens, reasonMalformedRequest},
+	{ErrMalformedHeader, kindMalformedHeader, reasonMalformedRequest},
+	{ErrTokenInQuery, kindTokenInQuery, reasonMalformedRequest},
+	{validate.ErrKeysUnavailable, kindUnavailable, reasonKeysUnavailable},
+	{context.DeadlineExceeded, kindUnavailable, reasonKeysUnavailable},
+	{context.Canceled, kindUnavailable, reasonKeysUnavailable},
+	{ErrBodyTooLarge, kindTooLarge, reasonBodyTooLarge},
+	{ErrMalformedBody, kindMalformedBody, reasonParseError},
+	{ErrBatch, kindBatch, reasonBatch},
+	{ErrInvalidMessage, kindInvalidMessage, reasonInvalidMessage},
+	{ErrMissingMeta, kindInvalidParams, reasonInvalidParams},
+	{ErrHeaderMismatch, kindHeaderMismatch, reasonHeaderMismatch},
+	{ErrStepUpExhausted, kindStepUpExhausted, reasonStepUpExhausted},
+	{ErrInsufficientScope, kindInsufficientScope, reasonInsufficientScope},
+	{ErrNotListed, kindForbidden, reasonNotListed},
+	{ErrUnknownSession, kindUnknownSession, reasonUnknownSession},
+	{ErrSessionHeader, kindSessionHeader, reasonSessionHeader},
+	{ErrSessionsFull, kindSessionUnavailable, reasonSessionsFull},
+	{ErrSessionStore, kindSessionUnavailable, reasonSessionStore},
+	{ErrUnknownTask, kindUnknownTask, reasonUnknownTask},
+	{ErrTaskStore, kindUnavailable, reasonTaskStore},
+	{ErrNoTenant, kindForbidden, reasonTenant},
+	{ErrTenantMismatch, kindForbidden, reasonTenant},
+	{validate.ErrExpired, kindInvalidToken, reasonExpired},
+	{validate.ErrNotYetValid, kindInvalidToken, reasonNotYetValid},
+	{validate.ErrIssuedAt, kindInvalidToken, reasonNotYetValid},
+	{validate.ErrAudience, kindInvalidToken, reasonAudience},
+	{validate.ErrIssuer, kindInvalidToken, reasonIssuer},
+	{validate.ErrSignature, kindInvalidToken, reasonSignature},
+	{validate.ErrKeyNotFound, kindInvalidToken, reasonUnknownKey},
+	{validate.ErrType, kindInvalidToken, reasonType},
 }
 
 // errorKind returns the answer kind and the Reason of err.
@@ -129,7 +129,7 @@ func errorKind(err error) (kind, Reason) {
 			return e.kind, e.reason
 		}
 	}
-	return kindInvalidToken, ReasonInvalidToken
+	return kindInvalidToken, reasonInvalidToken
 }
 
 func kindOf(err error) kind {

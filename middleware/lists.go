@@ -74,8 +74,8 @@ type SecurityScheme struct {
 
 // SecurityScheme types.
 const (
-	SchemeOAuth2 = "oauth2"
-	SchemeNoAuth = "noauth"
+	schemeOAuth2 = "oauth2"
+	schemeNoAuth = "noauth"
 )
 
 // ListVerdict is [Middleware.ListEntry]'s decision about one list entry
@@ -144,7 +144,7 @@ func (m *Middleware) ListEntry(p *Principal, list, name string) ListVerdict {
 	return ListVerdict{Listed: true, SecuritySchemes: schemes}
 }
 
-var noAuthSchemes = []SecurityScheme{{Type: SchemeNoAuth}}
+var noAuthSchemes = []SecurityScheme{{Type: schemeNoAuth}}
 
 // entryGrant returns the grant of a call of the entry name of list, and
 // whether it is public; false when no token could reach it.
@@ -206,5 +206,5 @@ func (p *policy) template(tmpl string, mg *grant, exact map[string]*grant, prefi
 
 // schemesOf returns the annotation of an operation needing scopes.
 func schemesOf(scopes []string) []SecurityScheme {
-	return []SecurityScheme{{Type: SchemeOAuth2, Scopes: scopes}}
+	return []SecurityScheme{{Type: schemeOAuth2, Scopes: scopes}}
 }

@@ -174,13 +174,13 @@ func checkAnnotation(t *testing.T, f *fixture, e listEntryCase, v ListVerdict) {
 		t.Fatalf("%s %q: schemes %v", e.list, e.name, v.SecuritySchemes)
 	}
 	s := v.SecuritySchemes[0]
-	if s.Type == SchemeNoAuth {
+	if s.Type == schemeNoAuth {
 		if !authorized(f.m, e, "") {
 			t.Errorf("%s %q: noauth, but refused without a token", e.list, e.name)
 		}
 		return
 	}
-	if s.Type != SchemeOAuth2 || len(s.Scopes) == 0 {
+	if s.Type != schemeOAuth2 || len(s.Scopes) == 0 {
 		t.Fatalf("%s %q: scheme %+v", e.list, e.name, s)
 	}
 	if !authorized(f.m, e, f.token(t, s.Scopes...)) {

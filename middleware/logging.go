@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// DefaultRefusalLogRate is the number of refusals logged per second for
+// defaultRefusalLogRate is the number of refusals logged per second for
 // each [Reason] when Config.RefusalLogRate is zero.
-const DefaultRefusalLogRate = 5
+const defaultRefusalLogRate = 5
 
 // refusalSampler bounds the refusal records: at most rate per Reason in
 // each one-second window (Config.Now), the rest counted and reported as
@@ -68,7 +68,7 @@ func (m *Middleware) logRefusal(r *http.Request, rf *refusal) {
 	}
 	rate := m.cfg.RefusalLogRate
 	if rate == 0 {
-		rate = DefaultRefusalLogRate
+		rate = defaultRefusalLogRate
 	}
 	ok, suppressed := m.refusals.allow(rf.reason, m.cfg.Now(), rate)
 	if !ok {

@@ -33,7 +33,7 @@ func (s *syncBuf) lines() []string {
 
 // TestRefusalLogs: under the default slog level (Info), refusals are
 // logged with reason, method, tool, client and issuer and never the
-// token, at most DefaultRefusalLogRate a second per reason, the excess
+// token, at most defaultRefusalLogRate a second per reason, the excess
 // reported as suppressed.
 func TestRefusalLogs(t *testing.T) {
 	var buf syncBuf
@@ -54,8 +54,8 @@ func TestRefusalLogs(t *testing.T) {
 		}
 	}
 	lines := buf.lines()
-	if len(lines) != DefaultRefusalLogRate {
-		t.Fatalf("%d records for 100 refusals in one second, want %d:\n%s", len(lines), DefaultRefusalLogRate, strings.Join(lines, "\n"))
+	if len(lines) != defaultRefusalLogRate {
+		t.Fatalf("%d records for 100 refusals in one second, want %d:\n%s", len(lines), defaultRefusalLogRate, strings.Join(lines, "\n"))
 	}
 	want := `level=INFO msg="middleware: request refused" status=401 reason=signature error="validate: invalid signature" http_method=POST path=/mcp`
 	if !strings.Contains(lines[0], want) {
@@ -120,7 +120,7 @@ func TestRefusalSamplerConcurrent(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 100 {
-				if ok, _ := s.allow(ReasonNoToken, now, 5); ok {
+				if ok, _ := s.allow(reasonNoToken, now, 5); ok {
 					mu.Lock()
 					allowed++
 					mu.Unlock()
@@ -132,7 +132,7 @@ func TestRefusalSamplerConcurrent(t *testing.T) {
 	if allowed != 5 {
 		t.Errorf("allowed %d of 800 in one second, want 5", allowed)
 	}
-	if ok, sup := s.allow(ReasonNoToken, now.Add(time.Second), 5); !ok || sup != 795 {
+	if ok, sup := s.allow(reasonNoToken, now.Add(time.Second), 5); !ok || sup != 795 {
 		t.Errorf("next window: %v %d, want true 795", ok, sup)
 	}
 }

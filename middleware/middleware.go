@@ -75,7 +75,7 @@ func New(cfg Config) (*Middleware, error) {
 	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
 	m.buildDPoPAnswers(cfg.Scopes)
 	if cfg.StepUpLimit > 0 {
-		m.pending = newPendingSet(DefaultStepUpKeys)
+		m.pending = newPendingSet(defaultStepUpKeys)
 	}
 	m.tasks = cfg.Sessions.Store
 	if m.tasks == nil {
@@ -339,7 +339,7 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, rf *re
 	case hdr == "":
 		hdr = m.stepUpHeader(need.scopes)
 	}
-	rf.reason, rf.answer = ReasonInsufficientScope, m.answers[kindInsufficientScope]
+	rf.reason, rf.answer = reasonInsufficientScope, m.answers[kindInsufficientScope]
 	rf.challenge = m.dpopStepUp(r, hdr)
 	m.send(w, r, rf)
 }

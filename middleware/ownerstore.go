@@ -49,22 +49,22 @@ type OwnerStore interface {
 
 // Defaults of [MemoryOwnerConfig].
 const (
-	// DefaultMaxOwnerRecords bounds a [MemoryOwnerStore] whose Max is zero.
-	DefaultMaxOwnerRecords = 10000
-	// DefaultOwnerQuota is the per-owner quota of a [MemoryOwnerStore]
+	// defaultMaxOwnerRecords bounds a [MemoryOwnerStore] whose Max is zero.
+	defaultMaxOwnerRecords = 10000
+	// defaultOwnerQuota is the per-owner quota of a [MemoryOwnerStore]
 	// whose PerOwner is zero.
-	DefaultOwnerQuota = 100
+	defaultOwnerQuota = 100
 )
 
 // MemoryOwnerConfig configures a [MemoryOwnerStore].
 type MemoryOwnerConfig struct {
 	// Max bounds the records held, all kinds together. Zero means
-	// [DefaultMaxOwnerRecords].
+	// 10000.
 	Max int
 	// PerOwner is each owner's quota of records of one kind: a Claim by
 	// an owner at its quota forgets that owner's least recently used
 	// record of the kind, never another owner's. Zero means
-	// [DefaultOwnerQuota]; it is capped at Max.
+	// 100; it is capped at Max.
 	PerOwner int
 	// Now is the clock of the expiries. Nil means time.Now.
 	Now func() time.Time
@@ -82,10 +82,10 @@ type MemoryOwnerStore struct {
 // NewMemoryOwnerStore returns an empty store.
 func NewMemoryOwnerStore(cfg MemoryOwnerConfig) *MemoryOwnerStore {
 	if cfg.Max <= 0 {
-		cfg.Max = DefaultMaxOwnerRecords
+		cfg.Max = defaultMaxOwnerRecords
 	}
 	if cfg.PerOwner <= 0 {
-		cfg.PerOwner = DefaultOwnerQuota
+		cfg.PerOwner = defaultOwnerQuota
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now

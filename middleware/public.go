@@ -65,10 +65,10 @@ type PublicOperations struct {
 	Resources []string
 }
 
-// ReasonPublic: a request without a token was passed to the next handler
+// reasonPublic: a request without a token was passed to the next handler
 // because its operation is public (OperationPolicy.Public). Its
 // [Decision.Principal] is anonymous.
-const ReasonPublic Reason = "public"
+const reasonPublic Reason = "public"
 
 func (po PublicOperations) clone() PublicOperations {
 	return PublicOperations{

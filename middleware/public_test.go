@@ -197,10 +197,10 @@ func TestPublicDecision(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("%d decisions", len(got))
 	}
-	if d := got[0]; d.Status != 0 || d.Reason != ReasonPublic || d.Method != "tools/call" || d.Name != "hello" || d.Principal == nil || !d.Principal.Anonymous {
+	if d := got[0]; d.Status != 0 || d.Reason != reasonPublic || d.Method != "tools/call" || d.Name != "hello" || d.Principal == nil || !d.Principal.Anonymous {
 		t.Errorf("public decision = %+v", d)
 	}
-	if d := got[1]; d.Status != 401 || d.Reason != ReasonNoToken || d.Name != "get_weather" || d.Principal != nil {
+	if d := got[1]; d.Status != 401 || d.Reason != reasonNoToken || d.Name != "get_weather" || d.Principal != nil {
 		t.Errorf("refusal = %+v", d)
 	}
 }

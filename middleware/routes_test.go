@@ -130,7 +130,7 @@ func TestProtectDecisions(t *testing.T) {
 	want := []struct {
 		status int
 		reason Reason
-	}{{401, ReasonNoToken}, {403, ReasonInsufficientScope}, {0, ReasonAuthorized}}
+	}{{401, reasonNoToken}, {403, reasonInsufficientScope}, {0, reasonAuthorized}}
 	if len(got) != len(want) {
 		t.Fatalf("%d decisions, want %d", len(got), len(want))
 	}

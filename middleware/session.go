@@ -11,18 +11,18 @@ import (
 
 // Defaults of [SessionConfig].
 const (
-	// DefaultMaxSessions bounds the sessions bound at once when
+	// defaultMaxSessions bounds the sessions bound at once when
 	// SessionConfig.Max is zero.
-	DefaultMaxSessions = 10000
-	// DefaultSessionsPerPrincipal is each principal's quota of sessions
+	defaultMaxSessions = 10000
+	// defaultSessionsPerPrincipal is each principal's quota of sessions
 	// when SessionConfig.PerPrincipal is zero.
-	DefaultSessionsPerPrincipal = 32
-	// DefaultAnonymousSessions is the anonymous principal's quota when
+	defaultSessionsPerPrincipal = 32
+	// defaultAnonymousSessions is the anonymous principal's quota when
 	// SessionConfig.Anonymous is zero.
-	DefaultAnonymousSessions = 1000
-	// DefaultSessionIdleTimeout is the idle expiry of a session when
+	defaultAnonymousSessions = 1000
+	// defaultSessionIdleTimeout is the idle expiry of a session when
 	// SessionConfig.IdleTimeout is zero.
-	DefaultSessionIdleTimeout = time.Hour
+	defaultSessionIdleTimeout = time.Hour
 )
 
 // sessionCloseTimeout bounds the internal DELETE that closes an evicted or
@@ -54,17 +54,17 @@ type SessionConfig struct {
 	// reached and no session has expired, a new session of a principal
 	// below its quota is refused with 503 (and closed in the next
 	// handler): live sessions of others are never evicted. Zero means
-	// [DefaultMaxSessions].
+	// 10000.
 	Max int
 	// PerPrincipal is each authenticated principal's quota. Zero means
-	// [DefaultSessionsPerPrincipal]; it is capped at Max.
+	// 32; it is capped at Max.
 	PerPrincipal int
 	// Anonymous is the quota of the anonymous principal, which every
 	// client of a public operation shares. Zero means
-	// [DefaultAnonymousSessions]; it is capped at Max.
+	// 1000; it is capped at Max.
 	Anonymous int
 	// IdleTimeout ends a session not used for this long. Zero means
-	// [DefaultSessionIdleTimeout].
+	// 1 h.
 	IdleTimeout time.Duration
 	// Store, if set, also keeps the owner records (kind [KindSession],
 	// renewed on every request for IdleTimeout) so that replicas and
@@ -104,31 +104,31 @@ var ErrSessionStore = errors.New("middleware: session store unavailable")
 
 // Reasons of the session binding.
 const (
-	// ReasonUnknownSession: [ErrUnknownSession] (404).
-	ReasonUnknownSession Reason = "unknown_session"
-	// ReasonSessionHeader: [ErrSessionHeader] (400).
-	ReasonSessionHeader Reason = "session_header"
-	// ReasonSessionsFull: [ErrSessionsFull] (503).
-	ReasonSessionsFull Reason = "sessions_full"
-	// ReasonSessionStore: [ErrSessionStore] (503).
-	ReasonSessionStore Reason = "session_store"
+	// reasonUnknownSession: [ErrUnknownSession] (404).
+	reasonUnknownSession Reason = "unknown_session"
+	// reasonSessionHeader: [ErrSessionHeader] (400).
+	reasonSessionHeader Reason = "session_header"
+	// reasonSessionsFull: [ErrSessionsFull] (503).
+	reasonSessionsFull Reason = "sessions_full"
+	// reasonSessionStore: [ErrSessionStore] (503).
+	reasonSessionStore Reason = "session_store"
 )
 
 const bodySessionNotFound = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}`
 
 func (c SessionConfig) withDefaults() SessionConfig {
 	if c.Max == 0 {
-		c.Max = DefaultMaxSessions
+		c.Max = defaultMaxSessions
 	}
 	if c.PerPrincipal == 0 {
-		c.PerPrincipal = DefaultSessionsPerPrincipal
+		c.PerPrincipal = defaultSessionsPerPrincipal
 	}
 	if c.Anonymous == 0 {
-		c.Anonymous = DefaultAnonymousSessions
+		c.Anonymous = defaultAnonymousSessions
 	}
 	c.PerPrincipal, c.Anonymous = min(c.PerPrincipal, c.Max), min(c.Anonymous, c.Max)
 	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultSessionIdleTimeout
+		c.IdleTimeout = defaultSessionIdleTimeout
 	}
 	return c
 }

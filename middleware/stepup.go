@@ -65,10 +65,10 @@ type stepUpCounter struct{ n int }
 var _ StepUpStore = (*MemoryStepUpStore)(nil)
 
 // NewMemoryStepUpStore returns an empty store for at most maxKeys
-// counters; maxKeys < 1 means [DefaultStepUpKeys].
+// counters; maxKeys < 1 means 10000.
 func NewMemoryStepUpStore(maxKeys int) *MemoryStepUpStore {
 	if maxKeys < 1 {
-		maxKeys = DefaultStepUpKeys
+		maxKeys = defaultStepUpKeys
 	}
 	return &MemoryStepUpStore{c: fairlru.New[string, *stepUpCounter](fairlru.Config{MaxEntries: maxKeys, ByExpiry: true})}
 }

@@ -44,10 +44,10 @@ const (
 	maxFreeTaskWrite = 64
 )
 
-// DefaultTaskTTL is how long the middleware remembers a task's owner when
+// defaultTaskTTL is how long the middleware remembers a task's owner when
 // the task's own ttl (plus a minute) is longer or unlimited: past it, the
 // task is refused as unknown.
-const DefaultTaskTTL = 24 * time.Hour
+const defaultTaskTTL = 24 * time.Hour
 
 // taskGrace is added to a task's ttl: the server may purge the task at its
 // ttl, a little later than the middleware recorded it.
@@ -64,7 +64,7 @@ var (
 	// tasks/cancel, tasks/update) names a task the caller does not own:
 	// one created by another principal, one the middleware never saw
 	// created (before a restart with the in-memory store, or past
-	// DefaultTaskTTL), or no task ID at all. Answered, without reaching the
+	// defaultTaskTTL), or no task ID at all. Answered, without reaching the
 	// server, as an MCP server answers an unknown task: JSON-RPC -32602
 	// "Task not found" with the request's id, HTTP 200 (400 from
 	// 2026-07-28, SEP-2575).
@@ -79,10 +79,10 @@ var (
 
 // Reasons of the task binding.
 const (
-	// ReasonUnknownTask: [ErrUnknownTask].
-	ReasonUnknownTask Reason = "unknown_task"
-	// ReasonTaskStore: [ErrTaskStore] (503).
-	ReasonTaskStore Reason = "task_store_unavailable"
+	// reasonUnknownTask: [ErrUnknownTask].
+	reasonUnknownTask Reason = "unknown_task"
+	// reasonTaskStore: [ErrTaskStore] (503).
+	reasonTaskStore Reason = "task_store_unavailable"
 )
 
 // isTaskOp reports whether method is a task operation naming one task
@@ -135,7 +135,7 @@ func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Princi
 		m.refuse(w, r, &refusal{err: errNoTaskID, p: p, g: g, id: msg.id})
 		return true
 	}
-	rec, err := m.tasks.Owner(r.Context(), KindTask, string(msg.taskID.v), DefaultTaskTTL)
+	rec, err := m.tasks.Owner(r.Context(), KindTask, string(msg.taskID.v), defaultTaskTTL)
 	if err != nil {
 		m.refuse(w, r, &refusal{err: fmt.Errorf("%w: %w", ErrTaskStore, err), p: p, g: g})
 		return true
@@ -341,7 +341,7 @@ func (t *taskWriter) ownsParam(obj []byte) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	rec, err := t.m.tasks.Owner(t.ctx, KindTask, id, DefaultTaskTTL)
+	rec, err := t.m.tasks.Owner(t.ctx, KindTask, id, defaultTaskTTL)
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", ErrTaskStore, err)
 	}
@@ -403,13 +403,13 @@ func (t *taskWriter) record(result []byte) error {
 }
 
 // taskLifetime is how long a task with the raw ttl (milliseconds, or null)
-// is remembered: its ttl plus taskGrace, at most DefaultTaskTTL.
+// is remembered: its ttl plus taskGrace, at most defaultTaskTTL.
 func taskLifetime(ttl []byte) time.Duration {
 	ms, err := strconv.ParseFloat(string(ttl), 64)
-	if err != nil || ms < 0 || ms >= float64(DefaultTaskTTL/time.Millisecond) {
-		return DefaultTaskTTL
+	if err != nil || ms < 0 || ms >= float64(defaultTaskTTL/time.Millisecond) {
+		return defaultTaskTTL
 	}
-	return min(time.Duration(ms)*time.Millisecond+taskGrace, DefaultTaskTTL)
+	return min(time.Duration(ms)*time.Millisecond+taskGrace, defaultTaskTTL)
 }
 
 // sameID reports whether the raw JSON-RPC ids a and b are the same id:

@@ -51,9 +51,9 @@ func (t *Telemetry) OnDecision(ctx context.Context, d middleware.Decision) {
 	opts := t.decisionOpts.get(k, func() attribute.Set { return decisionSet(k) })
 	t.decisions.Add(ctx, 1, opts.add...)
 	switch d.Reason {
-	case middleware.ReasonInsufficientScope:
+	case "insufficient_scope":
 		t.challenges.Add(ctx, 1, t.stepUpOptions(d).add...)
-	case middleware.ReasonStepUpExhausted:
+	case "step_up_exhausted":
 		t.exhausted.Add(ctx, 1, t.stepUpOptions(d).add...)
 	}
 	ds, ok := ctx.Value(decisionSpanKey{}).(*decisionSpan)

@@ -381,7 +381,7 @@ func TestNoAllocations(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	d := middleware.Decision{Reason: middleware.ReasonAuthorized, Method: "tools/call", Name: "get_weather", ProtocolVersion: "2026-07-28"}
+	d := middleware.Decision{Reason: middleware.Reason("authorized"), Method: "tools/call", Name: "get_weather", ProtocolVersion: "2026-07-28"}
 	o := validate.Observation{Cache: validate.CacheHit, Duration: 1000}
 	tel.OnDecision(ctx, d)
 	tel.ObserveValidation(ctx, o)
