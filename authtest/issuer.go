@@ -14,9 +14,9 @@ import (
 	"github.com/go-jose/go-jose/v4"
 )
 
-// DefaultAudience is the audience of tokens minted by an [Issuer] whose
+// defaultAudience is the audience of tokens minted by an [Issuer] whose
 // [IssuerConfig.Audience] is empty.
-const DefaultAudience = "https://mcp.example.com/mcp"
+const defaultAudience = "https://mcp.example.com/mcp"
 
 // Well-known path prefixes served by [Issuer] (RFC 8414 §3, OpenID Connect
 // Discovery 1.0 §4).
@@ -26,7 +26,7 @@ const (
 )
 
 // IssuerConfig configures [NewIssuer]. The zero value is a working issuer with
-// no issuer path, plain HTTP, a pinned clock and [DefaultAudience].
+// no issuer path, plain HTTP, a pinned clock and "https://mcp.example.com/mcp".
 type IssuerConfig struct {
 	// Path is the path component of the issuer identifier, e.g. "/tenant1".
 	// Empty means none, so the issuer is the bare server URL. It must start
@@ -41,7 +41,7 @@ type IssuerConfig struct {
 	// wall clock is never read. See [Issuer.Now] and [Issuer.Advance].
 	Now func() time.Time
 	// Audience is the default "aud" of minted tokens. Defaults to
-	// [DefaultAudience].
+	// "https://mcp.example.com/mcp".
 	Audience string
 	// MixUpIssuer, if set, is reported as "issuer" in every metadata document
 	// instead of [Issuer.URL]: the mix-up attack of RFC 8414 §3.3 (MCP
@@ -75,7 +75,7 @@ func (c IssuerConfig) withDefaults() IssuerConfig {
 		c.Now = func() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC) }
 	}
 	if c.Audience == "" {
-		c.Audience = DefaultAudience
+		c.Audience = defaultAudience
 	}
 	if c.IntrospectionClientID == "" {
 		c.IntrospectionClientID = "rs-client"

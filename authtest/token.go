@@ -16,14 +16,14 @@ import (
 const (
 	DefaultSubject  = "user-1"
 	DefaultClientID = "client-1"
-	DefaultScope    = "mcp:tools"
+	defaultScope    = "mcp:tools"
 	DefaultTenant   = "tenant-a"
 	// WrongIssuerURL is the "iss" set by [WrongIssuer].
 	WrongIssuerURL = "https://wrong-issuer.example"
 	// WrongAudienceURL is the "aud" set by [WrongAudience].
 	WrongAudienceURL = "https://wrong-audience.example"
-	// UnknownKeyID is the "kid" set by [UnknownKID].
-	UnknownKeyID = "unknown-kid"
+	// unknownKeyID is the "kid" set by [UnknownKID].
+	unknownKeyID = "unknown-kid"
 )
 
 // TokenOption changes one property of a token minted by [Issuer.Token] or
@@ -75,7 +75,8 @@ func WithScopes(scopes ...string) TokenOption {
 func WithTenant(tenant string) TokenOption { return WithClaim("tenant", tenant) }
 
 // WithClaim sets claim name to v (any JSON-encodable value), replacing the
-// default. A nil v deletes the claim.
+// default, e.g. WithClaim("exp", t.Unix()) for a NumericDate. A nil v
+// deletes the claim.
 func WithClaim(name string, v any) TokenOption {
 	return func(s *tokenSpec) {
 		if v == nil {
@@ -88,22 +89,6 @@ func WithClaim(name string, v any) TokenOption {
 
 // WithoutClaim deletes claim name, e.g. WithoutClaim("exp").
 func WithoutClaim(name string) TokenOption { return WithClaim(name, nil) }
-
-func timeClaim(name string, t time.Time) TokenOption {
-	if t.IsZero() {
-		return WithoutClaim(name)
-	}
-	return WithClaim(name, t.Unix())
-}
-
-// WithExpiry sets "exp"; the zero time deletes it.
-func WithExpiry(t time.Time) TokenOption { return timeClaim("exp", t) }
-
-// WithIssuedAt sets "iat"; the zero time deletes it.
-func WithIssuedAt(t time.Time) TokenOption { return timeClaim("iat", t) }
-
-// WithNotBefore sets "nbf"; the zero time deletes it.
-func WithNotBefore(t time.Time) TokenOption { return timeClaim("nbf", t) }
 
 // Expired makes the token expired an hour ago: exp = now-1h and
 // iat = nbf = now-2h.
@@ -135,9 +120,6 @@ func WrongIssuer() TokenOption { return WithClaim("iss", WrongIssuerURL) }
 // e.g. WithType("JWT").
 func WithType(typ string) TokenOption { return WithHeader("typ", typ) }
 
-// WithoutType removes the "typ" header.
-func WithoutType() TokenOption { return WithHeader("typ", nil) }
-
 // WithAlgorithm signs with alg instead of ES256. The key is the issuer's
 // key for alg: ES256 → the current signing key, RS256 → [KIDRS256],
 // EdDSA → [KIDEdDSA], or the newest private key added with [Issuer.AddKey]
@@ -151,7 +133,7 @@ func WithAlgorithm(alg jose.SignatureAlgorithm) TokenOption {
 }
 
 // UnknownKID signs with a fresh key of the token's algorithm that the JWKS
-// does not contain, under kid [UnknownKeyID].
+// does not contain, under kid "unknown-kid".
 func UnknownKID() TokenOption { return func(s *tokenSpec) { s.mode = keyUnknown } }
 
 // WrongKey signs with a fresh key of the token's algorithm but keeps the
@@ -203,7 +185,7 @@ func (i *Issuer) newSpec(opts []TokenOption) *tokenSpec {
 			"iat":       now.Unix(),
 			"nbf":       now.Unix(),
 			"exp":       now.Add(time.Hour).Unix(),
-			"scope":     DefaultScope,
+			"scope":     defaultScope,
 			"tenant":    DefaultTenant,
 		},
 		header: map[string]any{"typ": "at+jwt"},
@@ -271,7 +253,7 @@ func (i *Issuer) sign(s *tokenSpec) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		key, kid = fresh.Key, UnknownKeyID
+		key, kid = fresh.Key, unknownKeyID
 	default:
 		key, kid, err = i.signingKey(alg)
 		if err != nil {

@@ -213,7 +213,7 @@ func hxTypCases(fx *hxHostile) []hxCase {
 	ok, invalid := fx.ok, fx.invalid
 	return []hxCase{
 		{class: "typ", name: "typ_JWT", want: invalid, wantErr: validate.ErrType, req: tokReq(authtest.WithType("JWT"))},
-		{class: "typ", name: "typ_absent", want: invalid, wantErr: validate.ErrType, req: tokReq(authtest.WithoutType())},
+		{class: "typ", name: "typ_absent", want: invalid, wantErr: validate.ErrType, req: tokReq(authtest.WithHeader("typ", nil))},
 		{class: "typ", name: "typ_dpop_jwt", want: invalid, wantErr: validate.ErrType, req: tokReq(authtest.WithType("dpop+jwt"))},
 		{class: "typ", name: "typ_secevent_jwt", want: invalid, wantErr: validate.ErrType, req: tokReq(authtest.WithType("secevent+jwt"))},
 		{class: "typ", name: "typ_not_a_string", want: invalid, wantErr: validate.ErrMalformed,

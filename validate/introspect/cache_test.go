@@ -63,7 +63,7 @@ func TestCache(t *testing.T) {
 		{
 			name:   "entry expires at exp, then the endpoint says inactive",
 			mut:    func(c *introspect.Config) { c.MaxCacheTTL = 5 * time.Minute },
-			tokens: []authtest.TokenOption{authtest.WithExpiry(time.Date(2026, 1, 2, 3, 6, 5, 0, time.UTC))}, // now+2m
+			tokens: []authtest.TokenOption{authtest.WithClaim("exp", time.Date(2026, 1, 2, 3, 6, 5, 0, time.UTC).Unix())}, // now+2m
 			steps: []step{
 				{wantCalls: 1},
 				{advance: 2*time.Minute - time.Second, wantCalls: 1},
