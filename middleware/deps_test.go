@@ -23,6 +23,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/internal/strictjson",  // the one JSON reader
 			deptest.Module + "/internal/fairlru",     // the one fair bounded map (stdlib only)
 			deptest.Module + "/internal/jws",         // through validate
+			deptest.Module + "/internal/jwtclaims",   // through validate
 			deptest.Module + "/internal/answer",      // reading and rewriting answers (task binding)
 			"github.com/go-json-experiment/json/...", // through internal/strictjson
 		},

@@ -3,8 +3,8 @@ package validate
 import (
 	"errors"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/jwtclaims"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mcpguard/mcpguard/internal/strictjson"
@@ -251,16 +251,16 @@ func (v *Validator) decodeTimes(rc *rawClaims, c *Claims) error {
 	if rc.exp == "" {
 		return errMissingExp
 	}
-	if c.Expiry, ok = numericDate(rc.exp); !ok {
+	if c.Expiry, ok = jwtclaims.NumericDate(rc.exp); !ok {
 		return errTimeClaim
 	}
 	if rc.nbf != "" {
-		if c.NotBefore, ok = numericDate(rc.nbf); !ok {
+		if c.NotBefore, ok = jwtclaims.NumericDate(rc.nbf); !ok {
 			return errTimeClaim
 		}
 	}
 	if rc.iat != "" {
-		if c.IssuedAt, ok = numericDate(rc.iat); !ok {
+		if c.IssuedAt, ok = jwtclaims.NumericDate(rc.iat); !ok {
 			return errTimeClaim
 		}
 	}
@@ -316,41 +316,11 @@ func (v *Validator) audienceOK(aud []string) bool {
 	// (RFC 3986 §6.2.2.1); the path stays case-sensitive. Only reached on a
 	// mismatch, so the exact match costs nothing extra.
 	for _, a := range aud {
-		if c, ok := CanonicalURI(a); ok && slices.Contains(v.canonAud, c) {
+		if c, ok := jwtclaims.CanonicalURI(a); ok && slices.Contains(v.canonAud, c) {
 			return true
 		}
 	}
 	return false
-}
-
-// CanonicalURI lower-cases the scheme and host of an absolute URI of the
-// form scheme://host[:port][path…], leaving everything after the authority
-// untouched, and reports false for anything else (including URIs with
-// userinfo). Audience matching uses it as a fallback after the exact
-// comparison: the MCP authorization spec (Canonical Server URI) says
-// implementations SHOULD accept uppercase scheme and host components.
-func CanonicalURI(s string) (string, bool) {
-	i := strings.Index(s, "://")
-	if i <= 0 {
-		return "", false
-	}
-	end := len(s)
-	if j := strings.IndexAny(s[i+3:], "/?#"); j >= 0 {
-		end = i + 3 + j
-	}
-	b := []byte(s)
-	for k := 0; k < end; k++ {
-		switch c := b[k]; {
-		case c >= 0x80, c == '@':
-			// Hosts are ASCII (RFC 3986 §3.2.2); Unicode case mapping would
-			// fold look-alikes such as the Kelvin sign onto "k". Userinfo is
-			// case-sensitive and never part of a resource identifier.
-			return "", false
-		case 'A' <= c && c <= 'Z':
-			b[k] = c + ('a' - 'A')
-		}
-	}
-	return string(b), true
 }
 
 // checkTimes applies RFC 7519 §4.1.4-4.1.6 with the configured leeway, and

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"errors"
+	"github.com/mcpguard/mcpguard/internal/jwtclaims"
 	"slices"
 	"strings"
 	"testing"
@@ -42,7 +43,7 @@ func TestValidateTimes(t *testing.T) {
 		{name: "exp null", tok: es(with("exp", jsonNull{})), wantErr: ErrMalformed},
 		{name: "exp array", tok: es(with("exp", []int64{at(time.Hour)})), wantErr: ErrMalformed},
 		{name: "exp negative", tok: es(with("exp", -1)), wantErr: ErrMalformed},
-		{name: "exp after year 9999", tok: es(with("exp", int64(maxNumericDate)+1)), wantErr: ErrMalformed},
+		{name: "exp after year 9999", tok: es(with("exp", int64(jwtclaims.MaxNumericDate)+1)), wantErr: ErrMalformed},
 		{name: "exp 1e20", tok: es(with("exp", 1e20)), wantErr: ErrMalformed},
 		{name: "exp beyond int64", tok: es(with("exp", 1e19)), wantErr: ErrMalformed},
 		{name: "nbf string", tok: es(with("nbf", "0")), wantErr: ErrMalformed},
@@ -229,9 +230,9 @@ func TestCanonicalURI(t *testing.T) {
 		{"://h/p", "", false},
 	}
 	for _, tt := range tests {
-		got, ok := CanonicalURI(tt.in)
+		got, ok := jwtclaims.CanonicalURI(tt.in)
 		if got != tt.want || ok != tt.ok {
-			t.Errorf("CanonicalURI(%q) = %q, %t; want %q, %t", tt.in, got, ok, tt.want, tt.ok)
+			t.Errorf("jwtclaims.CanonicalURI(%q) = %q, %t; want %q, %t", tt.in, got, ok, tt.want, tt.ok)
 		}
 	}
 }

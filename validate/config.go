@@ -67,7 +67,7 @@ type Config struct {
 	// resource, RFC 9728 §2 "resource"). Required. A token is accepted when
 	// any of its "aud" values (a string or an array, RFC 7519 §4.1.3)
 	// equals any of these exactly or, failing that, with the scheme and
-	// host compared case-insensitively ([CanonicalURI], MCP Canonical
+	// host compared case-insensitively (MCP Canonical
 	// Server URI); the path is always case-sensitive.
 	Audiences []string
 

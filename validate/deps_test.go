@@ -13,7 +13,8 @@ func TestDeps(t *testing.T) {
 		Allowed: []string{
 			"github.com/go-jose/go-jose/v4/...",
 			"github.com/mcpguard/mcpguard/internal/strictjson",
-			"github.com/mcpguard/mcpguard/internal/jws", // the one JWS verifier
+			"github.com/mcpguard/mcpguard/internal/jws",       // the one JWS verifier
+			"github.com/mcpguard/mcpguard/internal/jwtclaims", // NumericDate, CanonicalURI
 			"github.com/mcpguard/mcpguard/internal/scopetoken",
 			"github.com/mcpguard/mcpguard/internal/fairlru",
 			"github.com/go-json-experiment/json/...", // through internal/strictjson

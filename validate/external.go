@@ -4,7 +4,6 @@ import (
 	"errors"
 	"github.com/mcpguard/mcpguard/internal/jws"
 	"slices"
-	"time"
 
 	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
@@ -27,17 +26,6 @@ func NewClaims(c Claims, claimsJSON []byte) *Claims {
 	c.Scopes = slices.Clone(c.Scopes)
 	c.payload = string(claimsJSON)
 	return &c
-}
-
-// ParseNumericDate decodes v, the raw JSON text of a NumericDate (RFC 7519
-// §2), by the rule [Validator.Validate] applies to "exp", "nbf" and "iat":
-// a JSON number of seconds since the epoch, possibly fractional, from 0 to
-// the end of year 9999, returned in UTC. It reports false for anything
-// else, a JSON string included. Validators outside this package, such as
-// token introspection (RFC 7662 §2.2), use it to read times exactly as
-// this package does.
-func ParseNumericDate(v string) (time.Time, bool) {
-	return numericDate(v)
 }
 
 // Trusts reports whether raw looks like a JWT that v is responsible for: a

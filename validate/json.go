@@ -4,9 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mcpguard/mcpguard/internal/jws"
-	"math"
-	"strconv"
-	"time"
 
 	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
@@ -73,32 +70,6 @@ func claimNames(tenant string) []string {
 		names = append(names, tenant)
 	}
 	return names
-}
-
-// maxNumericDate is 9999-12-31T23:59:59Z, the latest NumericDate accepted.
-const maxNumericDate = 253402300799
-
-// numericDate decodes a NumericDate (RFC 7519 §2): a JSON number of seconds
-// since the epoch, possibly fractional. Strings, negative values, values
-// after year 9999 and values that overflow float64 are rejected. The range
-// is checked on the float64 before any integer conversion, so the result is
-// the same on every architecture. v is the raw text of a JSON value that
-// strictjson has checked, so a leading digit or '-' means a JSON number.
-func numericDate(v string) (time.Time, bool) {
-	if v == "" || (v[0] != '-' && (v[0] < '0' || v[0] > '9')) {
-		return time.Time{}, false
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil || !(f >= 0 && f <= maxNumericDate) {
-		return time.Time{}, false
-	}
-	sec := math.Floor(f)
-	nsec := math.Round((f - sec) * 1e9)
-	if nsec >= 1e9 {
-		sec++
-		nsec = 0
-	}
-	return time.Unix(int64(sec), int64(nsec)).UTC(), true
 }
 
 // parseConfirmation implements ParseConfirmation.

@@ -2,6 +2,7 @@ package validate
 
 import (
 	"errors"
+	"github.com/mcpguard/mcpguard/internal/jwtclaims"
 	"slices"
 	"testing"
 	"time"
@@ -79,13 +80,13 @@ func TestNumericDate(t *testing.T) {
 		{"", time.Time{}, false},
 	}
 	for _, tt := range tests {
-		got, ok := numericDate(tt.in)
+		got, ok := jwtclaims.NumericDate(tt.in)
 		if ok != tt.ok || !got.Equal(tt.want) {
-			t.Errorf("numericDate(%s): got %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+			t.Errorf("jwtclaims.NumericDate(%s): got %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
-		got, ok = ParseNumericDate(tt.in)
+		got, ok = jwtclaims.NumericDate(tt.in)
 		if ok != tt.ok || !got.Equal(tt.want) {
-			t.Errorf("ParseNumericDate(%s): got %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
+			t.Errorf("jwtclaims.NumericDate(%s): got %v, %v; want %v, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
 	}
 }

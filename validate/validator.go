@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/mcpguard/mcpguard/internal/jws"
+	"github.com/mcpguard/mcpguard/internal/jwtclaims"
 	"strings"
 	"time"
 
@@ -70,7 +71,7 @@ func New(cfg Config) (*Validator, error) {
 	v := &Validator{cfg: cfg, issuers: make(map[string]*issuerState, len(cfg.Issuers)),
 		headerNames: headerNames(), claimNames: claimNames(cfg.TenantClaim)}
 	for _, a := range cfg.Audiences {
-		if c, ok := CanonicalURI(a); ok {
+		if c, ok := jwtclaims.CanonicalURI(a); ok {
 			v.canonAud = append(v.canonAud, c)
 		}
 	}

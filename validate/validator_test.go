@@ -3,6 +3,7 @@ package validate
 import (
 	"context"
 	"errors"
+	"github.com/mcpguard/mcpguard/internal/jwtclaims"
 	"slices"
 	"strings"
 	"testing"
@@ -206,7 +207,7 @@ func TestValidateHappy(t *testing.T) {
 				t.Errorf("Expiry: got %v, want %v", c.Expiry, want)
 			}
 		}},
-		vcase{name: "latest NumericDate", tok: es(with("exp", int64(maxNumericDate)))},
+		vcase{name: "latest NumericDate", tok: es(with("exp", int64(jwtclaims.MaxNumericDate)))},
 		vcase{name: "no nbf", tok: es(with("nbf", nil)), check: func(t *testing.T, c *Claims) {
 			if !c.NotBefore.IsZero() {
 				t.Errorf("NotBefore: got %v, want zero", c.NotBefore)

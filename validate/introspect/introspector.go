@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/jwtclaims"
 	"net/http"
 	"net/url"
 	"sync"
@@ -119,7 +120,7 @@ func New(cfg Config) (*Introspector, error) {
 		i.cache = newResultCache(cfg.CacheSize)
 	}
 	for _, a := range cfg.Audiences {
-		if c, ok := validate.CanonicalURI(a); ok {
+		if c, ok := jwtclaims.CanonicalURI(a); ok {
 			i.canonAud = append(i.canonAud, c)
 		}
 	}

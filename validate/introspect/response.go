@@ -3,6 +3,7 @@ package introspect
 import (
 	"errors"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/jwtclaims"
 	"slices"
 	"strings"
 	"time"
@@ -176,7 +177,7 @@ func decodeMembers(m *members, c *validate.Claims) error {
 		if f.raw == nil {
 			continue
 		}
-		if *f.dst, ok = validate.ParseNumericDate(string(f.raw)); !ok {
+		if *f.dst, ok = jwtclaims.NumericDate(string(f.raw)); !ok {
 			return errTimeType
 		}
 	}
@@ -247,7 +248,7 @@ func (i *Introspector) audienceOK(aud []string) bool {
 		}
 	}
 	for _, a := range aud {
-		if c, ok := validate.CanonicalURI(a); ok && slices.Contains(i.canonAud, c) {
+		if c, ok := jwtclaims.CanonicalURI(a); ok && slices.Contains(i.canonAud, c) {
 			return true
 		}
 	}

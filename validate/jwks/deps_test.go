@@ -23,6 +23,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/internal/strictjson",  // the one JSON reader
 			deptest.Module + "/internal/fairlru",     // through validate
 			deptest.Module + "/internal/jws",         // through validate
+			deptest.Module + "/internal/jwtclaims",   // through validate
 			deptest.Module + "/internal/scopetoken",  // the one scope grammar (through validate)
 			"github.com/go-json-experiment/json/...", // through internal/strictjson
 		},
