@@ -1,13 +1,10 @@
 package integration
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"encoding/pem"
-	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,7 +13,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/mcpguard/mcpguard/integration/internal/exampleproc"
 )
 
 // This file runs real programs: the example server (examples/mcpserver,
@@ -57,22 +55,10 @@ func requireNode(t *testing.T) string {
 	return node
 }
 
-// exampleBinary builds examples/mcpserver into a temporary directory of t
-// (removed with it) and returns its path. It is built with -race when the
-// tests are, so that it reuses the build cache of their dependencies: then
-// only the link runs (about a second). Call it once per top-level test.
+// exampleBinary builds examples/mcpserver (exampleproc.Binary).
 func exampleBinary(t *testing.T) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "mcpserver")
-	args := []string{"build", "-o", path}
-	if raceBuild {
-		args = append(args, "-race")
-	}
-	out, err := exec.Command("go", append(args, "github.com/mcpguard/mcpguard/examples/mcpserver")...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build examples/mcpserver: %v\n%s", err, out)
-	}
-	return path
+	return exampleproc.Binary(t)
 }
 
 // example is a running examples/mcpserver process.
@@ -83,83 +69,13 @@ type example struct {
 }
 
 // syncBuf is a bytes.Buffer safe for a writer goroutine and readers.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
+type syncBuf = exampleproc.SyncBuf
 
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-// startExample runs the example server bin (see exampleBinary) with args (free loopback ports are
-// added unless args choose them) and env (NAME=value, added to a clean
-// environment without MCPGUARD_* variables), waits until it prints its
-// endpoints, and stops it (SIGINT) when the test ends.
+// startExample runs the example server bin (exampleproc.Start).
 func startExample(t *testing.T, bin string, env []string, args ...string) *example {
 	t.Helper()
-	args = append([]string{"-addr", "127.0.0.1:0", "-dev-as-addr", "127.0.0.1:0", "-log-level", "warn"}, args...)
-	cmd := exec.Command(bin, args...)
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "MCPGUARD_") {
-			cmd.Env = append(cmd.Env, kv)
-		}
-	}
-	cmd.Env = append(cmd.Env, env...)
-	pr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start example: %v", err)
-	}
-	e := &example{stderr: &syncBuf{}}
-	ready := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(pr)
-		for sc.Scan() {
-			line := sc.Text()
-			fmt.Fprintln(e.stderr, line)
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "MCP endpoint (resource):"); ok {
-				e.mcpURL = strings.TrimSpace(v)
-			}
-			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "authorization server:"); ok {
-				e.issuer = strings.TrimSpace(v)
-				close(ready)
-			}
-		}
-		_, _ = io.Copy(e.stderr, pr)
-	}()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("example server output:\n%s", e.stderr)
-		}
-	})
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("example server exited before it was ready: %v\n%s", err, e.stderr)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("example server not ready after 30s:\n%s", e.stderr)
-	}
-	return e
+	e := exampleproc.Start(t, bin, env, args...)
+	return &example{mcpURL: e.MCPURL, issuer: e.Issuer, stderr: e.Stderr}
 }
 
 // driverResult is what integration/node/driver.mjs prints.

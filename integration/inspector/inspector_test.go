@@ -1,4 +1,4 @@
-package integration
+package inspector
 
 import (
 	"bufio"
@@ -20,9 +20,10 @@ import (
 	"time"
 )
 
-// inspectorDir holds the MCP Inspector's package.json and lockfile, with
-// Node 22 from the npm node package (the Inspector needs Node >= 22.19).
-const inspectorDir = "inspector"
+// inspectorDir, this package's directory, holds the MCP Inspector's
+// package.json and lockfile, with Node 22 from the npm node package (the
+// Inspector needs Node >= 22.19).
+const inspectorDir = "."
 
 const inspectorInstallHint = "run `npm ci` in integration/inspector (.ci/run does)"
 
