@@ -82,26 +82,35 @@ func TestResolveHostileBodies(t *testing.T) {
 		}
 	})
 	s := newTLSServer(t, mux)
+	// The size caps must stop a body long before a generous Timeout (the
+	// error says which stopped it: ErrTooLarge, not ErrFetch); the slow
+	// answers must be cut at a short one. Bounds are generous: a loaded
+	// machine delays a TLS handshake by seconds, and the slow servers
+	// would hold the fetch for ever (or 10 s).
+	const short = 300 * time.Millisecond
 	cfg := testResolverConfig(s, newClock())
-	cfg.Timeout = 300 * time.Millisecond
-	r := mustResolver(t, cfg)
+	cfg.Timeout = 20 * time.Second
+	capped := mustResolver(t, cfg)
+	cfg.Timeout = short
+	timed := mustResolver(t, cfg)
 
 	tests := []struct {
 		path string
+		r    *Resolver
 		want error
 		max  time.Duration
 	}{
-		{"/oversized", ErrTooLarge, time.Second},
-		{"/oversized-declared", ErrTooLarge, time.Second},
-		{"/endless", ErrTooLarge, time.Second},
-		{"/gzip-bomb", ErrTooLarge, time.Second},
-		{"/slow-body", ErrFetch, 2 * time.Second},
-		{"/slow-headers", ErrFetch, 2 * time.Second},
+		{"/oversized", capped, ErrTooLarge, 10 * time.Second},
+		{"/oversized-declared", capped, ErrTooLarge, 10 * time.Second},
+		{"/endless", capped, ErrTooLarge, 10 * time.Second},
+		{"/gzip-bomb", capped, ErrTooLarge, 10 * time.Second},
+		{"/slow-body", timed, ErrFetch, short + 5*time.Second},
+		{"/slow-headers", timed, ErrFetch, short + 5*time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
 			start := time.Now()
-			_, err := r.Resolve(context.Background(), s.URL+tt.path)
+			_, err := tt.r.Resolve(context.Background(), s.URL+tt.path)
 			wantErrs(t, err, tt.want)
 			if el := time.Since(start); el > tt.max {
 				t.Errorf("took %v, want under %v", el, tt.max)
@@ -206,7 +215,9 @@ func TestResolveConcurrencyCapDeadline(t *testing.T) {
 	s := newTLSServer(t, response{body: validDoc})
 	cfg := testResolverConfig(s, newClock())
 	cfg.MaxConcurrentFetches = 1
-	cfg.Timeout = 100 * time.Millisecond
+	// Long enough for the second fetch's TLS handshake on a loaded
+	// machine; the first Resolve waits all of it for the slot.
+	cfg.Timeout = 1500 * time.Millisecond
 	r := mustResolver(t, cfg)
 	r.slots <- struct{}{} // a fetch that never ends holds the only slot
 	_, err := r.Resolve(context.Background(), s.URL+"/a.json")
