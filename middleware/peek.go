@@ -159,12 +159,6 @@ func (msg *message) param(v *strictjson.Value, name []byte) error {
 	switch string(name) {
 	case "task":
 		msg.task = true
-	case "taskId":
-		return msg.taskID.read(v)
-	case "name":
-		return msg.name.read(v)
-	case "uri":
-		return msg.uri.read(v)
 	case "_meta":
 		return v.Members([]string{metaVersionKey, metaClientCapabilities}, msg.meta)
 	case "ref":
@@ -172,19 +166,29 @@ func (msg *message) param(v *strictjson.Value, name []byte) error {
 			msg.ref.present = true
 			return v.Members([]string{"type", "name", "uri"}, msg.ref.member)
 		}
+	default:
+		return readNamed(v, name, [...]namedField{{"name", &msg.name}, {"uri", &msg.uri}, {"taskId", &msg.taskID}})
 	}
 	return nil
 }
 
 // member reads one member of params.ref: its type, name and URI.
 func (r *ref) member(v *strictjson.Value, name []byte) error {
-	switch string(name) {
-	case "type":
-		return r.typ.read(v)
-	case "name":
-		return r.name.read(v)
-	case "uri":
-		return r.uri.read(v)
+	return readNamed(v, name, [...]namedField{{"type", &r.typ}, {"name", &r.name}, {"uri", &r.uri}})
+}
+
+// namedField is a field and the member name it is read from.
+type namedField struct {
+	name string
+	f    *field
+}
+
+// readNamed reads v into the one of fields named name, if any.
+func readNamed(v *strictjson.Value, name []byte, fields [3]namedField) error {
+	for _, nf := range fields {
+		if string(name) == nf.name {
+			return nf.f.read(v)
+		}
 	}
 	return nil
 }
