@@ -204,7 +204,8 @@ type Config struct {
 	//
 	// Which counters to reset is known in process: each Middleware
 	// remembers the (principal, scope set) pairs it challenged within
-	// the window (at most 10000), so that an authorized
+	// the window (at most 10000 principals, shared fairly between
+	// clients, as the in-memory store's keys are), so that an authorized
 	// request makes no store call and allocates nothing more when nothing
 	// is pending. With several replicas sharing a store, a challenge sent
 	// by replica A is reset by the first success of that principal with
