@@ -46,6 +46,7 @@ type options struct {
 	scopes, origins                          []string
 	identity, dpop, assertionKey             string
 	devAS                                    string
+	otlpEndpoint, otlpHeaders, otelService   string
 	check                                    bool
 	waitKeys, shutdown                       time.Duration
 	logLevel                                 slog.Level
@@ -94,6 +95,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.waitKeys, "wait-keys", o.waitKeys, "how long start-up waits for every issuer's first key set before failing with the cause; 0 starts at once")
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", o.shutdown, "how long a shutdown lets answers finish: GET streams end at once, other answers get this long")
 	fs.Var(levelFlag{&o.logLevel}, "log-level", "log `level`: debug, info, warn or error")
+	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry: export traces and metrics over OTLP/HTTP to the collector at this base `URL` (e.g. http://127.0.0.1:4318); default $OTEL_EXPORTER_OTLP_ENDPOINT; empty: off")
+	fs.StringVar(&o.otelService, "otel-service", "mcpguard-proxy", "OpenTelemetry service.name")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -183,6 +186,25 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 		}
 	}
 	cfg.Logger = logger
+	if o.otlpEndpoint == "" {
+		o.otlpEndpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+	}
+	var tel *telemetry
+	if o.otlpEndpoint != "" && !o.check {
+		t, err := startTelemetry(ctx, o.otlpEndpoint, getenv("OTEL_EXPORTER_OTLP_HEADERS"), o.otelService)
+		if err != nil {
+			return err
+		}
+		tel = t
+		tel.config(&cfg)
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			defer cancel()
+			if err := tel.shutdown(sctx); err != nil {
+				logger.Warn("OpenTelemetry: flushing at shutdown failed", "error", err.Error())
+			}
+		}()
+	}
 
 	if o.check {
 		px, err := proxy.New(cfg)
@@ -235,7 +257,11 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 			return err
 		}
 	}
-	srv := newServer(px, logger)
+	var h http.Handler = px
+	if tel != nil {
+		h = tel.handler(px)
+	}
+	srv := newServer(h, logger)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	printBanner(stderr, ln.Addr().String(), cfg, px, dev)

@@ -3,15 +3,21 @@ package proxycmd
 import (
 	"bytes"
 	"context"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	colmetric "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -208,5 +214,114 @@ func TestCheck(t *testing.T) {
 				t.Errorf("stderr lacks %q:\n%s", tt.stderr, stderr.String())
 			}
 		})
+	}
+}
+
+// otlpCollector is an OTLP/HTTP collector: it records the span and metric
+// names of every export.
+type otlpCollector struct {
+	mu      sync.Mutex
+	spans   []string
+	metrics []string
+}
+
+func (c *otlpCollector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch r.URL.Path {
+	case "/v1/traces":
+		var req coltrace.ExportTraceServiceRequest
+		if proto.Unmarshal(b, &req) == nil {
+			for _, rs := range req.ResourceSpans {
+				for _, ss := range rs.ScopeSpans {
+					for _, s := range ss.Spans {
+						c.spans = append(c.spans, s.Name)
+					}
+				}
+			}
+		}
+	case "/v1/metrics":
+		var req colmetric.ExportMetricsServiceRequest
+		if proto.Unmarshal(b, &req) == nil {
+			for _, rm := range req.ResourceMetrics {
+				for _, sm := range rm.ScopeMetrics {
+					for _, m := range sm.Metrics {
+						c.metrics = append(c.metrics, m.Name)
+					}
+				}
+			}
+		}
+	}
+	w.Header().Set("Content-Type", "application/x-protobuf")
+}
+
+// TestOpenTelemetry: with OTEL_EXPORTER_OTLP_ENDPOINT set, the command
+// exports otelguard's traces (an mcpguard.authorize span per request)
+// and metrics (decisions, validation, key refreshes) over OTLP/HTTP; the
+// shutdown flushes them.
+func TestOpenTelemetry(t *testing.T) {
+	col := &otlpCollector{}
+	cts := httptest.NewServer(col)
+	t.Cleanup(cts.Close)
+	upstream, _ := plainUpstream(t)
+	addr, devAddr := freeAddr(t), freeAddr(t)
+	o, err := parseFlags([]string{"-addr", addr, "-upstream", upstream, "-dev-as", devAddr}, &syncBuf{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": cts.URL}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stderr syncBuf
+	startedc := make(chan started, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, o, func(k string) string { return env[k] }, &syncBuf{}, &stderr, func(s started) { startedc <- s })
+	}()
+	var st started
+	select {
+	case st = <-startedc:
+	case err := <-done:
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatal("not started")
+	}
+	tok, err := st.DevAS.IssueToken("alice", devas.DefaultTenant, "cli", st.Resource, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, authz := range []string{"Bearer " + tok, ""} {
+		req, _ := http.NewRequest("POST", st.Resource, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run after cancel: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("no shutdown")
+	}
+	col.mu.Lock()
+	defer col.mu.Unlock()
+	if n := strings.Count(strings.Join(col.spans, " "), "mcpguard.authorize"); n < 2 {
+		t.Errorf("spans = %v, want an mcpguard.authorize span for each of the 2 requests", col.spans)
+	}
+	for _, m := range []string{"mcpguard.decisions", "mcpguard.validation.duration", "mcpguard.jwks.refreshes"} {
+		if !slices.Contains(col.metrics, m) {
+			t.Errorf("metrics = %v, want %s among them", col.metrics, m)
+		}
 	}
 }
