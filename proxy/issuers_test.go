@@ -363,3 +363,61 @@ func TestDPoPNonce(t *testing.T) {
 		t.Errorf("with the nonce: %d, upstream saw %q; want 200, dpop-user", resp.StatusCode, last)
 	}
 }
+
+// TestStepUpBoundAndReplay: through the proxy, a principal that keeps
+// calling a tool its token lacks the scope for gets step_up.limit
+// insufficient_scope challenges, then the terminal 403 (README answer 15),
+// and the upstream never sees the call; a DPoP proof sent twice is
+// refused the second time.
+func TestStepUpBoundAndReplay(t *testing.T) {
+	e, err := newIssEnv(t, func(resource, upstream string, iss *authtest.Issuer) string {
+		return fmt.Sprintf(`routes:
+  - resource: %s
+    upstream: %s
+    issuers: [%q]
+    scopes: [mcp:tools]
+    dpop: allowed
+    step_up: {limit: 2, window: 10m}
+    operations:
+      tools: {admin_only: [mcp:admin]}
+`, resource, upstream, iss.URL())
+	}, nil)
+	if err != nil {
+		t.Fatalf("proxy: %v", err)
+	}
+	tok := "Bearer " + e.iss.Token(t, authtest.WithScopes("mcp:tools"), authtest.WithSubject("bob"))
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"admin_only"}}`
+	for i, want := range []string{"challenge", "challenge", "terminal", "terminal"} {
+		resp := do(t, "POST", e.resource, body, http.Header{"Authorization": {tok}})
+		readAll(t, resp)
+		ch := resp.Header.Get("WWW-Authenticate")
+		step := strings.Contains(ch, `error="insufficient_scope"`) && strings.Contains(ch, `scope="mcp:tools mcp:admin"`)
+		terminal := !strings.Contains(ch, "error=") && !strings.Contains(ch, "scope=") && strings.Contains(ch, "resource_metadata=")
+		if resp.StatusCode != 403 || (want == "challenge") != step || (want == "terminal") != terminal {
+			t.Errorf("call %d: %d %q, want 403 %s", i+1, resp.StatusCode, ch, want)
+		}
+	}
+	e.mu.Lock()
+	if len(e.subjects) != 0 {
+		t.Errorf("the upstream saw %v", e.subjects)
+	}
+	e.mu.Unlock()
+
+	key, err := client.NewDPoPKey(nil, e.iss.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dtok := e.iss.Token(t, authtest.WithScopes("mcp:tools"), authtest.WithSubject("dpop-user"), authtest.WithClaim("cnf", map[string]any{"jkt": key.Thumbprint()}))
+	proof, err := key.Proof("POST", e.resource, dtok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int{200, 401} {
+		resp := do(t, "POST", e.resource, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami"}}`,
+			http.Header{"Authorization": {"DPoP " + dtok}, "Dpop": {proof}})
+		readAll(t, resp)
+		if resp.StatusCode != want {
+			t.Errorf("proof use %d: %d %q, want %d", i+1, resp.StatusCode, resp.Header.Get("WWW-Authenticate"), want)
+		}
+	}
+}
