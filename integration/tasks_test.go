@@ -305,8 +305,8 @@ func TestTasksIsolatedMCPGo(t *testing.T) {
 					for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
 						a := bob.post(t, method, `"taskId":"`+id+`"`)
 						errObj, _ := a.response()["error"].(map[string]any)
-						if strings.Contains(a.body, "secret of") || errObj == nil || errObj["code"] != float64(-32602) {
-							t.Errorf("bob's %s %s of alice's task: %d %s, want a -32602 error without the result", bob.rev, method, a.status, a.body)
+						if strings.Contains(a.body, "secret of") || errObj == nil || errObj["code"] != float64(taskRefusal(bob.rev, method)) {
+							t.Errorf("bob's %s %s of alice's task: %d %s, want a %d error without the result", bob.rev, method, a.status, a.body, taskRefusal(bob.rev, method))
 						}
 					}
 				}
@@ -393,11 +393,26 @@ func TestTasksGoSDK(t *testing.T) {
 				for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
 					a := bob.post(t, method, `"taskId":"any-task"`)
 					errObj, _ := a.response()["error"].(map[string]any)
-					if errObj == nil || errObj["code"] != float64(-32602) || errObj["message"] != "Task not found" {
+					if code := taskRefusal(rev, method); code == -32601 {
+						if a.status != http.StatusNotFound || errObj == nil || errObj["code"] != float64(code) {
+							t.Errorf("bob's %s: %d %s, want the middleware's 404 -32601 (removed in 2026-07-28)", method, a.status, a.body)
+						}
+					} else if errObj == nil || errObj["code"] != float64(-32602) || errObj["message"] != "Task not found" {
 						t.Errorf("bob's %s: %d %s, want the middleware's -32602 Task not found", method, a.status, a.body)
 					}
 				}
 			})
 		}
 	}
+}
+
+// taskRefusal is the JSON-RPC code the middleware answers another
+// principal's task operation with: -32602 "Task not found", but -32601
+// "Method not found" for a 2026-07-28 tasks/result, which the tasks
+// extension removed (README row 27).
+func taskRefusal(rev, method string) int {
+	if rev == taskModern && method == "tasks/result" {
+		return -32601
+	}
+	return -32602
 }

@@ -73,6 +73,7 @@ const (
 	kindSessionHeader
 	kindSessionUnavailable
 	kindUnknownTask
+	kindMethodNotFound
 	numKinds
 )
 
@@ -109,6 +110,7 @@ var errorKinds = []struct {
 	{ErrSessionsFull, kindSessionUnavailable, reasonSessionsFull},
 	{ErrSessionStore, kindSessionUnavailable, reasonSessionStore},
 	{ErrUnknownTask, kindUnknownTask, reasonUnknownTask},
+	{ErrMethodNotFound, kindMethodNotFound, reasonMethodNotFound},
 	{ErrTaskStore, kindUnavailable, reasonTaskStore},
 	{ErrNoTenant, kindForbidden, reasonTenant},
 	{ErrTenantMismatch, kindForbidden, reasonTenant},
@@ -186,6 +188,7 @@ func (m *Middleware) buildAnswers(base []string, retryAfter string) {
 		kindSessionHeader:      {http.StatusBadRequest, "", "", bodyInvalidMessage, debug},
 		kindSessionUnavailable: {http.StatusServiceUnavailable, "", retryAfter, bodyUnavailable, debug}, // the store failure itself: one Warn per reason (session.go)
 		kindUnknownTask:        {http.StatusOK, "", "", "", debug},                                      // body carries the id; 400 from 2026-07-28
+		kindMethodNotFound:     {http.StatusNotFound, "", "", "", debug},                                // body carries the id (notfound.go)
 	}
 }
 
@@ -225,6 +228,8 @@ func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, rf *refusal)
 		rf.body = bodyMismatchHead + echoID(rf.id) + bodyMismatchTail
 	case kindInvalidParams:
 		rf.body = bodyMismatchHead + echoID(rf.id) + bodyInvalidParamsTail
+	case kindMethodNotFound:
+		rf.body = bodyMismatchHead + echoID(rf.id) + bodyMethodNotFoundTail
 	case kindUnknownTask:
 		rf.body = bodyMismatchHead + echoID(rf.id) + bodyTaskNotFoundTail
 		if isModern(r.Header) {

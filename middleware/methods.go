@@ -8,6 +8,7 @@ import (
 const (
 	methodResourcesSubscribe = "resources/subscribe"
 	methodCompletion         = "completion/complete"
+	methodListen             = "subscriptions/listen"
 )
 
 // methodDefault is the documented policy default of one client-to-server

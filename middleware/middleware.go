@@ -192,8 +192,9 @@ func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	// Task operations are never public ([New] refuses tasks/* in
-	// Public.Methods).
-	if !p.Anonymous && isTaskOp(msg.method.v) && m.checkTask(w, r, p, msg) {
+	// Public.Methods): one without a token names a task the anonymous
+	// principal must own (anonymousTaskOp).
+	if isTaskOp(msg.method.v) && m.checkTask(w, r, p, msg) {
 		return
 	}
 	r2 := withPrincipal(r, p)

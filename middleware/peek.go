@@ -46,6 +46,10 @@ type message struct {
 	version field  // params._meta[io.modelcontextprotocol/protocolVersion], a string (or refused)
 	ref     ref    // params.ref (completion/complete)
 	taskID  field  // params.taskId (tasks/get, tasks/result, tasks/cancel, tasks/update)
+	// subs is the raw value of params.notifications.resourceSubscriptions
+	// (subscriptions/listen, 2026-07-28), nil when absent; decoded only
+	// for a request without a token (public.go).
+	subs []byte
 	// Tasks (tasks.go): params.task is present (a task-augmented request,
 	// 2025-11-25); params._meta's client capabilities declare the tasks
 	// extension (io.modelcontextprotocol/tasks, 2026-07-28: the server may
@@ -144,7 +148,7 @@ func (msg *message) member(v *strictjson.Value, name []byte) error {
 	case "method":
 		return msg.method.readString(v)
 	case "params":
-		return v.Members([]string{"name", "uri", "_meta", "ref", "task", "taskId"}, msg.param)
+		return v.Members([]string{"name", "uri", "_meta", "ref", "task", "taskId", "notifications"}, msg.param)
 	case "id":
 		var err error
 		msg.id, err = v.Raw()
@@ -157,6 +161,10 @@ func (msg *message) member(v *strictjson.Value, name []byte) error {
 // ignored).
 func (msg *message) param(v *strictjson.Value, name []byte) error {
 	switch string(name) {
+	case "notifications":
+		if v.Kind() == '{' {
+			return v.Members([]string{"resourceSubscriptions"}, msg.notification)
+		}
 	case "task":
 		msg.task = true
 	case "_meta":
@@ -170,6 +178,17 @@ func (msg *message) param(v *strictjson.Value, name []byte) error {
 		return readNamed(v, name, [...]namedField{{"name", &msg.name}, {"uri", &msg.uri}, {"taskId", &msg.taskID}})
 	}
 	return nil
+}
+
+// notification reads params.notifications of subscriptions/listen
+// (2026-07-28): the raw value of its resourceSubscriptions.
+func (msg *message) notification(v *strictjson.Value, name []byte) error {
+	if string(name) != "resourceSubscriptions" {
+		return nil
+	}
+	raw, err := v.Raw()
+	msg.subs = raw
+	return err
 }
 
 // member reads one member of params.ref: its type, name and URI.

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // PublicOperations lists the MCP operations served without a token
@@ -26,9 +28,11 @@ import (
 // bytes: 413 for a body over the limit, 400 with JSON-RPC -32700, -32600
 // (not a single message) or, for MCP headers that disagree with the body,
 // -32020 (-32602 for a 2026-07-28 request without the _meta protocol
-// version). A well-formed message whose operation is not public gets the
-// same 401 challenge as before, so nothing protected is disclosed to a
-// client without a token. With no public operation, every request without
+// version), and 404 with -32601 for a 2026-07-28 request naming a method
+// that revision does not define and the policy does not name
+// ([ErrMethodNotFound]). A well-formed message whose operation is not
+// public gets the same 401 challenge as before, so nothing protected is
+// disclosed to a client without a token. With no public operation, every request without
 // a token gets the 401 first, before its body is read. Its handler sees a [Principal]
 // with Anonymous set and nothing else: it must serve only public data.
 //
@@ -54,7 +58,15 @@ type PublicOperations struct {
 	// be listed here: name the tools, prompts and resources instead. Nor
 	// can the methods that reach what those names protect:
 	// completion/complete, resources/subscribe, subscriptions/listen and
-	// tasks/* ([New] refuses them).
+	// tasks/* ([New] refuses them). They follow the names instead, unless
+	// OperationPolicy.Methods gives them scopes of their own:
+	// resources/subscribe of a URI in Resources, completion/complete of
+	// a prompt reference (ref/prompt) naming one of Prompts, and
+	// subscriptions/listen whose resourceSubscriptions (if any) are all in
+	// Resources are public, and tasks/get, tasks/update and tasks/cancel (tasks/result
+	// before 2026-07-28) are served without a token for the tasks that
+	// requests without a token created (the task binding answers any
+	// other task ID "Task not found", as with a token).
 	Methods []string
 	// Tools are tools/call params.name values served without a token.
 	Tools []string
@@ -138,7 +150,7 @@ func inheritsRules(method string) string {
 		return "its completions reveal what the Prompts and Resources rules protect"
 	case method == methodResourcesSubscribe:
 		return "it needs what resources/read of the URI needs (the Resources rules)"
-	case method == "subscriptions/listen":
+	case method == methodListen:
 		return "its stream carries the updates of resources the Resources rules protect"
 	case strings.HasPrefix(method, "tasks/"):
 		return "tasks carry tools/call results (the Tools rules)"
@@ -150,6 +162,14 @@ func inheritsRules(method string) string {
 // operation, needing no scope, labelled as a [Decision] reports it.
 type publicSet struct {
 	methods, tools, prompts, resources map[string]*grant
+	// subscribe and complete are resources/subscribe of a public resource
+	// and completion/complete of a public prompt's arguments; nil when
+	// OperationPolicy.Methods gives that method scopes of its own.
+	subscribe, complete map[string]*grant
+	// listen is subscriptions/listen's grant, nil when
+	// OperationPolicy.Methods gives it scopes: public when every URI of
+	// its resourceSubscriptions is a public resource.
+	listen *grant
 }
 
 // newPublicSet compiles po, or returns nil when it lists nothing.
@@ -169,12 +189,25 @@ func (m *Middleware) newPublicSet(po PublicOperations) *publicSet {
 		}
 		return out
 	}
-	return &publicSet{
+	ps := &publicSet{
 		methods:   set("", po.Methods, false),
 		tools:     set(methodToolsCall, po.Tools, true),
 		prompts:   set(methodPromptsGet, po.Prompts, true),
 		resources: set(methodResourceRead, po.Resources, true),
 	}
+	// Subscribing to a public resource reveals no more than reading it,
+	// and completing a public prompt's arguments no more than getting
+	// it: they are public too, unless the method has scopes of its own.
+	if len(m.cfg.Operations.Methods[methodResourcesSubscribe]) == 0 {
+		ps.subscribe = set(methodResourcesSubscribe, po.Resources, true)
+	}
+	if len(m.cfg.Operations.Methods[methodCompletion]) == 0 {
+		ps.complete = set(methodCompletion, po.Prompts, true)
+	}
+	if len(m.cfg.Operations.Methods[methodListen]) == 0 {
+		ps.listen = &grant{op: none, method: methodListen}
+	}
+	return ps
 }
 
 // lookup returns the public grant of msg, or nil when its operation is not
@@ -195,6 +228,30 @@ func (s *publicSet) lookup(msg *message) *grant {
 	case methodResourceRead:
 		if msg.uri.str {
 			return s.resources[string(msg.uri.v)]
+		}
+	case methodResourcesSubscribe:
+		if s.subscribe != nil && msg.uri.str {
+			return s.subscribe[string(msg.uri.v)]
+		}
+	case methodListen:
+		if s.listen == nil {
+			return nil
+		}
+		if msg.subs != nil {
+			uris, ok := strictjson.Strings(msg.subs)
+			if !ok {
+				return nil
+			}
+			for _, u := range uris {
+				if s.resources[u] == nil {
+					return nil
+				}
+			}
+		}
+		return s.listen
+	case methodCompletion:
+		if s.complete != nil && msg.ref.present && msg.ref.typ.str && string(msg.ref.typ.v) == refPrompt && msg.ref.name.str {
+			return s.complete[string(msg.ref.name.v)]
 		}
 	default:
 		return s.methods[string(msg.method.v)]
@@ -261,7 +318,9 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 		return
 	}
 	g := m.public.lookup(&msg)
-	if g == nil && (!msg.method.present || !(msg.id != nil)) && m.isAnonymousSession(r) {
+	switch {
+	case g != nil:
+	case (!msg.method.present || msg.id == nil) && m.isAnonymousSession(r):
 		// A response or notification of the client in an anonymous
 		// session (sampling, elicitation, roots): as public as the
 		// session.
@@ -269,7 +328,19 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 		if g == nil {
 			g = m.policy.none
 		}
-	} else if g == nil {
+	case m.unknownMethod(r.Header, &msg) || removedTaskMethod(r.Header, &msg):
+		// What the server answers a method it does not have, which
+		// reveals nothing protected (notfound.go).
+		g, _ = m.policy.lookup(&msg) // labels only
+		m.refuse(w, r, &refusal{err: ErrMethodNotFound, g: g, id: msg.id})
+		return
+	case m.anonymousTaskOp(&msg):
+		// tasks/get, tasks/update, tasks/cancel (tasks/result before
+		// 2026-07-28) of the tasks that public tool calls created: the
+		// task binding (admit) answers any other task ID
+		// "Task not found", as it would with a token.
+		g, _ = m.policy.lookup(&msg) // labels only
+	default:
 		g, _ = m.policy.lookup(&msg) // labels only
 		m.refuse(w, r, &refusal{err: ErrNoToken, g: g})
 		return

@@ -131,6 +131,10 @@ func decodeTask(rec string) (owner, scopes string, ok bool) {
 // that created it. It answers and returns true when it refuses.
 func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Principal, msg *message) bool {
 	g := p.grant
+	if removedTaskMethod(r.Header, msg) {
+		m.refuse(w, r, &refusal{err: ErrMethodNotFound, p: p, g: g, id: msg.id})
+		return true
+	}
 	if !msg.taskID.str {
 		m.refuse(w, r, &refusal{err: errNoTaskID, p: p, g: g, id: msg.id})
 		return true

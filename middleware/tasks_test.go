@@ -245,16 +245,26 @@ func TestTasksArePrincipals(t *testing.T) {
 					wantStatus = http.StatusBadRequest
 				}
 				for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel", "tasks/update"} {
+					status, want := wantStatus, `{"jsonrpc":"2.0","id":"r-`+method+`","error":{"code":-32602,"message":"Task not found"}}`
+					removed := rev == modernRev && method == "tasks/result" // SEP-2663 removed it
+					if removed {
+						status, want = http.StatusNotFound, `{"jsonrpc":"2.0","id":"r-tasks/result","error":{"code":-32601,"message":"Method not found"}}`
+					}
 					for _, who := range []taskClient{bob, bobBase} {
 						before := s.hit(method)
 						w := who.post(t, method, `"taskId":"`+a1+`"`)
-						want := `{"jsonrpc":"2.0","id":"r-` + method + `","error":{"code":-32602,"message":"Task not found"}}`
-						if w.Code != wantStatus || w.Body.String() != want {
-							t.Errorf("bob %s of alice's task: %d %s, want %d %s", method, w.Code, w.Body, wantStatus, want)
+						if w.Code != status || w.Body.String() != want {
+							t.Errorf("bob %s of alice's task: %d %s, want %d %s", method, w.Code, w.Body, status, want)
 						}
 						if s.hit(method) != before {
 							t.Errorf("bob's %s reached the server", method)
 						}
+					}
+					if removed {
+						if w := alice.post(t, method, `"taskId":"`+a1+`"`); w.Code != status || w.Body.String() != want {
+							t.Errorf("alice %s of her task: %d %s, want %d %s", method, w.Code, w.Body, status, want)
+						}
+						continue
 					}
 					if w := alice.post(t, method, `"taskId":"`+a1+`"`); w.Code != http.StatusOK || (method == "tasks/result" && !strings.Contains(w.Body.String(), "secret of alice/tenant-a")) {
 						t.Errorf("alice %s of her task: %d %s", method, w.Code, w.Body)
@@ -353,8 +363,9 @@ func TestTaskFloodKeepsOthers(t *testing.T) {
 }
 
 // TestAnonymousTasks: a task created by a public tool belongs to the
-// anonymous principal in that session: no token holder reaches it, and
-// task operations are never public (New refuses tasks/* in Public).
+// anonymous principal in that session: no token holder reaches it, a
+// client without a token polls it, and a task of a token holder is "Task
+// not found" without a token, as for another principal.
 func TestAnonymousTasks(t *testing.T) {
 	f := newFixture(t, func(c *Config) {
 		c.Operations.Public = PublicOperations{Methods: []string{"initialize"}, Tools: []string{"hello"}}
@@ -370,8 +381,8 @@ func TestAnonymousTasks(t *testing.T) {
 	if !strings.Contains(w.Body.String(), "task-1") {
 		t.Fatalf("create: %d %s", w.Code, w.Body)
 	}
-	if w := anon.post(t, "tasks/get", `"taskId":"task-1"`); w.Code != http.StatusUnauthorized {
-		t.Errorf("tokenless tasks/get: %d %s, want 401", w.Code, w.Body)
+	if w := anon.post(t, "tasks/get", `"taskId":"task-1"`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"task-1"`) {
+		t.Errorf("tokenless tasks/get of its task: %d %s, want 200", w.Code, w.Body)
 	}
 	bob := taskClient{h: h, rev: modernRev, token: f.principal(t, "bob", "tenant-b", "mcp")}
 	if w := bob.post(t, "tasks/get", `"taskId":"task-1"`); !strings.Contains(w.Body.String(), "Task not found") {
@@ -380,7 +391,12 @@ func TestAnonymousTasks(t *testing.T) {
 	if w := bob.post(t, "tasks/list", ""); strings.Contains(w.Body.String(), "task-1") {
 		t.Errorf("bob lists it: %s", w.Body)
 	}
-	if s.hit("tasks/get") != 0 {
-		t.Error("a refused tasks/get reached the server")
+	bobsTask := taskClient{h: h, rev: legacyRev, token: bob.token}.create(t)
+	want := `{"jsonrpc":"2.0","id":"r-tasks/get","error":{"code":-32602,"message":"Task not found"}}`
+	if w := anon.post(t, "tasks/get", `"taskId":"`+bobsTask+`"`); w.Code != http.StatusOK || w.Body.String() != want {
+		t.Errorf("tokenless tasks/get of bob's task: %d %s, want 200 %s", w.Code, w.Body, want)
+	}
+	if n := s.hit("tasks/get"); n != 1 {
+		t.Errorf("tasks/get reached the server %d times, want 1 (the anonymous task's)", n)
 	}
 }
