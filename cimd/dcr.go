@@ -27,6 +27,10 @@ const (
 	defaultDCRGlobalRate  = rate.Limit(5)
 	defaultDCRGlobalBurst = 20
 	defaultMaxTrackedIPs  = 4096
+	// defaultNetworkClients registrations per network per
+	// defaultNetworkClientWindow.
+	defaultNetworkClients      = 100
+	defaultNetworkClientWindow = 24 * time.Hour
 	// clientIDPrefix starts every issued client_id, so that it can never
 	// be mistaken for a Client ID Metadata Document URL.
 	clientIDPrefix = "dcr_"
@@ -79,6 +83,17 @@ type DCRConfig struct {
 	// ones, shared fairly by network: a full map evicts a least recently
 	// used limiter of the network holding the most. Zero means 4096.
 	MaxTrackedIPs int
+	// NetworkClients bounds the registrations one network (an IPv4 /24,
+	// an IPv6 /48) may store within NetworkClientWindow: a network that
+	// stored that many in the last window gets 429 until the oldest
+	// leaves it, and nothing of any other network is refused or evicted
+	// for it. Zero means 100 per 24 hours. Set NetworkClientWindow to the
+	// age at which you Prune to bound what one network holds in the store
+	// to NetworkClients; with a longer retention it holds at most
+	// NetworkClients per window of it. The count is this handler's (one
+	// process, since it started), over at most MaxTrackedIPs networks.
+	NetworkClients      int
+	NetworkClientWindow time.Duration
 	// ClientIP returns the address to rate-limit a request by. If nil, the
 	// host of r.RemoteAddr. X-Forwarded-For and similar headers are never
 	// read unless this function does so: set it only behind a proxy you
@@ -117,6 +132,12 @@ func (c DCRConfig) withDefaults() DCRConfig {
 	if c.MaxTrackedIPs == 0 {
 		c.MaxTrackedIPs = defaultMaxTrackedIPs
 	}
+	if c.NetworkClients == 0 {
+		c.NetworkClients = defaultNetworkClients
+	}
+	if c.NetworkClientWindow == 0 {
+		c.NetworkClientWindow = defaultNetworkClientWindow
+	}
 	if c.ClientIP == nil {
 		c.ClientIP = remoteHost
 	}
@@ -139,15 +160,17 @@ func (c DCRConfig) withDefaults() DCRConfig {
 // is not used, because the protocol feature is still permitted.)
 //
 // Registration is unauthenticated: anyone can register any client. The
-// handler rate-limits per client IP and globally, refuses jwks and
-// jwks_uri unless the method is private_key_jwt, and cimd/boltstore and
-// [MemoryStore] cap each record at [MaxRecordBytes]; but the Store still
-// grows with every registration. This package never prunes on its own:
+// handler rate-limits per client IP, per network and globally, bounds the
+// registrations one network stores per window (NetworkClients), refuses
+// jwks and jwks_uri unless the method is private_key_jwt, and
+// cimd/boltstore and [MemoryStore] cap each record at [MaxRecordBytes];
+// but the Store still grows with every registration it accepts. This package never prunes on its own:
 // call boltstore.Store.Prune (or [MemoryStore.Prune]) periodically.
 type DCRHandler struct {
 	cfg    DCRConfig
 	pol    policy
 	limits *limiter
+	quota  *quota
 }
 
 // NewDCRHandler returns a DCRHandler for cfg (copied). It fails with
@@ -169,7 +192,8 @@ func NewDCRHandler(cfg DCRConfig) (*DCRHandler, error) {
 		return nil, fmt.Errorf("%w: DefaultApplicationType must be web or native", ErrConfig)
 	}
 	if cfg.MaxBodyBytes < 0 || cfg.SecretLifetime < 0 || cfg.IPRate < 0 || cfg.IPBurst < 0 ||
-		cfg.GlobalRate < 0 || cfg.GlobalBurst < 0 || cfg.MaxTrackedIPs < 0 {
+		cfg.GlobalRate < 0 || cfg.GlobalBurst < 0 || cfg.MaxTrackedIPs < 0 ||
+		cfg.NetworkClients < 0 || cfg.NetworkClientWindow < 0 {
 		return nil, fmt.Errorf("%w: negative value in DCRConfig", ErrConfig)
 	}
 	return &DCRHandler{
@@ -181,6 +205,7 @@ func NewDCRHandler(cfg DCRConfig) (*DCRHandler, error) {
 			allowPrivateUse:   cfg.AllowPrivateUseSchemes,
 		},
 		limits: newLimiter(cfg.GlobalRate, cfg.GlobalBurst, cfg.IPRate, cfg.IPBurst, cfg.MaxTrackedIPs, ipPartition),
+		quota:  newQuota(cfg.NetworkClients, cfg.NetworkClientWindow, cfg.MaxTrackedIPs),
 	}, nil
 }
 
@@ -201,7 +226,8 @@ type registration struct {
 // registration (RFC 7591 §3.2.1); 400 with "invalid_redirect_uri" or
 // "invalid_client_metadata" (§3.2.2), the latter also when the Store
 // refuses the client with [ErrRecordTooLarge]; 405, 413, 415 and 429 with
-// a JSON error body; 500 "server_error" if the Store fails otherwise.
+// a JSON error body (429 also when the client's network holds
+// NetworkClients registrations); 500 "server_error" if the Store fails otherwise.
 // Every answer has Cache-Control: no-store and the Deprecation header.
 func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
@@ -214,8 +240,9 @@ func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.cfg.Now()
-	if ok, wait := h.limits.reserve(rateKey(h.cfg.ClientIP(r)), now); !ok {
-		hdr.Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
+	key := rateKey(h.cfg.ClientIP(r))
+	if ok, wait := h.limits.reserve(key, now); !ok {
+		setRetryAfter(hdr, wait)
 		writeError(w, http.StatusTooManyRequests, "temporarily_unavailable", "too many registration requests")
 		return
 	}
@@ -247,8 +274,16 @@ func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the client metadata is not acceptable")
 		return
 	}
+	network := ipPartition(key)
+	if ok, wait := h.quota.take(network, now); !ok {
+		h.cfg.Logger.DebugContext(r.Context(), "cimd: dynamic registration refused: the network's quota is full", "network", network)
+		setRetryAfter(hdr, wait)
+		writeError(w, http.StatusTooManyRequests, "temporarily_unavailable", "too many registrations from this network")
+		return
+	}
 	c, resp := h.newClient(d, now)
 	if err := h.cfg.Store.Put(r.Context(), c); err != nil {
+		h.quota.give(network, now)
 		if errors.Is(err, ErrRecordTooLarge) {
 			h.cfg.Logger.DebugContext(r.Context(), "cimd: dynamic registration refused", "err", err)
 			writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the client metadata is too large")
@@ -259,6 +294,11 @@ func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, resp)
+}
+
+// setRetryAfter sets Retry-After to wait in whole seconds, rounded up.
+func setRetryAfter(hdr http.Header, wait time.Duration) {
+	hdr.Set("Retry-After", strconv.FormatInt(int64((wait+time.Second-1)/time.Second), 10))
 }
 
 // newClient mints the client_id (and secret, for the client_secret_*

@@ -25,7 +25,7 @@ type dcrFixture struct {
 func newDCR(t *testing.T, mod func(*DCRConfig)) *dcrFixture {
 	t.Helper()
 	f := &dcrFixture{store: NewMemoryStore(), clk: newClock()}
-	cfg := DCRConfig{Store: f.store, Now: f.clk.Now, IPRate: rate.Inf, GlobalRate: rate.Inf}
+	cfg := DCRConfig{Store: f.store, Now: f.clk.Now, IPRate: rate.Inf, GlobalRate: rate.Inf, NetworkClients: 1 << 16}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -124,8 +124,9 @@ func (s *Server) buildRegistry() error {
 			// without application_type.
 			DefaultApplicationType: cimd.ApplicationTypeNative,
 			// Generous limits: tests register many clients from loopback.
-			IPRate:  100,
-			IPBurst: 1000,
+			IPRate:         100,
+			IPBurst:        1000,
+			NetworkClients: 1 << 16,
 			// A secret lives as long as its registration.
 			SecretLifetime: secretLifetime,
 			Now:            cfg.Now,
