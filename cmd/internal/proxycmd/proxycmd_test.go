@@ -88,7 +88,8 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 // TestFlagsMode runs the README's command: the proxy in flags mode with
 // the embedded development authorization server, in front of a go-sdk
 // server; a go-sdk client with a development token calls a tool, the
-// upstream gets the proxy's assertion, and the command shuts down cleanly
+// upstream gets the proxy's assertion, oversized request headers get 431
+// without reaching it, and the command shuts down cleanly
 // when its context ends.
 func TestFlagsMode(t *testing.T) {
 	upstream, auth := plainUpstream(t)
@@ -131,6 +132,28 @@ func TestFlagsMode(t *testing.T) {
 		t.Fatalf("CallTool = %v, %v", res, err)
 	}
 	cs.Close()
+	// Oversized request headers (the server's 64 KiB bound, plus the slack
+	// net/http allows on top) get 431, and the upstream never sees them.
+	seen := len(auth())
+	for _, size := range []int{100 << 10, 1 << 20} {
+		req, _ := http.NewRequest("POST", st.Resource, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Authorization", "Bearer "+tok)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("X-Pad", strings.Repeat("a", size))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatalf("%d-byte header: %v", size, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Errorf("%d-byte header: status %d, want 431", size, resp.StatusCode)
+		}
+	}
+	if n := len(auth()); n != seen {
+		t.Errorf("the upstream received %d request(s) with oversized headers", n-seen)
+	}
 	for _, a := range auth() {
 		if !strings.HasPrefix(a, "Bearer ey") || strings.Contains(a, tok) {
 			t.Errorf("upstream Authorization = %q, want the proxy's assertion", a)

@@ -1,0 +1,217 @@
+package proxy_test
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// bodyLog is an upstream that records the exact body of every request it
+// receives and answers each with an empty JSON-RPC result.
+type bodyLog struct {
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (l *bodyLog) handler(*testing.T, string, string, string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		l.mu.Lock()
+		l.bodies = append(l.bodies, string(b))
+		l.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"result":{}}`)
+	})
+}
+
+// take returns the bodies received since the last call.
+func (l *bodyLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.bodies
+	l.bodies = nil
+	return b
+}
+
+// TestHostileRequests runs the library's hostile request classes against
+// the proxy (package middleware's TestSlowBodyEveryPath, integration's
+// parse-differential and bound cases): a refused request never reaches the
+// upstream, and an authorized one reaches it byte for byte as sent.
+func TestHostileRequests(t *testing.T) {
+	up := &bodyLog{}
+	e := newTestEnv(t, envOptions{upstream: up.handler})
+	authz := http.Header{"Authorization": {"Bearer " + e.token(t, "alice", baseScope)}}
+
+	t.Run("parse differential", func(t *testing.T) {
+		call := func(params string) string {
+			return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`
+		}
+		tests := []struct {
+			name, body string
+			status     int // 200: forwarded as is
+		}{
+			{"plain call", call(`{"name":"whoami"}`), 200},
+			{"escapes and whitespace", " {\"jsonrpc\" : \"2.0\",\n\"id\":1,\t\"method\":\"tools\\/call\",\"params\":{\"name\":\"who\\u0061mi\"}} ", 200},
+			{"step-up tool", call(`{"name":"admin_only"}`), 403},
+			{"escaped step-up tool", call(`{"name":"\u0061dmin_only"}`), 403},
+			{"duplicate name, refused last", call(`{"name":"whoami","name":"admin_only"}`), 400},
+			{"duplicate name, refused first", call(`{"name":"admin_only","name":"whoami"}`), 400},
+			{"duplicate name through an escape", call(`{"name":"whoami","n\u0061me":"admin_only"}`), 400},
+			{"duplicate method", `{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call","params":{"name":"admin_only"}}`, 400},
+			{"duplicate params", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami"},"params":{"name":"admin_only"}}`, 400},
+			{"case variant of method", `{"jsonrpc":"2.0","id":1,"method":"ping","Method":"tools/call","params":{"name":"admin_only"}}`, 400},
+			{"case variant of name", call(`{"name":"whoami","Name":"admin_only"}`), 400},
+			{"case variant of name alone", call(`{"NAME":"admin_only"}`), 400},
+			{"batch", `[` + call(`{"name":"admin_only"}`) + `]`, 400},
+			{"batch of allowed calls", `[` + call(`{"name":"whoami"}`) + `,` + call(`{"name":"whoami"}`) + `]`, 400},
+			{"two documents", call(`{"name":"whoami"}`) + call(`{"name":"admin_only"}`), 400},
+			{"invalid UTF-8 in name", call("{\"name\":\"admin_only\xff\"}"), 400},
+			{"byte order mark", "\ufeff" + call(`{"name":"admin_only"}`), 400},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				up.take()
+				resp := do(t, "POST", e.resource, tt.body, authz)
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != tt.status {
+					t.Errorf("status = %d, want %d", resp.StatusCode, tt.status)
+				}
+				got := up.take()
+				switch {
+				case tt.status == 200 && (len(got) != 1 || got[0] != tt.body):
+					t.Errorf("upstream received %q, want exactly %q", got, tt.body)
+				case tt.status != 200 && len(got) != 0:
+					t.Errorf("upstream received refused request(s) %q", got)
+				}
+			})
+		}
+	})
+
+	t.Run("oversized body", func(t *testing.T) {
+		big := call1MiB()
+		for _, chunked := range []bool{false, true} {
+			up.take()
+			req, err := http.NewRequest("POST", e.resource, strings.NewReader(big))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if chunked {
+				req.ContentLength = -1
+				req.Body = io.NopCloser(strings.NewReader(big))
+			}
+			req.Header = authz.Clone()
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusRequestEntityTooLarge {
+				t.Errorf("chunked %v: status = %d, want 413", chunked, resp.StatusCode)
+			}
+			if got := up.take(); len(got) != 0 {
+				t.Errorf("chunked %v: upstream received %d request(s)", chunked, len(got))
+			}
+		}
+	})
+
+	// The proxy's test server has no timeouts at all: the refusal must
+	// come from the proxy deciding before it reads the body. As in the
+	// library, a POST with a valid token is read (its body names the
+	// operation, which may be public); mcpguard proxy's read timeout bounds
+	// that one.
+	t.Run("slow body", func(t *testing.T) {
+		noBase := "Bearer " + e.token(t, "bob", "other")
+		tests := []struct {
+			name, method, headers string
+			status                int
+		}{
+			{"tokenless", "POST", "", 401},
+			{"bad token", "POST", "Authorization: Bearer bad.token.here\r\n", 401},
+			{"GET without base scope", "GET", "Authorization: " + noBase + "\r\n", 403},
+			{"DELETE without base scope", "DELETE", "Authorization: " + noBase + "\r\n", 403},
+			{"other origin", "POST", "Origin: https://evil.example\r\nAuthorization: " + authz.Get("Authorization") + "\r\n", 403},
+		}
+		addr := strings.TrimPrefix(e.proxyURL, "http://")
+		for _, tt := range tests {
+			for _, framing := range []string{"Transfer-Encoding: chunked\r\n", "Content-Length: 100000\r\n"} {
+				t.Run(tt.name+"/"+strings.SplitN(framing, ":", 2)[0], func(t *testing.T) {
+					up.take()
+					trickle(t, addr, tt.method+" /mcp HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+tt.headers+framing+"\r\n", framing[0] == 'T', tt.status)
+					if got := up.take(); len(got) != 0 {
+						t.Errorf("upstream received %d request(s)", len(got))
+					}
+				})
+			}
+		}
+	})
+}
+
+// call1MiB is a well-formed tools/call just over the default 1 MiB body
+// bound.
+func call1MiB() string {
+	return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{"pad":"` + strings.Repeat("a", 1<<20) + `"}}}`
+}
+
+// trickle sends head, then a body of one byte every 50 ms, and wants the
+// answer status within a second (generous: the refusal needs no body), with
+// the connection closed after it (package middleware's helper).
+func trickle(t *testing.T, addr, head string, chunked bool, status int) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, head); err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for range 200 {
+			b := "{"
+			if chunked {
+				b = "1\r\n{\r\n"
+			}
+			if _, err := io.WriteString(conn, b); err != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	start := time.Now()
+	_ = conn.SetReadDeadline(start.Add(3 * time.Second))
+	br := bufio.NewReader(conn)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("no answer within 3s while the body trickles: %v", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if d := time.Since(start); resp.StatusCode != status || d > time.Second {
+		t.Fatalf("got %d after %v, want %d within 1s", resp.StatusCode, d, status)
+	}
+	if !resp.Close {
+		t.Errorf("%d without Connection: close (headers %v)", resp.StatusCode, resp.Header)
+	}
+	_, err = br.ReadByte()
+	var ne net.Error
+	if err == nil || errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("connection still open %v after the answer: %v", time.Since(start), err)
+	}
+}
