@@ -50,8 +50,8 @@ func (l *lockedBuf) String() string {
 // of a stateful go-sdk upstream that verifies the proxy's assertion with
 // mcpguard, then "mcpguard audit -token -token2 -upstream -assertion-key"
 // against it: no MUST check fails, and the checks that need both tokens
-// and the upstream (session binding, every PROXY-* check) pass rather than
-// being skipped.
+// and the upstream (session binding, step-up, tenant from the token, every
+// PROXY-* check) pass rather than being skipped.
 func TestAuditThroughProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole audit (about 50 requests, 50 ms apart)")
@@ -84,7 +84,8 @@ func TestAuditThroughProxy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { keys.Close() })
-	g, err := mcpguard.New(mcpguard.Config{Resource: upstream, Issuers: []string{origin}, Keys: map[string]validate.KeySource{origin: keys}})
+	g, err := mcpguard.New(mcpguard.Config{Resource: upstream, Issuers: []string{origin}, Keys: map[string]validate.KeySource{origin: keys},
+		Validate: validate.Config{TenantClaim: "tenant"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +101,19 @@ func TestAuditThroughProxy(t *testing.T) {
 	}
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, ok)
 	mcp.AddTool(s, &mcp.Tool{Name: "admin_only"}, ok)
+	// A read-only tool with a tenant argument, answering from the tenant
+	// of the proxy's assertion only (TENANT-FROM-TOKEN).
+	type listArgs struct {
+		Tenant string `json:"tenant,omitempty"`
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "notes_list", Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true}},
+		func(_ context.Context, req *mcp.CallToolRequest, _ listArgs) (*mcp.CallToolResult, any, error) {
+			p, found := gosdk.Principal(req)
+			if !found || p.Tenant == "" {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no tenant"}}}, nil, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "notes of " + p.Tenant}}}, nil, nil
+		})
 	upTS.Config.Handler = a.Handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, nil))
 	upTS.Start()
 	t.Cleanup(upTS.Close)
@@ -211,7 +225,7 @@ assertion:
 	if rep.Credentials != "token+token2" {
 		t.Errorf("credentials = %q", rep.Credentials)
 	}
-	for _, id := range []string{"SESSION-BINDING", "STEP-UP-BOUND", "PROXY-UPSTREAM-NO-IDENTITY", "PROXY-UPSTREAM-CLIENT-TOKEN",
+	for _, id := range []string{"SESSION-BINDING", "STEP-UP-BOUND", "TENANT-FROM-TOKEN", "PROXY-UPSTREAM-NO-IDENTITY", "PROXY-UPSTREAM-CLIENT-TOKEN",
 		"PROXY-UPSTREAM-FORGED-ASSERTION", "PROXY-UPSTREAM-AUDIENCE", "PROXY-METADATA-PUBLIC-URL"} {
 		if verdict[id] != "pass" {
 			t.Errorf("%s = %q, want pass", id, verdict[id])
