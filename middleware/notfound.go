@@ -53,11 +53,10 @@ func (m *Middleware) unknownMethod(h http.Header, msg *message) bool {
 	if !msg.method.present || msg.id == nil || h.Get(hdrProtocolVersion) != methodsRevision {
 		return false
 	}
-	method := string(msg.method.v)
-	if _, ok := revisionMethods[method]; ok {
+	if _, ok := revisionMethods[string(msg.method.v)]; ok {
 		return false
 	}
-	_, named := m.cfg.Operations.Methods[method]
+	_, named := m.cfg.Operations.Methods[string(msg.method.v)]
 	return !named
 }
 

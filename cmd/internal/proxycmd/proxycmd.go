@@ -46,7 +46,7 @@ type options struct {
 	scopes, origins                          []string
 	identity, dpop, assertionKey             string
 	devAS                                    string
-	otlpEndpoint, otlpHeaders, otelService   string
+	otlpEndpoint, otelService                string
 	check                                    bool
 	waitKeys, shutdown                       time.Duration
 	logLevel                                 slog.Level
