@@ -27,7 +27,7 @@
 // request into a stateful session. [Adapter.Handler] runs
 // [middleware.Middleware.Handler] and then gives the go-sdk, through
 // auth.RequireBearerToken, a TokenInfo built from the request's
-// [middleware.Principal] ([TokenInfo]): its UserID is
+// [middleware.Principal]: its UserID is
 // [middleware.Principal.ID] (issuer, subject, client and tenant), so the
 // go-sdk's own check agrees with the middleware's binding; Scopes and
 // Expiration are the token's; Extra carries the principal ([Principal]

@@ -16,8 +16,8 @@ import (
 // ErrConfig reports an unusable [Config]. Only [New] returns it.
 var ErrConfig = errors.New("gosdk: invalid config")
 
-// ExtraKey is the key of the [middleware.Principal] in auth.TokenInfo.Extra.
-const ExtraKey = "github.com/mcpguard/mcpguard/middleware.Principal"
+// extraKey is the key of the [middleware.Principal] in auth.TokenInfo.Extra.
+const extraKey = "github.com/mcpguard/mcpguard/middleware.Principal"
 
 // Config configures an [Adapter].
 type Config struct {
@@ -67,8 +67,9 @@ func (a *Adapter) Handler(h http.Handler) http.Handler {
 // run behind it, and answers 401 ([middleware.ErrNoPrincipal], through
 // Middleware.Challenge) for a request without a principal. It hands next
 // the request with the go-sdk's auth.TokenInfo of the principal
-// ([TokenInfo]) in its context, set by auth.RequireBearerToken, and
-// without the principal itself. The principal is removed so that a
+// (UserID p.ID(), the token's Scopes and Expiration) in its context,
+// set by auth.RequireBearerToken, and without the principal itself. The
+// principal is removed so that a
 // stateful session, whose context is its first request's, never carries
 // a principal; [Adapter.Install] gives each handler the principal of its
 // own request. Session binding is the middleware's (a request for another
@@ -117,19 +118,19 @@ func verifyFromContext(_ context.Context, _ string, r *http.Request) (*auth.Toke
 	if !ok {
 		return nil, auth.ErrInvalidToken // unreachable: TokenInfo checks first
 	}
-	return TokenInfo(p), nil
+	return tokenInfo(p), nil
 }
 
-// TokenInfo returns the go-sdk auth.TokenInfo of p: UserID is p.ID()
+// tokenInfo returns the go-sdk auth.TokenInfo of p: UserID is p.ID()
 // (issuer, subject, client and tenant; [middleware.AnonymousID] for the
 // anonymous principal), Scopes and Expiration are the token's, and Extra
-// holds p under [ExtraKey].
-func TokenInfo(p *middleware.Principal) *auth.TokenInfo {
+// holds p (read it with [Principal]).
+func tokenInfo(p *middleware.Principal) *auth.TokenInfo {
 	return &auth.TokenInfo{
 		UserID:     p.ID(),
 		Scopes:     p.Scopes,
 		Expiration: p.Expiry,
-		Extra:      map[string]any{ExtraKey: p},
+		Extra:      map[string]any{extraKey: p},
 	}
 }
 
@@ -146,7 +147,7 @@ func Principal(req mcp.Request) (*middleware.Principal, bool) {
 	if extra == nil || extra.TokenInfo == nil {
 		return nil, false
 	}
-	p, ok := extra.TokenInfo.Extra[ExtraKey].(*middleware.Principal)
+	p, ok := extra.TokenInfo.Extra[extraKey].(*middleware.Principal)
 	return p, ok && p != nil
 }
 

@@ -66,11 +66,10 @@ func snippetGuard(g *mcpguard.Guard, srv *mcp.Server, mux *http.ServeMux) error 
 
 func snippetMCPGo(g *mcpguard.Guard, mcpServer *mcpgoserver.MCPServer, mux *http.ServeMux) error {
 	// --- docs/sdks.md: mark3labs/mcp-go
-	a, err := mcpgo.New(mcpgo.Config{Middleware: g.Middleware()}) // Stateless: true for WithStateLess
+	a, err := mcpgo.New(mcpgo.Config{Middleware: g.Middleware(), Server: mcpServer}) // Stateless: true for WithStateLess; lists shown as middleware.Config.Lists says
 	if err != nil {
 		return err
 	}
-	a.Install(mcpServer) // lists shown as middleware.Config.Lists says
 
 	s := mcpgoserver.NewStreamableHTTPServer(mcpServer, a.Options()...) // a's options last
 	g.Mount(mux, a.Bind(s))                                             // the metadata too; handlers: middleware.PrincipalFromContext(ctx)

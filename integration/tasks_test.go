@@ -251,14 +251,14 @@ var mcpgoModes = []struct {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return a.Handler(mcpgoserver.NewStreamableHTTPServer(newMCPGoTaskServer(), a.Options()...))
+		return m.Handler(a.Bind(mcpgoserver.NewStreamableHTTPServer(newMCPGoTaskServer(), a.Options()...)))
 	}},
 	{"mcpgo adapter, stateless", false, func(t *testing.T, m *middleware.Middleware) http.Handler {
 		a, err := mcpgo.New(mcpgo.Config{Middleware: m, Stateless: true})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return a.Handler(mcpgoserver.NewStreamableHTTPServer(newMCPGoTaskServer(), a.Options()...))
+		return m.Handler(a.Bind(mcpgoserver.NewStreamableHTTPServer(newMCPGoTaskServer(), a.Options()...)))
 	}},
 	{"mcp-go default, no adapter", true, func(_ *testing.T, m *middleware.Middleware) http.Handler {
 		return m.Handler(mcpgoserver.NewStreamableHTTPServer(newMCPGoTaskServer()))

@@ -3,9 +3,9 @@
 // stateless. Import it only with mcp-go: middleware itself never depends
 // on an SDK.
 //
-//	a, err := mcpgo.New(mcpgo.Config{Middleware: m})
+//	a, err := mcpgo.New(mcpgo.Config{Middleware: m, Server: mcpServer})
 //	s := server.NewStreamableHTTPServer(mcpServer, a.Options()...) // a's options last
-//	mux.Handle("/mcp", a.Handler(s))
+//	mux.Handle("/mcp", m.Handler(a.Bind(s)))
 //
 // # What mcp-go delivers, and what this package adds
 //
@@ -29,7 +29,7 @@
 //
 // # Lists shown by the operation policy
 //
-// [Adapter.Install] adds after-list hooks to an MCPServer so that
+// With Config.Server, [New] adds after-list hooks to that MCPServer so that
 // tools/list, prompts/list, resources/list and resources/templates/list
 // answers are shown as middleware.Config.Lists says
 // ([middleware.Middleware.ListEntry], docs/policy.md "Lists"): by default

@@ -53,7 +53,7 @@ func ExampleAdapter() {
 		return mcp.NewToolResultText(p.Subject + "@" + p.Tenant), nil
 	})
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", a.Handler(server.NewStreamableHTTPServer(ms, a.Options()...)))
+	mux.Handle("/mcp", m.Handler(a.Bind(server.NewStreamableHTTPServer(ms, a.Options()...))))
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 

@@ -91,7 +91,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	if fc.bare {
 		h = m.Handler(server.NewStreamableHTTPServer(ms, server.WithStateful(true)))
 	} else {
-		h = a.Handler(server.NewStreamableHTTPServer(ms, a.Options()...))
+		h = m.Handler(a.Bind(server.NewStreamableHTTPServer(ms, a.Options()...)))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)

@@ -14,7 +14,7 @@ import (
 // as the OpenAI Apps SDK reads it).
 const metaSchemes = "securitySchemes"
 
-// Install makes s show its tools/list, prompts/list, resources/list and
+// install makes s show its tools/list, prompts/list, resources/list and
 // resources/templates/list answers as middleware.Config.Lists says, entry
 // by entry ([middleware.Middleware.ListEntry], docs/policy.md "Lists"):
 // by default every entry a client could obtain, each with
@@ -22,10 +22,8 @@ const metaSchemes = "securitySchemes"
 // only what the request's principal may call; with ListOff as mcp-go
 // answers. In every mode an entry no token could reach is left out. It
 // adds after-list hooks to s's hooks (server.WithHooks; new ones if s has
-// none): call it once per server, before serving, and after any
-// server.WithHooks option, which would replace them. Lists only show;
-// every call is still checked by the middleware.
-func (a *Adapter) Install(s *server.MCPServer) {
+// none). Lists only show; every call is still checked by the middleware.
+func (a *Adapter) install(s *server.MCPServer) {
 	h := s.GetHooks()
 	if h == nil {
 		h = &server.Hooks{}

@@ -21,7 +21,7 @@ import (
 )
 
 // listsFixture is a stateless mcp-go server with tools, prompts, resources
-// and templates behind the adapter, Install'ed, in one list mode.
+// and templates behind the adapter, with Config.Server, in one list mode.
 func listsFixture(t *testing.T, mode middleware.ListMode) *fixture {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
@@ -71,13 +71,12 @@ func listsFixture(t *testing.T, mode middleware.ListMode) *fixture {
 	ms.AddResource(mcp.NewResource("file:///readme", "readme"), read)
 	ms.AddResourceTemplate(mcp.NewResourceTemplate("file:///vault/{name}", "vault"), read)
 	ms.AddResourceTemplate(mcp.NewResourceTemplate("file:///{name}", "files"), read)
-	a, err := mcpgo.New(mcpgo.Config{Middleware: m, Stateless: true})
+	a, err := mcpgo.New(mcpgo.Config{Middleware: m, Stateless: true, Server: ms})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Install(ms)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", a.Handler(server.NewStreamableHTTPServer(ms, a.Options()...)))
+	mux.Handle("/mcp", m.Handler(a.Bind(server.NewStreamableHTTPServer(ms, a.Options()...))))
 	ts.Config.Handler = mux
 	ts.Start()
 	t.Cleanup(ts.Close)

@@ -28,6 +28,15 @@ type Config struct {
 	// Defaults to false: stateful sessions, each bound to the principal
 	// that created it by the middleware.
 	Stateless bool
+	// Server, if set, has its tools/list, prompts/list, resources/list
+	// and resources/templates/list answers shown as
+	// middleware.Config.Lists says: New adds after-list hooks to its
+	// hooks (see the package documentation, "Lists shown by the operation
+	// policy"). Create the adapter once per server, before serving, and
+	// after any server.WithHooks option, which would replace them. If nil,
+	// lists are as mcp-go answers them; every call is still checked by the
+	// middleware.
+	Server *server.MCPServer
 }
 
 // Adapter puts the middleware in front of an mcp-go StreamableHTTPServer.
@@ -42,7 +51,11 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Middleware == nil {
 		return nil, fmt.Errorf("%w: no Middleware", ErrConfig)
 	}
-	return &Adapter{m: cfg.Middleware, stateless: cfg.Stateless}, nil
+	a := &Adapter{m: cfg.Middleware, stateless: cfg.Stateless}
+	if cfg.Server != nil {
+		a.install(cfg.Server)
+	}
+	return a, nil
 }
 
 // Options returns the mcp-go options the adapter needs: a session ID
@@ -58,15 +71,10 @@ func (a *Adapter) Options() []server.StreamableHTTPOption {
 	return []server.StreamableHTTPOption{server.WithSessionIdManager(manager{})}
 }
 
-// Handler returns s, an mcp-go StreamableHTTPServer built with
-// [Adapter.Options], behind [middleware.Middleware.Handler] and
-// [Adapter.Bind]: mount it at the MCP endpoint.
-func (a *Adapter) Handler(s http.Handler) http.Handler {
-	return a.m.Handler(a.Bind(s))
-}
-
-// Bind returns the adapter's check alone, for chains that run
-// [middleware.Middleware.Handler] themselves: it must run behind it, and
+// Bind returns the adapter's check for s, an mcp-go StreamableHTTPServer
+// built with [Adapter.Options]: mount it behind
+// [middleware.Middleware.Handler] (m.Handler(a.Bind(s))) or with
+// Guard.Mount, which puts it there. It must run behind the middleware, and
 // answers 401 through Middleware.Challenge for a request without a
 // principal. Sessions are bound by the middleware. Stateless, GET and
 // DELETE get 405: mcp-go would give every session-less GET stream the same

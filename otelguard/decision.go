@@ -42,11 +42,11 @@ type decisionSpan struct {
 
 type decisionSpanKey struct{}
 
-// OnDecision records d; use it as middleware.Config.OnDecision (or let
-// [Telemetry.Instrument] set it). When the request went through
+// onDecision records d: [Telemetry.Instrument] sets it as
+// middleware.Config.OnDecision. When the request went through
 // [Telemetry.Handler], it also completes and ends the decision span. A
 // known label set records without allocating.
-func (t *Telemetry) OnDecision(ctx context.Context, d middleware.Decision) {
+func (t *Telemetry) onDecision(ctx context.Context, d middleware.Decision) {
 	k := decisionKey{d.Status, d.Reason, d.Method, d.Name, d.ProtocolVersion}
 	opts := t.decisionOpts.get(k, func() attribute.Set { return decisionSet(k) })
 	t.decisions.Add(ctx, 1, opts.add...)
@@ -107,7 +107,7 @@ func decisionSet(k decisionKey) attribute.Set { return attribute.NewSet(decision
 // Handler returns next (the Guard's or the middleware's handler) inside
 // the span "mcpguard.authorize": a child of the span in the request's
 // context or, without one, of the trace context the request carries
-// (Config.Propagator). [Telemetry.OnDecision] ends it with the
+// (Config.Propagator). The decision hook [Telemetry.Instrument] sets ends it with the
 // decision's attributes; if no decision is reported (next is not the
 // middleware), it ends when next returns.
 func (t *Telemetry) Handler(next http.Handler) http.Handler {
@@ -156,15 +156,15 @@ func (t *Telemetry) Instrument(cfg *mcpguard.Config) {
 	if prev := cfg.Middleware.OnDecision; prev != nil {
 		cfg.Middleware.OnDecision = func(ctx context.Context, d middleware.Decision) {
 			prev(ctx, d)
-			t.OnDecision(ctx, d)
+			t.onDecision(ctx, d)
 		}
 	} else {
-		cfg.Middleware.OnDecision = t.OnDecision
+		cfg.Middleware.OnDecision = t.onDecision
 	}
 	if prev := cfg.Validate.Observer; prev != nil {
-		cfg.Validate.Observer = chainValidation(prev, t.ObserveValidation)
+		cfg.Validate.Observer = chainValidation(prev, t.observeValidation)
 	} else {
-		cfg.Validate.Observer = t.ObserveValidation
+		cfg.Validate.Observer = t.observeValidation
 	}
 	if prev := cfg.JWKS.Observer; prev != nil {
 		cfg.JWKS.Observer = refreshChain{prev, t}

@@ -16,7 +16,7 @@ import (
 var (
 	_ jwks.RefreshObserver                        = (*Telemetry)(nil)
 	_ introspect.CallObserver                     = (*Telemetry)(nil)
-	_ func(context.Context, validate.Observation) = (*Telemetry)(nil).ObserveValidation
+	_ func(context.Context, validate.Observation) = (*Telemetry)(nil).observeValidation
 )
 
 type validationKey struct {
@@ -59,10 +59,10 @@ func validationResult(err error) string {
 	return "other"
 }
 
-// ObserveValidation records one Validate call: use it as
-// validate.Config.Observer (or let [Telemetry.Instrument] set it). A
+// observeValidation records one Validate call: [Telemetry.Instrument]
+// sets it as validate.Config.Observer. A
 // successful call records without allocating.
-func (t *Telemetry) ObserveValidation(ctx context.Context, o validate.Observation) {
+func (t *Telemetry) observeValidation(ctx context.Context, o validate.Observation) {
 	k := validationKey{o.Cache, validationResult(o.Err)}
 	opts := t.valOpts.get(k, func() attribute.Set {
 		return attribute.NewSet(attribute.String("mcpguard.token_cache", k.cache.String()), attribute.String("mcpguard.validation.result", k.result))

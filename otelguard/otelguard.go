@@ -14,11 +14,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// ScopeName is the instrumentation scope of the meter and the tracer.
-const ScopeName = "github.com/mcpguard/mcpguard/otelguard"
-
-// ErrConfig: [New] could not create an instrument.
-var ErrConfig = errors.New("otelguard: invalid config")
+// scopeName is the instrumentation scope of the meter and the tracer:
+// the package path.
+const scopeName = "github.com/mcpguard/mcpguard/otelguard"
 
 // Config configures [New]. The zero value uses OpenTelemetry's global
 // providers and propagator, which do nothing until the application
@@ -85,13 +83,14 @@ type keySetState struct {
 	lastSuccess time.Time
 }
 
-// New creates the instruments. Errors wrap [ErrConfig].
+// New creates the instruments. It fails only when the meter provider
+// refuses to create one; the error says which.
 func New(cfg Config) (*Telemetry, error) {
 	cfg = cfg.withDefaults()
-	m := cfg.MeterProvider.Meter(ScopeName)
+	m := cfg.MeterProvider.Meter(scopeName)
 	t := &Telemetry{
 		now:     cfg.Now,
-		tracer:  cfg.TracerProvider.Tracer(ScopeName),
+		tracer:  cfg.TracerProvider.Tracer(scopeName),
 		prop:    cfg.Propagator,
 		issuers: map[string]keySetState{},
 	}
@@ -121,13 +120,13 @@ func New(cfg Config) (*Telemetry, error) {
 	age, err := m.Float64ObservableGauge("mcpguard.jwks.age", metric.WithUnit("s"), metric.WithDescription("Age of the served key set, per issuer."))
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("otelguard: create instruments: %w", err)
 	}
 	if _, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		t.observeKeySets(o, keys, age)
 		return nil
 	}, keys, age); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("otelguard: register the key-set gauges: %w", err)
 	}
 	t.hit = newOptions(attribute.NewSet(attribute.String("mcpguard.token_cache.result", "hit")))
 	t.miss = newOptions(attribute.NewSet(attribute.String("mcpguard.token_cache.result", "miss")))
