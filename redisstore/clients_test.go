@@ -18,7 +18,7 @@ import (
 func TestClientStoreRoundTrip(t *testing.T) {
 	_, rdb := newRedis(t)
 	now := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
-	s, err := redisstore.NewClientStore(redisstore.ClientConfig{Config: redisstore.Config{Client: rdb}, TTL: time.Hour, Now: func() time.Time { return now }})
+	s, err := redisstore.NewClientStore(redisstore.ClientConfig{Config: redisstore.Config{Client: rdb, Timeout: testTimeout}, TTL: time.Hour, Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestClientStoreRoundTrip(t *testing.T) {
 func TestTwoRegistriesShareRegistrations(t *testing.T) {
 	_, rdb := newRedis(t)
 	newReplica := func() (*cimd.DCRHandler, *cimd.Registry) {
-		s, err := redisstore.NewClientStore(redisstore.ClientConfig{Config: redisstore.Config{Client: rdb}})
+		s, err := redisstore.NewClientStore(redisstore.ClientConfig{Config: redisstore.Config{Client: rdb, Timeout: testTimeout}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ import (
 // kept every counter it made.
 func TestStepUpPartitionFlood(t *testing.T) {
 	_, rdb := newRedis(t)
-	s, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+	s, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func usedMemory(t *testing.T, rdb *redis.Client) int64 {
 // every claim of every principal failed with OOM (fail closed: 401).
 func TestReplayPartitionFlood(t *testing.T) {
 	_, rdb := newRedis(t)
-	s, err := redisstore.NewReplayStore(redisstore.Config{Client: rdb})
+	s, err := redisstore.NewReplayStore(redisstore.Config{Client: rdb, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ func TestHotPathNoRedis(t *testing.T) {
 	}
 	hook := &countingHook{}
 	rdb.AddHook(hook)
-	store, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+	store, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func BenchmarkHotPath(b *testing.B) {
 	defer rdb.Close()
 	hook := &countingHook{}
 	rdb.AddHook(hook)
-	rs, _ := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+	rs, _ := redisstore.NewStepUpStore(redisstore.Config{Client: rdb, Timeout: testTimeout})
 	for _, c := range []struct {
 		name  string
 		store middleware.StepUpStore

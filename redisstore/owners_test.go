@@ -23,7 +23,7 @@ var _ middleware.OwnerStore = (*redisstore.OwnerStore)(nil)
 
 func TestOwnerStore(t *testing.T) {
 	_, rdb := newRedis(t)
-	s, err := redisstore.NewOwnerStore(redisstore.Config{Client: rdb})
+	s, err := redisstore.NewOwnerStore(redisstore.Config{Client: rdb, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func (g *sessionGuard) initialize(t *testing.T, token string) string {
 // store, it refuses every session it did not see created (404).
 func TestSessionsSurviveRestart(t *testing.T) {
 	_, rdb := newRedis(t)
-	store, err := redisstore.NewOwnerStore(redisstore.Config{Client: rdb})
+	store, err := redisstore.NewOwnerStore(redisstore.Config{Client: rdb, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}

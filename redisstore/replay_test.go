@@ -22,11 +22,11 @@ var _ replayStore = (*redisstore.ReplayStore)(nil)
 
 func TestReplayClaim(t *testing.T) {
 	_, rdb := newRedis(t)
-	a, err := redisstore.NewReplayStore(redisstore.Config{Client: rdb})
+	a, err := redisstore.NewReplayStore(redisstore.Config{Client: rdb, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := redisstore.NewReplayStore(redisstore.Config{Client: rdb}) // another replica
+	b, _ := redisstore.NewReplayStore(redisstore.Config{Client: rdb, Timeout: testTimeout}) // another replica
 	ctx := t.Context()
 	jti := strings.Repeat("j", 4096) // long keys are hashed
 	if fresh, err := a.Claim(ctx, "p", jti, time.Minute); !fresh || err != nil {

@@ -24,7 +24,7 @@ var _ middleware.StepUpStore = (*redisstore.StepUpStore)(nil)
 
 func TestStepUpIncrWindowAndReset(t *testing.T) {
 	_, rdb := newRedis(t)
-	s, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb, Prefix: "t:"})
+	s, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb, Prefix: "t:", Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,7 +162,7 @@ func TestTwoReplicasShareStepUpBound(t *testing.T) {
 		}
 		return n
 	}
-	shared, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+	shared, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestTwoReplicasShareStepUpBound(t *testing.T) {
 	}
 	// Two stores (two processes' clients) on the same Redis: still one bound.
 	rdb.FlushAll(t.Context())
-	other, _ := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+	other, _ := redisstore.NewStepUpStore(redisstore.Config{Client: rdb, Timeout: testTimeout})
 	if got := count(shared, other); got != 3 {
 		t.Errorf("challenges across two store values on one Redis = %d, want 3", got)
 	}
@@ -186,7 +186,7 @@ func TestTwoReplicasShareStepUpBound(t *testing.T) {
 func TestStepUpSuccessResets(t *testing.T) {
 	_, rdb := newRedis(t)
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
-	store, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb})
+	store, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb, Timeout: testTimeout})
 	if err != nil {
 		t.Fatal(err)
 	}
