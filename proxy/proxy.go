@@ -356,8 +356,14 @@ func stripLists(extra []string, idHeader string) (exact, prefixes []string) {
 }
 
 // ServeHTTP serves the routes, their metadata, the JWK Set, /healthz and
-// /readyz, and logs one line per MCP request.
+// /readyz, and logs one line per MCP request. A request whose head is
+// larger than 64 KiB (the request line and header lines, each with
+// its CRLF) gets 431.
 func (px *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if headBytes(r) > maxRequestHeaderBytes {
+		headerTooLarge(w)
+		return
+	}
 	sc := &stateCtx{Context: r.Context()}
 	sc.s.start = px.now()
 	r2 := r.WithContext(sc)

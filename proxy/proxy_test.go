@@ -1,11 +1,14 @@
 package proxy_test
 
 import (
+	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -196,5 +199,52 @@ func TestUpstreamRefusesClientToken(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 401 {
 		t.Errorf("client token at the upstream: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestHeadBound: the proxy itself bounds a request's head at exactly
+// 64 KiB (request line, header lines with their CRLFs, the empty line),
+// whatever the server in front of it allows (httptest's 1 MiB here): at
+// the bound the request reaches the upstream, one byte more gets 431 and
+// does not.
+func TestHeadBound(t *testing.T) {
+	e := newTestEnv(t, envOptions{stateless: true})
+	tok := e.token(t, "alice", baseScope)
+	addr := strings.TrimPrefix(e.proxyURL, "http://")
+	body := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	send := func(size int) int {
+		head := "POST /mcp HTTP/1.1\r\nHost: " + addr + "\r\nAuthorization: Bearer " + tok +
+			"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n" +
+			"Content-Length: " + strconv.Itoa(len(body)) + "\r\nConnection: close\r\n"
+		raw := head + "X-Pad: " + strings.Repeat("a", size-len(head)-len("X-Pad: \r\n\r\n")) + "\r\n\r\n"
+		if len(raw) != size {
+			t.Fatalf("head is %d bytes, want %d", len(raw), size)
+		}
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.WriteString(c, raw+body)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("%d-byte head: %v", size, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, tc := range []struct{ size, want, reached int }{
+		{64 << 10, http.StatusOK, 1},
+		{64<<10 + 1, http.StatusRequestHeaderFieldsTooLarge, 0},
+		{512 << 10, http.StatusRequestHeaderFieldsTooLarge, 0},
+	} {
+		before := len(e.upstream.all())
+		if got := send(tc.size); got != tc.want {
+			t.Errorf("%d-byte head: status %d, want %d", tc.size, got, tc.want)
+		}
+		if n := len(e.upstream.all()) - before; n != tc.reached {
+			t.Errorf("%d-byte head: the upstream received %d request(s), want %d", tc.size, n, tc.reached)
+		}
 	}
 }

@@ -38,7 +38,10 @@ const (
 	readTimeout       = 30 * time.Second
 	writeTimeout      = 30 * time.Second
 	idleTimeout       = 2 * time.Minute
-	maxHeaderBytes    = 64 << 10
+	// The proxy's own bound of a request's head (package proxy refuses,
+	// with 431, exactly what is past it); net/http reads this plus 4 KiB
+	// of slack.
+	maxHeaderBytes = 64 << 10
 )
 
 type options struct {
