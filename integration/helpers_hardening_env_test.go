@@ -12,10 +12,12 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +25,8 @@ import (
 
 	"github.com/mcpguard/mcpguard/authtest"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/prm"
+	"github.com/mcpguard/mcpguard/proxy"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
@@ -62,6 +66,14 @@ type hxEnvConfig struct {
 	// BeforeStart runs after the issuer exists and before the key source
 	// starts its first fetch: publish extra keys or set a fault here.
 	BeforeStart func(iss *authtest.Issuer)
+	// Proxy puts mcpguard proxy (proxy.New) at the MCP endpoint instead of
+	// the example server: it validates the issuer's tokens with its own
+	// key source (the issuer's JWKS URL, refreshed hourly, on the issuer's
+	// pinned clock) and forwards to the example server on another
+	// loopback port, which trusts only the proxy's assertions. The env's
+	// own key source and validator then serve the wantErr checks only.
+	// Validate must be zero.
+	Proxy bool
 }
 
 // hxEnv is the example MCP server (server.New) on 127.0.0.1, validating
@@ -81,8 +93,38 @@ type hxEnv struct {
 	// refreshes counts the key source's ended refreshes (its
 	// jwks.Config.Observer unless the test sets one).
 	refreshes hxRefreshes
+	// px and upstream are set with hxEnvConfig.Proxy: upstream counts the
+	// requests the example server behind the proxy received, by
+	// hxRequestID.
+	px       *proxy.Proxy
+	upstream hxSeen
 
 	closeOnce sync.Once
+	cleanups  []func()
+}
+
+// hxSeen counts requests by their hxRequestID header.
+type hxSeen struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (s *hxSeen) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		if s.n == nil {
+			s.n = map[string]int{}
+		}
+		s.n[r.Header.Get(hxRequestID)]++
+		s.mu.Unlock()
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *hxSeen) get(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n[id]
 }
 
 // newHxEnv starts the issuer, the key source, the validator and the
@@ -138,19 +180,26 @@ func newHxEnv(t testing.TB, cfg hxEnvConfig) *hxEnv {
 		e.close()
 		t.Fatalf("validate.New: %v", err)
 	}
-	e.srv, err = server.New(server.Config{
-		Resource:             e.mcpURL,
-		AuthorizationServers: []string{e.iss.URL()},
-		Validator:            e.val,
-		Scopes:               []string{hxBaseScope},
-		Now:                  e.iss.Now,
-	})
-	if err != nil {
-		e.close()
-		t.Fatalf("server.New: %v", err)
+	if cfg.Proxy {
+		if err := e.startProxy(t); err != nil {
+			e.close()
+			t.Fatal(err)
+		}
+	} else {
+		e.srv, err = server.New(server.Config{
+			Resource:             e.mcpURL,
+			AuthorizationServers: []string{e.iss.URL()},
+			Validator:            e.val,
+			Scopes:               []string{hxBaseScope},
+			Now:                  e.iss.Now,
+		})
+		if err != nil {
+			e.close()
+			t.Fatalf("server.New: %v", err)
+		}
+		e.metaURL = e.srv.ResourceMetadataURL()
+		e.ts.Config.Handler = e.reads.wrap(e.srv)
 	}
-	e.metaURL = e.srv.ResourceMetadataURL()
-	e.ts.Config.Handler = e.reads.wrap(e.srv)
 	e.ts.Start()
 	// An own transport, so that closing its idle connections leaves no
 	// goroutine behind and no other test shares its pool.
@@ -160,6 +209,61 @@ func newHxEnv(t testing.TB, cfg hxEnvConfig) *hxEnv {
 	}
 	t.Cleanup(e.close)
 	return e
+}
+
+// startProxy builds the proxy at e.mcpURL and the example server behind
+// it (hxEnvConfig.Proxy), with the example server's policy.
+func (e *hxEnv) startProxy(t testing.TB) error {
+	upTS := httptest.NewUnstartedServer(nil)
+	e.cleanups = append(e.cleanups, upTS.Close)
+	upURL := "http://" + upTS.Listener.Addr().String() + "/mcp"
+	px, err := proxy.New(proxy.Config{
+		Routes: []proxy.Route{{
+			Resource: e.mcpURL, Upstream: upURL, Issuers: []string{e.iss.URL()}, Scopes: []string{hxBaseScope},
+			Operations: proxy.Operations{Tools: map[string][]string{
+				server.ToolWhoami: nil, server.ToolNotesList: {server.ScopeNotesRead}, server.ToolNotesWrite: {server.ScopeNotesWrite},
+			}},
+			Validation: proxy.Validation{TenantClaim: "tenant"},
+		}},
+		Issuers: map[string]proxy.Issuer{e.iss.URL(): {JWKSURL: e.iss.JWKSURL(), RefreshInterval: time.Hour}},
+		Now:     e.iss.Now,
+	})
+	if err != nil {
+		return fmt.Errorf("proxy.New: %w", err)
+	}
+	e.px = px
+	e.cleanups = append(e.cleanups, func() { _ = px.Close() })
+	e.ts.Config.Handler = e.reads.wrap(px)
+	e.metaURL, _ = prm.MetadataURL(e.mcpURL)
+
+	// The example server trusts the proxy's assertions only.
+	upKeys, err := jwks.New(jwks.Config{Issuer: px.AssertionIssuer(), JWKSURL: strings.TrimSuffix(e.mcpURL, "/mcp") + px.JWKSPath()})
+	if err != nil {
+		return fmt.Errorf("upstream jwks.New: %w", err)
+	}
+	e.cleanups = append(e.cleanups, func() { _ = upKeys.Close() })
+	upVal, err := validate.New(validate.Config{
+		Issuers:     []validate.Issuer{{Issuer: px.AssertionIssuer(), Keys: upKeys}},
+		Audiences:   []string{upURL},
+		TenantClaim: "tenant",
+		Now:         e.iss.Now,
+	})
+	if err != nil {
+		return fmt.Errorf("upstream validate.New: %w", err)
+	}
+	e.srv, err = server.New(server.Config{
+		Resource:             upURL,
+		AuthorizationServers: []string{px.AssertionIssuer()},
+		Validator:            upVal,
+		Scopes:               []string{hxBaseScope},
+		Now:                  e.iss.Now,
+	})
+	if err != nil {
+		return fmt.Errorf("upstream server.New: %w", err)
+	}
+	upTS.Config.Handler = e.upstream.wrap(e.srv)
+	upTS.Start()
+	return nil
 }
 
 // close stops the HTTP server, the key source and the issuer and drops the
@@ -174,6 +278,9 @@ func (e *hxEnv) close() {
 		}
 		if e.keys != nil {
 			_ = e.keys.Close()
+		}
+		for _, f := range e.cleanups {
+			f()
 		}
 		e.iss.Close()
 	})

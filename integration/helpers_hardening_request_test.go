@@ -44,6 +44,7 @@ type hxResp struct {
 	body       []byte
 	bodyRead   int64 // bytes the server's handlers read from the request body
 	latency    time.Duration
+	id         string // the request's hxRequestID
 }
 
 // hxToolBody returns a self-contained 2026-07-28 tools/call message.
@@ -136,6 +137,7 @@ func (e *hxEnv) try(ctx context.Context, r hxReq) (hxResp, error) {
 		body:       b,
 		bodyRead:   e.reads.get(id),
 		latency:    lat,
+		id:         id,
 	}, nil
 }
 

@@ -147,9 +147,14 @@ func hxIssuerAudienceCases(fx *hxHostile) []hxCase {
 		// A valid token passes the middleware whatever the Host; on a
 		// loopback listener the go-sdk's DNS-rebinding protection then
 		// refuses the foreign Host, so the tool does not run either.
+		// Through the proxy the token is all that counts: the proxy takes
+		// no URL from Host (its resource is configured), the upstream
+		// gets its own Host, and a bearer token is no ambient credential
+		// a rebound browser page could send.
 		{class: "issuer_audience", name: "host_spoofed_valid_token",
-			want: hxWant{status: http.StatusForbidden, body: "Forbidden: invalid Host header \"evil.example\"\n", notMiddleware: true},
-			req:  func(t *testing.T) hxReq { return hxReq{authz: hxBearer(e.tok(t)), host: "evil.example"} }},
+			want:    hxWant{status: http.StatusForbidden, body: "Forbidden: invalid Host header \"evil.example\"\n", notMiddleware: true},
+			proxied: &ok,
+			req:     func(t *testing.T) hxReq { return hxReq{authz: hxBearer(e.tok(t)), host: "evil.example"} }},
 	}
 }
 

@@ -31,6 +31,9 @@ type hxCase struct {
 	// so that a case cannot pass for the wrong reason (the middleware
 	// maps every token failure to the same 401).
 	wantErr error
+	// proxied, if set, is the answer through mcpguard proxy where it
+	// differs from the example server's, with the reason beside it.
+	proxied *hxWant
 	// fetches is the exact number of JWKS fetches the request must cause:
 	// 1 when the token reaches the key source with an unknown kid (one
 	// on-demand refresh) or with a known kid whose signature fails (one
@@ -148,6 +151,24 @@ func (fx *hxHostile) expired(t *testing.T) string { return fx.e.tok(t, authtest.
 // case whose tool call ran would show up there.
 func TestHostileTokens(t *testing.T) {
 	t.Parallel()
+	runHostileTokens(t, false)
+}
+
+// TestHostileTokensThroughProxy sends the same hostile tokens and
+// requests to mcpguard proxy (proxy.New, at the same URL) in front of the
+// example server, which trusts only the proxy's assertions: every case
+// must get the very answer the library gives (status, WWW-Authenticate,
+// body, Cache-Control), the proxy must read no body of a refused request
+// and make the same JWKS fetches, and no refused request may reach the
+// example server (each accepted one reaches it exactly once).
+func TestHostileTokensThroughProxy(t *testing.T) {
+	t.Parallel()
+	runHostileTokens(t, true)
+}
+
+// runHostileTokens is TestHostileTokens, the MCP endpoint served by the
+// example server itself or, with proxied, by mcpguard proxy in front of it.
+func runHostileTokens(t *testing.T, proxied bool) {
 	const rateLimit = 10 * time.Second
 	att := newHxAttacker(t)
 
@@ -162,6 +183,7 @@ func TestHostileTokens(t *testing.T) {
 	foreignDup := authtest.GenerateKey(jose.ES256, hxKIDDup) // never published
 
 	e := newHxEnv(t, hxEnvConfig{
+		Proxy: proxied,
 		// The source's clock is the issuer's pinned one: a deferred refresh
 		// never fires on it, so rate-limited calls must not wait for one.
 		JWKS: jwks.Config{RefreshRateLimit: rateLimit, DeferredWaiters: -1},
@@ -196,19 +218,35 @@ func TestHostileTokens(t *testing.T) {
 		hxTimeCases(fx),
 		hxIssuerAudienceCases(fx),
 		hxScopeCases(fx),
+		hxConfirmationCases(fx),
 	)
 
 	// Warm up: the key source's first fetch, through a valid request.
 	if r := e.whoami(ctx, t, e.tok(t)); r.status != http.StatusOK {
 		t.Fatalf("warm-up: status %d: %s", r.status, r.body)
 	}
-	if n := e.iss.JWKSFetches(); n != 1 {
-		t.Fatalf("JWKS fetches after warm-up = %d, want 1", n)
+	// Behind the proxy, the env's own key source serves the wantErr
+	// checks only: its fetches (one now, and a refresh for some checks)
+	// are not the proxy's.
+	if proxied {
+		if _, err := e.val.Validate(ctx, e.tok(t)); err != nil {
+			t.Fatalf("the env's validator: %v", err)
+		}
+	}
+	jwksFetches := func() int64 {
+		n := e.iss.JWKSFetches()
+		if proxied {
+			n -= int64(e.keys.Stats().Fetches)
+		}
+		return n
+	}
+	var wantFetches int64 = 1
+	if n := jwksFetches(); n != wantFetches {
+		t.Fatalf("JWKS fetches after warm-up = %d, want %d", n, wantFetches)
 	}
 
 	var accepted []string
 	perClass := map[string]int{}
-	var wantFetches int64 = 1
 	for _, class := range hxClasses(cases) {
 		t.Run(class, func(t *testing.T) {
 			for _, c := range cases {
@@ -220,9 +258,6 @@ func TestHostileTokens(t *testing.T) {
 					// they are counted here so that -run filters work.
 					perClass[class]++
 					wantFetches += c.fetches
-					if c.want.status == http.StatusOK {
-						accepted = append(accepted, class+"/"+c.name)
-					}
 					// Open the key source's on-demand rate limit (it runs
 					// on the issuer's clock), so a case that may refresh
 					// does so exactly once.
@@ -231,16 +266,32 @@ func TestHostileTokens(t *testing.T) {
 					if req.text == "" {
 						req.text = class + "/" + c.name
 					}
+					want := c.want
+					if proxied && c.proxied != nil {
+						want = *c.proxied
+					}
+					if want.status == http.StatusOK {
+						accepted = append(accepted, class+"/"+c.name)
+					}
 					before := e.counts(att)
 					got := e.do(ctx, t, req)
 					after := e.counts(att)
-					c.want.check(t, got)
+					want.check(t, got)
 					if d := after.jwks - before.jwks; d != c.fetches {
 						t.Errorf("JWKS fetches = %d, want %d", d, c.fetches)
 					}
 					if after.metadata != before.metadata || after.introspection != before.introspection {
 						t.Errorf("unexpected requests to the issuer: metadata %d→%d, introspection %d→%d",
 							before.metadata, after.metadata, before.introspection, after.introspection)
+					}
+					if proxied {
+						reached := 0
+						if want.status == http.StatusOK {
+							reached = 1
+						}
+						if n := e.upstream.get(got.id); n != reached {
+							t.Errorf("the example server behind the proxy received the request %d times, want %d", n, reached)
+						}
 					}
 					if c.wantErr != nil {
 						tok, found := strings.CutPrefix(req.authz[0], "Bearer ")
@@ -278,7 +329,7 @@ func TestHostileTokens(t *testing.T) {
 		}
 		t.Errorf("notes = %q\nwant %q\nrefused cases whose tool call ran: %q", got, accepted, leaked)
 	}
-	if n := e.iss.JWKSFetches(); n != wantFetches {
+	if n := jwksFetches(); n != wantFetches {
 		t.Errorf("total JWKS fetches = %d, want %d", n, wantFetches)
 	}
 	if n := att.requests.Load(); n != 0 {

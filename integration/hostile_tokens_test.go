@@ -243,3 +243,25 @@ func hxTypCases(fx *hxHostile) []hxCase {
 			}},
 	}
 }
+
+// hxConfirmationCases are sender-constrained tokens presented as bearer
+// tokens (RFC 9449 §7.1, RFC 8705 §3): with DPoP off, a token bound to a
+// key (cnf) is refused whatever its confirmation, since nobody checks the
+// proof of possession.
+func hxConfirmationCases(fx *hxHostile) []hxCase {
+	tokReq, invalid, noTok := fx.tokReq, fx.invalid, fx.noTok
+	e := fx.e
+	jkt := map[string]any{"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}
+	return []hxCase{
+		{class: "confirmation", name: "dpop_bound_without_proof", want: invalid, wantErr: validate.ErrSenderConstrained,
+			req: tokReq(authtest.WithClaim("cnf", jkt))},
+		{class: "confirmation", name: "mtls_bound", want: invalid, wantErr: validate.ErrSenderConstrained,
+			req: tokReq(authtest.WithClaim("cnf", map[string]any{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}))},
+		{class: "confirmation", name: "cnf_empty", want: invalid, wantErr: validate.ErrSenderConstrained,
+			req: tokReq(authtest.WithClaim("cnf", map[string]any{}))},
+		{class: "confirmation", name: "dpop_bound_dpop_scheme_without_proof", want: noTok,
+			req: func(t *testing.T) hxReq {
+				return hxReq{authz: []string{"DPoP " + e.tok(t, authtest.WithClaim("cnf", jkt))}}
+			}},
+	}
+}
