@@ -83,7 +83,7 @@ func TestResolveHostileBodies(t *testing.T) {
 	})
 	s := newTLSServer(t, mux)
 	// The size caps must stop a body long before a generous Timeout (the
-	// error says which stopped it: ErrTooLarge, not ErrFetch); the slow
+	// error says which stopped it: errTooLarge, not errFetch); the slow
 	// answers must be cut at a short one. Bounds are generous: a loaded
 	// machine delays a TLS handshake by seconds, and the slow servers
 	// would hold the fetch for ever (or 10 s).
@@ -100,12 +100,12 @@ func TestResolveHostileBodies(t *testing.T) {
 		want error
 		max  time.Duration
 	}{
-		{"/oversized", capped, ErrTooLarge, 10 * time.Second},
-		{"/oversized-declared", capped, ErrTooLarge, 10 * time.Second},
-		{"/endless", capped, ErrTooLarge, 10 * time.Second},
-		{"/gzip-bomb", capped, ErrTooLarge, 10 * time.Second},
-		{"/slow-body", timed, ErrFetch, short + 5*time.Second},
-		{"/slow-headers", timed, ErrFetch, short + 5*time.Second},
+		{"/oversized", capped, errTooLarge, 10 * time.Second},
+		{"/oversized-declared", capped, errTooLarge, 10 * time.Second},
+		{"/endless", capped, errTooLarge, 10 * time.Second},
+		{"/gzip-bomb", capped, errTooLarge, 10 * time.Second},
+		{"/slow-body", timed, errFetch, short + 5*time.Second},
+		{"/slow-headers", timed, errFetch, short + 5*time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
@@ -221,7 +221,7 @@ func TestResolveConcurrencyCapDeadline(t *testing.T) {
 	r := mustResolver(t, cfg)
 	r.slots <- struct{}{} // a fetch that never ends holds the only slot
 	_, err := r.Resolve(context.Background(), s.URL+"/a.json")
-	wantErrs(t, err, ErrRateLimited)
+	wantErrs(t, err, errRateLimited)
 	if s.hits.Load() != 0 {
 		t.Errorf("server was contacted without a slot")
 	}
@@ -250,7 +250,7 @@ func TestResolveFlood(t *testing.T) {
 			switch {
 			case err == nil:
 				ok.Add(1)
-			case errors.Is(err, ErrRateLimited):
+			case errors.Is(err, errRateLimited):
 				limited.Add(1)
 			default:
 				other.Add(1)
@@ -271,7 +271,7 @@ func TestResolveFlood(t *testing.T) {
 
 // TestResolveGlobalLimit spreads requests over many loopback hosts, so
 // only the global bucket can stop them. Nothing listens on 127.0.0.N for
-// N > 1, so the admitted fetches fail fast with ErrFetch.
+// N > 1, so the admitted fetches fail fast with errFetch.
 func TestResolveGlobalLimit(t *testing.T) {
 	s := newTLSServer(t, response{body: validDoc})
 	cfg := testResolverConfig(s, newClock())
@@ -282,9 +282,9 @@ func TestResolveGlobalLimit(t *testing.T) {
 	for i := 2; i < 52; i++ {
 		_, err := r.Resolve(context.Background(), fmt.Sprintf("https://127.0.%d.1:%d/c.json", i, s.port())) // one network each
 		switch {
-		case errors.Is(err, ErrRateLimited):
+		case errors.Is(err, errRateLimited):
 			limited++
-		case errors.Is(err, ErrFetch):
+		case errors.Is(err, errFetch):
 			fetched++
 		default:
 			t.Fatalf("unexpected error %v", err)

@@ -1,24 +1,22 @@
 package cimd
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
-	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/clientrecord"
 )
 
-// Source says where a [Client] came from.
-type Source string
-
+// Sources of a [Client] (Client.Source).
 const (
-	// SourceStatic: pre-registered through RegistryConfig.Static.
-	SourceStatic Source = "static"
-	// SourceCIMD: resolved from a Client ID Metadata Document.
-	SourceCIMD Source = "cimd"
-	// SourceDCR: registered through RFC 7591 dynamic registration.
-	SourceDCR Source = "dcr"
+	// sourceStatic: pre-registered through RegistryConfig.Static.
+	sourceStatic = "static"
+	// sourceCIMD: resolved from a Client ID Metadata Document.
+	sourceCIMD = "cimd"
+	// sourceDCR: registered through RFC 7591 dynamic registration.
+	sourceDCR = "dcr"
 )
 
 // Client is a client an authorization server may serve, whatever its
@@ -26,9 +24,10 @@ const (
 // c.ClientID, c.RedirectURIs, … work directly).
 //
 // A Client may hold the SHA-256 hash of an issued secret; the secret
-// itself is never stored. Client implements json.Marshaler and
-// json.Unmarshaler, including that hash, so that [Store] implementations
-// can persist it as JSON. Do not send that JSON to anyone.
+// itself is never stored. [Store] implementations persist a Client as
+// JSON (encoding/json, with SetEscapeHTML(false) so that a record is no
+// larger than its metadata), hash included. Do not send that JSON to
+// anyone.
 type Client struct {
 	Document
 	// IssuedAt is when the client was registered (RFC 7591
@@ -37,36 +36,41 @@ type Client struct {
 	// SecretExpiresAt is when the issued secret expires (RFC 7591
 	// client_secret_expires_at); zero means never.
 	SecretExpiresAt time.Time `json:"secret_expires_at,omitzero"`
-	// Source is where the client came from.
-	Source Source `json:"source"`
-
-	secretHash []byte
+	// Source is where the client came from: "static" (pre-registered
+	// through RegistryConfig.Static), "cimd" (resolved from a Client ID
+	// Metadata Document) or "dcr" (RFC 7591 dynamic registration).
+	Source string `json:"source"`
+	// SecretSHA256 is the SHA-256 hash of the client's secret
+	// ([Client.SetSecret]), or empty when it has none: the client then
+	// cannot authenticate with client_secret_basic or client_secret_post.
+	SecretSHA256 []byte `json:"secret_sha256,omitempty"`
 }
 
 // RedirectURIAllowed reports whether uri may be used as this client's
-// redirect_uri; see the function [RedirectURIAllowed].
+// redirect_uri: byte for byte one of c.RedirectURIs (RFC 9700 §4.1.1),
+// except that an http redirect URI registered on the IP literal 127.0.0.1
+// or [::1] accepts any port, or none (RFC 8252 §7.3), when the scheme,
+// host, path and query are byte-identical. localhost gets no port
+// relaxation.
 func (c *Client) RedirectURIAllowed(uri string) bool {
-	return RedirectURIAllowed(c.RedirectURIs, uri)
+	return redirectURIAllowed(c.RedirectURIs, uri)
 }
 
-// SetSecret stores the SHA-256 hash of secret for client authentication
-// with client_secret_basic or client_secret_post, for pre-registered
-// clients. SHA-256 without salt or stretching is adequate only because
-// secrets are high-entropy (dynamic registration issues 256 random bits);
-// do not use it for human-chosen passwords.
+// SetSecret sets c.SecretSHA256 to the SHA-256 hash of secret, for client
+// authentication with client_secret_basic or client_secret_post, for
+// pre-registered clients. SHA-256 without salt or stretching is adequate
+// only because secrets are high-entropy (dynamic registration issues 256
+// random bits); do not use it for human-chosen passwords.
 func (c *Client) SetSecret(secret string) {
 	h := sha256.Sum256([]byte(secret))
-	c.secretHash = h[:]
+	c.SecretSHA256 = h[:]
 }
-
-// HasSecret reports whether the client has a secret.
-func (c *Client) HasSecret() bool { return len(c.secretHash) > 0 }
 
 // secretMatches compares secret with the stored hash in constant time.
 // It hashes even when there is no stored hash.
 func (c *Client) secretMatches(secret string) bool {
 	h := sha256.Sum256([]byte(secret))
-	want := c.secretHash
+	want := c.SecretSHA256
 	if len(want) != sha256.Size {
 		want = make([]byte, sha256.Size)
 		subtle.ConstantTimeCompare(h[:], want)
@@ -75,51 +79,13 @@ func (c *Client) secretMatches(secret string) bool {
 	return subtle.ConstantTimeCompare(h[:], want) == 1
 }
 
-// Clone returns a deep copy of c.
-func (c *Client) Clone() *Client {
+// clone returns a deep copy of c.
+func (c *Client) clone() *Client {
 	d := *c
-	d.Document = *c.Document.Clone()
-	d.secretHash = slices.Clone(c.secretHash)
+	d.Document = *c.Document.clone()
+	d.SecretSHA256 = slices.Clone(c.SecretSHA256)
 	return &d
 }
 
-// clientFields is Client's exported fields without its methods, so that
-// the JSON methods do not recurse.
-type clientFields Client
-
-// clientJSON is the persisted form of a Client.
-type clientJSON struct {
-	clientFields
-	SecretHash []byte `json:"secret_sha256,omitempty"`
-}
-
-// MarshalJSON encodes the client, including the secret hash, for storage:
-// compact and not HTML-escaped, so that the record is no larger than the
-// metadata it holds. (json.Marshal(c) calls this method but then escapes
-// '<', '>' and '&' in its output again; call c.MarshalJSON directly, or
-// use a json.Encoder with SetEscapeHTML(false), as the stores do.)
-func (c Client) MarshalJSON() ([]byte, error) {
-	return marshalNoEscape(clientJSON{clientFields: clientFields(c), SecretHash: c.secretHash})
-}
-
-// marshalNoEscape is json.Marshal without HTML escaping.
-func marshalNoEscape(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-// UnmarshalJSON decodes what MarshalJSON produced.
-func (c *Client) UnmarshalJSON(data []byte) error {
-	var v clientJSON
-	if err := json.Unmarshal(data, &v); err != nil {
-		return err
-	}
-	*c = Client(v.clientFields)
-	c.secretHash = v.SecretHash
-	return nil
-}
+// marshalNoEscape is the stored form of v (internal/clientrecord).
+func marshalNoEscape(v any) ([]byte, error) { return clientrecord.Marshal(v) }

@@ -108,11 +108,11 @@ type DCRConfig struct {
 
 func (c DCRConfig) withDefaults() DCRConfig {
 	if c.AuthMethods == nil {
-		c.AuthMethods = []string{AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost}
+		c.AuthMethods = []string{authMethodNone, authMethodClientSecretBasic, authMethodClientSecretPost}
 	}
 	c.AuthMethods = slices.Clone(c.AuthMethods)
 	if c.DefaultApplicationType == "" {
-		c.DefaultApplicationType = ApplicationTypeWeb
+		c.DefaultApplicationType = appTypeWeb
 	}
 	if c.MaxBodyBytes == 0 {
 		c.MaxBodyBytes = defaultMaxBodyBytes
@@ -163,9 +163,9 @@ func (c DCRConfig) withDefaults() DCRConfig {
 // handler rate-limits per client IP, per network and globally, bounds the
 // registrations one network stores per window (NetworkClients), refuses
 // jwks and jwks_uri unless the method is private_key_jwt, and
-// cimd/boltstore and [MemoryStore] cap each record at [MaxRecordBytes];
+// cimd/boltstore and [memoryStore] cap each record at [maxRecordBytes];
 // but the Store still grows with every registration it accepts. This package never prunes on its own:
-// call boltstore.Store.Prune (or [MemoryStore.Prune]) periodically.
+// call boltstore.Store.Prune (or [memoryStore.Prune]) periodically.
 type DCRHandler struct {
 	cfg    DCRConfig
 	pol    policy
@@ -174,33 +174,33 @@ type DCRHandler struct {
 }
 
 // NewDCRHandler returns a DCRHandler for cfg (copied). It fails with
-// [ErrConfig] without a Store, with an unknown auth method or application
+// an [*Error] with Reason "config" without a Store, with an unknown auth method or application
 // type, or with negative limits.
 func NewDCRHandler(cfg DCRConfig) (*DCRHandler, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Store == nil {
-		return nil, fmt.Errorf("%w: DCRConfig.Store is required", ErrConfig)
+		return nil, fmt.Errorf("%w: DCRConfig.Store is required", errConfig)
 	}
 	for _, m := range cfg.AuthMethods {
 		switch m {
-		case AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT:
+		case authMethodNone, authMethodClientSecretBasic, authMethodClientSecretPost, authMethodPrivateKeyJWT:
 		default:
-			return nil, fmt.Errorf("%w: unsupported auth method in DCRConfig.AuthMethods", ErrConfig)
+			return nil, fmt.Errorf("%w: unsupported auth method in DCRConfig.AuthMethods", errConfig)
 		}
 	}
-	if cfg.DefaultApplicationType != ApplicationTypeWeb && cfg.DefaultApplicationType != ApplicationTypeNative {
-		return nil, fmt.Errorf("%w: DefaultApplicationType must be web or native", ErrConfig)
+	if cfg.DefaultApplicationType != appTypeWeb && cfg.DefaultApplicationType != appTypeNative {
+		return nil, fmt.Errorf("%w: DefaultApplicationType must be web or native", errConfig)
 	}
 	if cfg.MaxBodyBytes < 0 || cfg.SecretLifetime < 0 || cfg.IPRate < 0 || cfg.IPBurst < 0 ||
 		cfg.GlobalRate < 0 || cfg.GlobalBurst < 0 || cfg.MaxTrackedIPs < 0 ||
 		cfg.NetworkClients < 0 || cfg.NetworkClientWindow < 0 {
-		return nil, fmt.Errorf("%w: negative value in DCRConfig", ErrConfig)
+		return nil, fmt.Errorf("%w: negative value in DCRConfig", errConfig)
 	}
 	return &DCRHandler{
 		cfg: cfg,
 		pol: policy{
 			defaultAppType:    cfg.DefaultApplicationType,
-			defaultAuthMethod: AuthMethodClientSecretBasic,
+			defaultAuthMethod: authMethodClientSecretBasic,
 			authMethods:       cfg.AuthMethods,
 			allowPrivateUse:   cfg.AllowPrivateUseSchemes,
 		},
@@ -209,9 +209,9 @@ func NewDCRHandler(cfg DCRConfig) (*DCRHandler, error) {
 	}, nil
 }
 
-// AuthMethods returns the token_endpoint_auth_method values the handler
+// authMethods returns the token_endpoint_auth_method values the handler
 // accepts, for [ServerMetadataConfig].
-func (h *DCRHandler) AuthMethods() []string { return slices.Clone(h.cfg.AuthMethods) }
+func (h *DCRHandler) authMethods() []string { return slices.Clone(h.cfg.AuthMethods) }
 
 // registration is the RFC 7591 §3.2.1 response body.
 type registration struct {
@@ -267,7 +267,7 @@ func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	d, err := parseDCRRequest(body, h.pol)
 	if err != nil {
 		h.cfg.Logger.DebugContext(r.Context(), "cimd: dynamic registration refused", "err", err)
-		if errors.Is(err, ErrInvalidRedirectURI) {
+		if errors.Is(err, errInvalidRedirectURI) {
 			writeError(w, http.StatusBadRequest, "invalid_redirect_uri", "a redirect uri is not allowed")
 			return
 		}
@@ -305,9 +305,9 @@ func setRetryAfter(hdr http.Header, wait time.Duration) {
 // methods) for a validated registration request.
 func (h *DCRHandler) newClient(d *Document, now time.Time) (*Client, *registration) {
 	d.ClientID = clientIDPrefix + randomToken(16)
-	c := &Client{Document: *d, IssuedAt: now.Truncate(time.Second), Source: SourceDCR}
+	c := &Client{Document: *d, IssuedAt: now.Truncate(time.Second), Source: sourceDCR}
 	resp := &registration{Document: *d, ClientIDIssuedAt: now.Unix()}
-	if d.TokenEndpointAuthMethod == AuthMethodClientSecretBasic || d.TokenEndpointAuthMethod == AuthMethodClientSecretPost {
+	if d.TokenEndpointAuthMethod == authMethodClientSecretBasic || d.TokenEndpointAuthMethod == authMethodClientSecretPost {
 		resp.ClientSecret = randomToken(32)
 		c.SetSecret(resp.ClientSecret)
 		var exp int64
@@ -323,8 +323,8 @@ func (h *DCRHandler) newClient(d *Document, now time.Time) (*Client, *registrati
 // parseDCRRequest parses and validates an RFC 7591 §3.1 registration
 // request body. client_id, client_secret and software_statement members
 // are ignored: the server assigns identifiers, and software statements
-// are not verified. Errors wrap ErrMalformed, ErrDuplicateMember,
-// ErrInvalidClientMetadata or ErrInvalidRedirectURI.
+// are not verified. Errors wrap errMalformed, errDuplicateMember,
+// errInvalidClientMetadata or errInvalidRedirectURI.
 func parseDCRRequest(body []byte, p policy) (*Document, error) {
 	m, err := decodeMembers(body, metadataNames())
 	if err != nil {

@@ -18,13 +18,13 @@ import (
 
 type dcrFixture struct {
 	h     *DCRHandler
-	store *MemoryStore
+	store *memoryStore
 	clk   *clock
 }
 
 func newDCR(t *testing.T, mod func(*DCRConfig)) *dcrFixture {
 	t.Helper()
-	f := &dcrFixture{store: NewMemoryStore(), clk: newClock()}
+	f := &dcrFixture{store: newMemoryStore(), clk: newClock()}
 	cfg := DCRConfig{Store: f.store, Now: f.clk.Now, IPRate: rate.Inf, GlobalRate: rate.Inf, NetworkClients: 1 << 16}
 	if mod != nil {
 		mod(&cfg)
@@ -90,7 +90,7 @@ func TestDCRRegisterPublicClient(t *testing.T) {
 		t.Fatalf("status = %d, body %s", rec.Code, rec.Body)
 	}
 	r := decodeReply(t, rec)
-	if !strings.HasPrefix(r.ClientID, clientIDPrefix) || len(r.ClientID) < len(clientIDPrefix)+22 || IsClientIDURL(r.ClientID) {
+	if !strings.HasPrefix(r.ClientID, clientIDPrefix) || len(r.ClientID) < len(clientIDPrefix)+22 || isClientIDURL(r.ClientID) {
 		t.Errorf("client_id = %q", r.ClientID)
 	}
 	if r.ClientSecret != "" || r.ClientSecretExpiresAt != nil {
@@ -101,7 +101,7 @@ func TestDCRRegisterPublicClient(t *testing.T) {
 	}
 	c, err := f.store.Get(context.Background(), r.ClientID)
 	wantErrs(t, err)
-	if c.Source != SourceDCR || c.HasSecret() || !c.RedirectURIAllowed("http://127.0.0.1:5555/callback") {
+	if c.Source != sourceDCR || len(c.SecretSHA256) > 0 || !c.RedirectURIAllowed("http://127.0.0.1:5555/callback") {
 		t.Errorf("stored %+v", c)
 	}
 }
@@ -123,11 +123,11 @@ func TestDCRRegisterConfidentialClient(t *testing.T) {
 	wantErrs(t, err)
 	ctx := context.Background()
 	wantErrs(t, reg.VerifySecret(ctx, r.ClientID, r.ClientSecret))
-	wantErrs(t, reg.VerifySecret(ctx, r.ClientID, r.ClientSecret+"x"), ErrInvalidSecret)
-	wantErrs(t, reg.VerifySecret(ctx, r.ClientID, ""), ErrInvalidSecret)
+	wantErrs(t, reg.VerifySecret(ctx, r.ClientID, r.ClientSecret+"x"), errInvalidSecret)
+	wantErrs(t, reg.VerifySecret(ctx, r.ClientID, ""), errInvalidSecret)
 	wantErrs(t, reg.VerifySecret(ctx, "dcr_nope", r.ClientSecret), ErrUnknownClient)
 	f.clk.Advance(time.Hour)
-	wantErrs(t, reg.VerifySecret(ctx, r.ClientID, r.ClientSecret), ErrSecretExpired)
+	wantErrs(t, reg.VerifySecret(ctx, r.ClientID, r.ClientSecret), errSecretExpired)
 
 	stored, _ := json.Marshal(f.store.m[r.ClientID])
 	if strings.Contains(string(stored), r.ClientSecret) {
@@ -138,7 +138,7 @@ func TestDCRRegisterConfidentialClient(t *testing.T) {
 func TestDCRDefaultAuthMethodIssuesSecret(t *testing.T) {
 	f := newDCR(t, nil)
 	r := decodeReply(t, f.post(`{"redirect_uris":["https://app.example/cb"]}`, "application/json", ""))
-	if r.TokenEndpointAuth != AuthMethodClientSecretBasic || r.ClientSecret == "" || r.ClientSecretExpiresAt == nil || *r.ClientSecretExpiresAt != 0 {
+	if r.TokenEndpointAuth != authMethodClientSecretBasic || r.ClientSecret == "" || r.ClientSecretExpiresAt == nil || *r.ClientSecretExpiresAt != 0 {
 		t.Errorf("reply = %+v", r)
 	}
 }
@@ -157,7 +157,7 @@ func TestDCRIssuedIDsAreUnique(t *testing.T) {
 
 func TestDCRRejects(t *testing.T) {
 	huge := `{"redirect_uris":["https://app.example/cb"],"x":"` + strings.Repeat("x", 20<<10) + `"}`
-	// 20 redirect URIs of 2000 bytes: valid, but over MaxRecordBytes once
+	// 20 redirect URIs of 2000 bytes: valid, but over maxRecordBytes once
 	// stored, which only a raised MaxBodyBytes lets through.
 	var uris []string
 	for i := range maxRedirectURIs {
@@ -198,12 +198,12 @@ func TestDCRRejects(t *testing.T) {
 		{"client_secret_jwt", "", "application/json", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"client_secret_jwt"}`, nil, 400, "invalid_client_metadata"},
 		{"pkjwt without keys", "", "application/json", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"private_key_jwt"}`, nil, 400, "invalid_client_metadata"},
 		{"jwks and jwks_uri", "", "application/json", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"private_key_jwt","jwks_uri":"https://app.example/j","jwks":{"keys":[{}]}}`, nil, 400, "invalid_client_metadata"},
-		{"method not enabled", "", "application/json", `{"redirect_uris":["https://app.example/cb"]}`, func(c *DCRConfig) { c.AuthMethods = []string{AuthMethodNone} }, 400, "invalid_client_metadata"},
+		{"method not enabled", "", "application/json", `{"redirect_uris":["https://app.example/cb"]}`, func(c *DCRConfig) { c.AuthMethods = []string{authMethodNone} }, 400, "invalid_client_metadata"},
 		{"jwks with none", "", "application/json", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"none","jwks":{"keys":[{"kty":"EC"}]}}`, nil, 400, "invalid_client_metadata"},
 		{"jwks_uri with none", "", "application/json", `{"redirect_uris":["https://app.example/cb"],"token_endpoint_auth_method":"none","jwks_uri":"https://app.example/j"}`, nil, 400, "invalid_client_metadata"},
 		{"jwks with default method", "", "application/json", `{"redirect_uris":["https://app.example/cb"],"jwks":{"keys":[{"kty":"EC"}]}}`, nil, 400, "invalid_client_metadata"},
 		{"RFC 7591 §3.1 example (jwks_uri with client_secret_basic)", "", "application/json", readTestdata(t, "dcr-rfc7591.json"), nil, 400, "invalid_client_metadata"},
-		{"record over MaxRecordBytes", "", "application/json", bigRedirects, func(c *DCRConfig) { c.MaxBodyBytes = 4 * MaxRecordBytes }, 400, "invalid_client_metadata"},
+		{"record over maxRecordBytes", "", "application/json", bigRedirects, func(c *DCRConfig) { c.MaxBodyBytes = 4 * maxRecordBytes }, 400, "invalid_client_metadata"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -236,7 +236,7 @@ func TestDCRRejects(t *testing.T) {
 }
 
 func TestDCRApplicationTypes(t *testing.T) {
-	f := newDCR(t, func(c *DCRConfig) { c.DefaultApplicationType = ApplicationTypeNative; c.AllowPrivateUseSchemes = true })
+	f := newDCR(t, func(c *DCRConfig) { c.DefaultApplicationType = appTypeNative; c.AllowPrivateUseSchemes = true })
 	for _, body := range []string{
 		`{"redirect_uris":["http://127.0.0.1:3000/cb"],"token_endpoint_auth_method":"none"}`,
 		`{"redirect_uris":["http://localhost:6274/oauth/callback"],"token_endpoint_auth_method":"none"}`,
@@ -345,7 +345,7 @@ func TestDCRStoreFailure(t *testing.T) {
 }
 
 func TestNewDCRHandlerConfigErrors(t *testing.T) {
-	s := NewMemoryStore()
+	s := newMemoryStore()
 	for _, cfg := range []DCRConfig{
 		{},
 		{Store: s, AuthMethods: []string{"client_secret_jwt"}},
@@ -353,8 +353,8 @@ func TestNewDCRHandlerConfigErrors(t *testing.T) {
 		{Store: s, MaxBodyBytes: -1},
 		{Store: s, IPBurst: -1},
 	} {
-		if _, err := NewDCRHandler(cfg); !errors.Is(err, ErrConfig) {
-			t.Errorf("NewDCRHandler(%+v) = %v, want ErrConfig", cfg, err)
+		if _, err := NewDCRHandler(cfg); !errors.Is(err, errConfig) {
+			t.Errorf("NewDCRHandler(%+v) = %v, want errConfig", cfg, err)
 		}
 	}
 }

@@ -15,9 +15,10 @@ func TestDeps(t *testing.T) {
 		Allowed: []string{
 			deptest.Module + "/cimd", deptest.Module + "/asmeta/...", deptest.Module + "/internal/fetch/...", deptest.Module + "/internal/scopetoken",
 			"code.dny.dev/ssrf/...", "golang.org/x/time/...", "golang.org/x/sync/...",
-			deptest.Module + "/internal/strictjson",  // the one JSON reader
-			deptest.Module + "/internal/fairlru",     // the one fair bounded map
-			"github.com/go-json-experiment/json/...", // through internal/strictjson
+			deptest.Module + "/internal/strictjson",   // the one JSON reader
+			deptest.Module + "/internal/fairlru",      // the one fair bounded map
+			deptest.Module + "/internal/clientrecord", // the stored form of a Client, shared with the stores
+			"github.com/go-json-experiment/json/...",  // through internal/strictjson
 		},
 		BadDeps: map[string]string{
 			"go.etcd.io/bbolt/...":                 "a storage engine: cimd/boltstore links it, cimd does not",

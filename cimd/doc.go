@@ -13,7 +13,7 @@
 //	if err != nil || !c.RedirectURIAllowed(r.FormValue("redirect_uri")) { /* show invalid_client, do not redirect */ }
 //
 // A [Resolver] fetches a client_id URL only after checking its shape
-// ([IsClientIDURL]), through a client whose dialer refuses non-public
+// ([isClientIDURL]), through a client whose dialer refuses non-public
 // addresses (after DNS resolution, so DNS rebinding cannot slip through),
 // with no redirects, no proxies, 200 and JSON only, a 5 KiB cap applied
 // after decompression, a 5 s deadline including the body, a concurrency
@@ -22,9 +22,10 @@
 // URI rules, no shared secrets, no duplicate members) and caches it within
 // Cache-Control bounds. URLs inside the document are never fetched.
 //
-// Errors are precise sentinels for logs; [OAuthError] maps them all to one
-// fixed external answer, "invalid_client", so that the resolver cannot be
-// used as an oracle for scanning internal hosts.
+// Errors are an [*Error] with a precise Reason for logs and metrics; answer
+// every one of them with one fixed external answer, "invalid_client", so
+// that the resolver cannot be used as an oracle for scanning internal
+// hosts.
 //
 // [ServerMetadata] produces matching RFC 8414 metadata. See the README section for authorization-server authors
 // for the configuration reference and the security guarantees.

@@ -26,7 +26,7 @@ type Document struct {
 	// Required in a Client ID Metadata Document.
 	ClientName string `json:"client_name,omitempty"`
 	// RedirectURIs are the registered redirect URIs (RFC 7591 §2), at most
-	// 20. Compare with [RedirectURIAllowed].
+	// 20. Compare with [Client.RedirectURIAllowed].
 	RedirectURIs []string `json:"redirect_uris,omitempty"`
 	// GrantTypes (RFC 7591 §2). Supported: authorization_code,
 	// refresh_token, and client_credentials for clients that authenticate.
@@ -41,7 +41,7 @@ type Document struct {
 	TokenEndpointAuthMethod string `json:"token_endpoint_auth_method,omitempty"`
 	// ApplicationType is "web" or "native" (OpenID Connect Dynamic Client
 	// Registration 1.0 §2). It restricts the redirect URIs; see
-	// [ApplicationTypeWeb] and [ApplicationTypeNative].
+	// docs/registration.md, "Redirect URI rules".
 	ApplicationType string `json:"application_type,omitempty"`
 	// Scope is the space-separated scope values the client may request
 	// (RFC 7591 §2, RFC 6749 §3.3 syntax), at most 1024 bytes.
@@ -73,7 +73,7 @@ type Document struct {
 }
 
 // Clone returns a deep copy of d.
-func (d *Document) Clone() *Document {
+func (d *Document) clone() *Document {
 	c := *d
 	c.RedirectURIs = slices.Clone(d.RedirectURIs)
 	c.GrantTypes = slices.Clone(d.GrantTypes)
@@ -94,12 +94,12 @@ const (
 )
 
 // parseDocument parses and validates a fetched Client ID Metadata Document
-// whose URL is clientID. Errors wrap ErrClientIDMismatch, or
-// ErrInvalidDocument joined with the precise cause.
+// whose URL is clientID. Errors wrap errClientIDMismatch, or
+// errInvalidDocument joined with the precise cause.
 func parseDocument(data []byte, clientID string, p policy) (*Document, error) {
 	d, err := parseDocumentMembers(data, clientID, p)
-	if err != nil && !errors.Is(err, ErrClientIDMismatch) {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidDocument, err)
+	if err != nil && !errors.Is(err, errClientIDMismatch) {
+		return nil, fmt.Errorf("%w: %w", errInvalidDocument, err)
 	}
 	return d, err
 }
@@ -114,16 +114,16 @@ func parseDocumentMembers(data []byte, clientID string, p policy) (*Document, er
 		return nil, err
 	}
 	if id == "" {
-		return nil, fmt.Errorf("%w: client_id: required", ErrInvalidClientMetadata)
+		return nil, fmt.Errorf("%w: client_id: required", errInvalidClientMetadata)
 	}
 	if id != clientID {
-		return nil, ErrClientIDMismatch
+		return nil, errClientIDMismatch
 	}
 	if _, ok := m["client_secret"]; ok {
-		return nil, fmt.Errorf("%w: client_secret present", ErrSharedSecret)
+		return nil, fmt.Errorf("%w: client_secret present", errSharedSecret)
 	}
 	if _, ok := m["client_secret_expires_at"]; ok {
-		return nil, fmt.Errorf("%w: client_secret_expires_at present", ErrSharedSecret)
+		return nil, fmt.Errorf("%w: client_secret_expires_at present", errSharedSecret)
 	}
 	d, err := readMetadata(m)
 	if err != nil {
@@ -179,12 +179,11 @@ func readMetadata(m members) (*Document, error) {
 			return nil, err
 		}
 		// The canonical form is compact and not HTML-escaped: never larger
-		// than what was sent, and stable through [Client.MarshalJSON] and
-		// the stores, which do not escape either. (json.Marshal would
+		// than what was sent, and stable through the stores, which do not escape either. (json.Marshal would
 		// escape '<', '>' and '&' to six bytes each.)
 		compact, err := strictjson.Compact(m["jwks"]) // checked above
 		if err != nil {
-			return nil, fmt.Errorf("%w: jwks: invalid json", ErrInvalidClientMetadata)
+			return nil, fmt.Errorf("%w: jwks: invalid json", errInvalidClientMetadata)
 		}
 		d.JWKS = compact
 	}
@@ -197,20 +196,20 @@ func readMetadata(m members) (*Document, error) {
 func checkJWKS(raw []byte) error {
 	m, err := decodeMembers(raw, []string{"keys"})
 	if err != nil {
-		return fmt.Errorf("%w: jwks: must be a json object without duplicate members", ErrInvalidClientMetadata)
+		return fmt.Errorf("%w: jwks: must be a json object without duplicate members", errInvalidClientMetadata)
 	}
 	keys, ok := strictjson.Elements(m["keys"])
 	if !ok || len(keys) == 0 {
-		return fmt.Errorf("%w: jwks: keys must be a non-empty array of objects", ErrInvalidClientMetadata)
+		return fmt.Errorf("%w: jwks: keys must be a non-empty array of objects", errInvalidClientMetadata)
 	}
 	if len(keys) > maxJWKSKeys {
-		return fmt.Errorf("%w: jwks: more than %d keys", ErrInvalidClientMetadata, maxJWKSKeys)
+		return fmt.Errorf("%w: jwks: more than %d keys", errInvalidClientMetadata, maxJWKSKeys)
 	}
 	// A key with a repeated member ("x" twice) could be read differently by
 	// different JSON parsers; refuse it like a repeated top-level member.
 	for _, k := range keys {
 		if _, err := decodeMembers(k, nil); err != nil {
-			return fmt.Errorf("%w: jwks: each key must be a json object without duplicate members", ErrInvalidClientMetadata)
+			return fmt.Errorf("%w: jwks: each key must be a json object without duplicate members", errInvalidClientMetadata)
 		}
 	}
 	return nil

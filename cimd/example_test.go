@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/mcpguard/mcpguard/cimd"
 )
@@ -46,9 +48,9 @@ func Example_authorizationServer() {
 	authorize := func(w http.ResponseWriter, r *http.Request) {
 		client, err := registry.Lookup(r.Context(), r.FormValue("client_id"))
 		if err != nil {
-			// Log err; show the user only the fixed answer.
-			code, _ := cimd.OAuthError(err)
-			http.Error(w, code, http.StatusBadRequest)
+			// Log err; show the user only the fixed answer, and never
+			// redirect (RFC 6749 §4.1.2.1).
+			http.Error(w, "invalid_client", http.StatusBadRequest)
 			return
 		}
 		redirect := r.FormValue("redirect_uri")
@@ -90,15 +92,17 @@ func Example_authorizationServer() {
 	// 400 invalid_client
 }
 
-func ExampleRedirectURIAllowed() {
-	registered := []string{"http://127.0.0.1:3000/callback", "http://localhost:3000/callback", "https://app.example.com/cb"}
+func ExampleClient_RedirectURIAllowed() {
+	c := &cimd.Client{Document: cimd.Document{
+		RedirectURIs: []string{"http://127.0.0.1:3000/callback", "http://localhost:3000/callback", "https://app.example.com/cb"},
+	}}
 	for _, u := range []string{
 		"http://127.0.0.1:3000/callback",
 		"http://127.0.0.1:49152/callback", // loopback IP literal: any port
 		"http://localhost:49152/callback", // localhost: exact only
 		"https://app.example.com/cb/",     // trailing slash: not exact
 	} {
-		fmt.Println(cimd.RedirectURIAllowed(registered, u), u)
+		fmt.Println(c.RedirectURIAllowed(u), u)
 	}
 	// Output:
 	// true http://127.0.0.1:3000/callback
@@ -107,24 +111,36 @@ func ExampleRedirectURIAllowed() {
 	// false https://app.example.com/cb/
 }
 
-func ExampleIsClientIDURL() {
+// A client_id that cannot name a Client ID Metadata Document is refused
+// before any I/O, with the reason "not_client_id_url".
+func ExampleError() {
+	res, err := cimd.NewResolver(cimd.ResolverConfig{})
+	if err != nil {
+		panic(err)
+	}
 	for _, s := range []string{
-		"https://app.example.com/oauth/client-metadata.json",
 		"https://app.example.com/",
 		"http://app.example.com/client.json",
 		"https://app.example.com/a/%2e%2e/client.json",
 		"https://app.example.com/client.json?v=2",
 		"dcr_3q2-7wV0",
 	} {
-		fmt.Println(cimd.IsClientIDURL(s), s)
+		_, err := res.Resolve(context.Background(), s)
+		var e *cimd.Error
+		if errors.As(err, &e) {
+			fmt.Println(e.Reason, s)
+		}
 	}
+	reg, _ := cimd.NewRegistry(cimd.RegistryConfig{})
+	_, err = reg.Lookup(context.Background(), "unknown")
+	fmt.Println(errors.Is(err, cimd.ErrUnknownClient))
 	// Output:
-	// true https://app.example.com/oauth/client-metadata.json
-	// false https://app.example.com/
-	// false http://app.example.com/client.json
-	// false https://app.example.com/a/%2e%2e/client.json
-	// false https://app.example.com/client.json?v=2
-	// false dcr_3q2-7wV0
+	// not_client_id_url https://app.example.com/
+	// not_client_id_url http://app.example.com/client.json
+	// not_client_id_url https://app.example.com/a/%2e%2e/client.json
+	// not_client_id_url https://app.example.com/client.json?v=2
+	// not_client_id_url dcr_3q2-7wV0
+	// true
 }
 
 func ExampleServerMetadata() {
@@ -162,7 +178,7 @@ func ExampleServerMetadata() {
 // Legacy dynamic registration (RFC 7591) for pre-2026 MCP clients, with
 // the registered client then found through the same Registry.
 func ExampleNewDCRHandler() {
-	store := cimd.NewMemoryStore() // in production: cimd/boltstore, or redisstore for replicas
+	store := &mapStore{m: map[string][]byte{}} // in production: cimd/boltstore, or redisstore for replicas
 	dcr, err := cimd.NewDCRHandler(cimd.DCRConfig{Store: store})
 	if err != nil {
 		panic(err)
@@ -190,13 +206,30 @@ func ExampleNewDCRHandler() {
 	// <nil> dcr true
 }
 
-func ExampleOAuthError() {
-	reg, _ := cimd.NewRegistry(cimd.RegistryConfig{})
-	_, err := reg.Lookup(context.Background(), "unknown")
-	code, desc := cimd.OAuthError(err)
-	fmt.Println(code)
-	fmt.Println(desc)
-	// Output:
-	// invalid_client
-	// the client is unknown or its metadata could not be used
+// mapStore is a [cimd.Store] in a map, for the example.
+type mapStore struct {
+	mu sync.Mutex
+	m  map[string][]byte
+}
+
+func (s *mapStore) Put(_ context.Context, c *cimd.Client) error {
+	b, err := json.Marshal(c) // the secret hash included
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.m[c.ClientID] = b
+	return nil
+}
+
+func (s *mapStore) Get(_ context.Context, id string) (*cimd.Client, error) {
+	s.mu.Lock()
+	b, ok := s.m[id]
+	s.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w: not in store", cimd.ErrUnknownClient)
+	}
+	c := new(cimd.Client)
+	return c, json.Unmarshal(b, c)
 }

@@ -36,7 +36,7 @@ func TestDCRFloodFromOneNetwork(t *testing.T) {
 
 // TestResolveFloodFromOneSite: one site serving client_id URLs on a new
 // host each time, for 10x the tracked-host bound, with the default limits
-// and a pinned clock, never causes ErrRateLimited for a client on another
+// and a pinned clock, never causes errRateLimited for a client on another
 // site. Before, each new host brought a full bucket and the flood emptied
 // the global bucket for everyone.
 func TestResolveFloodFromOneSite(t *testing.T) {
@@ -51,7 +51,7 @@ func TestResolveFloodFromOneSite(t *testing.T) {
 	victim := 0
 	for i := range 10 * bound {
 		// Nothing listens on 127.0.5.N: admitted fetches fail fast.
-		if _, err := r.Resolve(ctx, fmt.Sprintf("https://127.0.5.%d:%d/c.json", i%250+2, s.port())); !errors.Is(err, ErrRateLimited) && !errors.Is(err, ErrFetch) {
+		if _, err := r.Resolve(ctx, fmt.Sprintf("https://127.0.5.%d:%d/c.json", i%250+2, s.port())); !errors.Is(err, errRateLimited) && !errors.Is(err, errFetch) {
 			t.Fatalf("flood request %d: %v", i, err)
 		}
 		if i%(10*bound/8) == 0 { // 8 documents, within one host's burst

@@ -28,11 +28,11 @@ func addSeeds(f *testing.F) {
 // than UTF-8), never the sixfold of HTML escaping.
 func checkStoredForm(t *testing.T, d *Document, data []byte) {
 	t.Helper()
-	if (d.JWKS != nil || d.JWKSURI != "") && d.TokenEndpointAuthMethod != AuthMethodPrivateKeyJWT {
+	if (d.JWKS != nil || d.JWKSURI != "") && d.TokenEndpointAuthMethod != authMethodPrivateKeyJWT {
 		t.Fatalf("accepted keys with method %q", d.TokenEndpointAuthMethod)
 	}
-	c := &Client{Document: *d, Source: SourceDCR}
-	v, err := c.MarshalJSON()
+	c := &Client{Document: *d, Source: sourceDCR}
+	v, err := marshalNoEscape(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,7 +49,7 @@ func FuzzDocument(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := parseDocument(data, specURL, cimdPolicy(false))
 		if err != nil {
-			if !errors.Is(err, ErrInvalidDocument) && !errors.Is(err, ErrClientIDMismatch) {
+			if !errors.Is(err, errInvalidDocument) && !errors.Is(err, errClientIDMismatch) {
 				t.Fatalf("unclassified error %v", err)
 			}
 			if d != nil {
@@ -60,11 +60,11 @@ func FuzzDocument(f *testing.F) {
 		if d.ClientID != specURL || d.ClientName == "" || len(d.RedirectURIs) == 0 || len(d.RedirectURIs) > maxRedirectURIs {
 			t.Fatalf("accepted %+v", d)
 		}
-		if d.TokenEndpointAuthMethod != AuthMethodNone && d.TokenEndpointAuthMethod != AuthMethodPrivateKeyJWT {
+		if d.TokenEndpointAuthMethod != authMethodNone && d.TokenEndpointAuthMethod != authMethodPrivateKeyJWT {
 			t.Fatalf("accepted auth method %q", d.TokenEndpointAuthMethod)
 		}
 		for _, u := range d.RedirectURIs {
-			if checkRedirectURI(u, d.ApplicationType, false) != nil || !RedirectURIAllowed(d.RedirectURIs, u) {
+			if checkRedirectURI(u, d.ApplicationType, false) != nil || !redirectURIAllowed(d.RedirectURIs, u) {
 				t.Fatalf("accepted redirect uri %q", u)
 			}
 		}
@@ -87,22 +87,22 @@ func FuzzDCRRequest(f *testing.F) {
 	f.Add([]byte(`{"redirect_uris":["com.example.app:/cb"],"application_type":"native","token_endpoint_auth_method":"none"}`))
 	f.Add([]byte(`{"redirect_uris":["https://a.example/cb"],"grant_types":["client_credentials","refresh_token"],"response_types":[]}`))
 	pol := policy{
-		defaultAppType:    ApplicationTypeWeb,
-		defaultAuthMethod: AuthMethodClientSecretBasic,
-		authMethods:       []string{AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT},
+		defaultAppType:    appTypeWeb,
+		defaultAuthMethod: authMethodClientSecretBasic,
+		authMethods:       []string{authMethodNone, authMethodClientSecretBasic, authMethodClientSecretPost, authMethodPrivateKeyJWT},
 		allowPrivateUse:   true,
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		d, err := parseDCRRequest(data, pol)
 		if err != nil {
-			for _, s := range []error{ErrMalformed, ErrDuplicateMember, ErrInvalidClientMetadata, ErrInvalidRedirectURI} {
+			for _, s := range []error{errMalformed, errDuplicateMember, errInvalidClientMetadata, errInvalidRedirectURI} {
 				if errors.Is(err, s) {
 					return
 				}
 			}
 			t.Fatalf("unclassified error %v", err)
 		}
-		if d.ApplicationType != ApplicationTypeWeb && d.ApplicationType != ApplicationTypeNative {
+		if d.ApplicationType != appTypeWeb && d.ApplicationType != appTypeNative {
 			t.Fatalf("application_type %q", d.ApplicationType)
 		}
 		for _, u := range d.RedirectURIs {
@@ -127,7 +127,7 @@ func FuzzClientIDURL(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if !IsClientIDURL(s) {
+		if !isClientIDURL(s) {
 			return
 		}
 		u, err := url.Parse(s)
@@ -148,7 +148,7 @@ func FuzzRedirectURIAllowed(f *testing.F) {
 	f.Add("http://[::1]/cb?x", "http://[::1]:1/cb?x")
 	f.Add("http://localhost:3000/cb", "http://localhost:4000/cb")
 	f.Fuzz(func(t *testing.T, registered, requested string) {
-		if !RedirectURIAllowed([]string{registered}, requested) || registered == requested {
+		if !redirectURIAllowed([]string{registered}, requested) || registered == requested {
 			return
 		}
 		// A non-exact match is only ever a loopback IP literal port change.

@@ -35,12 +35,12 @@ func metadataNames() []string {
 // one JSON object in valid UTF-8 without repeated member names at any
 // depth, without two top-level names equal under case folding and
 // without a case variant of a name of read. It refuses anything else
-// (ErrMalformed; invalid UTF-8 is ErrInvalidClientMetadata), a repeated
-// or case-variant name (ErrDuplicateMember) and more than maxMembers
+// (errMalformed; invalid UTF-8 is errInvalidClientMetadata), a repeated
+// or case-variant name (errDuplicateMember) and more than maxMembers
 // members.
 func decodeMembers(data []byte, read []string) (members, error) {
 	m := make(members)
-	errTooMany := fmt.Errorf("%w: more than %d members", ErrInvalidClientMetadata, maxMembers)
+	errTooMany := fmt.Errorf("%w: more than %d members", errInvalidClientMetadata, maxMembers)
 	err := strictjson.Members(data, read, func(name, v []byte) error {
 		if len(m) == maxMembers {
 			return errTooMany
@@ -54,13 +54,13 @@ func decodeMembers(data []byte, read []string) (members, error) {
 	case err == errTooMany:
 		return nil, err
 	case errors.Is(err, strictjson.ErrDuplicateName), errors.Is(err, strictjson.ErrCaseVariant):
-		return nil, ErrDuplicateMember
+		return nil, errDuplicateMember
 	case errors.Is(err, strictjson.ErrInvalidUTF8):
-		return nil, fmt.Errorf("%w: invalid utf-8", ErrInvalidClientMetadata)
+		return nil, fmt.Errorf("%w: invalid utf-8", errInvalidClientMetadata)
 	case errors.Is(err, strictjson.ErrNotObject):
-		return nil, fmt.Errorf("%w: not a json object", ErrMalformed)
+		return nil, fmt.Errorf("%w: not a json object", errMalformed)
 	}
-	return nil, fmt.Errorf("%w: not json", ErrMalformed)
+	return nil, fmt.Errorf("%w: not json", errMalformed)
 }
 
 // has reports whether name is present with a non-null value.
@@ -70,14 +70,14 @@ func (m members) has(name string) bool {
 }
 
 // decode unmarshals member name into v if present and not null, with
-// strictjson.Unmarshal. A JSON type mismatch is ErrInvalidClientMetadata
+// strictjson.Unmarshal. A JSON type mismatch is errInvalidClientMetadata
 // naming the member.
 func (m members) decode(name string, v any) error {
 	if !m.has(name) {
 		return nil
 	}
 	if err := strictjson.Unmarshal(m[name], v); err != nil {
-		return fmt.Errorf("%w: %s: wrong json type", ErrInvalidClientMetadata, name)
+		return fmt.Errorf("%w: %s: wrong json type", errInvalidClientMetadata, name)
 	}
 	return nil
 }
@@ -104,14 +104,14 @@ func (m members) texts(name string, maxItems, maxLen int) ([]string, error) {
 		return nil, err
 	}
 	if len(ss) > maxItems {
-		return nil, fmt.Errorf("%w: %s: more than %d entries", ErrInvalidClientMetadata, name, maxItems)
+		return nil, fmt.Errorf("%w: %s: more than %d entries", errInvalidClientMetadata, name, maxItems)
 	}
 	if len(ss) == 0 {
 		return nil, nil
 	}
 	for _, s := range ss {
 		if s == "" {
-			return nil, fmt.Errorf("%w: %s: empty entry", ErrInvalidClientMetadata, name)
+			return nil, fmt.Errorf("%w: %s: empty entry", errInvalidClientMetadata, name)
 		}
 		if err := checkText(name, s, maxLen); err != nil {
 			return nil, err
@@ -122,14 +122,14 @@ func (m members) texts(name string, maxItems, maxLen int) ([]string, error) {
 
 func checkText(name, s string, max int) error {
 	if len(s) > max {
-		return fmt.Errorf("%w: %s: longer than %d bytes", ErrInvalidClientMetadata, name, max)
+		return fmt.Errorf("%w: %s: longer than %d bytes", errInvalidClientMetadata, name, max)
 	}
 	if !utf8.ValidString(s) {
-		return fmt.Errorf("%w: %s: invalid utf-8", ErrInvalidClientMetadata, name)
+		return fmt.Errorf("%w: %s: invalid utf-8", errInvalidClientMetadata, name)
 	}
 	for _, r := range s {
 		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) || r == utf8.RuneError {
-			return fmt.Errorf("%w: %s: control characters not allowed", ErrInvalidClientMetadata, name)
+			return fmt.Errorf("%w: %s: control characters not allowed", errInvalidClientMetadata, name)
 		}
 	}
 	return nil

@@ -57,9 +57,9 @@ type ServerMetadataConfig struct {
 func ServerMetadata(cfg ServerMetadataConfig) asmeta.Metadata {
 	methods := slices.Clone(cfg.TokenEndpointAuthMethods)
 	if methods == nil {
-		methods = []string{AuthMethodNone}
+		methods = []string{authMethodNone}
 		if cfg.RegistrationEndpoint != "" {
-			methods = append(methods, AuthMethodClientSecretBasic, AuthMethodClientSecretPost)
+			methods = append(methods, authMethodClientSecretBasic, authMethodClientSecretPost)
 		}
 	}
 	grants := slices.Clone(cfg.GrantTypes)
@@ -82,7 +82,7 @@ func ServerMetadata(cfg ServerMetadataConfig) asmeta.Metadata {
 		AuthorizationResponseISSParameterSupported: true,
 		ClientIDMetadataDocumentSupported:          cfg.CIMD,
 	}
-	if slices.Contains(methods, AuthMethodPrivateKeyJWT) {
+	if slices.Contains(methods, authMethodPrivateKeyJWT) {
 		m.TokenEndpointAuthSigningAlgValuesSupported = slices.Clone(cfg.TokenEndpointAuthSigningAlgs)
 		if m.TokenEndpointAuthSigningAlgValuesSupported == nil {
 			m.TokenEndpointAuthSigningAlgValuesSupported = []string{"RS256", "ES256"}

@@ -51,8 +51,8 @@ func TestServerMetadataRules(t *testing.T) {
 	if m.ClientIDMetadataDocumentSupported || m.TokenEndpointAuthSigningAlgValuesSupported != nil {
 		t.Errorf("public-only metadata = %+v", m)
 	}
-	h, _ := NewDCRHandler(DCRConfig{Store: NewMemoryStore(), AuthMethods: []string{AuthMethodNone}})
-	m = ServerMetadata(ServerMetadataConfig{RegistrationEndpoint: "https://as.example.com/register", TokenEndpointAuthMethods: h.AuthMethods()})
+	h, _ := NewDCRHandler(DCRConfig{Store: newMemoryStore(), AuthMethods: []string{authMethodNone}})
+	m = ServerMetadata(ServerMetadataConfig{RegistrationEndpoint: "https://as.example.com/register", TokenEndpointAuthMethods: h.authMethods()})
 	if !slices.Equal(m.TokenEndpointAuthMethodsSupported, []string{"none"}) {
 		t.Errorf("restricted DCR metadata = %v", m.TokenEndpointAuthMethodsSupported)
 	}

@@ -9,17 +9,17 @@ import (
 
 // Token endpoint authentication methods (RFC 7591 §2, RFC 7523 §2.2).
 const (
-	// AuthMethodNone: a public client (OAuth 2.1), which must use PKCE.
-	AuthMethodNone = "none"
-	// AuthMethodPrivateKeyJWT: a JWT assertion signed with a key from the
+	// authMethodNone: a public client (OAuth 2.1), which must use PKCE.
+	authMethodNone = "none"
+	// authMethodPrivateKeyJWT: a JWT assertion signed with a key from the
 	// client's jwks or jwks_uri (RFC 7523, OpenID Connect Core §9).
-	AuthMethodPrivateKeyJWT = "private_key_jwt"
-	// AuthMethodClientSecretBasic: an issued secret in HTTP Basic
+	authMethodPrivateKeyJWT = "private_key_jwt"
+	// authMethodClientSecretBasic: an issued secret in HTTP Basic
 	// authentication (RFC 6749 §2.3.1). Dynamic registration only.
-	AuthMethodClientSecretBasic = "client_secret_basic"
-	// AuthMethodClientSecretPost: an issued secret in the request body
+	authMethodClientSecretBasic = "client_secret_basic"
+	// authMethodClientSecretPost: an issued secret in the request body
 	// (RFC 6749 §2.3.1). Dynamic registration only.
-	AuthMethodClientSecretPost = "client_secret_post"
+	authMethodClientSecretPost = "client_secret_post"
 )
 
 // Grant and response types this package registers.
@@ -33,7 +33,7 @@ const (
 // policy is the rule set one source of client metadata is checked against.
 type policy struct {
 	// cimd applies Client ID Metadata Document rules: client_name and
-	// redirect_uris required, shared-secret methods are ErrSharedSecret.
+	// redirect_uris required, shared-secret methods are errSharedSecret.
 	cimd bool
 	// defaultAppType replaces an absent application_type; "" leaves it
 	// absent, which applies no type-specific redirect URI restriction.
@@ -49,21 +49,21 @@ type policy struct {
 func cimdPolicy(allowPrivateUse bool) policy {
 	return policy{
 		cimd:              true,
-		defaultAuthMethod: AuthMethodNone,
-		authMethods:       []string{AuthMethodNone, AuthMethodPrivateKeyJWT},
+		defaultAuthMethod: authMethodNone,
+		authMethods:       []string{authMethodNone, authMethodPrivateKeyJWT},
 		allowPrivateUse:   allowPrivateUse,
 	}
 }
 
 func isSharedSecretMethod(m string) bool {
-	return m == AuthMethodClientSecretBasic || m == AuthMethodClientSecretPost || m == "client_secret_jwt"
+	return m == authMethodClientSecretBasic || m == authMethodClientSecretPost || m == "client_secret_jwt"
 }
 
 // validate checks the semantics of d and fills effective defaults. Errors
-// wrap ErrInvalidClientMetadata, ErrInvalidRedirectURI or ErrSharedSecret.
+// wrap errInvalidClientMetadata, errInvalidRedirectURI or errSharedSecret.
 func (p policy) validate(d *Document) error {
 	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidClientMetadata}, args...)...)
+		return fmt.Errorf("%w: "+format, append([]any{errInvalidClientMetadata}, args...)...)
 	}
 	if p.cimd && d.ClientName == "" {
 		return bad("client_name: required")
@@ -74,7 +74,7 @@ func (p policy) validate(d *Document) error {
 	}
 	method := d.TokenEndpointAuthMethod
 	if p.cimd && isSharedSecretMethod(method) {
-		return fmt.Errorf("%w: token_endpoint_auth_method is a shared-secret method", ErrSharedSecret)
+		return fmt.Errorf("%w: token_endpoint_auth_method is a shared-secret method", errSharedSecret)
 	}
 	if !slices.Contains(p.authMethods, method) {
 		return bad("token_endpoint_auth_method: not supported")
@@ -86,10 +86,10 @@ func (p policy) validate(d *Document) error {
 	// §2 allows them with any method, but accepting them from a public
 	// client would let an unauthenticated caller park a request body of
 	// key material in the store.
-	if (d.JWKSURI != "" || d.JWKS != nil) && method != AuthMethodPrivateKeyJWT {
+	if (d.JWKSURI != "" || d.JWKS != nil) && method != authMethodPrivateKeyJWT {
 		return bad("jwks and jwks_uri are accepted only with private_key_jwt")
 	}
-	if method == AuthMethodPrivateKeyJWT && d.JWKSURI == "" && d.JWKS == nil {
+	if method == authMethodPrivateKeyJWT && d.JWKSURI == "" && d.JWKS == nil {
 		return bad("private_key_jwt needs jwks or jwks_uri")
 	}
 
@@ -100,12 +100,12 @@ func (p policy) validate(d *Document) error {
 	switch d.ApplicationType {
 	case "":
 		d.ApplicationType = p.defaultAppType
-	case ApplicationTypeWeb, ApplicationTypeNative:
+	case appTypeWeb, appTypeNative:
 	default:
 		return bad("application_type: must be web or native")
 	}
 	if len(d.RedirectURIs) == 0 && (p.cimd || slices.Contains(d.GrantTypes, grantAuthorizationCode)) {
-		return fmt.Errorf("%w: redirect_uris: required", ErrInvalidRedirectURI)
+		return fmt.Errorf("%w: redirect_uris: required", errInvalidRedirectURI)
 	}
 	for _, u := range d.RedirectURIs {
 		if err := checkRedirectURI(u, d.ApplicationType, p.allowPrivateUse); err != nil {
@@ -132,7 +132,7 @@ func (p policy) validate(d *Document) error {
 // validateGrants checks grant_types and response_types and their
 // consistency (RFC 7591 §2.1): authorization_code if and only if "code".
 func (p policy) validateGrants(d *Document) error {
-	bad := func(format string) error { return fmt.Errorf("%w: "+format, ErrInvalidClientMetadata) }
+	bad := func(format string) error { return fmt.Errorf("%w: "+format, errInvalidClientMetadata) }
 	if len(d.GrantTypes) == 0 {
 		d.GrantTypes = []string{grantAuthorizationCode}
 	}
@@ -140,7 +140,7 @@ func (p policy) validateGrants(d *Document) error {
 		switch g {
 		case grantAuthorizationCode, grantRefreshToken:
 		case grantClientCredentials:
-			if d.TokenEndpointAuthMethod == AuthMethodNone {
+			if d.TokenEndpointAuthMethod == authMethodNone {
 				return bad("grant_types: client_credentials needs client authentication")
 			}
 		case "implicit", "password":

@@ -64,7 +64,7 @@ func TestDCRStoreFloodFromOneNetwork(t *testing.T) {
 
 // failOnceStore fails its first Put.
 type failOnceStore struct {
-	*MemoryStore
+	*memoryStore
 	failed bool
 }
 
@@ -73,7 +73,7 @@ func (s *failOnceStore) Put(ctx context.Context, c *Client) error {
 		s.failed = true
 		return errors.New("disk full")
 	}
-	return s.MemoryStore.Put(ctx, c)
+	return s.memoryStore.Put(ctx, c)
 }
 
 // TestDCRQuotaCountsOnlyStored: a registration the store refuses, or one
@@ -81,7 +81,7 @@ func (s *failOnceStore) Put(ctx context.Context, c *Client) error {
 func TestDCRQuotaCountsOnlyStored(t *testing.T) {
 	f := newDCR(t, func(c *DCRConfig) {
 		c.NetworkClients = 1
-		c.Store = &failOnceStore{MemoryStore: NewMemoryStore()}
+		c.Store = &failOnceStore{memoryStore: newMemoryStore()}
 	})
 	body := `{"redirect_uris":["https://app.example/cb"]}`
 	for i, want := range []int{500, 400, 201, 429} {

@@ -8,16 +8,16 @@ import (
 
 // Application types (OpenID Connect Dynamic Client Registration 1.0 §2).
 const (
-	// ApplicationTypeWeb: redirect URIs must be https on a host that is not
+	// appTypeWeb: redirect URIs must be https on a host that is not
 	// loopback. The default for dynamic registration.
-	ApplicationTypeWeb = "web"
-	// ApplicationTypeNative: redirect URIs must be http on a loopback host
+	appTypeWeb = "web"
+	// appTypeNative: redirect URIs must be http on a loopback host
 	// (RFC 8252 §7.3) or, when allowed, a private-use URI scheme (§7.1).
-	ApplicationTypeNative = "native"
+	appTypeNative = "native"
 )
 
 // checkRedirectURI applies the redirect URI registration rules and returns
-// nil or an error wrapping ErrInvalidRedirectURI.
+// nil or an error wrapping errInvalidRedirectURI.
 //
 //   - at most 2048 bytes of printable ASCII, no fragment, no "*";
 //   - a lowercase scheme;
@@ -31,7 +31,7 @@ const (
 //
 // appType "" applies no type-specific restriction: https, or loopback http.
 func checkRedirectURI(raw, appType string, allowPrivateUse bool) error {
-	bad := func(why string) error { return fmt.Errorf("%w: %s", ErrInvalidRedirectURI, why) }
+	bad := func(why string) error { return fmt.Errorf("%w: %s", errInvalidRedirectURI, why) }
 	switch {
 	case raw == "":
 		return bad("empty")
@@ -65,10 +65,10 @@ func checkRedirectURI(raw, appType string, allowPrivateUse bool) error {
 		if u.Host == "" || u.Opaque != "" {
 			return bad("https uri needs a host")
 		}
-		if appType == ApplicationTypeNative {
+		if appType == appTypeNative {
 			return bad("native clients must use loopback http or a private-use scheme")
 		}
-		if appType == ApplicationTypeWeb && isLoopbackHost(u.Hostname()) {
+		if appType == appTypeWeb && isLoopbackHost(u.Hostname()) {
 			return bad("web clients must not use a loopback host")
 		}
 		return nil
@@ -76,7 +76,7 @@ func checkRedirectURI(raw, appType string, allowPrivateUse bool) error {
 		if u.Opaque != "" || !isLoopbackHost(u.Hostname()) {
 			return bad("http is only allowed on 127.0.0.1, [::1] or localhost")
 		}
-		if appType == ApplicationTypeWeb {
+		if appType == appTypeWeb {
 			return bad("web clients must use https")
 		}
 		return nil
@@ -87,7 +87,7 @@ func checkRedirectURI(raw, appType string, allowPrivateUse bool) error {
 	if !strings.Contains(u.Scheme, ".") {
 		return bad("private-use scheme must be a reverse domain name")
 	}
-	if appType == ApplicationTypeWeb {
+	if appType == appTypeWeb {
 		return bad("web clients must use https")
 	}
 	return nil
@@ -112,7 +112,7 @@ func isLoopbackHost(host string) bool {
 //
 // RedirectURIAllowed does no other validation; registered URIs are checked
 // when a client is registered or resolved.
-func RedirectURIAllowed(registered []string, requested string) bool {
+func redirectURIAllowed(registered []string, requested string) bool {
 	for _, r := range registered {
 		if r == requested {
 			return true

@@ -52,12 +52,12 @@ func TestRedirectURIAllowed(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := RedirectURIAllowed(reg, tt.requested); got != tt.want {
-				t.Errorf("RedirectURIAllowed(%q) = %v, want %v", tt.requested, got, tt.want)
+			if got := redirectURIAllowed(reg, tt.requested); got != tt.want {
+				t.Errorf("redirectURIAllowed(%q) = %v, want %v", tt.requested, got, tt.want)
 			}
 		})
 	}
-	if RedirectURIAllowed(nil, "http://127.0.0.1/cb") {
+	if redirectURIAllowed(nil, "http://127.0.0.1/cb") {
 		t.Error("nil registered list allowed a redirect")
 	}
 }
@@ -75,47 +75,47 @@ func TestCheckRedirectURI(t *testing.T) {
 		{"loopback v4", "http://127.0.0.1:3000/cb", "", false, nil},
 		{"loopback v6", "http://[::1]:3000/cb", "", false, nil},
 		{"localhost", "http://localhost/cb", "", false, nil},
-		{"web https", "https://app.example.com/cb", ApplicationTypeWeb, false, nil},
-		{"native loopback", "http://127.0.0.1/cb", ApplicationTypeNative, false, nil},
-		{"native private-use", "com.example.app:/oauth2redirect", ApplicationTypeNative, true, nil},
+		{"web https", "https://app.example.com/cb", appTypeWeb, false, nil},
+		{"native loopback", "http://127.0.0.1/cb", appTypeNative, false, nil},
+		{"native private-use", "com.example.app:/oauth2redirect", appTypeNative, true, nil},
 		{"private-use any type", "com.example.app:/cb", "", true, nil},
-		{"private-use authority", "com.example.app://cb", ApplicationTypeNative, true, nil},
+		{"private-use authority", "com.example.app://cb", appTypeNative, true, nil},
 
-		{"empty", "", "", false, ErrInvalidRedirectURI},
-		{"relative", "/callback", "", false, ErrInvalidRedirectURI},
-		{"no scheme", "app.example.com/cb", "", false, ErrInvalidRedirectURI},
-		{"http remote", "http://app.example.com/cb", "", false, ErrInvalidRedirectURI},
-		{"http private ip", "http://10.0.0.1/cb", "", false, ErrInvalidRedirectURI},
-		{"http other loopback", "http://127.0.0.2/cb", "", false, ErrInvalidRedirectURI},
-		{"http localhost subdomain", "http://evil.localhost/cb", "", false, ErrInvalidRedirectURI},
-		{"fragment", "https://app.example.com/cb#x", "", false, ErrInvalidRedirectURI},
-		{"empty fragment", "https://app.example.com/cb#", "", false, ErrInvalidRedirectURI},
-		{"wildcard host", "https://*.example.com/cb", "", false, ErrInvalidRedirectURI},
-		{"wildcard path", "https://app.example.com/*", "", false, ErrInvalidRedirectURI},
-		{"javascript", "javascript:alert(1)", "", true, ErrInvalidRedirectURI},
-		{"javascript comment", "javascript://app.example.com/%0aalert(1)", "", true, ErrInvalidRedirectURI},
-		{"data", "data:text/html,<script>alert(1)</script>", "", true, ErrInvalidRedirectURI},
-		{"file", "file:///etc/passwd", "", true, ErrInvalidRedirectURI},
-		{"vbscript", "vbscript:msgbox", "", true, ErrInvalidRedirectURI},
-		{"ftp", "ftp://app.example.com/cb", "", false, ErrInvalidRedirectURI},
-		{"custom scheme refused by default", "com.example.app:/cb", ApplicationTypeNative, false, ErrInvalidRedirectURI},
-		{"custom scheme without dot", "myapp://cb", ApplicationTypeNative, true, ErrInvalidRedirectURI},
-		{"uppercase scheme", "HTTPS://app.example.com/cb", "", false, ErrInvalidRedirectURI},
-		{"userinfo https", "https://u:p@app.example.com/cb", "", false, ErrInvalidRedirectURI},
-		{"userinfo loopback", "http://u@127.0.0.1/cb", "", false, ErrInvalidRedirectURI},
-		{"https no host", "https:///cb", "", false, ErrInvalidRedirectURI},
-		{"https opaque", "https:app.example.com", "", false, ErrInvalidRedirectURI},
-		{"space", "https://app.example.com/c b", "", false, ErrInvalidRedirectURI},
-		{"newline", "https://app.example.com/cb\r\nX: y", "", false, ErrInvalidRedirectURI},
-		{"non-ascii", "https://äpp.example.com/cb", "", false, ErrInvalidRedirectURI},
-		{"bad port", "http://127.0.0.1:99999/cb", "", false, ErrInvalidRedirectURI},
-		{"empty port", "http://127.0.0.1:/cb", "", false, ErrInvalidRedirectURI},
-		{"zone", "http://[::1%25lo]/cb", "", false, ErrInvalidRedirectURI},
-		{"too long", "https://app.example.com/" + strings.Repeat("a", 2048), "", false, ErrInvalidRedirectURI},
-		{"web loopback http", "http://127.0.0.1/cb", ApplicationTypeWeb, false, ErrInvalidRedirectURI},
-		{"web loopback https", "https://localhost/cb", ApplicationTypeWeb, false, ErrInvalidRedirectURI},
-		{"web private-use", "com.example.app:/cb", ApplicationTypeWeb, true, ErrInvalidRedirectURI},
-		{"native https", "https://app.example.com/cb", ApplicationTypeNative, false, ErrInvalidRedirectURI},
+		{"empty", "", "", false, errInvalidRedirectURI},
+		{"relative", "/callback", "", false, errInvalidRedirectURI},
+		{"no scheme", "app.example.com/cb", "", false, errInvalidRedirectURI},
+		{"http remote", "http://app.example.com/cb", "", false, errInvalidRedirectURI},
+		{"http private ip", "http://10.0.0.1/cb", "", false, errInvalidRedirectURI},
+		{"http other loopback", "http://127.0.0.2/cb", "", false, errInvalidRedirectURI},
+		{"http localhost subdomain", "http://evil.localhost/cb", "", false, errInvalidRedirectURI},
+		{"fragment", "https://app.example.com/cb#x", "", false, errInvalidRedirectURI},
+		{"empty fragment", "https://app.example.com/cb#", "", false, errInvalidRedirectURI},
+		{"wildcard host", "https://*.example.com/cb", "", false, errInvalidRedirectURI},
+		{"wildcard path", "https://app.example.com/*", "", false, errInvalidRedirectURI},
+		{"javascript", "javascript:alert(1)", "", true, errInvalidRedirectURI},
+		{"javascript comment", "javascript://app.example.com/%0aalert(1)", "", true, errInvalidRedirectURI},
+		{"data", "data:text/html,<script>alert(1)</script>", "", true, errInvalidRedirectURI},
+		{"file", "file:///etc/passwd", "", true, errInvalidRedirectURI},
+		{"vbscript", "vbscript:msgbox", "", true, errInvalidRedirectURI},
+		{"ftp", "ftp://app.example.com/cb", "", false, errInvalidRedirectURI},
+		{"custom scheme refused by default", "com.example.app:/cb", appTypeNative, false, errInvalidRedirectURI},
+		{"custom scheme without dot", "myapp://cb", appTypeNative, true, errInvalidRedirectURI},
+		{"uppercase scheme", "HTTPS://app.example.com/cb", "", false, errInvalidRedirectURI},
+		{"userinfo https", "https://u:p@app.example.com/cb", "", false, errInvalidRedirectURI},
+		{"userinfo loopback", "http://u@127.0.0.1/cb", "", false, errInvalidRedirectURI},
+		{"https no host", "https:///cb", "", false, errInvalidRedirectURI},
+		{"https opaque", "https:app.example.com", "", false, errInvalidRedirectURI},
+		{"space", "https://app.example.com/c b", "", false, errInvalidRedirectURI},
+		{"newline", "https://app.example.com/cb\r\nX: y", "", false, errInvalidRedirectURI},
+		{"non-ascii", "https://äpp.example.com/cb", "", false, errInvalidRedirectURI},
+		{"bad port", "http://127.0.0.1:99999/cb", "", false, errInvalidRedirectURI},
+		{"empty port", "http://127.0.0.1:/cb", "", false, errInvalidRedirectURI},
+		{"zone", "http://[::1%25lo]/cb", "", false, errInvalidRedirectURI},
+		{"too long", "https://app.example.com/" + strings.Repeat("a", 2048), "", false, errInvalidRedirectURI},
+		{"web loopback http", "http://127.0.0.1/cb", appTypeWeb, false, errInvalidRedirectURI},
+		{"web loopback https", "https://localhost/cb", appTypeWeb, false, errInvalidRedirectURI},
+		{"web private-use", "com.example.app:/cb", appTypeWeb, true, errInvalidRedirectURI},
+		{"native https", "https://app.example.com/cb", appTypeNative, false, errInvalidRedirectURI},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -16,7 +16,7 @@ type RegistryConfig struct {
 	// writes to). If nil, only static and CIMD clients exist.
 	Store Store
 	// Static are pre-registered clients, copied. Their Source is set to
-	// [SourceStatic]. ClientIDs must be unique and at most 2048 bytes;
+	// "static". ClientIDs must be unique and at most 2048 bytes;
 	// redirect URIs follow the registration rules (private-use schemes
 	// allowed, since the operator vouches for them).
 	Static []Client
@@ -34,7 +34,8 @@ type Registry struct {
 	now      func() time.Time
 }
 
-// NewRegistry returns a Registry for cfg. It fails with [ErrConfig] if a
+// NewRegistry returns a Registry for cfg. It fails with an [*Error] with Reason
+// "config" if a
 // static client is invalid or duplicated.
 func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 	r := &Registry{
@@ -47,28 +48,28 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 		r.now = time.Now
 	}
 	for i := range cfg.Static {
-		c := cfg.Static[i].Clone()
+		c := cfg.Static[i].clone()
 		if c.ClientID == "" || len(c.ClientID) > maxURLBytes {
-			return nil, fmt.Errorf("%w: static client %d: client_id empty or too long", ErrConfig, i)
+			return nil, fmt.Errorf("%w: static client %d: client_id empty or too long", errConfig, i)
 		}
 		if _, dup := r.static[c.ClientID]; dup {
-			return nil, fmt.Errorf("%w: static client %d: duplicate client_id", ErrConfig, i)
+			return nil, fmt.Errorf("%w: static client %d: duplicate client_id", errConfig, i)
 		}
 		// Static clients get the same semantic checks and effective
 		// defaults (auth method, grant and response types) as dynamically
 		// registered ones, so the authorization endpoint sees one shape.
 		sp := policy{
-			defaultAuthMethod: AuthMethodNone,
-			authMethods:       []string{AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT},
+			defaultAuthMethod: authMethodNone,
+			authMethods:       []string{authMethodNone, authMethodClientSecretBasic, authMethodClientSecretPost, authMethodPrivateKeyJWT},
 			allowPrivateUse:   true,
 		}
-		if c.HasSecret() {
-			sp.defaultAuthMethod = AuthMethodClientSecretBasic
+		if len(c.SecretSHA256) > 0 {
+			sp.defaultAuthMethod = authMethodClientSecretBasic
 		}
 		if err := sp.validate(&c.Document); err != nil {
-			return nil, fmt.Errorf("%w: static client %d: %w", ErrConfig, i, err)
+			return nil, fmt.Errorf("%w: static client %d: %w", errConfig, i, err)
 		}
-		c.Source = SourceStatic
+		c.Source = sourceStatic
 		r.static[c.ClientID] = c
 	}
 	return r, nil
@@ -84,10 +85,11 @@ func NewRegistry(cfg RegistryConfig) (*Registry, error) {
 //
 // The Client returned is the caller's to modify. Errors wrap
 // [ErrUnknownClient] or one of the [Resolver.Resolve] errors; answer the
-// client with [OAuthError] and log the error.
+// client with "invalid_client" and one fixed description, and log the
+// error ([Error]).
 func (r *Registry) Lookup(ctx context.Context, clientID string) (*Client, error) {
 	if c, ok := r.static[clientID]; ok {
-		return c.Clone(), nil
+		return c.clone(), nil
 	}
 	if strings.HasPrefix(clientID, "https://") {
 		if r.resolver == nil {
@@ -97,7 +99,7 @@ func (r *Registry) Lookup(ctx context.Context, clientID string) (*Client, error)
 		if err != nil {
 			return nil, err
 		}
-		return &Client{Document: *d, Source: SourceCIMD}, nil
+		return &Client{Document: *d, Source: sourceCIMD}, nil
 	}
 	if r.store == nil || clientID == "" || len(clientID) > maxURLBytes {
 		return nil, fmt.Errorf("%w: no such client", ErrUnknownClient)
@@ -106,7 +108,7 @@ func (r *Registry) Lookup(ctx context.Context, clientID string) (*Client, error)
 	if err != nil {
 		return nil, err
 	}
-	c.Source = SourceDCR
+	c.Source = sourceDCR
 	return c, nil
 }
 
@@ -114,19 +116,19 @@ func (r *Registry) Lookup(ctx context.Context, clientID string) (*Client, error)
 // (client_secret_basic or client_secret_post, RFC 6749 §2.3.1): it looks
 // the client up, compares the secret's SHA-256 hash in constant time and
 // checks client_secret_expires_at. Errors wrap [ErrUnknownClient] (or a
-// lookup error), [ErrInvalidSecret] (including clients without a secret)
-// or [ErrSecretExpired]. The external answer is always "invalid_client"
-// ([OAuthError]).
+// lookup error), or are an [*Error] with Reason "invalid_secret"
+// (including clients without a secret) or "secret_expired". The external
+// answer is always "invalid_client" with one fixed description ([Error]).
 func (r *Registry) VerifySecret(ctx context.Context, clientID, secret string) error {
 	c, err := r.Lookup(ctx, clientID)
 	if err != nil {
 		return err
 	}
 	if !c.secretMatches(secret) {
-		return ErrInvalidSecret
+		return errInvalidSecret
 	}
 	if !c.SecretExpiresAt.IsZero() && !r.now().Before(c.SecretExpiresAt) {
-		return ErrSecretExpired
+		return errSecretExpired
 	}
 	return nil
 }

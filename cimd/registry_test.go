@@ -9,11 +9,11 @@ import (
 func TestRegistryLookup(t *testing.T) {
 	s := newTLSServer(t, response{body: validDoc})
 	res := mustResolver(t, testResolverConfig(s, newClock()))
-	store := NewMemoryStore()
+	store := newMemoryStore()
 	_ = store.Put(context.Background(), &Client{Document: Document{ClientID: "dcr_x", RedirectURIs: []string{"https://dcr.example/cb"}}})
 	pinned := s.URL + "/pinned.json"
 	static := []Client{
-		{Document: Document{ClientID: "static-app", RedirectURIs: []string{"https://static.example/cb"}}, Source: SourceCIMD},
+		{Document: Document{ClientID: "static-app", RedirectURIs: []string{"https://static.example/cb"}}, Source: sourceCIMD},
 		{Document: Document{ClientID: pinned, ClientName: "Pinned", RedirectURIs: []string{"https://pinned.example/cb"}}},
 	}
 	static[0].SetSecret("static-secret")
@@ -24,17 +24,17 @@ func TestRegistryLookup(t *testing.T) {
 	ctx := context.Background()
 	tests := []struct {
 		id         string
-		wantSource Source
+		wantSource string
 		wantErr    error
 	}{
-		{"static-app", SourceStatic, nil},
-		{pinned, SourceStatic, nil},
-		{s.URL + "/client.json", SourceCIMD, nil},
-		{"dcr_x", SourceDCR, nil},
+		{"static-app", sourceStatic, nil},
+		{pinned, sourceStatic, nil},
+		{s.URL + "/client.json", sourceCIMD, nil},
+		{"dcr_x", sourceDCR, nil},
 		{"dcr_missing", "", ErrUnknownClient},
 		{"", "", ErrUnknownClient},
-		{"https://" + s.URL[len("https://"):] + "/a/../b", "", ErrNotClientIDURL},
-		{"https://10.0.0.1/client.json", "", ErrForbiddenAddress},
+		{"https://" + s.URL[len("https://"):] + "/a/../b", "", errNotClientIDURL},
+		{"https://10.0.0.1/client.json", "", errForbiddenAddress},
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
@@ -61,7 +61,7 @@ func TestRegistryLookup(t *testing.T) {
 		t.Errorf("static client changed through a returned client")
 	}
 	wantErrs(t, reg.VerifySecret(ctx, "static-app", "static-secret"))
-	wantErrs(t, reg.VerifySecret(ctx, s.URL+"/client.json", ""), ErrInvalidSecret)
+	wantErrs(t, reg.VerifySecret(ctx, s.URL+"/client.json", ""), errInvalidSecret)
 }
 
 func TestRegistrySourcesOff(t *testing.T) {
@@ -70,12 +70,6 @@ func TestRegistrySourcesOff(t *testing.T) {
 	for _, id := range []string{"https://app.example.com/client.json", "dcr_x", "x"} {
 		_, err := reg.Lookup(context.Background(), id)
 		wantErrs(t, err, ErrUnknownClient)
-		if code, desc := OAuthError(err); code != ExternalErrorCode || desc != ExternalErrorDescription {
-			t.Errorf("OAuthError = %q, %q", code, desc)
-		}
-	}
-	if code, desc := OAuthError(nil); code != "" || desc != "" {
-		t.Errorf("OAuthError(nil) = %q, %q", code, desc)
 	}
 }
 
@@ -86,8 +80,8 @@ func TestNewRegistryConfigErrors(t *testing.T) {
 		"bad redirect": {{Document: Document{ClientID: "a", RedirectURIs: []string{"javascript:alert(1)"}}}},
 		"web loopback": {{Document: Document{ClientID: "a", ApplicationType: "web", RedirectURIs: []string{"http://127.0.0.1/cb"}}}},
 	} {
-		if _, err := NewRegistry(RegistryConfig{Static: static}); !errors.Is(err, ErrConfig) {
-			t.Errorf("%s: err = %v, want ErrConfig", name, err)
+		if _, err := NewRegistry(RegistryConfig{Static: static}); !errors.Is(err, errConfig) {
+			t.Errorf("%s: err = %v, want errConfig", name, err)
 		}
 	}
 }

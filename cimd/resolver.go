@@ -79,7 +79,7 @@ type ResolverConfig struct {
 	// of the host holding the most leaves. Zero means 1024.
 	CacheSize int
 	// MaxConcurrentFetches caps fetches in flight; further fetches wait
-	// for a slot until their deadline, then fail with [ErrRateLimited].
+	// for a slot until their deadline, then fail with Reason "rate_limited" ([Error]).
 	// Zero means 16.
 	MaxConcurrentFetches int
 	// GlobalFetchRate and GlobalFetchBurst bound fetches across all hosts
@@ -141,9 +141,9 @@ func (c ResolverConfig) check() error {
 	case c.Timeout < 0, c.MaxBytes < 0, c.MinCacheTTL < 0, c.MaxCacheTTL < 0,
 		c.CacheSize < 0, c.MaxConcurrentFetches < 0, c.GlobalFetchBurst < 0,
 		c.HostFetchBurst < 0, c.MaxHosts < 0, c.GlobalFetchRate < 0, c.HostFetchRate < 0:
-		return fmt.Errorf("%w: negative value in ResolverConfig", ErrConfig)
+		return fmt.Errorf("%w: negative value in ResolverConfig", errConfig)
 	case c.MinCacheTTL > c.MaxCacheTTL:
-		return fmt.Errorf("%w: MinCacheTTL above MaxCacheTTL", ErrConfig)
+		return fmt.Errorf("%w: MinCacheTTL above MaxCacheTTL", errConfig)
 	}
 	return nil
 }
@@ -162,7 +162,7 @@ type Resolver struct {
 }
 
 // NewResolver returns a Resolver for cfg (copied; see [ResolverConfig] for
-// the defaults). It fails with [ErrConfig] on negative values or
+// the defaults). It fails with an [*Error] with Reason "config" on negative values or
 // MinCacheTTL > MaxCacheTTL.
 func NewResolver(cfg ResolverConfig) (*Resolver, error) {
 	cfg = cfg.withDefaults()
@@ -195,19 +195,18 @@ func NewResolver(cfg ResolverConfig) (*Resolver, error) {
 // calls for the same clientID share one fetch. The returned Document is
 // the caller's to modify.
 //
-// Errors wrap one of [ErrNotClientIDURL], [ErrForbiddenAddress],
-// [ErrFetch], [ErrStatus], [ErrContentType], [ErrTooLarge],
-// [ErrRateLimited], [ErrClientIDMismatch] or [ErrInvalidDocument]. Log
-// them; answer the client with [OAuthError]. Failures are never cached.
+// Errors wrap an [*Error] whose Reason says which check failed. Log
+// them; answer the client with "invalid_client" and one fixed
+// description. Failures are never cached.
 func (r *Resolver) Resolve(ctx context.Context, clientID string) (*Document, error) {
 	if err := checkClientIDURL(clientID, r.cfg.AllowQuery); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrFetch, context.Cause(ctx))
+		return nil, fmt.Errorf("%w: %w", errFetch, context.Cause(ctx))
 	}
 	if c, ok := r.cache.get(clientID, r.cfg.Now()); ok {
-		return c.doc.Clone(), nil
+		return c.doc.clone(), nil
 	}
 	// The fetch runs detached from the first caller's cancellation, so
 	// that one impatient caller does not fail the others sharing it; it is
@@ -221,9 +220,9 @@ func (r *Resolver) Resolve(ctx context.Context, clientID string) (*Document, err
 		if res.Err != nil {
 			return nil, res.Err
 		}
-		return res.Val.(*Document).Clone(), nil
+		return res.Val.(*Document).clone(), nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", ErrFetch, context.Cause(ctx))
+		return nil, fmt.Errorf("%w: %w", errFetch, context.Cause(ctx))
 	}
 }
 
@@ -231,10 +230,10 @@ func (r *Resolver) Resolve(ctx context.Context, clientID string) (*Document, err
 func (r *Resolver) fetch(ctx context.Context, clientID string) (*Document, error) {
 	u, err := url.Parse(clientID)
 	if err != nil { // checked by checkClientIDURL already
-		return nil, fmt.Errorf("%w: unparsable", ErrNotClientIDURL)
+		return nil, fmt.Errorf("%w: unparsable", errNotClientIDURL)
 	}
 	if ok, _ := r.limits.reserve(strings.ToLower(u.Hostname()), r.cfg.Now()); !ok {
-		return nil, fmt.Errorf("%w: fetch rate exceeded", ErrRateLimited)
+		return nil, fmt.Errorf("%w: fetch rate exceeded", errRateLimited)
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
@@ -242,7 +241,7 @@ func (r *Resolver) fetch(ctx context.Context, clientID string) (*Document, error
 	case r.slots <- struct{}{}:
 		defer func() { <-r.slots }()
 	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: no fetch slot before the deadline", ErrRateLimited)
+		return nil, fmt.Errorf("%w: no fetch slot before the deadline", errRateLimited)
 	}
 
 	resp, err := fetch.Get(ctx, r.client, clientID, r.cfg.MaxBytes)
@@ -266,15 +265,15 @@ func fetchError(err error) error {
 	var sentinel error
 	switch {
 	case errors.Is(err, fetch.ErrForbiddenAddress):
-		sentinel = ErrForbiddenAddress
+		sentinel = errForbiddenAddress
 	case errors.Is(err, fetch.ErrStatus):
-		sentinel = ErrStatus
+		sentinel = errStatus
 	case errors.Is(err, fetch.ErrContentType):
-		sentinel = ErrContentType
+		sentinel = errContentType
 	case errors.Is(err, fetch.ErrTooLarge):
-		sentinel = ErrTooLarge
+		sentinel = errTooLarge
 	default:
-		sentinel = ErrFetch
+		sentinel = errFetch
 	}
 	return fmt.Errorf("%w: %w", sentinel, err)
 }

@@ -43,7 +43,7 @@ func TestResolveURLShapeNeverFetches(t *testing.T) {
 	} {
 		t.Run(u, func(t *testing.T) {
 			_, err := r.Resolve(context.Background(), u)
-			wantErrs(t, err, ErrNotClientIDURL)
+			wantErrs(t, err, errNotClientIDURL)
 		})
 	}
 	if n := s.conns.n.Load(); n != 0 {
@@ -77,7 +77,7 @@ func TestResolveForbiddenLiteralAddresses(t *testing.T) {
 		t.Run(host, func(t *testing.T) {
 			start := time.Now()
 			_, err := r.Resolve(context.Background(), "https://"+host+"/client.json")
-			wantErrs(t, err, ErrForbiddenAddress, fetch.ErrForbiddenAddress)
+			wantErrs(t, err, errForbiddenAddress, fetch.ErrForbiddenAddress)
 			if el := time.Since(start); el > time.Second {
 				t.Errorf("took %v; the guard should refuse before connecting", el)
 			}
@@ -85,7 +85,7 @@ func TestResolveForbiddenLiteralAddresses(t *testing.T) {
 	}
 	// A public address on a port that is not allowed.
 	_, err := r.Resolve(context.Background(), "https://8.8.8.8:8443/client.json")
-	wantErrs(t, err, ErrForbiddenAddress)
+	wantErrs(t, err, errForbiddenAddress)
 }
 
 // TestResolveForbiddenBehindHostname: a real server on 127.0.0.1, reached
@@ -102,7 +102,7 @@ func TestResolveForbiddenBehindHostname(t *testing.T) {
 		"https://[::ffff:127.0.0.1]:" + port + "/client.json",
 	} {
 		_, err := r.Resolve(context.Background(), u)
-		wantErrs(t, err, ErrForbiddenAddress)
+		wantErrs(t, err, errForbiddenAddress)
 	}
 	if n := s.conns.n.Load(); n != 0 {
 		t.Errorf("%d connections reached the loopback server, want 0", n)
@@ -118,7 +118,7 @@ func TestResolveRefusesRedirects(t *testing.T) {
 			cfg.RootCAs.AddCert(target.Certificate())
 			r := mustResolver(t, cfg)
 			_, err := r.Resolve(context.Background(), s.URL+"/client.json")
-			wantErrs(t, err, ErrStatus)
+			wantErrs(t, err, errStatus)
 			if s.hits.Load() != 1 {
 				t.Errorf("origin hits = %d, want 1", s.hits.Load())
 			}
@@ -135,20 +135,20 @@ func TestResolveStatusAndContentType(t *testing.T) {
 		resp response
 		want error
 	}{
-		{"404", response{status: 404, body: validDoc}, ErrStatus},
-		{"500", response{status: 500, body: validDoc}, ErrStatus},
-		{"201", response{status: 201, body: validDoc}, ErrStatus},
-		{"204", response{status: 204}, ErrStatus},
-		{"203", response{status: 203, body: validDoc}, ErrStatus},
-		{"304", response{status: 304}, ErrStatus},
-		{"429", response{status: 429, header: map[string]string{"Retry-After": "1"}}, ErrStatus},
-		{"text/html", response{contentType: "text/html", body: validDoc}, ErrContentType},
-		{"text/plain", response{contentType: "text/plain", body: validDoc}, ErrContentType},
-		{"none", response{contentType: "-", body: validDoc}, ErrContentType},
-		{"javascript", response{contentType: "application/javascript", body: validDoc}, ErrContentType},
-		{"malformed", response{contentType: "application/json;;;", body: validDoc}, ErrContentType},
-		{"json-ish", response{contentType: "application/jsonx", body: validDoc}, ErrContentType},
-		{"octet-stream", response{contentType: "application/octet-stream", body: validDoc}, ErrContentType},
+		{"404", response{status: 404, body: validDoc}, errStatus},
+		{"500", response{status: 500, body: validDoc}, errStatus},
+		{"201", response{status: 201, body: validDoc}, errStatus},
+		{"204", response{status: 204}, errStatus},
+		{"203", response{status: 203, body: validDoc}, errStatus},
+		{"304", response{status: 304}, errStatus},
+		{"429", response{status: 429, header: map[string]string{"Retry-After": "1"}}, errStatus},
+		{"text/html", response{contentType: "text/html", body: validDoc}, errContentType},
+		{"text/plain", response{contentType: "text/plain", body: validDoc}, errContentType},
+		{"none", response{contentType: "-", body: validDoc}, errContentType},
+		{"javascript", response{contentType: "application/javascript", body: validDoc}, errContentType},
+		{"malformed", response{contentType: "application/json;;;", body: validDoc}, errContentType},
+		{"json-ish", response{contentType: "application/jsonx", body: validDoc}, errContentType},
+		{"octet-stream", response{contentType: "application/octet-stream", body: validDoc}, errContentType},
 	}
 	mux := http.NewServeMux()
 	for _, tt := range tests {
@@ -190,7 +190,7 @@ func TestResolveClientIDMismatch(t *testing.T) {
 			body.Store(`{"client_id":"` + tt.docID + `","client_name":"x","redirect_uris":["https://a.example/cb"]}`)
 			r := mustResolver(t, testResolverConfig(s, newClock()))
 			_, err := r.Resolve(context.Background(), base+"/client.json")
-			wantErrs(t, err, ErrClientIDMismatch)
+			wantErrs(t, err, errClientIDMismatch)
 		})
 	}
 }
@@ -208,7 +208,7 @@ func TestResolveFailuresAreNotCached(t *testing.T) {
 	r := mustResolver(t, testResolverConfig(s, newClock()))
 	id := s.URL + "/client.json"
 	_, err := r.Resolve(context.Background(), id)
-	wantErrs(t, err, ErrStatus)
+	wantErrs(t, err, errStatus)
 	fail.Store(false)
 	_, err = r.Resolve(context.Background(), id)
 	wantErrs(t, err)
@@ -246,7 +246,7 @@ func TestResolveCallerCancel(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	_, err := r.Resolve(ctx, id)
-	wantErrs(t, err, ErrFetch, context.DeadlineExceeded)
+	wantErrs(t, err, errFetch, context.DeadlineExceeded)
 	close(release)
 	wantErrs(t, <-patient) // the shared fetch was not cancelled with ctx
 }
@@ -257,8 +257,8 @@ func TestNewResolverConfigErrors(t *testing.T) {
 		{HostFetchRate: -1}, {GlobalFetchBurst: -1}, {MaxHosts: -1},
 		{MinCacheTTL: time.Hour, MaxCacheTTL: time.Minute},
 	} {
-		if _, err := NewResolver(cfg); !errors.Is(err, ErrConfig) {
-			t.Errorf("NewResolver(%+v) error = %v, want ErrConfig", cfg, err)
+		if _, err := NewResolver(cfg); !errors.Is(err, errConfig) {
+			t.Errorf("NewResolver(%+v) error = %v, want errConfig", cfg, err)
 		}
 	}
 }

@@ -24,9 +24,9 @@ func TestJWKSNeedsPrivateKeyJWT(t *testing.T) {
 		cb      = `"redirect_uris":["https://a.example/cb"]`
 	)
 	dcrPol := policy{
-		defaultAppType:    ApplicationTypeWeb,
-		defaultAuthMethod: AuthMethodClientSecretBasic,
-		authMethods:       []string{AuthMethodNone, AuthMethodClientSecretBasic, AuthMethodClientSecretPost, AuthMethodPrivateKeyJWT},
+		defaultAppType:    appTypeWeb,
+		defaultAuthMethod: authMethodClientSecretBasic,
+		authMethods:       []string{authMethodNone, authMethodClientSecretBasic, authMethodClientSecretPost, authMethodPrivateKeyJWT},
 	}
 	tests := []struct {
 		name    string
@@ -54,13 +54,13 @@ func TestJWKSNeedsPrivateKeyJWT(t *testing.T) {
 			if tt.source == "cimd" {
 				_, err = parseDocument([]byte(`{"client_id":"`+specURL+`","client_name":"x",`+cb+`,`+tt.members+`}`), specURL, cimdPolicy(false))
 				if !tt.ok {
-					wantErrs(t, err, ErrInvalidDocument, ErrInvalidClientMetadata)
+					wantErrs(t, err, errInvalidDocument, errInvalidClientMetadata)
 					return
 				}
 			} else {
 				_, err = parseDCRRequest([]byte(`{`+cb+`,`+tt.members+`}`), dcrPol)
 				if !tt.ok {
-					wantErrs(t, err, ErrInvalidClientMetadata)
+					wantErrs(t, err, errInvalidClientMetadata)
 					return
 				}
 			}
@@ -69,9 +69,9 @@ func TestJWKSNeedsPrivateKeyJWT(t *testing.T) {
 	}
 	t.Run("static client jwks_uri, method none", func(t *testing.T) {
 		c := Client{Document: Document{ClientID: "s", RedirectURIs: []string{"https://a.example/cb"},
-			TokenEndpointAuthMethod: AuthMethodNone, JWKSURI: "https://a.example/jwks.json"}}
+			TokenEndpointAuthMethod: authMethodNone, JWKSURI: "https://a.example/jwks.json"}}
 		_, err := NewRegistry(RegistryConfig{Static: []Client{c}})
-		wantErrs(t, err, ErrConfig, ErrInvalidClientMetadata)
+		wantErrs(t, err, errConfig, errInvalidClientMetadata)
 	})
 }
 
@@ -97,9 +97,9 @@ func TestDCRStoredRecordNotAmplified(t *testing.T) {
 			if len(tt.body) > defaultMaxBodyBytes {
 				t.Fatalf("body is %d bytes, over the default cap", len(tt.body))
 			}
-			bs := &recordingStore{MemoryStore: NewMemoryStore(), records: map[string][]byte{}}
+			bs := &recordingStore{memoryStore: newMemoryStore(), records: map[string][]byte{}}
 			h, err := NewDCRHandler(DCRConfig{Store: bs, IPRate: rate.Inf, GlobalRate: rate.Inf,
-				AuthMethods: []string{AuthMethodNone, AuthMethodPrivateKeyJWT}})
+				AuthMethods: []string{authMethodNone, authMethodPrivateKeyJWT}})
 			wantErrs(t, err)
 			f := &dcrFixture{h: h}
 			rec := f.post(tt.body, "application/json", "")
@@ -149,10 +149,10 @@ func TestDCRJWKSWithPublicClientRefused(t *testing.T) {
 	}
 }
 
-// recordingStore is a MemoryStore that keeps the stored form of each
+// recordingStore is a memoryStore that keeps the stored form of each
 // client, as a persistent store writes it.
 type recordingStore struct {
-	*MemoryStore
+	*memoryStore
 	records map[string][]byte
 }
 
@@ -162,10 +162,10 @@ func (s *recordingStore) Put(ctx context.Context, c *Client) error {
 		return err
 	}
 	s.records[c.ClientID] = v
-	return s.MemoryStore.Put(ctx, c)
+	return s.memoryStore.Put(ctx, c)
 }
 
-// storesUnderTest returns a fresh MemoryStore (cimd/boltstore tests its
+// storesUnderTest returns a fresh memoryStore (cimd/boltstore tests its
 // own store the same way).
 func storesUnderTest(t *testing.T) map[string]interface {
 	Store
@@ -175,7 +175,7 @@ func storesUnderTest(t *testing.T) map[string]interface {
 	return map[string]interface {
 		Store
 		Prune(context.Context, time.Time) (int, error)
-	}{"memory": NewMemoryStore()}
+	}{"memory": newMemoryStore()}
 }
 
 // clientWithJWKS returns sampleClient with a jwks whose stored record is
@@ -184,24 +184,24 @@ func clientWithJWKS(t *testing.T, size int) *Client {
 	t.Helper()
 	c := sampleClient()
 	c.JWKS = json.RawMessage(`{"keys":[{"kty":"EC","x":""}]}`)
-	v, err := c.MarshalJSON()
+	v, err := marshalNoEscape(c)
 	wantErrs(t, err)
 	c.JWKS = json.RawMessage(`{"keys":[{"kty":"EC","x":"` + strings.Repeat("<", size-len(v)) + `"}]}`)
-	if v, _ := c.MarshalJSON(); len(v) != size {
+	if v, _ := marshalNoEscape(c); len(v) != size {
 		t.Fatalf("record is %d bytes, want %d", len(v), size)
 	}
 	return c
 }
 
 // TestStoresRecordCap: both stores refuse a client whose stored form is
-// over MaxRecordBytes with ErrRecordTooLarge and keep what they had.
+// over maxRecordBytes with ErrRecordTooLarge and keep what they had.
 func TestStoresRecordCap(t *testing.T) {
 	ctx := context.Background()
 	for name, s := range storesUnderTest(t) {
 		t.Run(name, func(t *testing.T) {
-			atCap := clientWithJWKS(t, MaxRecordBytes)
+			atCap := clientWithJWKS(t, maxRecordBytes)
 			wantErrs(t, s.Put(ctx, atCap))
-			over := clientWithJWKS(t, MaxRecordBytes+1)
+			over := clientWithJWKS(t, maxRecordBytes+1)
 			wantErrs(t, s.Put(ctx, over), ErrRecordTooLarge)
 			got, err := s.Get(ctx, atCap.ClientID)
 			wantErrs(t, err)
@@ -270,16 +270,16 @@ func TestClientMarshalJSONNotEscaped(t *testing.T) {
 	if want := `{"keys":[{"kty":"EC","x":"<&>\u003c"}]}`; string(d.JWKS) != want {
 		t.Errorf("jwks = %s, want %s (compact, as sent)", d.JWKS, want)
 	}
-	c := &Client{Document: *d, IssuedAt: t0, Source: SourceDCR}
+	c := &Client{Document: *d, IssuedAt: t0, Source: sourceDCR}
 	c.SetSecret("s3cret")
-	b, err := c.MarshalJSON()
+	b, err := marshalNoEscape(c)
 	wantErrs(t, err)
 	if !strings.Contains(string(b), `"client_name":"a<b>&c"`) || !strings.Contains(string(b), `"x":"<&>\u003c"`) {
 		t.Errorf("MarshalJSON escaped: %s", b)
 	}
 	var back Client
 	wantErrs(t, json.Unmarshal(b, &back))
-	b2, err := back.MarshalJSON()
+	b2, err := marshalNoEscape(back)
 	wantErrs(t, err)
 	if string(b2) != string(b) {
 		t.Errorf("not stable:\n%s\n%s", b, b2)
@@ -297,10 +297,10 @@ func TestClientMarshalJSONNotEscaped(t *testing.T) {
 }
 
 // TestDCRRecordTooLarge: a registration whose stored form is over
-// MaxRecordBytes (reachable only with a raised MaxBodyBytes) is a 400
+// maxRecordBytes (reachable only with a raised MaxBodyBytes) is a 400
 // invalid_client_metadata, not a 500, and nothing is stored.
 func TestDCRRecordTooLarge(t *testing.T) {
-	f := newDCR(t, func(c *DCRConfig) { c.MaxBodyBytes = 4 * MaxRecordBytes })
+	f := newDCR(t, func(c *DCRConfig) { c.MaxBodyBytes = 4 * maxRecordBytes })
 	var uris []string
 	for i := range maxRedirectURIs {
 		uris = append(uris, fmt.Sprintf("https://app.example/%02d/%s", i, strings.Repeat("p", 1980)))

@@ -17,12 +17,12 @@ func sampleClient() *Client {
 			RedirectURIs:            []string{"https://app.example/cb"},
 			GrantTypes:              []string{"authorization_code"},
 			ResponseTypes:           []string{"code"},
-			TokenEndpointAuthMethod: AuthMethodClientSecretPost,
+			TokenEndpointAuthMethod: authMethodClientSecretPost,
 			JWKS:                    json.RawMessage(`{"keys":[{"kty":"EC"}]}`),
 		},
 		IssuedAt:        t0,
 		SecretExpiresAt: t0.Add(time.Hour),
-		Source:          SourceDCR,
+		Source:          sourceDCR,
 	}
 	c.SetSecret("s3cret")
 	return c
@@ -33,7 +33,7 @@ func TestStores(t *testing.T) {
 	for name, s := range map[string]interface {
 		Store
 		Delete(context.Context, string) error
-	}{"memory": NewMemoryStore()} {
+	}{"memory": newMemoryStore()} {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			_, err := s.Get(ctx, "dcr_abc")

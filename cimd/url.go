@@ -13,7 +13,7 @@ import (
 // redirect URIs and the other URL members of client metadata.
 const maxURLBytes = 2048
 
-// IsClientIDURL reports whether s has the shape of a Client ID Metadata
+// isClientIDURL reports whether s has the shape of a Client ID Metadata
 // Document URL (draft-ietf-oauth-client-id-metadata-document-00 §3): the
 // lowercase "https" scheme, a host, a path other than "/", no fragment, no
 // userinfo, no "." or ".." path segment (also percent-encoded, e.g. "%2e"),
@@ -23,14 +23,14 @@ const maxURLBytes = 2048
 //
 // It also refuses a percent-encoded "/" or "\" and a literal "\" in the
 // path, which servers may decode into extra segments, and an IPv6 zone.
-// IsClientIDURL does no I/O.
-func IsClientIDURL(s string) bool {
+// isClientIDURL does no I/O.
+func isClientIDURL(s string) bool {
 	return checkClientIDURL(s, false) == nil
 }
 
-// checkClientIDURL returns nil or an error wrapping ErrNotClientIDURL.
+// checkClientIDURL returns nil or an error wrapping errNotClientIDURL.
 func checkClientIDURL(s string, allowQuery bool) error {
-	bad := func(why string) error { return fmt.Errorf("%w: %s", ErrNotClientIDURL, why) }
+	bad := func(why string) error { return fmt.Errorf("%w: %s", errNotClientIDURL, why) }
 	if len(s) > maxURLBytes {
 		return bad("too long")
 	}
@@ -122,10 +122,10 @@ func printableASCII(s string) bool {
 // fetched by this package.
 func checkHTTPSURL(member, s string) error {
 	if len(s) > maxURLBytes || !printableASCII(s) {
-		return fmt.Errorf("%w: %s: too long or not printable ascii", ErrInvalidClientMetadata, member)
+		return fmt.Errorf("%w: %s: too long or not printable ascii", errInvalidClientMetadata, member)
 	}
 	if u, err := fetch.CheckURL(s, false); err != nil || u.Hostname() == "" {
-		return fmt.Errorf("%w: %s: must be an https url with a host, without userinfo or fragment", ErrInvalidClientMetadata, member)
+		return fmt.Errorf("%w: %s: must be an https url with a host, without userinfo or fragment", errInvalidClientMetadata, member)
 	}
 	return nil
 }

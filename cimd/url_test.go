@@ -62,8 +62,8 @@ func TestIsClientIDURL(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := IsClientIDURL(tt.in); got != tt.want {
-				t.Errorf("IsClientIDURL(%q) = %v, want %v", tt.in, got, tt.want)
+			if got := isClientIDURL(tt.in); got != tt.want {
+				t.Errorf("isClientIDURL(%q) = %v, want %v", tt.in, got, tt.want)
 			}
 		})
 	}

@@ -82,7 +82,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 
 // verifyClient looks the client up and checks redirect_uri against its
 // registration (exact match; any port on loopback IP literals, RFC 8252
-// §7.3, per [cimd.RedirectURIAllowed]).
+// §7.3, per [cimd.Client.RedirectURIAllowed]).
 func (s *Server) verifyClient(ctx context.Context, p params) (*cimd.Client, string, *oauthError) {
 	clientID, oerr := p.require("client_id", maxURLBytes)
 	if oerr != nil {
@@ -95,8 +95,7 @@ func (s *Server) verifyClient(ctx context.Context, p params) (*cimd.Client, stri
 	client, err := s.lookup(ctx, clientID)
 	if err != nil {
 		s.log.InfoContext(ctx, "devas: authorize: client lookup failed", "err", err)
-		code, desc := cimd.OAuthError(err)
-		return nil, "", &oauthError{code, desc}
+		return nil, "", errInvalidClient()
 	}
 	if !client.RedirectURIAllowed(redirectURI) {
 		s.log.InfoContext(ctx, "devas: authorize: redirect_uri not registered", "client_id", clientID)
@@ -122,9 +121,9 @@ func (s *Server) lookup(ctx context.Context, clientID string) (*cimd.Client, err
 		c.ResponseTypes = []string{"code"}
 	}
 	if c.TokenEndpointAuthMethod == "" {
-		c.TokenEndpointAuthMethod = cimd.AuthMethodNone
-		if c.HasSecret() {
-			c.TokenEndpointAuthMethod = cimd.AuthMethodClientSecretBasic
+		c.TokenEndpointAuthMethod = "none"
+		if len(c.SecretSHA256) > 0 {
+			c.TokenEndpointAuthMethod = "client_secret_basic"
 		}
 	}
 	return c, nil
@@ -205,7 +204,7 @@ func (s *Server) parseRequest(p params, client *cimd.Client, redirectURI string)
 		DPoPJKT:     jkt,
 		ClientName:  client.ClientName,
 	}
-	if client.Source == cimd.SourceCIMD {
+	if client.Source == "cimd" {
 		if u, err := url.Parse(client.ClientID); err == nil {
 			req.ClientHost = u.Host
 		}
@@ -233,7 +232,7 @@ func (s *Server) checkResource(p params) (string, *oauthError) {
 // will get a refresh token.
 //
 // The registered scope of a client is a ceiling only for a pre-registered
-// client (cimd.SourceStatic: the operator chose it). A dynamically
+// client ("static": the operator chose it). A dynamically
 // registered client or a Client ID Metadata Document asserts its own
 // scope, and MCP clients register with the scope of the first 401
 // challenge; holding them to it would refuse every step-up (MCP
@@ -250,7 +249,7 @@ func (s *Server) grantScopes(p params, client *cimd.Client, subject string) ([]s
 		return nil, &oauthError{"invalid_scope", "malformed scope"}
 	}
 	var allowedByClient []string
-	if client.Source == cimd.SourceStatic && client.Scope != "" {
+	if client.Source == "static" && client.Scope != "" {
 		allowedByClient = strings.Fields(client.Scope)
 	}
 	for _, sc := range requested {

@@ -35,7 +35,7 @@ const (
 	// accepted once.
 	consentTTL = 10 * time.Minute
 	// defaultMaxRegistrations is the default Config.MaxRegistrations:
-	// a registration takes at most [cimd.MaxRecordBytes] (32 KiB), so the
+	// a registration takes at most 32 KiB (32 KiB), so the
 	// built-in store holds at most 32 MiB.
 	defaultMaxRegistrations = 1024
 	// defaultRegistrationTTL is the default Config.RegistrationTTL.
@@ -121,7 +121,7 @@ type Config struct {
 	DCRStore cimd.Store
 	// MaxRegistrations caps the dynamically registered clients the
 	// built-in store keeps (registration is unauthenticated; each client
-	// takes at most [cimd.MaxRecordBytes]). A registration when the store
+	// takes at most 32 KiB). A registration when the store
 	// is full first drops expired clients, then the oldest one. Zero
 	// means 1024. Ignored when DCRStore is set.
 	MaxRegistrations int

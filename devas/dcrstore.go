@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/cimd"
+	"github.com/mcpguard/mcpguard/internal/clientrecord"
 )
 
 // regStore is the built-in [cimd.Store] of dynamically registered
@@ -15,7 +16,7 @@ import (
 // an open development server stays bounded and the newest registrations
 // keep working.
 type regStore struct {
-	s   *store[*cimd.Client]
+	s   *store[[]byte] // the stored form, internal/clientrecord
 	ttl time.Duration
 	now func() time.Time
 }
@@ -23,25 +24,25 @@ type regStore struct {
 var _ cimd.Store = (*regStore)(nil)
 
 func newRegStore(max int, ttl time.Duration, now func() time.Time) *regStore {
-	return &regStore{s: newStore[*cimd.Client](max), ttl: ttl, now: now}
+	return &regStore{s: newStore[[]byte](max), ttl: ttl, now: now}
 }
 
 // Put implements [cimd.Store]. It refuses a client whose stored form
-// exceeds [cimd.MaxRecordBytes] with an error wrapping
+// exceeds 32 KiB with an error wrapping
 // [cimd.ErrRecordTooLarge].
 func (r *regStore) Put(ctx context.Context, c *cimd.Client) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	b, err := c.MarshalJSON()
+	b, err := clientrecord.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("devas: encode client: %w", err)
 	}
-	if len(b) > cimd.MaxRecordBytes {
-		return fmt.Errorf("%w: %d bytes, the cap is %d", cimd.ErrRecordTooLarge, len(b), cimd.MaxRecordBytes)
+	if len(b) > clientrecord.MaxBytes {
+		return fmt.Errorf("%w: %d bytes, the cap is %d", cimd.ErrRecordTooLarge, len(b), clientrecord.MaxBytes)
 	}
 	now := r.now()
-	r.s.putEvict(c.ClientID, c.Clone(), now.Add(r.ttl), now)
+	r.s.putEvict(c.ClientID, b, now.Add(r.ttl), now)
 	return nil
 }
 
@@ -50,11 +51,15 @@ func (r *regStore) Get(ctx context.Context, id string) (*cimd.Client, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	c, ok := r.s.update(id, r.now(), nil)
+	b, ok := r.s.update(id, r.now(), nil)
 	if !ok {
 		return nil, fmt.Errorf("%w: not registered, or registration expired", cimd.ErrUnknownClient)
 	}
-	return c.Clone(), nil
+	c := new(cimd.Client)
+	if err := clientrecord.Unmarshal(b, c); err != nil {
+		return nil, fmt.Errorf("devas: decode client: %w", err)
+	}
+	return c, nil
 }
 
 // putEvict stores v under key until exp, replacing any value there. It

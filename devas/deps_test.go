@@ -18,6 +18,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/prm/...",
 			deptest.Module + "/validate/dpop", // token-request proofs (RFC 9449 §5)
 			deptest.Module + "/internal/scopetoken",
+			deptest.Module + "/internal/clientrecord",
 			"github.com/go-jose/go-jose/v4/...",
 		},
 	}.Check(t, ".")

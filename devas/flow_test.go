@@ -256,7 +256,7 @@ func TestPublicClientBasicAuth(t *testing.T) {
 // this server does not implement gets unauthorized_client at /authorize.
 func TestUnsupportedClientAuthMethod(t *testing.T) {
 	c := publicClient()
-	c.TokenEndpointAuthMethod = cimd.AuthMethodPrivateKeyJWT
+	c.TokenEndpointAuthMethod = "private_key_jwt"
 	c.JWKSURI = "https://client.example/jwks.json"
 	e := start(t, func(cfg *devas.Config) { cfg.Clients = []cimd.Client{c} })
 	resp, _ := e.authorize(authParams())

@@ -38,6 +38,14 @@ type oauthError struct {
 
 func (e *oauthError) Error() string { return "devas: " + e.Code + ": " + e.Description }
 
+// errInvalidClient is the one answer to a client that could not be looked
+// up or authenticated (RFC 6749 §5.2), whatever the cause: fixed, so that
+// it cannot act as an oracle for scanning internal hosts through
+// client_id URLs.
+func errInvalidClient() *oauthError {
+	return &oauthError{"invalid_client", "the client is unknown or its metadata could not be used"}
+}
+
 func errInvalidRequest(desc string) *oauthError { return &oauthError{"invalid_request", desc} }
 
 // params reads single-valued OAuth parameters (RFC 6749 §3.1: "Request

@@ -171,7 +171,7 @@ func TestRefreshStoreFull(t *testing.T) {
 		verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
 	)
 	c := cimd.Client{Document: cimd.Document{ClientID: "c", RedirectURIs: []string{cb},
-		GrantTypes: []string{"authorization_code", "refresh_token"}, TokenEndpointAuthMethod: cimd.AuthMethodNone}}
+		GrantTypes: []string{"authorization_code", "refresh_token"}, TokenEndpointAuthMethod: "none"}}
 	s, err := New(Config{Issuer: "http://127.0.0.1:9000", Resources: []string{res}, Clients: []cimd.Client{c},
 		AutoApprove: true, RefreshTokens: true, DisableCIMD: true})
 	if err != nil {

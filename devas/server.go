@@ -71,13 +71,13 @@ func New(cfg Config) (*Server, error) {
 	if err := s.buildRegistry(); err != nil {
 		return nil, err
 	}
-	s.methods = []string{cimd.AuthMethodNone}
+	s.methods = []string{"none"}
 	secrets := cfg.EnableDCR || cfg.Registry != nil
 	for i := range cfg.Clients {
-		secrets = secrets || cfg.Clients[i].HasSecret()
+		secrets = secrets || (len(cfg.Clients[i].SecretSHA256) > 0)
 	}
 	if secrets {
-		s.methods = append(s.methods, cimd.AuthMethodClientSecretBasic, cimd.AuthMethodClientSecretPost)
+		s.methods = append(s.methods, "client_secret_basic", "client_secret_post")
 	}
 	if s.metaJSON, err = json.Marshal(s.Metadata()); err != nil {
 		return nil, fmt.Errorf("%w: metadata: %w", ErrConfig, err)
@@ -119,10 +119,10 @@ func (s *Server) buildRegistry() error {
 	if cfg.EnableDCR {
 		h, err := cimd.NewDCRHandler(cimd.DCRConfig{
 			Store:       store,
-			AuthMethods: []string{cimd.AuthMethodNone, cimd.AuthMethodClientSecretBasic, cimd.AuthMethodClientSecretPost},
+			AuthMethods: []string{"none", "client_secret_basic", "client_secret_post"},
 			// MCP clients before 2026-07-28 register loopback redirects
 			// without application_type.
-			DefaultApplicationType: cimd.ApplicationTypeNative,
+			DefaultApplicationType: "native",
 			// Generous limits: tests register many clients from loopback.
 			IPRate:         100,
 			IPBurst:        1000,

@@ -76,11 +76,11 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 // user name with an empty password (golang.org/x/oauth2 tries that first
 // when the style is unknown, as the MCP go-sdk does for CIMD clients).
 // A client with a secret may use either secret method. Every failure is
-// invalid_client with the fixed description of [cimd.OAuthError].
+// invalid_client with one fixed description ([errInvalidClient]).
 func (s *Server) authenticateClient(ctx context.Context, r *http.Request, p params) (*cimd.Client, *oauthError) {
 	invalid := func(why string, err error) (*cimd.Client, *oauthError) {
 		s.log.InfoContext(ctx, "devas: token: client authentication failed", "why", why, "err", err)
-		return nil, &oauthError{cimd.ExternalErrorCode, cimd.ExternalErrorDescription}
+		return nil, errInvalidClient()
 	}
 	bodyID, e1 := p.get("client_id", maxURLBytes)
 	bodySecret, e2 := p.get("client_secret", maxParamBytes)
@@ -113,11 +113,11 @@ func (s *Server) authenticateClient(ctx context.Context, r *http.Request, p para
 		return invalid("lookup", err)
 	}
 	switch client.TokenEndpointAuthMethod {
-	case cimd.AuthMethodNone:
+	case "none":
 		if secret != "" {
 			return invalid("secret sent by a public client", nil)
 		}
-	case cimd.AuthMethodClientSecretBasic, cimd.AuthMethodClientSecretPost:
+	case "client_secret_basic", "client_secret_post":
 		if secret == "" {
 			return invalid("no secret", nil)
 		}
@@ -331,7 +331,7 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request, g grant, sc
 func (s *Server) tokenError(w http.ResponseWriter, r *http.Request, e *oauthError) {
 	s.log.InfoContext(r.Context(), "devas: token: error response", "error", e.Code, "description", e.Description)
 	status := http.StatusBadRequest
-	if e.Code == cimd.ExternalErrorCode {
+	if e.Code == "invalid_client" {
 		status = http.StatusUnauthorized
 	}
 	writeJSON(w, status, e)

@@ -177,8 +177,8 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 			ClientID:                rawClientID,
 			ClientName:              "integration raw client",
 			RedirectURIs:            []string{redirectURI},
-			TokenEndpointAuthMethod: cimd.AuthMethodNone,
-			ApplicationType:         cimd.ApplicationTypeNative,
+			TokenEndpointAuthMethod: "none",
+			ApplicationType:         "native",
 		}}},
 		CIMD: cimd.ResolverConfig{
 			InsecureAllowLoopback: true,

@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/mcpguard/mcpguard/cimd"
+	"github.com/mcpguard/mcpguard/internal/clientrecord"
 )
 
 // DefaultClientTTL is how long a registration is kept when
@@ -30,8 +30,8 @@ type ClientConfig struct {
 }
 
 // ClientStore is a cimd.Store in Redis: registrations made on one
-// replica are known to every replica. Records are [cimd.Client.MarshalJSON]
-// (secret hashes, never secrets), each at most [cimd.MaxRecordBytes].
+// replica are known to every replica. Records are the clients' JSON, not HTML-escaped
+// (secret hashes, never secrets), each at most 32 KiB.
 // Create it with [NewClientStore]. It is safe for concurrent use.
 type ClientStore struct {
 	b   base
@@ -60,16 +60,16 @@ func NewClientStore(cfg ClientConfig) (*ClientStore, error) {
 }
 
 // Put implements cimd.Store: SET with a TTL (see [ClientConfig.TTL]). A
-// record over [cimd.MaxRecordBytes] is refused with an error wrapping
+// record over 32 KiB is refused with an error wrapping
 // cimd.ErrRecordTooLarge, a client whose secret has already expired with
 // [ErrConfig]; Redis errors wrap [ErrUnavailable].
 func (s *ClientStore) Put(ctx context.Context, c *cimd.Client) error {
-	v, err := c.MarshalJSON()
+	v, err := clientrecord.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("redisstore: encode client: %w", err)
 	}
-	if len(v) > cimd.MaxRecordBytes {
-		return fmt.Errorf("redisstore: %w: %d bytes, the cap is %d", cimd.ErrRecordTooLarge, len(v), cimd.MaxRecordBytes)
+	if len(v) > clientrecord.MaxBytes {
+		return fmt.Errorf("redisstore: %w: %d bytes, the cap is %d", cimd.ErrRecordTooLarge, len(v), clientrecord.MaxBytes)
 	}
 	ttl := s.ttl
 	if !c.SecretExpiresAt.IsZero() {
@@ -99,11 +99,11 @@ func (s *ClientStore) Get(ctx context.Context, id string) (*cimd.Client, error) 
 		return nil, fmt.Errorf("%w: not in store", cimd.ErrUnknownClient)
 	case err != nil:
 		return nil, unavailable("client get", err)
-	case len(v) > cimd.MaxRecordBytes:
+	case len(v) > clientrecord.MaxBytes:
 		return nil, fmt.Errorf("%w: record of %d bytes", ErrCorrupt, len(v))
 	}
 	c := new(cimd.Client)
-	if err := json.Unmarshal(v, c); err != nil {
+	if err := clientrecord.Unmarshal(v, c); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	if c.ClientID != id {

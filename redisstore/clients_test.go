@@ -12,6 +12,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mcpguard/mcpguard/cimd"
+	"github.com/mcpguard/mcpguard/internal/clientrecord"
 	"github.com/mcpguard/mcpguard/redisstore"
 )
 
@@ -23,7 +24,7 @@ func TestClientStoreRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	c := &cimd.Client{Document: cimd.Document{ClientID: "dcr_abc", RedirectURIs: []string{"http://127.0.0.1/cb"}}, IssuedAt: now, Source: cimd.SourceDCR}
+	c := &cimd.Client{Document: cimd.Document{ClientID: "dcr_abc", RedirectURIs: []string{"http://127.0.0.1/cb"}}, IssuedAt: now, Source: "dcr"}
 	c.SetSecret("s3cret")
 	if err := s.Put(ctx, c); err != nil {
 		t.Fatal(err)
@@ -32,7 +33,7 @@ func TestClientStoreRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ClientID != "dcr_abc" || !got.IssuedAt.Equal(now) || got.Source != cimd.SourceDCR || !got.HasSecret() {
+	if got.ClientID != "dcr_abc" || !got.IssuedAt.Equal(now) || got.Source != "dcr" || !(len(got.SecretSHA256) > 0) {
 		t.Errorf("Get = %+v", got)
 	}
 	if ttl := rdb.PTTL(ctx, "mcpguard:client:dcr_abc").Val(); ttl <= 59*time.Minute || ttl > time.Hour {
@@ -78,7 +79,7 @@ func TestClientStoreRoundTrip(t *testing.T) {
 	if _, err := s.Get(ctx, "dcr_abc"); !errors.Is(err, cimd.ErrUnknownClient) {
 		t.Errorf("Get after Delete = %v", err)
 	}
-	big := &cimd.Client{Document: cimd.Document{ClientID: "big", ClientName: strings.Repeat("n", cimd.MaxRecordBytes)}}
+	big := &cimd.Client{Document: cimd.Document{ClientID: "big", ClientName: strings.Repeat("n", clientrecord.MaxBytes)}}
 	if err := s.Put(ctx, big); !errors.Is(err, cimd.ErrRecordTooLarge) {
 		t.Errorf("Put(big) = %v, want ErrRecordTooLarge", err)
 	}
@@ -130,7 +131,7 @@ func TestTwoRegistriesShareRegistrations(t *testing.T) {
 	if err != nil {
 		t.Fatalf("replica B Lookup(%q) = %v", reply.ClientID, err)
 	}
-	if c.Source != cimd.SourceDCR || !c.RedirectURIAllowed("http://127.0.0.1:8080/callback") {
+	if c.Source != "dcr" || !c.RedirectURIAllowed("http://127.0.0.1:8080/callback") {
 		t.Errorf("replica B sees %+v", c)
 	}
 	if err := regB.VerifySecret(t.Context(), reply.ClientID, reply.ClientSecret); err != nil {

@@ -15,6 +15,7 @@ func TestDeps(t *testing.T) {
 		Direct: true,
 		Allowed: []string{
 			deptest.Module + "/cimd",
+			deptest.Module + "/internal/clientrecord",
 			"github.com/redis/go-redis/v9",
 		},
 	}.Check(t, "github.com/mcpguard/mcpguard/redisstore")

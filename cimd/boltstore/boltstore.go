@@ -2,13 +2,13 @@ package boltstore
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/mcpguard/mcpguard/cimd"
+	"github.com/mcpguard/mcpguard/internal/clientrecord"
 )
 
 var boltBucket = []byte("cimd.clients.v1")
@@ -18,8 +18,8 @@ var _ cimd.Store = (*Store)(nil)
 // Store is a persistent cimd.Store in a single bbolt file, the embedded
 // store for dynamic registrations of one process (for several replicas,
 // see redisstore.ClientStore). Clients are kept as the JSON
-// [cimd.Client.MarshalJSON] produces (secret hashes, never secrets), each
-// at most [cimd.MaxRecordBytes]. It never removes a client by itself:
+// internal/clientrecord produces from a cimd.Client (secret hashes, never secrets), each
+// at most 32 KiB. It never removes a client by itself:
 // bound it with [Store.Prune]. Close it when done.
 type Store struct {
 	db *bolt.DB
@@ -45,16 +45,16 @@ func Open(path string) (*Store, error) {
 	return &Store{db: db}, nil
 }
 
-// Put implements cimd.Store. The record is [cimd.Client.MarshalJSON]
-// (compact, not HTML-escaped); one larger than [cimd.MaxRecordBytes] is
+// Put implements cimd.Store. The record is the client's JSON
+// (compact, not HTML-escaped); one larger than 32 KiB is
 // refused with an error wrapping cimd.ErrRecordTooLarge.
 func (s *Store) Put(_ context.Context, c *cimd.Client) error {
-	v, err := c.MarshalJSON()
+	v, err := clientrecord.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("cimd: bolt store: encode client: %w", err)
 	}
-	if len(v) > cimd.MaxRecordBytes {
-		return fmt.Errorf("cimd: bolt store: %w: %d bytes, the cap is %d", cimd.ErrRecordTooLarge, len(v), cimd.MaxRecordBytes)
+	if len(v) > clientrecord.MaxBytes {
+		return fmt.Errorf("cimd: bolt store: %w: %d bytes, the cap is %d", cimd.ErrRecordTooLarge, len(v), clientrecord.MaxBytes)
 	}
 	return s.db.Update(func(tx *bolt.Tx) error {
 		return tx.Bucket(boltBucket).Put([]byte(c.ClientID), v)
@@ -72,7 +72,7 @@ func (s *Store) Get(_ context.Context, id string) (*cimd.Client, error) {
 		c = new(cimd.Client)
 		// Unmarshal copies out of the mmap, which is valid only inside the
 		// transaction.
-		if err := json.Unmarshal(v, c); err != nil {
+		if err := clientrecord.Unmarshal(v, c); err != nil {
 			return fmt.Errorf("cimd: bolt store: corrupt record: %w", err)
 		}
 		return nil
@@ -116,7 +116,7 @@ func (s *Store) Prune(ctx context.Context, issuedBefore time.Time) (int, error) 
 			var r struct {
 				IssuedAt time.Time `json:"issued_at"`
 			}
-			if json.Unmarshal(v, &r) == nil && !r.IssuedAt.IsZero() && r.IssuedAt.Before(issuedBefore) {
+			if clientrecord.Unmarshal(v, &r) == nil && !r.IssuedAt.IsZero() && r.IssuedAt.Before(issuedBefore) {
 				old = append(old, append([]byte(nil), k...))
 			}
 			return nil

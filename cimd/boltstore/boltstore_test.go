@@ -17,6 +17,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/mcpguard/mcpguard/cimd"
+	"github.com/mcpguard/mcpguard/internal/clientrecord"
 	"github.com/mcpguard/mcpguard/internal/deptest"
 )
 
@@ -26,7 +27,7 @@ var t0 = time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
 func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Direct:  true,
-		Allowed: []string{deptest.Module + "/cimd", "go.etcd.io/bbolt"},
+		Allowed: []string{deptest.Module + "/cimd", deptest.Module + "/internal/clientrecord", "go.etcd.io/bbolt"},
 	}.Check(t, ".")
 }
 
@@ -38,12 +39,12 @@ func sampleClient() *cimd.Client {
 			RedirectURIs:            []string{"https://app.example/cb"},
 			GrantTypes:              []string{"authorization_code"},
 			ResponseTypes:           []string{"code"},
-			TokenEndpointAuthMethod: cimd.AuthMethodClientSecretPost,
+			TokenEndpointAuthMethod: "client_secret_post",
 			JWKS:                    json.RawMessage(`{"keys":[{"kty":"EC"}]}`),
 		},
 		IssuedAt:        t0,
 		SecretExpiresAt: t0.Add(time.Hour),
-		Source:          cimd.SourceDCR,
+		Source:          "dcr",
 	}
 	c.SetSecret("s3cret")
 	return c
@@ -65,7 +66,7 @@ func assertSameClient(t *testing.T, got, want *cimd.Client) {
 	if got.ClientID != want.ClientID || got.ClientName != want.ClientName || !slices.Equal(got.RedirectURIs, want.RedirectURIs) ||
 		got.TokenEndpointAuthMethod != want.TokenEndpointAuthMethod || string(got.JWKS) != string(want.JWKS) ||
 		!got.IssuedAt.Equal(want.IssuedAt) || !got.SecretExpiresAt.Equal(want.SecretExpiresAt) || got.Source != want.Source ||
-		!got.HasSecret() {
+		!(len(got.SecretSHA256) > 0) {
 		t.Errorf("got %+v, want %+v", got, want)
 	}
 }
@@ -139,7 +140,7 @@ func TestLocked(t *testing.T) {
 	}
 }
 
-// TestRecordCap: a client whose stored form is over cimd.MaxRecordBytes
+// TestRecordCap: a client whose stored form is over clientrecord.MaxBytes
 // is refused with ErrRecordTooLarge and the store keeps what it had.
 func TestRecordCap(t *testing.T) {
 	s, _ := open(t)
@@ -147,15 +148,15 @@ func TestRecordCap(t *testing.T) {
 	withJWKS := func(size int) *cimd.Client {
 		c := sampleClient()
 		c.JWKS = json.RawMessage(`{"keys":[{"kty":"EC","x":""}]}`)
-		v, _ := c.MarshalJSON()
+		v, _ := clientrecord.Marshal(c)
 		c.JWKS = json.RawMessage(`{"keys":[{"kty":"EC","x":"` + strings.Repeat("<", size-len(v)) + `"}]}`)
 		return c
 	}
-	atCap := withJWKS(cimd.MaxRecordBytes)
+	atCap := withJWKS(clientrecord.MaxBytes)
 	if err := s.Put(ctx, atCap); err != nil {
 		t.Fatal(err)
 	}
-	over := withJWKS(cimd.MaxRecordBytes + 1)
+	over := withJWKS(clientrecord.MaxBytes + 1)
 	if err := s.Put(ctx, over); !errors.Is(err, cimd.ErrRecordTooLarge) {
 		t.Errorf("Put(over) = %v", err)
 	}
@@ -206,7 +207,7 @@ func TestPrune(t *testing.T) {
 func TestDCRRecordIsMarshalJSON(t *testing.T) {
 	s, _ := open(t)
 	h, err := cimd.NewDCRHandler(cimd.DCRConfig{Store: s, IPRate: rate.Inf, GlobalRate: rate.Inf,
-		AuthMethods: []string{cimd.AuthMethodNone, cimd.AuthMethodPrivateKeyJWT}})
+		AuthMethods: []string{"none", "private_key_jwt"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +233,7 @@ func TestDCRRecordIsMarshalJSON(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, _ := c.MarshalJSON()
+	want, _ := clientrecord.Marshal(c)
 	if string(stored) != string(want) || len(stored) > len(body)+512 {
 		t.Errorf("stored %d bytes, MarshalJSON %d, request %d", len(stored), len(want), len(body))
 	}

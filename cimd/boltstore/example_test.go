@@ -25,7 +25,7 @@ func ExampleStore_Prune() {
 	defer store.Close()
 	now := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
 	for id, age := range map[string]time.Duration{"dcr_old": 100 * 24 * time.Hour, "dcr_recent": time.Hour} {
-		c := &cimd.Client{Document: cimd.Document{ClientID: id}, IssuedAt: now.Add(-age), Source: cimd.SourceDCR}
+		c := &cimd.Client{Document: cimd.Document{ClientID: id}, IssuedAt: now.Add(-age), Source: "dcr"}
 		if err := store.Put(context.Background(), c); err != nil {
 			panic(err)
 		}

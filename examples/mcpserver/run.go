@@ -125,8 +125,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 				ClientID:                devCLIClientID,
 				ClientName:              "mcpguard development CLI (curl)",
 				RedirectURIs:            []string{"http://127.0.0.1/callback"},
-				TokenEndpointAuthMethod: cimd.AuthMethodNone,
-				ApplicationType:         cimd.ApplicationTypeNative,
+				TokenEndpointAuthMethod: "none",
+				ApplicationType:         "native",
 			}}},
 			Logger: logger.With("component", "devas"),
 		})

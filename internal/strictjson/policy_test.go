@@ -28,14 +28,12 @@ func TestOneJSONReader(t *testing.T) {
 		calls int
 		why   string
 	}{
-		"internal/strictjson/strictjson.go": {3, "the reader itself (go-json-experiment/json and its jsontext tokenizer)"},
-		"prm/strictjson.go":                 {2, "prm is a standard-library leaf: its own checker of the same policy, on encoding/json's tokenizer, held to this package by FuzzCheckJSONAgreesWithStrictJSON"},
-		"prm/parse.go":                      {1, "decodes a document prm's checker accepted (no repeated name, no case variant of a member read)"},
-		"cimd/client.go":                    {1, "Client.UnmarshalJSON: store records mcpguard wrote itself"},
-		"cimd/boltstore/boltstore.go":       {2, "store records mcpguard wrote itself"},
-		"redisstore/clients.go":             {1, "store records mcpguard wrote itself"},
-		"devas/consent.go":                  {1, "the development authorization server's consent form, HMAC-checked before it is read"},
-		"internal/apidump/dump.go":          {1, "the API file generator reads the go command's own `go list -json` stream (a sequence of objects), not untrusted input"},
+		"internal/strictjson/strictjson.go":     {3, "the reader itself (go-json-experiment/json and its jsontext tokenizer)"},
+		"prm/strictjson.go":                     {2, "prm is a standard-library leaf: its own checker of the same policy, on encoding/json's tokenizer, held to this package by FuzzCheckJSONAgreesWithStrictJSON"},
+		"prm/parse.go":                          {1, "decodes a document prm's checker accepted (no repeated name, no case variant of a member read)"},
+		"internal/clientrecord/clientrecord.go": {1, "store records of cimd clients that mcpguard wrote itself (cimd, cimd/boltstore, redisstore, devas)"},
+		"devas/consent.go":                      {1, "the development authorization server's consent form, HMAC-checked before it is read"},
+		"internal/apidump/dump.go":              {1, "the API file generator reads the go command's own `go list -json` stream (a sequence of objects), not untrusted input"},
 	}
 
 	// jsonDecoders are the packages whose Unmarshal and NewDecoder read JSON.

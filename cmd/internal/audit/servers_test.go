@@ -69,7 +69,7 @@ func newEnv(t *testing.T, build func(*env) http.Handler, asWrap func(http.Handle
 		EnableDCR:   true,
 		Clients: []cimd.Client{{Document: cimd.Document{
 			ClientID: clientID, ClientName: "audit test", RedirectURIs: []string{"http://127.0.0.1/callback"},
-			TokenEndpointAuthMethod: cimd.AuthMethodNone, ApplicationType: cimd.ApplicationTypeNative,
+			TokenEndpointAuthMethod: "none", ApplicationType: "native",
 		}}},
 	})
 	if err != nil {
