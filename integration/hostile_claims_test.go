@@ -161,11 +161,14 @@ func hxIssuerAudienceCases(fx *hxHostile) []hxCase {
 // hxScopeCases are the scope-format cases (RFC 9068 §2.2.3, RFC 8693 §4.2, RFC 6749
 // §3.3). A token lacking scopes is an insufficient_scope 403 only when its
 // "scope" is well-formed; each 403 case has its own subject, so the
-// step-up bound (3 per principal) never applies.
+// step-up bound (3 per principal) never applies. A token without the base
+// scope is refused before its body is read (issue 22 item 3): its 403
+// lists the base scope only.
 func hxScopeCases(fx *hxHostile) []hxCase {
 	e := fx.e
 	bearer, tokReq, uniqueSub := fx.bearer, fx.tokReq, fx.uniqueSub
 	ok, invalid, insufficient := fx.ok, fx.invalid, fx.insufficient
+	noBase := e.wantInsufficient(hxBaseScope)
 	return []hxCase{
 		{class: "scope", name: "scope_array", want: invalid, wantErr: validate.ErrMalformed,
 			req: tokReq(authtest.WithClaim("scope", []string{hxBaseScope, server.ScopeNotesWrite}))},
@@ -174,33 +177,33 @@ func hxScopeCases(fx *hxHostile) []hxCase {
 		{class: "scope", name: "scope_newline_separated", want: invalid, wantErr: validate.ErrMalformed,
 			req: tokReq(authtest.WithClaim("scope", hxBaseScope+"\n"+server.ScopeNotesWrite))},
 		{class: "scope", name: "scope_not_a_string", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("scope", 7))},
-		{class: "scope", name: "scope_comma_separated", want: insufficient,
+		{class: "scope", name: "scope_comma_separated", want: noBase,
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, uniqueSub(t), authtest.WithClaim("scope", hxBaseScope+","+server.ScopeNotesWrite)))
 			}},
-		{class: "scope", name: "scp_array_not_allowed", want: insufficient,
+		{class: "scope", name: "scp_array_not_allowed", want: noBase,
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, uniqueSub(t), authtest.WithoutClaim("scope"), authtest.WithClaim("scp", []string{hxBaseScope, server.ScopeNotesWrite})))
 			}},
-		{class: "scope", name: "scp_string_not_allowed", want: insufficient,
+		{class: "scope", name: "scp_string_not_allowed", want: noBase,
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, uniqueSub(t), authtest.WithoutClaim("scope"), authtest.WithClaim("scp", hxBaseScope+" "+server.ScopeNotesWrite)))
 			}},
-		{class: "scope", name: "scope_empty", want: insufficient,
+		{class: "scope", name: "scope_empty", want: noBase,
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, uniqueSub(t), authtest.WithClaim("scope", ""))) }},
-		{class: "scope", name: "scope_missing", want: insufficient,
+		{class: "scope", name: "scope_missing", want: noBase,
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, uniqueSub(t), authtest.WithoutClaim("scope"))) }},
-		{class: "scope", name: "scope_lacking_base", want: insufficient,
+		{class: "scope", name: "scope_lacking_base", want: noBase,
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, uniqueSub(t), authtest.WithScopes(server.ScopeNotesWrite)))
 			}},
 		{class: "scope", name: "scope_lacking_tool_scope", want: insufficient,
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, uniqueSub(t), authtest.WithScopes(hxBaseScope))) }},
-		{class: "scope", name: "scope_uppercase", want: insufficient,
+		{class: "scope", name: "scope_uppercase", want: noBase,
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, uniqueSub(t), authtest.WithScopes(strings.ToUpper(hxBaseScope), strings.ToUpper(server.ScopeNotesWrite))))
 			}},
-		{class: "scope", name: "scope_prefix_of_required", want: insufficient,
+		{class: "scope", name: "scope_prefix_of_required", want: noBase,
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, uniqueSub(t), authtest.WithScopes("mcp:tool", "notes:writ")))
 			}},

@@ -17,8 +17,9 @@ import (
 // so is one whose body Handler already read (RequireScopes behind it).
 //
 // Every refusal sent before the body is read calls it: Handler's (the
-// token, the origin, a GET or DELETE refused on its base scopes, a public
-// operation's path), Protect's, RequireScopes', and the CORS preflight.
+// token, the origin, the base scopes, a GET or DELETE refused by the
+// session binding, a public operation's path), Protect's, RequireScopes',
+// Challenge's, and the CORS preflight.
 func closeUnread(w http.ResponseWriter, r *http.Request) {
 	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
 		return

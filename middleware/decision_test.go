@@ -125,11 +125,12 @@ var decisionWant = map[string]wantDecision{
 	"mismatch_legacy_method_header_differs": {reasonHeaderMismatch, "tools/call", "delete_repo"},
 	"mismatch_id_object_echoed_as_null":     {reasonHeaderMismatch, "tools/list", ""},
 
-	"scope_base_missing_post":            {reasonInsufficientScope, "ping", ""},
+	// Refused before the body is read: no labels, as for a GET.
+	"scope_base_missing_post":            {reasonInsufficientScope, "", ""},
 	"scope_method_missing":               {reasonInsufficientScope, "tools/list", ""},
 	"scope_tool_missing":                 {reasonInsufficientScope, "tools/call", "delete_repo"},
 	"scope_tool_not_covered_by_narrower": {reasonInsufficientScope, "tools/call", "delete_repo"},
-	"scope_all_missing":                  {reasonInsufficientScope, "tools/call", "get_weather"},
+	"scope_all_missing":                  {reasonInsufficientScope, "", ""},
 	"scope_prompt_missing":               {reasonInsufficientScope, "prompts/get", "secret_prompt"},
 	"scope_resource_exact_missing":       {reasonInsufficientScope, "resources/read", "file:///projects/myapp/config.json"},
 	"scope_resource_longest_prefix":      {reasonInsufficientScope, "resources/read", "file:///projects/secret/"},

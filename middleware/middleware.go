@@ -93,21 +93,28 @@ func New(cfg Config) (*Middleware, error) {
 //  2. bearer token from the Authorization header ([BearerToken]: 401 or 400
 //     invalid_request);
 //  3. token validation (401 invalid_token; 503 when keys are unavailable);
-//  4. for POST only, the JSON-RPC body, read up to Config.MaxBodyBytes
+//  4. the base scopes (Config.Scopes), which every operation needs (403
+//     insufficient_scope listing them, or the terminal 403 of the step-up
+//     bound), when OperationPolicy.Public lists no operation; with public
+//     operations this check is part of step 7, since the body may name a
+//     public one;
+//  5. for POST only, the JSON-RPC body, read up to Config.MaxBodyBytes
 //     (413) and parsed (400);
-//  5. the MCP request headers against the body (400, JSON-RPC -32020;
+//  6. the MCP request headers against the body (400, JSON-RPC -32020;
 //     -32602 for a 2026-07-28 request without the _meta protocol version);
-//  6. the operation policy (docs/policy.md): DenyUnlisted (terminal 403),
+//  7. the operation policy (docs/policy.md): DenyUnlisted (terminal 403),
 //     then the scopes of the operation, base scopes included (403
 //     insufficient_scope, or the terminal 403 of the step-up bound).
 //
-// The body is never read before the token is valid, except for a request
-// without an Authorization header when OperationPolicy.Public lists
-// operations ([PublicOperations]). A refusal decided before the body was
-// read (steps 1-3, or a body over the limit) closes the connection after
-// the answer instead of draining the body, so that a client without a
-// token cannot hold the connection by trickling a body (HTTP/1.x:
-// "Connection: close"). next receives a
+// The body is never read before the token is valid and holds the base
+// scopes, except when OperationPolicy.Public lists operations
+// ([PublicOperations]): then for a request without an Authorization header,
+// and for a valid token without the base scopes, it is read to learn the
+// operation. A refusal decided before the body was read (steps 1-4, or a
+// declared body over the limit) closes the connection after the answer
+// instead of draining the body, so that a client cannot hold the
+// connection by trickling a body (HTTP/1.x: "Connection: close", and a
+// read deadline of now). next receives a
 // shallow copy of the request carrying the [Principal] in its context and,
 // for POST, a body with exactly the bytes the client sent; the caller's
 // request is not modified. Requests other than POST are authorized with the
@@ -138,6 +145,17 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	setNextNonce(w, p)
+	if m.public == nil {
+		// Every operation needs the base scopes, and with no public
+		// operation nothing in the body can exempt it: a token lacking
+		// them is refused before the body is read, so that a valid token
+		// cannot hold the connection by trickling a body either.
+		if missing := m.missing(p.Scopes, m.policy.base.scopes); missing != nil {
+			closeUnread(w, r)
+			m.insufficient(w, r, &refusal{p: p, g: m.policy.none}, m.policy.base, missing)
+			return
+		}
+	}
 	var msg message
 	post := r.Method == http.MethodPost
 	if post {
@@ -188,6 +206,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 // decision.
 func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, msg *message) {
 	if err := m.bindSession(r, p, next); err != nil {
+		if r.Method != http.MethodPost {
+			closeUnread(w, r) // a GET or DELETE body is not read
+		}
 		m.refuse(w, r, &refusal{err: err, p: p, g: p.grant})
 		return
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -13,26 +14,43 @@ import (
 )
 
 // TestSlowBodyEveryPath: every refusal sent before the body is read, on
-// every path (the MCP route, Protect, RequireScopes behind Protect, public
-// operations, DPoP, CORS preflights), reaches a client trickling a body
-// within a second, with Connection: close, and the server closes the
-// connection. The server is a plain http.Server with no timeouts, over
-// real TCP on loopback (issue #22 item 3).
+// every path (the MCP route, Protect, RequireScopes behind Protect,
+// Authenticate with Challenge, public operations, DPoP, CORS preflights,
+// the step-up bound's terminal answer), reaches a client trickling a body
+// (one byte every 200 ms, never finishing) within a second, with
+// Connection: close and the challenge it gets today, and the server then
+// closes the connection. The server is a plain http.Server with no
+// timeouts, over real TCP on loopback (issue #22 item 3).
 func TestSlowBodyEveryPath(t *testing.T) {
-	f := newFixture(t, func(c *Config) { c.AllowedOrigins = []string{"https://app.example.com"} })
+	// Step-up bound off on the shared fixtures: every case below that
+	// lacks a scope gets its insufficient_scope challenge, however many
+	// cases ran before it (stepup below has the bound).
+	f := newFixture(t, func(c *Config) {
+		c.AllowedOrigins = []string{"https://app.example.com"}
+		c.StepUpLimit = -1
+	})
 	pub := f.with(t, func(c *Config) {
 		c.AllowedOrigins = []string{"https://app.example.com"}
+		c.StepUpLimit = -1
 		c.Operations.Public = PublicOperations{Methods: []string{"ping"}}
 	})
-	dp := f.with(t, func(c *Config) { c.DPoP = DPoPConfig{Policy: DPoPAllowed} })
+	small := f.with(t, func(c *Config) { c.MaxBodyBytes = 64 })
+	stepup := f.with(t, func(c *Config) { c.StepUpLimit = 1 })
+	dp := f.with(t, func(c *Config) { c.DPoP = DPoPConfig{Policy: DPoPAllowed}; c.StepUpLimit = -1 })
+	bound := newDPoPFixture(t, DPoPAllowed, func(c *Config) { c.StepUpLimit = -1 })
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) })
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", f.m.Handler(echoHandler()))
 	mux.Handle("/hooks", f.m.Protect("hooks")(ok))
 	mux.Handle("/admin", f.m.Protect()(f.m.RequireScopes("admin")(ok)))
 	mux.Handle("/pub", pub.m.Handler(echoHandler()))
+	mux.Handle("/small", small.m.Handler(echoHandler()))
+	mux.Handle("/stepup", stepup.m.Handler(echoHandler()))
+	mux.Handle("/stepup-hooks", stepup.m.Protect("hooks")(ok))
 	mux.Handle("/dpop", dp.m.Protect()(ok))
 	mux.Handle("/dpop-mcp", dp.m.Handler(echoHandler()))
+	mux.Handle("/bound-mcp", bound.m.Handler(echoHandler()))
+	mux.Handle("/bound-hooks", bound.m.Protect("hooks")(ok))
 	mux.HandleFunc("/custom", func(w http.ResponseWriter, r *http.Request) { // Authenticate + Challenge
 		if _, err := f.m.Authenticate(r); err != nil {
 			f.m.Challenge(w, r, err)
@@ -47,47 +65,103 @@ func TestSlowBodyEveryPath(t *testing.T) {
 	srv := &http.Server{Handler: mux} // no timeouts at all
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { _ = srv.Close() })
+	addr := ln.Addr().String()
 
-	mcp := "Bearer " + f.token(t, "mcp")
-	noBase := "Bearer " + f.token(t, "other")
-	preflight := "Origin: https://app.example.com\r\nAccess-Control-Request-Method: POST\r\n"
+	mcp := f.token(t, "mcp")
+	noBase := f.token(t, "other")
+	// The step-up fixture's bound (1) is spent on the base scopes: the
+	// next refusal of this principal for them is the terminal 403.
+	for i := range 2 {
+		rec := httptest.NewRecorder()
+		r := httptest.NewRequest(http.MethodGet, resource, nil)
+		r.Header.Set("Authorization", "Bearer "+noBase)
+		stepup.m.Handler(echoHandler()).ServeHTTP(rec, r)
+		if rec.Code != http.StatusForbidden || strings.Contains(rec.Header().Get("WWW-Authenticate"), "insufficient_scope") != (i == 0) {
+			t.Fatalf("step-up %d: %d %q", i, rec.Code, rec.Header().Get("WWW-Authenticate"))
+		}
+	}
+	auth := func(tok string) func(string) string {
+		return func(string) string { return "Authorization: Bearer " + tok + "\r\n" }
+	}
+	fixed := func(h string) func(string) string { return func(string) string { return h } }
+	// dpopHeaders is a valid proof of a token bound to bound's key that
+	// lacks the base scope "mcp", for the request path.
+	boundTok := bound.boundToken(t, bound.jkt, "other")
+	dpopHeaders := func(path string) string {
+		prf := bound.sign(t, proof{claims: map[string]any{"htu": "https://mcp.example.com" + path}}, boundTok)
+		return "Authorization: DPoP " + boundTok + "\r\nDPoP: " + prf + "\r\n"
+	}
+	preflight := fixed("Origin: https://app.example.com\r\nAccess-Control-Request-Method: POST\r\n")
+	rm := `resource_metadata="` + metadataURL + `"`
+	baseUnion := `Bearer error="insufficient_scope", scope="mcp other", ` + rm + `, error_description="The operation requires additional scope"`
+	base := `Bearer error="insufficient_scope", scope="mcp", ` + rm + `, error_description="The operation requires additional scope"`
+	hooks := `Bearer error="insufficient_scope", scope="mcp hooks", ` + rm + `, error_description="The operation requires additional scope"`
+	const any = ""
 	tests := []struct {
-		name, method, path, headers string
-		status                      int
+		name, method, path string
+		headers            func(path string) string
+		status             int
+		wwwAuth            string // exact WWW-Authenticate; any: not checked
+		contentLengthOnly  bool   // a chunked body is read (to learn its size)
 	}{
-		{"mcp tokenless", "POST", "/mcp", "", 401},
-		{"mcp bad token", "POST", "/mcp", "Authorization: Bearer bad.token.here\r\n", 401},
-		{"mcp DELETE without base scope", "DELETE", "/mcp", "Authorization: " + noBase + "\r\n", 403},
-		{"mcp GET without base scope", "GET", "/mcp", "Authorization: " + noBase + "\r\n", 403},
-		{"mcp other origin", "POST", "/mcp", "Origin: https://evil.example\r\n", 403},
-		{"mcp CORS preflight", "OPTIONS", "/mcp", preflight, 204},
-		{"Protect tokenless", "POST", "/hooks", "", 401},
-		{"Protect bad token", "POST", "/hooks", "Authorization: Bearer bad.token.here\r\n", 401},
-		{"Protect insufficient scope", "POST", "/hooks", "Authorization: " + mcp + "\r\n", 403},
-		{"Protect CORS preflight", "OPTIONS", "/hooks", preflight, 204},
-		{"RequireScopes insufficient scope", "POST", "/admin", "Authorization: " + mcp + "\r\n", 403},
-		{"Challenge tokenless", "POST", "/custom", "", 401},
-		{"Challenge without base scope", "POST", "/custom", "Authorization: " + noBase + "\r\n", 403},
-		{"public GET tokenless", "GET", "/pub", "", 401},
-		{"public DELETE tokenless", "DELETE", "/pub", "", 401},
-		{"public POST bad token", "POST", "/pub", "Authorization: Bearer bad.token.here\r\n", 401},
-		{"DPoP Protect bad proof", "POST", "/dpop", "Authorization: DPoP " + strings.TrimPrefix(mcp, "Bearer ") + "\r\nDPoP: x.y.z\r\n", 401},
-		{"DPoP MCP bad proof", "POST", "/dpop-mcp", "Authorization: DPoP " + strings.TrimPrefix(mcp, "Bearer ") + "\r\nDPoP: x.y.z\r\n", 401},
+		{name: "mcp tokenless", method: "POST", path: "/mcp", headers: fixed(""), status: 401},
+		{name: "mcp bad token", method: "POST", path: "/mcp", headers: auth("bad.token.here"), status: 401},
+		{name: "mcp POST without base scope", method: "POST", path: "/mcp", headers: auth(noBase), status: 403, wwwAuth: baseUnion},
+		{name: "mcp DELETE without base scope", method: "DELETE", path: "/mcp", headers: auth(noBase), status: 403, wwwAuth: baseUnion},
+		{name: "mcp GET without base scope", method: "GET", path: "/mcp", headers: auth(noBase), status: 403, wwwAuth: baseUnion},
+		{name: "mcp GET unknown session", method: "GET", path: "/mcp", headers: fixed("Authorization: Bearer " + mcp + "\r\nMcp-Session-Id: no-such-session\r\n"), status: 404},
+		{name: "mcp DELETE two session IDs", method: "DELETE", path: "/mcp", headers: fixed("Authorization: Bearer " + mcp + "\r\nMcp-Session-Id: a\r\nMcp-Session-Id: b\r\n"), status: 400},
+		{name: "public GET unknown session", method: "GET", path: "/pub", headers: fixed("Mcp-Session-Id: no-such-session\r\n"), status: 401},
+		{name: "mcp other origin", method: "POST", path: "/mcp", headers: fixed("Origin: https://evil.example\r\n"), status: 403},
+		{name: "mcp CORS preflight", method: "OPTIONS", path: "/mcp", headers: preflight, status: 204},
+		{name: "mcp body over the limit", method: "POST", path: "/small", headers: auth(mcp), status: 413, contentLengthOnly: true},
+		{name: "mcp step-up exhausted", method: "POST", path: "/stepup", headers: auth(noBase), status: 403, wwwAuth: "Bearer " + rm},
+		{name: "Protect tokenless", method: "POST", path: "/hooks", headers: fixed(""), status: 401},
+		{name: "Protect bad token", method: "POST", path: "/hooks", headers: auth("bad.token.here"), status: 401},
+		{name: "Protect insufficient scope", method: "POST", path: "/hooks", headers: auth(mcp), status: 403, wwwAuth: hooks},
+		{name: "Protect CORS preflight", method: "OPTIONS", path: "/hooks", headers: preflight, status: 204},
+		{name: "Protect step-up exhausted", method: "POST", path: "/stepup-hooks", headers: auth(noBase), status: 403},
+		{name: "RequireScopes insufficient scope", method: "POST", path: "/admin", headers: auth(mcp), status: 403},
+		{name: "Challenge tokenless", method: "POST", path: "/custom", headers: fixed(""), status: 401},
+		// Authenticate puts no principal in the context: Challenge's
+		// union has no granted scopes.
+		{name: "Challenge without base scope", method: "POST", path: "/custom", headers: auth(noBase), status: 403, wwwAuth: base},
+		{name: "public GET tokenless", method: "GET", path: "/pub", headers: fixed(""), status: 401},
+		{name: "public DELETE tokenless", method: "DELETE", path: "/pub", headers: fixed(""), status: 401},
+		{name: "public POST bad token", method: "POST", path: "/pub", headers: auth("bad.token.here"), status: 401},
+		{name: "DPoP Protect bad proof", method: "POST", path: "/dpop", headers: fixed("Authorization: DPoP " + mcp + "\r\nDPoP: x.y.z\r\n"), status: 401},
+		{name: "DPoP MCP bad proof", method: "POST", path: "/dpop-mcp", headers: fixed("Authorization: DPoP " + mcp + "\r\nDPoP: x.y.z\r\n"), status: 401},
+		{name: "DPoP MCP without base scope", method: "POST", path: "/bound-mcp", headers: dpopHeaders, status: 403},
+		{name: "DPoP Protect insufficient scope", method: "POST", path: "/bound-hooks", headers: dpopHeaders, status: 403},
 	}
 	for _, tt := range tests {
 		for _, framing := range []string{"Transfer-Encoding: chunked\r\n", "Content-Length: 100000\r\n"} {
+			if tt.contentLengthOnly && framing[0] == 'T' {
+				continue
+			}
 			t.Run(tt.name+"/"+strings.SplitN(framing, ":", 2)[0], func(t *testing.T) {
-				trickle(t, ln.Addr().String(), tt.method+" "+tt.path+" HTTP/1.1\r\nHost: mcp.example.com\r\nContent-Type: application/json\r\n"+tt.headers+framing+"\r\n", framing[0] == 'T', tt.status)
+				head := tt.method + " " + tt.path + " HTTP/1.1\r\nHost: mcp.example.com\r\nContent-Type: application/json\r\n" + tt.headers(tt.path) + framing + "\r\n"
+				resp := trickle(t, addr, head, framing[0] == 'T')
+				if resp.StatusCode != tt.status {
+					t.Errorf("status %d, want %d", resp.StatusCode, tt.status)
+				}
+				if got := resp.Header.Get("WWW-Authenticate"); tt.wwwAuth != any && got != tt.wwwAuth {
+					t.Errorf("WWW-Authenticate:\n got %s\nwant %s", got, tt.wwwAuth)
+				}
 			})
 		}
 	}
 }
 
-// trickle sends head, then one body byte every 50 ms (at most 200), and
-// checks that the answer has status within a second, with Connection:
-// close, and that the server then closes the connection.
-func trickle(t *testing.T, addr, head string, chunked bool, status int) {
+// trickle sends head, then one body byte every 200 ms without ever
+// finishing the body (at most 50 bytes, 10 s, well past the answer's
+// bound), and returns the answer, which must be complete within a second
+// (plus the round trip of a complete request measured just before, so
+// that a loaded machine does not fail it) and carry Connection: close;
+// the server must then close the connection.
+func trickle(t *testing.T, addr, head string, chunked bool) *http.Response {
 	t.Helper()
+	bound := time.Second + 4*roundTrip(t, addr)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -99,7 +173,7 @@ func trickle(t *testing.T, addr, head string, chunked bool, status int) {
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
-		for range 200 {
+		for range 50 {
 			b := "{"
 			if chunked {
 				b = "1\r\n{\r\n"
@@ -110,21 +184,21 @@ func trickle(t *testing.T, addr, head string, chunked bool, status int) {
 			select {
 			case <-stop:
 				return
-			case <-time.After(50 * time.Millisecond):
+			case <-time.After(200 * time.Millisecond):
 			}
 		}
 	}()
 	start := time.Now()
-	_ = conn.SetReadDeadline(start.Add(3 * time.Second))
+	_ = conn.SetReadDeadline(start.Add(bound + 2*time.Second))
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		t.Fatalf("no answer within 3s while the body trickles: %v", err)
+		t.Fatalf("no answer after %v while the body trickles: %v", time.Since(start).Round(time.Millisecond), err)
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
+	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if d := time.Since(start); resp.StatusCode != status || d > time.Second {
-		t.Fatalf("got %d after %v, want %d within 1s", resp.StatusCode, d, status)
+	if d := time.Since(start); err != nil || d > bound {
+		t.Fatalf("answer %d complete after %v (%v), want within %v", resp.StatusCode, d, err, bound)
 	}
 	if !resp.Close {
 		t.Errorf("%d without Connection: close (headers %v)", resp.StatusCode, resp.Header)
@@ -134,4 +208,28 @@ func trickle(t *testing.T, addr, head string, chunked bool, status int) {
 	if err == nil || errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("connection still open %v after the answer: %v", time.Since(start), err)
 	}
+	return resp
+}
+
+// roundTrip measures the baseline: a complete tokenless POST (401) to
+// addr, on a new connection.
+func roundTrip(t *testing.T, addr string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(start.Add(10 * time.Second))
+	if _, err := io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: mcp.example.com\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return time.Since(start)
 }
