@@ -129,7 +129,10 @@ type Route struct {
 	// Upstream is the URL of the MCP server's Streamable HTTP endpoint
 	// the proxy forwards to, such as "http://127.0.0.1:3000/mcp". Every
 	// request goes to exactly this path (with the client's query).
-	// Required: http or https.
+	// Required: http or https, or a unix socket as
+	// "unix:///run/mcp/server.sock?path=/mcp" (an absolute socket path;
+	// path is the HTTP request path, default /mcp; the Host sent is
+	// localhost).
 	Upstream string `yaml:"upstream"`
 	// Issuers are the trusted authorization servers' issuer identifiers;
 	// their keys are discovered (RFC 8414, OpenID Connect) and refreshed.
@@ -277,7 +280,8 @@ type Identity struct {
 	// Mode is "assertion" (default: a short-lived JWT signed by the proxy,
 	// verified by the upstream against the proxy's JWKS), "exchange" (an
 	// RFC 8693 token exchange at the authorization server) or "headers"
-	// (plain X-Mcpguard-* headers; loopback upstreams only).
+	// (plain X-Mcpguard-* headers; loopback and unix-socket upstreams
+	// only).
 	Mode string `yaml:"mode"`
 	// Audience is the aud of the assertion, or the audience requested in
 	// an exchange. Empty means the Upstream URL.
@@ -638,8 +642,13 @@ func checkRoute(i int, r *Route) error {
 		return fmt.Errorf("%w: %s.upstream is required (the MCP server's URL, e.g. http://127.0.0.1:3000/mcp)", ErrConfig, at)
 	}
 	u, err := url.Parse(r.Upstream)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
-		return fmt.Errorf("%w: %s.upstream %q: want an http or https URL without user info or fragment", ErrConfig, at, r.Upstream)
+	unix := err == nil && u.Scheme == "unix"
+	if unix {
+		if _, err := parseUnixUpstream(u); err != nil {
+			return fmt.Errorf("%w: %s.upstream %q: %w", ErrConfig, at, r.Upstream, err)
+		}
+	} else if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.Fragment != "" {
+		return fmt.Errorf("%w: %s.upstream %q: want an http or https URL without user info or fragment, or unix:///path/to/server.sock", ErrConfig, at, r.Upstream)
 	}
 	if len(r.Issuers) == 0 {
 		return fmt.Errorf("%w: %s.issuers is required (the issuer URL of your authorization server)", ErrConfig, at)
@@ -664,8 +673,8 @@ func checkRoute(i int, r *Route) error {
 	switch id.Mode {
 	case "", ModeAssertion:
 	case ModeHeaders:
-		if !fetch.IsLoopbackHost(u.Hostname()) {
-			return fmt.Errorf("%w: %s.identity.mode headers: plain identity headers are allowed only for a loopback upstream; use assertion", ErrConfig, at)
+		if !unix && !fetch.IsLoopbackHost(u.Hostname()) {
+			return fmt.Errorf("%w: %s.identity.mode headers: plain identity headers are allowed only for a loopback or unix-socket upstream; use assertion", ErrConfig, at)
 		}
 	case ModeExchange:
 		ex := &id.Exchange

@@ -41,7 +41,7 @@ func (px *Proxy) Describe(w io.Writer) {
 			fmt.Fprintf(w, "  identity:          exchange (RFC 8693 at %s as client %s, audience %s, header %s)\n",
 				id.cfg.TokenEndpoint, id.cfg.ClientID, id.audience, id.header)
 		default:
-			fmt.Fprintf(w, "  identity:          headers (plain X-Mcpguard-* headers; loopback upstream only)\n")
+			fmt.Fprintf(w, "  identity:          headers (plain X-Mcpguard-* headers; loopback or unix-socket upstream only)\n")
 		}
 		fmt.Fprintf(w, "  issuers:           %s\n", list(r.Issuers))
 		for _, iss := range r.Issuers {

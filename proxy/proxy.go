@@ -43,9 +43,10 @@ type Proxy struct {
 	signer  *signer
 	sources []*jwks.Source
 	streams *streamSet
-	tr      *http.Transport // owned; nil with Config.Transport
-	rdb     *redis.Client   // owned; nil without Config.Redis.Addr
-	counter counter         // rate-limit counters
+	tr      *http.Transport   // owned; nil with Config.Transport
+	owned   []*http.Transport // the unix-socket upstreams' transports
+	rdb     *redis.Client     // owned; nil without Config.Redis.Addr
+	counter counter           // rate-limit counters
 	log     *slog.Logger
 	now     func() time.Time
 }
@@ -59,7 +60,8 @@ type route struct {
 	fwd      *forwarder
 	log      *slog.Logger
 	upstream *url.URL
-	limits   *limiter // nil: no rate limit
+	unix     *unixUpstream // nil: a TCP upstream
+	limits   *limiter      // nil: no rate limit
 }
 
 // New checks cfg and builds the proxy: one key source per distinct
@@ -213,6 +215,15 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 	up, _ := url.Parse(r.Upstream)
 	rl := px.log.With("route", r.Resource)
 	x := &route{cfg: *r, log: rl, upstream: up}
+	if up.Scheme == "unix" {
+		x.unix, _ = parseUnixUpstream(up) // checked by checkRoute
+		up = x.unix.target
+		if px.cfg.Transport == nil {
+			tr := x.unix.transport(px.cfg.Timeouts)
+			px.owned = append(px.owned, tr)
+			rt = tr
+		}
+	}
 	audience := r.Identity.Audience
 	if audience == "" {
 		audience = r.Upstream
@@ -397,6 +408,9 @@ func (px *Proxy) Close() error {
 	if px.tr != nil {
 		px.tr.CloseIdleConnections()
 	}
+	for _, tr := range px.owned {
+		tr.CloseIdleConnections()
+	}
 	if px.rdb != nil {
 		errs = append(errs, px.rdb.Close())
 		px.rdb = nil
@@ -444,7 +458,7 @@ func notFound(w http.ResponseWriter, r *http.Request) {
 const readyDial = time.Second
 
 // ready answers 200 when every route's issuers have keys and every
-// upstream accepts a TCP connection, else 503; the body names which,
+// upstream accepts a connection (TCP or its unix socket), else 503; the body names which,
 // with no error text.
 func (px *Proxy) ready(w http.ResponseWriter, r *http.Request) {
 	type routeState struct {
@@ -464,6 +478,10 @@ func (px *Proxy) ready(w http.ResponseWriter, r *http.Request) {
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(r.Context(), readyDial)
 			defer cancel()
+			if x.unix != nil {
+				out[i].Reachable = x.unix.dial(ctx, readyDial) == nil
+				return
+			}
 			host := x.upstream.Host
 			if x.upstream.Port() == "" {
 				port := "80"

@@ -89,7 +89,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.issuer, "issuer", "", "issuer `URL` of the authorization server (https, or http on loopback)")
 	fs.Var(listFlag{&o.scopes}, "scopes", "base `scopes` every request needs, space- or comma-separated")
 	fs.Var(listFlag{&o.origins}, "allowed-origins", "browser `origins` allowed besides the resource's own")
-	fs.StringVar(&o.identity, "identity", o.identity, "how the upstream learns the caller: `mode` assertion (a JWT signed by the proxy) or headers (plain X-Mcpguard-* headers, loopback upstream only)")
+	fs.StringVar(&o.identity, "identity", o.identity, "how the upstream learns the caller: `mode` assertion (a JWT signed by the proxy) or headers (plain X-Mcpguard-* headers, loopback or unix-socket upstream only)")
 	fs.StringVar(&o.dpop, "dpop", "off", "DPoP (RFC 9449) `policy`: off, allowed or required")
 	fs.StringVar(&o.assertionKey, "assertion-key", "", "PEM `file` of the assertion signing key (default: a key generated at start)")
 	fs.StringVar(&o.config, "config", "", "YAML configuration `file` (docs/proxy.md); replaces -upstream, -resource, -issuer, -scopes, -identity, -dpop, -allowed-origins, -assertion-key")

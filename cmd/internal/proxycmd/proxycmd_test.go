@@ -256,7 +256,7 @@ func TestCheck(t *testing.T) {
 		{"public addr without resource", []string{"-check", "-addr", ":8080", "-upstream", "http://127.0.0.1:3000/mcp", "-issuer", "https://auth.example.com"}, 1,
 			nil, "-resource is required when -addr is not a loopback address"},
 		{"headers mode off loopback", []string{"-check", "-upstream", "http://10.0.0.1:3000/mcp", "-issuer", "https://auth.example.com", "-identity", "headers"}, 1,
-			nil, "plain identity headers are allowed only for a loopback upstream"},
+			nil, "plain identity headers are allowed only for a loopback or unix-socket upstream"},
 		{"no upstream", []string{"-check", "-issuer", "https://auth.example.com"}, 1, nil, "-upstream is required"},
 		{"config and flags", []string{"-config", good, "-upstream", "http://127.0.0.1:1/mcp"}, 2, nil, "-config replaces -upstream"},
 		{"unknown flag", []string{"-bogus"}, 2, nil, "flag provided but not defined: -bogus"},
