@@ -22,7 +22,7 @@ type tokens map[string]*validate.Claims
 func (t tokens) Validate(_ context.Context, raw string) (*validate.Claims, error) {
 	c, ok := t[raw]
 	if !ok {
-		return nil, validate.ErrSignature
+		return nil, validate.Error{Reason: "signature"}
 	}
 	cp := *c
 	return &cp, nil

@@ -21,51 +21,51 @@ func hxTimeCases(fx *hxHostile) []hxCase {
 	e, ctx := fx.e, fx.ctx
 	bearer, tokReq, now := fx.bearer, fx.tokReq, fx.now
 	ok, invalid := fx.ok, fx.invalid
-	leeway := int64(validate.DefaultLeeway / time.Second)
+	leeway := int64(30) // validate's default leeway, in seconds
 	return []hxCase{
-		{class: "time", name: "exp_now_minus_leeway_minus_1s", want: invalid, wantErr: validate.ErrExpired,
+		{class: "time", name: "exp_now_minus_leeway_minus_1s", want: invalid, wantErr: validate.Error{Reason: "expired"},
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("exp", now()-leeway-1))) }},
-		{class: "time", name: "exp_now_minus_leeway", want: invalid, wantErr: validate.ErrExpired,
+		{class: "time", name: "exp_now_minus_leeway", want: invalid, wantErr: validate.Error{Reason: "expired"},
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("exp", now()-leeway))) }},
 		{class: "time", name: "exp_now_minus_leeway_plus_1s", want: ok,
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("exp", now()-leeway+1))) }},
-		{class: "time", name: "nbf_now_plus_leeway_plus_1s", want: invalid, wantErr: validate.ErrNotYetValid,
+		{class: "time", name: "nbf_now_plus_leeway_plus_1s", want: invalid, wantErr: validate.Error{Reason: "not_yet_valid"},
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("nbf", now()+leeway+1))) }},
 		{class: "time", name: "nbf_now_plus_leeway", want: ok,
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("nbf", now()+leeway))) }},
-		{class: "time", name: "iat_now_plus_leeway_plus_1s", want: invalid, wantErr: validate.ErrIssuedAt,
+		{class: "time", name: "iat_now_plus_leeway_plus_1s", want: invalid, wantErr: validate.Error{Reason: "issued_at"},
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iat", now()+leeway+1))) }},
 		{class: "time", name: "iat_now_plus_leeway", want: ok,
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iat", now()+leeway))) }},
 		// A verified token is cached; the cache re-checks exp on every hit.
-		{class: "time", name: "cached_token_expires", want: invalid, wantErr: validate.ErrExpired,
+		{class: "time", name: "cached_token_expires", want: invalid, wantErr: validate.Error{Reason: "expired"},
 			req: func(t *testing.T) hxReq {
 				tok := e.tok(t, authtest.WithClaim("exp", now()+60))
 				if r := e.whoami(ctx, t, tok); r.status != http.StatusOK {
 					t.Fatalf("first use: status %d", r.status)
 				}
-				e.iss.Advance(60*time.Second + validate.DefaultLeeway)
+				e.iss.Advance(60*time.Second + 30*time.Second)
 				return bearer(tok)
 			}},
-		{class: "time", name: "exp_missing", want: invalid, wantErr: validate.ErrMissingClaim, req: tokReq(authtest.WithoutClaim("exp"))},
-		{class: "time", name: "iat_missing", want: invalid, wantErr: validate.ErrMissingClaim, req: tokReq(authtest.WithoutClaim("iat"))},
-		{class: "time", name: "exp_string", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "time", name: "exp_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.WithoutClaim("exp"))},
+		{class: "time", name: "iat_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.WithoutClaim("iat"))},
+		{class: "time", name: "exp_string", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, authtest.WithClaim("exp", strconv.FormatInt(now()+3600, 10))))
 			}},
-		{class: "time", name: "exp_null", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("exp", json.RawMessage("null")))},
-		{class: "time", name: "exp_true", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("exp", true))},
-		{class: "time", name: "exp_1e300", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("exp", json.Number("1e300")))},
-		{class: "time", name: "exp_negative", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("exp", -1))},
+		{class: "time", name: "exp_null", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.WithClaim("exp", json.RawMessage("null")))},
+		{class: "time", name: "exp_true", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.WithClaim("exp", true))},
+		{class: "time", name: "exp_1e300", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.WithClaim("exp", json.Number("1e300")))},
+		{class: "time", name: "exp_negative", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.WithClaim("exp", -1))},
 		{class: "time", name: "exp_float_with_fraction", want: ok,
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, authtest.WithClaim("exp", json.Number(fmt.Sprintf("%d.5", now()+3600)))))
 			}},
-		{class: "time", name: "exp_int_above_2_pow_63", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "time", name: "exp_int_above_2_pow_63", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: tokReq(authtest.WithClaim("exp", json.Number("9223372036854775808000")))},
-		{class: "time", name: "exp_2_pow_63", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "time", name: "exp_2_pow_63", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: tokReq(authtest.WithClaim("exp", json.Number("9223372036854775808")))},
-		{class: "time", name: "nbf_string", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "time", name: "nbf_string", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, authtest.WithClaim("nbf", strconv.FormatInt(now(), 10))))
 			}},
@@ -80,20 +80,20 @@ func hxIssuerAudienceCases(fx *hxHostile) []hxCase {
 	hdr, signed, bearer, tokReq, expired := fx.hdr, fx.signed, fx.bearer, fx.tokReq, fx.expired
 	ok, invalid, noTok := fx.ok, fx.invalid, fx.noTok
 	return []hxCase{
-		{class: "issuer_audience", name: "iss_scheme_uppercase", want: invalid, wantErr: validate.ErrIssuer,
+		{class: "issuer_audience", name: "iss_scheme_uppercase", want: invalid, wantErr: validate.Error{Reason: "issuer"},
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, authtest.WithClaim("iss", "HTTP"+strings.TrimPrefix(e.iss.URL(), "http"))))
 			}},
-		{class: "issuer_audience", name: "iss_host_alias_LOCALHOST", want: invalid, wantErr: validate.ErrIssuer,
+		{class: "issuer_audience", name: "iss_host_alias_LOCALHOST", want: invalid, wantErr: validate.Error{Reason: "issuer"},
 			req: func(t *testing.T) hxReq {
 				_, port, _ := strings.Cut(strings.TrimPrefix(e.iss.URL(), "http://"), ":")
 				return bearer(e.tok(t, authtest.WithClaim("iss", "http://LOCALHOST:"+port)))
 			}},
-		{class: "issuer_audience", name: "iss_trailing_slash", want: invalid, wantErr: validate.ErrIssuer,
+		{class: "issuer_audience", name: "iss_trailing_slash", want: invalid, wantErr: validate.Error{Reason: "issuer"},
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iss", e.iss.URL()+"/"))) }},
-		{class: "issuer_audience", name: "iss_prefix_trick", want: invalid, wantErr: validate.ErrIssuer,
+		{class: "issuer_audience", name: "iss_prefix_trick", want: invalid, wantErr: validate.Error{Reason: "issuer"},
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iss", e.iss.URL()+".evil"))) }},
-		{class: "issuer_audience", name: "iss_userinfo_trick", want: invalid, wantErr: validate.ErrIssuer,
+		{class: "issuer_audience", name: "iss_userinfo_trick", want: invalid, wantErr: validate.Error{Reason: "issuer"},
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, authtest.WithClaim("iss", e.iss.URL()+"@evil.example")))
 			}},
@@ -106,38 +106,38 @@ func hxIssuerAudienceCases(fx *hxHostile) []hxCase {
 				b = bytes.Replace(b, []byte(`"aud":"http://`), []byte(`"aud":"http:\/\/`), 1)
 				return bearer(signed(t, es, "ES256", hdr(nil), b))
 			}},
-		{class: "issuer_audience", name: "iss_array", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "issuer_audience", name: "iss_array", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iss", []string{e.iss.URL()}))) }},
-		{class: "issuer_audience", name: "iss_missing", want: invalid, wantErr: validate.ErrMissingClaim, req: tokReq(authtest.WithoutClaim("iss"))},
-		{class: "issuer_audience", name: "iss_other_issuer", want: invalid, wantErr: validate.ErrIssuer, req: tokReq(authtest.WrongIssuer())},
+		{class: "issuer_audience", name: "iss_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.WithoutClaim("iss"))},
+		{class: "issuer_audience", name: "iss_other_issuer", want: invalid, wantErr: validate.Error{Reason: "issuer"}, req: tokReq(authtest.WrongIssuer())},
 		// MCP Canonical Server URI: uppercase scheme and host SHOULD be
 		// accepted; the path is case-sensitive.
 		{class: "issuer_audience", name: "aud_uppercase_scheme_host", want: ok,
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(upperSchemeHost(e.mcpURL)))) }},
-		{class: "issuer_audience", name: "aud_uppercase", want: invalid, wantErr: validate.ErrAudience,
+		{class: "issuer_audience", name: "aud_uppercase", want: invalid, wantErr: validate.Error{Reason: "audience"},
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(strings.ToUpper(e.mcpURL)))) }},
-		{class: "issuer_audience", name: "aud_trailing_slash", want: invalid, wantErr: validate.ErrAudience,
+		{class: "issuer_audience", name: "aud_trailing_slash", want: invalid, wantErr: validate.Error{Reason: "audience"},
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(e.mcpURL+"/"))) }},
-		{class: "issuer_audience", name: "aud_prefix_of_ours", want: invalid, wantErr: validate.ErrAudience,
+		{class: "issuer_audience", name: "aud_prefix_of_ours", want: invalid, wantErr: validate.Error{Reason: "audience"},
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, authtest.WithAudience(strings.TrimSuffix(e.mcpURL, "/mcp"))))
 			}},
-		{class: "issuer_audience", name: "aud_ours_as_prefix", want: invalid, wantErr: validate.ErrAudience,
+		{class: "issuer_audience", name: "aud_ours_as_prefix", want: invalid, wantErr: validate.Error{Reason: "audience"},
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(e.mcpURL+"-evil"))) }},
 		{class: "issuer_audience", name: "aud_array_ours_and_others", want: ok,
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, authtest.WithAudience(authtest.WrongAudienceURL, e.mcpURL, "https://third.example")))
 			}},
-		{class: "issuer_audience", name: "aud_array_others_only", want: invalid, wantErr: validate.ErrAudience,
+		{class: "issuer_audience", name: "aud_array_others_only", want: invalid, wantErr: validate.Error{Reason: "audience"},
 			req: tokReq(authtest.WithAudience(authtest.WrongAudienceURL, "https://third.example"))},
-		{class: "issuer_audience", name: "aud_empty_array", want: invalid, wantErr: validate.ErrMissingClaim, req: tokReq(authtest.WithAudience())},
-		{class: "issuer_audience", name: "aud_missing", want: invalid, wantErr: validate.ErrMissingClaim, req: tokReq(authtest.WithoutClaim("aud"))},
-		{class: "issuer_audience", name: "aud_not_a_string", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("aud", 1))},
-		{class: "issuer_audience", name: "host_spoofed_invalid_token", want: invalid, wantErr: validate.ErrExpired,
+		{class: "issuer_audience", name: "aud_empty_array", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.WithAudience())},
+		{class: "issuer_audience", name: "aud_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.WithoutClaim("aud"))},
+		{class: "issuer_audience", name: "aud_not_a_string", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.WithClaim("aud", 1))},
+		{class: "issuer_audience", name: "host_spoofed_invalid_token", want: invalid, wantErr: validate.Error{Reason: "expired"},
 			req: func(t *testing.T) hxReq { return hxReq{authz: hxBearer(expired(t)), host: "evil.example"} }},
 		{class: "issuer_audience", name: "host_spoofed_no_token", want: noTok,
 			req: func(t *testing.T) hxReq { return hxReq{host: "evil.example:443"} }},
-		{class: "issuer_audience", name: "x_forwarded_host_proto_spoofed", want: invalid, wantErr: validate.ErrExpired,
+		{class: "issuer_audience", name: "x_forwarded_host_proto_spoofed", want: invalid, wantErr: validate.Error{Reason: "expired"},
 			req: func(t *testing.T) hxReq {
 				return hxReq{authz: hxBearer(expired(t)), header: map[string]string{
 					"X-Forwarded-Host": "evil.example", "X-Forwarded-Proto": "https",
@@ -170,13 +170,13 @@ func hxScopeCases(fx *hxHostile) []hxCase {
 	ok, invalid, insufficient := fx.ok, fx.invalid, fx.insufficient
 	noBase := e.wantInsufficient(hxBaseScope)
 	return []hxCase{
-		{class: "scope", name: "scope_array", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "scope", name: "scope_array", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: tokReq(authtest.WithClaim("scope", []string{hxBaseScope, server.ScopeNotesWrite}))},
-		{class: "scope", name: "scope_tab_separated", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "scope", name: "scope_tab_separated", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: tokReq(authtest.WithClaim("scope", hxBaseScope+"\t"+server.ScopeNotesWrite))},
-		{class: "scope", name: "scope_newline_separated", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "scope", name: "scope_newline_separated", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: tokReq(authtest.WithClaim("scope", hxBaseScope+"\n"+server.ScopeNotesWrite))},
-		{class: "scope", name: "scope_not_a_string", want: invalid, wantErr: validate.ErrMalformed, req: tokReq(authtest.WithClaim("scope", 7))},
+		{class: "scope", name: "scope_not_a_string", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.WithClaim("scope", 7))},
 		{class: "scope", name: "scope_comma_separated", want: noBase,
 			req: func(t *testing.T) hxReq {
 				return bearer(e.tok(t, uniqueSub(t), authtest.WithClaim("scope", hxBaseScope+","+server.ScopeNotesWrite)))

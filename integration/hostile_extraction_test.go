@@ -58,7 +58,7 @@ func hxExtractionCases(fx *hxHostile) []hxCase {
 			}},
 		{class: "extraction", name: "x_access_token_header", want: noTok,
 			req: func(t *testing.T) hxReq { return hxReq{header: map[string]string{"X-Access-Token": e.tok(t)}} }},
-		{class: "extraction", name: "oversize_token_9KiB", want: invalid, wantErr: validate.ErrTooLarge,
+		{class: "extraction", name: "oversize_token_9KiB", want: invalid, wantErr: validate.Error{Reason: "too_large"},
 			req: tokReq(authtest.WithClaim("pad", strings.Repeat("a", 9<<10)))},
 	}
 }
@@ -70,11 +70,11 @@ func hxSerializationCases(fx *hxHostile) []hxCase {
 	hdr, signed, bearer, validPayload := fx.hdr, fx.signed, fx.bearer, fx.validPayload
 	invalid, malformed := fx.invalid, fx.malformed
 	return []hxCase{
-		{class: "serialization", name: "two_segments", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "two_segments", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq { h, p, _ := hxSegments(t, e.tok(t)); return bearer(h + "." + p) }},
-		{class: "serialization", name: "four_segments", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "four_segments", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq { tok := e.tok(t); _, _, s := hxSegments(t, tok); return bearer(tok + "." + s) }},
-		{class: "serialization", name: "jwe_five_segments", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "jwe_five_segments", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				_, p, _ := hxSegments(t, e.tok(t))
 				jh := hxB64([]byte(`{"alg":"RSA-OAEP","enc":"A256GCM","kid":"` + authtest.KIDRS256 + `"}`))
@@ -85,16 +85,16 @@ func hxSerializationCases(fx *hxHostile) []hxCase {
 				h, p, s := hxSegments(t, e.tok(t))
 				return bearer(`{"payload":"` + p + `","protected":"` + h + `","signature":"` + s + `"}`)
 			}},
-		{class: "serialization", name: "json_serialization_base64url", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "json_serialization_base64url", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				h, p, s := hxSegments(t, e.tok(t))
 				return bearer(hxB64([]byte(`{"payload":"` + p + `","protected":"` + h + `","signature":"` + s + `"}`)))
 			}},
-		{class: "serialization", name: "padding_signature", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "padding_signature", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq { return bearer(e.tok(t) + "==") }},
 		{class: "serialization", name: "padding_header", want: malformed,
 			req: func(t *testing.T) hxReq { h, p, s := hxSegments(t, e.tok(t)); return bearer(h + "=." + p + "." + s) }},
-		{class: "serialization", name: "std_base64_alphabet", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "std_base64_alphabet", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				for range 200 {
 					h, p, s := hxSegments(t, e.tok(t))
@@ -105,7 +105,7 @@ func hxSerializationCases(fx *hxHostile) []hxCase {
 				t.Fatal("200 signatures without - or _")
 				return hxReq{}
 			}},
-		{class: "serialization", name: "noncanonical_trailing_bits", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "noncanonical_trailing_bits", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 				h, p, s := hxSegments(t, e.tok(t))
@@ -116,56 +116,56 @@ func hxSerializationCases(fx *hxHostile) []hxCase {
 			}},
 		{class: "serialization", name: "whitespace_inside", want: malformed,
 			req: func(t *testing.T) hxReq { h, p, s := hxSegments(t, e.tok(t)); return bearer(h + "." + p + " ." + s) }},
-		{class: "serialization", name: "empty_header_segment", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "empty_header_segment", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq { _, p, s := hxSegments(t, e.tok(t)); return bearer("." + p + "." + s) }},
-		{class: "serialization", name: "empty_payload_segment", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "empty_payload_segment", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq { h, _, s := hxSegments(t, e.tok(t)); return bearer(h + ".." + s) }},
-		{class: "serialization", name: "only_dots", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "only_dots", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq { return bearer("..") }},
-		{class: "serialization", name: "duplicate_header_alg", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "duplicate_header_alg", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", []byte(`{"alg":"ES256","typ":"at+jwt","kid":"`+hxKIDES256+`","alg":"none"}`), e.claims()))
 			}},
-		{class: "serialization", name: "duplicate_header_kid_casefold", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "duplicate_header_kid_casefold", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", []byte(`{"alg":"ES256","typ":"at+jwt","kid":"`+hxKIDES256+`","Kid":"`+authtest.KIDES256+`"}`), e.claims()))
 			}},
-		{class: "serialization", name: "duplicate_header_alg_json_escaped", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "duplicate_header_alg_json_escaped", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", []byte(`{"alg":"ES256","typ":"at+jwt","kid":"`+hxKIDES256+`","al\u0067":"none"}`), e.claims()))
 			}},
-		{class: "serialization", name: "duplicate_payload_sub_json_escaped", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "duplicate_payload_sub_json_escaped", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(nil), validPayload(`,"s\u0075b":"admin"`)))
 			}},
 		// U+017F LATIN SMALL LETTER LONG S folds to "s": encoding/json
 		// (Claims.Decode) would match "ſcope" to a "scope" field.
-		{class: "serialization", name: "duplicate_payload_scope_long_s", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "duplicate_payload_scope_long_s", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(nil), validPayload(`,"ſcope":"admin"`)))
 			}},
-		{class: "serialization", name: "duplicate_payload_sub", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "duplicate_payload_sub", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(nil), validPayload(`,"sub":"admin"`)))
 			}},
-		{class: "serialization", name: "duplicate_payload_iss", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "duplicate_payload_iss", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(nil), validPayload(`,"iss":"`+authtest.WrongIssuerURL+`"`)))
 			}},
-		{class: "serialization", name: "duplicate_payload_scope_casefold", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "duplicate_payload_scope_casefold", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(nil), validPayload(`,"Scope":"admin"`)))
 			}},
-		{class: "serialization", name: "payload_array", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "payload_array", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq { return bearer(signed(t, es, "ES256", hdr(nil), []byte(`[{"sub":"x"}]`))) }},
-		{class: "serialization", name: "payload_string", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "payload_string", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq { return bearer(signed(t, es, "ES256", hdr(nil), []byte(`"claims"`))) }},
-		{class: "serialization", name: "payload_invalid_utf8", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "payload_invalid_utf8", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				b := validPayload(`,"name":"` + "\xff\xfe" + `"`)
 				return bearer(signed(t, es, "ES256", hdr(nil), b))
 			}},
-		{class: "serialization", name: "header_array", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "serialization", name: "header_array", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq { return bearer(signed(t, es, "ES256", []byte(`["ES256"]`), e.claims())) }},
 	}
 }

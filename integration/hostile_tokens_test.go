@@ -17,41 +17,41 @@ func hxAlgorithmCases(fx *hxHostile) []hxCase {
 	hdr, signed, bearer, tokReq := fx.hdr, fx.signed, fx.bearer, fx.tokReq
 	ok, invalid := fx.ok, fx.invalid
 	return []hxCase{
-		{class: "algorithms", name: "none", want: invalid, wantErr: validate.ErrUnsupportedAlgorithm,
+		{class: "algorithms", name: "none", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
 			req: func(t *testing.T) hxReq {
 				return bearer(authtest.RawToken(hxJSON(t, hdr(map[string]any{"alg": "none"})), hxJSON(t, e.claims()), nil))
 			}},
-		{class: "algorithms", name: "None", want: invalid, wantErr: validate.ErrUnsupportedAlgorithm,
+		{class: "algorithms", name: "None", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
 			req: func(t *testing.T) hxReq {
 				return bearer(authtest.RawToken(hxJSON(t, hdr(map[string]any{"alg": "None"})), hxJSON(t, e.claims()), nil))
 			}},
-		{class: "algorithms", name: "NONE", want: invalid, wantErr: validate.ErrUnsupportedAlgorithm,
+		{class: "algorithms", name: "NONE", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
 			req: func(t *testing.T) hxReq {
 				return bearer(authtest.RawToken(hxJSON(t, hdr(map[string]any{"alg": "NONE"})), hxJSON(t, e.claims()), nil))
 			}},
-		{class: "algorithms", name: "none_authtest_unsigned", want: invalid, wantErr: validate.ErrUnsupportedAlgorithm,
+		{class: "algorithms", name: "none_authtest_unsigned", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
 			req: tokReq(authtest.Unsigned(), authtest.WithKID(authtest.KIDES256))},
-		{class: "algorithms", name: "hs256_with_rs256_public_key_pem", want: invalid, wantErr: validate.ErrUnsupportedAlgorithm,
+		{class: "algorithms", name: "hs256_with_rs256_public_key_pem", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
 			req: tokReq(authtest.WithAlgorithm(jose.HS256))},
-		{class: "algorithms", name: "hs512_with_rs256_public_key_pem", want: invalid, wantErr: validate.ErrUnsupportedAlgorithm,
+		{class: "algorithms", name: "hs512_with_rs256_public_key_pem", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
 			req: tokReq(authtest.WithAlgorithm(jose.HS512))},
-		{class: "algorithms", name: "rs256_signature_header_es256", want: invalid, wantErr: validate.ErrKeyNotFound,
+		{class: "algorithms", name: "rs256_signature_header_es256", want: invalid, wantErr: validate.Error{Reason: "unknown_key"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, rs, "RS256", hdr(map[string]any{"alg": "ES256", "kid": hxKIDRS256}), e.claims()))
 			}},
-		{class: "algorithms", name: "es256_header_with_rsa_kid", want: invalid, wantErr: validate.ErrKeyNotFound,
+		{class: "algorithms", name: "es256_header_with_rsa_kid", want: invalid, wantErr: validate.Error{Reason: "unknown_key"},
 			req: tokReq(authtest.WithKID(authtest.KIDRS256))},
-		{class: "algorithms", name: "es256_header_rsa_key_without_alg", want: invalid, wantErr: validate.ErrKeyNotFound,
+		{class: "algorithms", name: "es256_header_rsa_key_without_alg", want: invalid, wantErr: validate.Error{Reason: "unknown_key"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, rs, "RS256", hdr(map[string]any{"kid": hxKIDRSANone}), e.claims()))
 			}},
-		{class: "algorithms", name: "eddsa_header_with_ec_kid", want: invalid, wantErr: validate.ErrKeyNotFound,
+		{class: "algorithms", name: "eddsa_header_with_ec_kid", want: invalid, wantErr: validate.Error{Reason: "unknown_key"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"alg": "EdDSA"}), e.claims()))
 			}},
-		// PS256 is in validate.DefaultAlgorithms, so it is allowed; but a
+		// PS256 is in validate's default algorithms, so it is allowed; but a
 		// JWK whose "alg" is RS256 verifies RS256 only.
-		{class: "algorithms", name: "ps256_key_pinned_to_rs256", want: invalid, wantErr: validate.ErrKeyNotFound,
+		{class: "algorithms", name: "ps256_key_pinned_to_rs256", want: invalid, wantErr: validate.Error{Reason: "unknown_key"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, rs, "PS256", hdr(map[string]any{"alg": "PS256", "kid": hxKIDRS256}), e.claims()))
 			}},
@@ -59,19 +59,19 @@ func hxAlgorithmCases(fx *hxHostile) []hxCase {
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, rs, "PS256", hdr(map[string]any{"alg": "PS256", "kid": hxKIDRSANone}), e.claims()))
 			}},
-		{class: "algorithms", name: "es256k_not_in_allow_list", want: invalid, wantErr: validate.ErrUnsupportedAlgorithm,
+		{class: "algorithms", name: "es256k_not_in_allow_list", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"alg": "ES256K"}), e.claims()))
 			}},
-		{class: "algorithms", name: "alg_lowercase", want: invalid, wantErr: validate.ErrUnsupportedAlgorithm,
+		{class: "algorithms", name: "alg_lowercase", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"alg": "es256"}), e.claims()))
 			}},
-		{class: "algorithms", name: "alg_missing", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "algorithms", name: "alg_missing", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"alg": nil}), e.claims()))
 			}},
-		{class: "algorithms", name: "alg_array", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "algorithms", name: "alg_array", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"alg": []string{"ES256"}}), e.claims()))
 			}},
@@ -88,15 +88,15 @@ func hxSignatureCases(fx *hxHostile) []hxCase {
 	hdr, claims, signed, bearer, tokReq := fx.hdr, fx.claims, fx.signed, fx.bearer, fx.tokReq
 	invalid := fx.invalid
 	return []hxCase{
-		{class: "signatures", name: "zero_length", want: invalid, wantErr: validate.ErrSignature, fetches: 0, // implausible length: no refresh
+		{class: "signatures", name: "zero_length", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 0, // implausible length: no refresh
 
 			req: func(t *testing.T) hxReq { h, p, _ := hxSegments(t, e.tok(t)); return bearer(h + "." + p + ".") }},
-		{class: "signatures", name: "all_zeros", want: invalid, wantErr: validate.ErrSignature, fetches: 1,
+		{class: "signatures", name: "all_zeros", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 1,
 			req: func(t *testing.T) hxReq {
 				h, p, _ := hxSegments(t, e.tok(t))
 				return bearer(h + "." + p + "." + hxB64(make([]byte, 64)))
 			}},
-		{class: "signatures", name: "truncated_63_bytes", want: invalid, wantErr: validate.ErrSignature, fetches: 0, // implausible length: no refresh
+		{class: "signatures", name: "truncated_63_bytes", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 0, // implausible length: no refresh
 
 			req: func(t *testing.T) hxReq {
 				h, p, s := hxSegments(t, e.tok(t))
@@ -106,25 +106,25 @@ func hxSignatureCases(fx *hxHostile) []hxCase {
 				}
 				return bearer(h + "." + p + "." + hxB64(sig[:63]))
 			}},
-		{class: "signatures", name: "ecdsa_der_encoded", want: invalid, wantErr: validate.ErrSignature, fetches: 0, // implausible length: no refresh
+		{class: "signatures", name: "ecdsa_der_encoded", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 0, // implausible length: no refresh
 
 			req: func(t *testing.T) hxReq {
 				input := hxB64(hxJSON(t, hdr(nil))) + "." + hxB64(hxJSON(t, e.claims()))
 				return bearer(input + "." + hxB64(es.sigBytes(t, "ES256", []byte(input), hxSigDER)))
 			}},
-		{class: "signatures", name: "tampered_payload_original_signature", want: invalid, wantErr: validate.ErrSignature, fetches: 1,
+		{class: "signatures", name: "tampered_payload_original_signature", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 1,
 			req: func(t *testing.T) hxReq {
 				h, _, s := hxSegments(t, e.tok(t))
 				return bearer(h + "." + hxB64(hxJSON(t, claims(map[string]any{"sub": "admin"}))) + "." + s)
 			}},
-		{class: "signatures", name: "signature_of_another_token", want: invalid, wantErr: validate.ErrSignature, fetches: 1,
+		{class: "signatures", name: "signature_of_another_token", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 1,
 			req: func(t *testing.T) hxReq {
 				h, p, _ := hxSegments(t, e.tok(t))
 				_, _, s := hxSegments(t, e.tok(t))
 				return bearer(h + "." + p + "." + s)
 			}},
-		{class: "signatures", name: "wrong_key_real_kid", want: invalid, wantErr: validate.ErrSignature, fetches: 1, req: tokReq(authtest.WrongKey())},
-		{class: "signatures", name: "wrong_key_real_kid_rs256", want: invalid, wantErr: validate.ErrSignature, fetches: 1,
+		{class: "signatures", name: "wrong_key_real_kid", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 1, req: tokReq(authtest.WrongKey())},
+		{class: "signatures", name: "wrong_key_real_kid_rs256", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 1,
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, hxSigner{authtest.GenerateKey(jose.RS256, "")}, "RS256", hdr(map[string]any{"alg": "RS256", "kid": hxKIDRS256}), e.claims()))
 			}},
@@ -139,41 +139,41 @@ func hxKeyCases(fx *hxHostile) []hxCase {
 	hdr, signed, bearer, tokReq := fx.hdr, fx.signed, fx.bearer, fx.tokReq
 	ok, invalid := fx.ok, fx.invalid
 	return []hxCase{
-		{class: "keys", name: "unknown_kid", want: invalid, wantErr: validate.ErrKeyNotFound, fetches: 1, req: tokReq(authtest.UnknownKID())},
+		{class: "keys", name: "unknown_kid", want: invalid, wantErr: validate.Error{Reason: "unknown_key"}, fetches: 1, req: tokReq(authtest.UnknownKID())},
 		{class: "keys", name: "absent_kid", want: ok, req: tokReq(authtest.WithKID(""))}, // RFC 7515 §4.1.4: kid is optional
-		{class: "keys", name: "kid_not_a_string", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "keys", name: "kid_not_a_string", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"kid": 1}), e.claims()))
 			}},
-		{class: "keys", name: "jku_attacker_jwks", want: invalid, wantErr: validate.ErrType,
+		{class: "keys", name: "jku_attacker_jwks", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, attacker, "ES256", hdr(map[string]any{"kid": "attacker-1", "jku": att.ts.URL + "/jwks"}), e.claims()))
 			}},
-		{class: "keys", name: "jku_on_validly_signed_token", want: invalid, wantErr: validate.ErrType,
+		{class: "keys", name: "jku_on_validly_signed_token", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: tokReq(authtest.WithHeader("jku", "http://"+att.ts.Listener.Addr().String()+"/jwks"))},
-		{class: "keys", name: "x5u_attacker_certificate", want: invalid, wantErr: validate.ErrType,
+		{class: "keys", name: "x5u_attacker_certificate", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, attacker, "ES256", hdr(map[string]any{"kid": "attacker-1", "x5u": att.ts.URL + "/cert.pem"}), e.claims()))
 			}},
-		{class: "keys", name: "jwk_embedded_attacker_key", want: invalid, wantErr: validate.ErrType,
+		{class: "keys", name: "jwk_embedded_attacker_key", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, attacker, "ES256", hdr(map[string]any{"kid": nil, "jwk": att.publicJWK()}), e.claims()))
 			}},
-		{class: "keys", name: "jwk_embedded_with_real_kid", want: invalid, wantErr: validate.ErrType,
+		{class: "keys", name: "jwk_embedded_with_real_kid", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, attacker, "ES256", hdr(map[string]any{"kid": authtest.KIDES256, "jwk": att.publicJWK()}), e.claims()))
 			}},
-		{class: "keys", name: "x5c_attacker_certificate", want: invalid, wantErr: validate.ErrType,
+		{class: "keys", name: "x5c_attacker_certificate", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				x5c := []string{base64.StdEncoding.EncodeToString(att.certDER)}
 				return bearer(signed(t, attacker, "ES256", hdr(map[string]any{"kid": nil, "x5c": x5c}), e.claims()))
 			}},
-		{class: "keys", name: "jwks_key_use_enc", want: invalid, wantErr: validate.ErrKeyNotFound, fetches: 1, req: tokReq(authtest.SignWith(encKey))},
-		{class: "keys", name: "jwks_rsa_1024", want: invalid, wantErr: validate.ErrKeyNotFound, fetches: 1, req: tokReq(authtest.SignWith(weakKey))},
+		{class: "keys", name: "jwks_key_use_enc", want: invalid, wantErr: validate.Error{Reason: "unknown_key"}, fetches: 1, req: tokReq(authtest.SignWith(encKey))},
+		{class: "keys", name: "jwks_rsa_1024", want: invalid, wantErr: validate.Error{Reason: "unknown_key"}, fetches: 1, req: tokReq(authtest.SignWith(weakKey))},
 		{class: "keys", name: "duplicate_kid_first_key", want: ok, req: tokReq(authtest.SignWith(dup1))},
 		{class: "keys", name: "duplicate_kid_second_key", want: ok, req: tokReq(authtest.SignWith(dup2))},
-		{class: "keys", name: "duplicate_kid_unpublished_key", want: invalid, wantErr: validate.ErrSignature, fetches: 1, req: tokReq(authtest.SignWith(foreignDup))},
-		{class: "keys", name: "kid_path_traversal", want: invalid, wantErr: validate.ErrKeyNotFound, fetches: 1, req: tokReq(authtest.WithKID("../../../../etc/passwd"))},
+		{class: "keys", name: "duplicate_kid_unpublished_key", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 1, req: tokReq(authtest.SignWith(foreignDup))},
+		{class: "keys", name: "kid_path_traversal", want: invalid, wantErr: validate.Error{Reason: "unknown_key"}, fetches: 1, req: tokReq(authtest.WithKID("../../../../etc/passwd"))},
 	}
 }
 
@@ -184,11 +184,11 @@ func hxCritCases(fx *hxHostile) []hxCase {
 	hdr, signed, bearer, tokReq := fx.hdr, fx.signed, fx.bearer, fx.tokReq
 	invalid := fx.invalid
 	return []hxCase{
-		{class: "crit", name: "crit_exp", want: invalid, wantErr: validate.ErrType, req: tokReq(authtest.WithHeader("crit", []string{"exp"}))},
-		{class: "crit", name: "crit_empty", want: invalid, wantErr: validate.ErrType, req: tokReq(authtest.WithHeader("crit", []string{}))},
-		{class: "crit", name: "crit_unknown_extension", want: invalid, wantErr: validate.ErrType,
+		{class: "crit", name: "crit_exp", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithHeader("crit", []string{"exp"}))},
+		{class: "crit", name: "crit_empty", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithHeader("crit", []string{}))},
+		{class: "crit", name: "crit_unknown_extension", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: tokReq(authtest.WithHeader("crit", []string{"x-hx"}), authtest.WithHeader("x-hx", true))},
-		{class: "crit", name: "crit_b64_false_unencoded_signing_input", want: invalid, wantErr: validate.ErrType,
+		{class: "crit", name: "crit_b64_false_unencoded_signing_input", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				// RFC 7797 §3: the signature covers the raw payload; the
 				// token still carries it base64url-encoded.
@@ -197,11 +197,11 @@ func hxCritCases(fx *hxHostile) []hxCase {
 				input := hxB64(hb) + "." + string(pb)
 				return bearer(hxB64(hb) + "." + hxB64(pb) + "." + hxB64(es.sigBytes(t, "ES256", []byte(input), hxSigJOSE)))
 			}},
-		{class: "crit", name: "b64_false_without_crit", want: invalid, wantErr: validate.ErrType,
+		{class: "crit", name: "b64_false_without_crit", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"b64": false}), e.claims()))
 			}},
-		{class: "crit", name: "cty_nested_jwt", want: invalid, wantErr: validate.ErrType, req: tokReq(authtest.WithHeader("cty", "JWT"))},
+		{class: "crit", name: "cty_nested_jwt", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithHeader("cty", "JWT"))},
 	}
 }
 
@@ -212,31 +212,31 @@ func hxTypCases(fx *hxHostile) []hxCase {
 	hdr, claims, signed, bearer, tokReq, now := fx.hdr, fx.claims, fx.signed, fx.bearer, fx.tokReq, fx.now
 	ok, invalid := fx.ok, fx.invalid
 	return []hxCase{
-		{class: "typ", name: "typ_JWT", want: invalid, wantErr: validate.ErrType, req: tokReq(authtest.WithType("JWT"))},
-		{class: "typ", name: "typ_absent", want: invalid, wantErr: validate.ErrType, req: tokReq(authtest.WithHeader("typ", nil))},
-		{class: "typ", name: "typ_dpop_jwt", want: invalid, wantErr: validate.ErrType, req: tokReq(authtest.WithType("dpop+jwt"))},
-		{class: "typ", name: "typ_secevent_jwt", want: invalid, wantErr: validate.ErrType, req: tokReq(authtest.WithType("secevent+jwt"))},
-		{class: "typ", name: "typ_not_a_string", want: invalid, wantErr: validate.ErrMalformed,
+		{class: "typ", name: "typ_JWT", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithType("JWT"))},
+		{class: "typ", name: "typ_absent", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithHeader("typ", nil))},
+		{class: "typ", name: "typ_dpop_jwt", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithType("dpop+jwt"))},
+		{class: "typ", name: "typ_secevent_jwt", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithType("secevent+jwt"))},
+		{class: "typ", name: "typ_not_a_string", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"typ": 1}), e.claims()))
 			}},
 		{class: "typ", name: "typ_AT_JWT_case_insensitive", want: ok, req: tokReq(authtest.WithType("AT+JWT"))},
 		{class: "typ", name: "typ_application_at_jwt", want: ok, req: tokReq(authtest.WithType("application/at+jwt"))},
-		{class: "typ", name: "oidc_id_token", want: invalid, wantErr: validate.ErrType,
+		{class: "typ", name: "oidc_id_token", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: tokReq(authtest.WithType("JWT"), authtest.WithAudience(authtest.DefaultClientID),
 				authtest.WithClaim("nonce", "n-0S6_WzA2Mj"), authtest.WithClaim("azp", authtest.DefaultClientID),
 				authtest.WithoutClaim("scope"), authtest.WithoutClaim("client_id"))},
-		{class: "typ", name: "oidc_id_token_for_our_audience", want: invalid, wantErr: validate.ErrType,
+		{class: "typ", name: "oidc_id_token_for_our_audience", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: tokReq(authtest.WithType("JWT"), authtest.WithClaim("nonce", "n-0S6_WzA2Mj"))},
-		{class: "typ", name: "id_token_claims_typed_at_jwt", want: invalid, wantErr: validate.ErrAudience,
+		{class: "typ", name: "id_token_claims_typed_at_jwt", want: invalid, wantErr: validate.Error{Reason: "audience"},
 			req: tokReq(authtest.WithAudience(authtest.DefaultClientID), authtest.WithClaim("nonce", "n-0S6_WzA2Mj"))},
-		{class: "typ", name: "dpop_proof", want: invalid, wantErr: validate.ErrType,
+		{class: "typ", name: "dpop_proof", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				h := map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": att.publicJWK()}
 				c := map[string]any{"jti": hxRandomHex(8), "htm": "POST", "htu": e.mcpURL, "iat": now()}
 				return bearer(signed(t, attacker, "ES256", h, c))
 			}},
-		{class: "typ", name: "dpop_proof_signed_by_trusted_key", want: invalid, wantErr: validate.ErrType,
+		{class: "typ", name: "dpop_proof_signed_by_trusted_key", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				c := claims(map[string]any{"htm": "POST", "htu": e.mcpURL})
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"typ": "dpop+jwt"}), c))
@@ -253,11 +253,11 @@ func hxConfirmationCases(fx *hxHostile) []hxCase {
 	e := fx.e
 	jkt := map[string]any{"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}
 	return []hxCase{
-		{class: "confirmation", name: "dpop_bound_without_proof", want: invalid, wantErr: validate.ErrSenderConstrained,
+		{class: "confirmation", name: "dpop_bound_without_proof", want: invalid, wantErr: validate.Error{Reason: "sender_constrained"},
 			req: tokReq(authtest.WithClaim("cnf", jkt))},
-		{class: "confirmation", name: "mtls_bound", want: invalid, wantErr: validate.ErrSenderConstrained,
+		{class: "confirmation", name: "mtls_bound", want: invalid, wantErr: validate.Error{Reason: "sender_constrained"},
 			req: tokReq(authtest.WithClaim("cnf", map[string]any{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}))},
-		{class: "confirmation", name: "cnf_empty", want: invalid, wantErr: validate.ErrSenderConstrained,
+		{class: "confirmation", name: "cnf_empty", want: invalid, wantErr: validate.Error{Reason: "sender_constrained"},
 			req: tokReq(authtest.WithClaim("cnf", map[string]any{}))},
 		{class: "confirmation", name: "dpop_bound_dpop_scheme_without_proof", want: noTok,
 			req: func(t *testing.T) hxReq {

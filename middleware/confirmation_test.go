@@ -14,7 +14,7 @@ import (
 
 // TestSenderConstrainedAsBearer: a DPoP-bound JWT (cnf.jkt, RFC 9449 §6.1)
 // presented as a Bearer token, with no proof, is 401 invalid_token over
-// real HTTP, and the logged cause is validate.ErrSenderConstrained. So is
+// real HTTP, and the logged cause is validate.Error{Reason: "sender_constrained"}. So is
 // an mTLS-bound one (cnf.x5t#S256, RFC 8705 §3.1).
 func TestSenderConstrainedAsBearer(t *testing.T) {
 	const wantChallenge = `Bearer error="invalid_token", scope="mcp", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/mcp", error_description="The access token is invalid"`
@@ -61,7 +61,7 @@ func TestSenderConstrainedAsBearer(t *testing.T) {
 				t.Errorf("body = %s, want %s", body, bodyInvalidToken)
 			}
 			d := rec.one(t)
-			if d.Reason != reasonInvalidToken || !errors.Is(d.Err, validate.ErrSenderConstrained) {
+			if d.Reason != reasonInvalidToken || !errors.Is(d.Err, validate.Error{Reason: "sender_constrained"}) {
 				t.Errorf("decision = %s, %v; want %s wrapping ErrSenderConstrained", d.Reason, d.Err, reasonInvalidToken)
 			}
 		})

@@ -94,21 +94,21 @@ const (
 	// lifetime, missing claim, inactive, a custom validator's error, nil
 	// claims; 401 invalid_token).
 	reasonInvalidToken Reason = "invalid_token"
-	// reasonExpired: validate.ErrExpired (401 invalid_token).
+	// reasonExpired: validate.Error{Reason: "expired"} (401 invalid_token).
 	reasonExpired Reason = "expired"
-	// reasonNotYetValid: validate.ErrNotYetValid or validate.ErrIssuedAt,
+	// reasonNotYetValid: validate.Error{Reason: "not_yet_valid"} or validate.Error{Reason: "issued_at"},
 	// "nbf" or "iat" in the future, usually clock skew (401 invalid_token).
 	reasonNotYetValid Reason = "not_yet_valid"
-	// reasonAudience: validate.ErrAudience (401 invalid_token).
+	// reasonAudience: validate.Error{Reason: "audience"} (401 invalid_token).
 	reasonAudience Reason = "audience"
-	// reasonIssuer: validate.ErrIssuer (401 invalid_token).
+	// reasonIssuer: validate.Error{Reason: "issuer"} (401 invalid_token).
 	reasonIssuer Reason = "issuer"
-	// reasonSignature: validate.ErrSignature (401 invalid_token).
+	// reasonSignature: validate.Error{Reason: "signature"} (401 invalid_token).
 	reasonSignature Reason = "signature"
-	// reasonUnknownKey: validate.ErrKeyNotFound, no key with the token's
+	// reasonUnknownKey: validate.Error{Reason: "unknown_key"}, no key with the token's
 	// "kid" (401 invalid_token).
 	reasonUnknownKey Reason = "unknown_key"
-	// reasonType: validate.ErrType, a JOSE "typ" other than at+jwt or a
+	// reasonType: validate.Error{Reason: "type"}, a JOSE "typ" other than at+jwt or a
 	// forbidden header (401 invalid_token).
 	reasonType Reason = "type"
 	// reasonKeysUnavailable: validate.ErrKeysUnavailable, or the

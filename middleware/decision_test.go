@@ -225,11 +225,11 @@ func TestDecisionDetails(t *testing.T) {
 		errIs  error
 	}{
 		{name: "signature", req: withToken([]string{"mcp"}, authtest.WrongKey()),
-			want: Decision{Status: 401, Reason: reasonSignature}, errIs: validate.ErrSignature},
+			want: Decision{Status: 401, Reason: reasonSignature}, errIs: validate.Error{Reason: "signature"}},
 		{name: "type", req: withToken([]string{"mcp"}, authtest.WithType("JWT")),
-			want: Decision{Status: 401, Reason: reasonType}, errIs: validate.ErrType},
+			want: Decision{Status: 401, Reason: reasonType}, errIs: validate.Error{Reason: "type"}},
 		{name: "not yet valid", req: withToken([]string{"mcp"}, authtest.NotYetValid()),
-			want: Decision{Status: 401, Reason: reasonNotYetValid}, errIs: validate.ErrNotYetValid},
+			want: Decision{Status: 401, Reason: reasonNotYetValid}, errIs: validate.Error{Reason: "not_yet_valid"}},
 		{name: "authorized scopes and version", req: rpc(modernRev, "tools/call", "get_weather", "mcp", "tools:call", "weather:read"),
 			want: Decision{Reason: reasonAuthorized, Method: "tools/call", Name: "get_weather", ProtocolVersion: modernRev,
 				RequiredScopes: []string{"mcp", "tools:call", "weather:read"}}},

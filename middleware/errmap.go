@@ -114,14 +114,14 @@ var errorKinds = []struct {
 	{ErrTaskStore, kindUnavailable, reasonTaskStore},
 	{ErrNoTenant, kindForbidden, reasonTenant},
 	{ErrTenantMismatch, kindForbidden, reasonTenant},
-	{validate.ErrExpired, kindInvalidToken, reasonExpired},
-	{validate.ErrNotYetValid, kindInvalidToken, reasonNotYetValid},
-	{validate.ErrIssuedAt, kindInvalidToken, reasonNotYetValid},
-	{validate.ErrAudience, kindInvalidToken, reasonAudience},
-	{validate.ErrIssuer, kindInvalidToken, reasonIssuer},
-	{validate.ErrSignature, kindInvalidToken, reasonSignature},
-	{validate.ErrKeyNotFound, kindInvalidToken, reasonUnknownKey},
-	{validate.ErrType, kindInvalidToken, reasonType},
+	{validate.Error{Reason: "expired"}, kindInvalidToken, reasonExpired},
+	{validate.Error{Reason: "not_yet_valid"}, kindInvalidToken, reasonNotYetValid},
+	{validate.Error{Reason: "issued_at"}, kindInvalidToken, reasonNotYetValid},
+	{validate.Error{Reason: "audience"}, kindInvalidToken, reasonAudience},
+	{validate.Error{Reason: "issuer"}, kindInvalidToken, reasonIssuer},
+	{validate.Error{Reason: "signature"}, kindInvalidToken, reasonSignature},
+	{validate.Error{Reason: "unknown_key"}, kindInvalidToken, reasonUnknownKey},
+	{validate.Error{Reason: "type"}, kindInvalidToken, reasonType},
 }
 
 // errorKind returns the answer kind and the Reason of err.

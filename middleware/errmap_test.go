@@ -42,11 +42,11 @@ func TestKindOf(t *testing.T) {
 		{ErrNoTenant, kindForbidden},
 		{ErrNoPrincipal, kindNoPrincipal},
 		// Every other validate error, and anything unknown, is invalid_token.
-		{validate.ErrExpired, kindInvalidToken},
-		{validate.ErrAudience, kindInvalidToken},
-		{validate.ErrSignature, kindInvalidToken},
-		{validate.ErrMalformed, kindInvalidToken},
-		{validate.ErrInactive, kindInvalidToken},
+		{validate.Error{Reason: "expired"}, kindInvalidToken},
+		{validate.Error{Reason: "audience"}, kindInvalidToken},
+		{validate.Error{Reason: "signature"}, kindInvalidToken},
+		{validate.Error{Reason: "malformed"}, kindInvalidToken},
+		{validate.Error{Reason: "inactive"}, kindInvalidToken},
 		{errNilClaims, kindInvalidToken},
 		{errors.New("custom validator error"), kindInvalidToken},
 	}
@@ -148,7 +148,7 @@ func TestAuthenticate(t *testing.T) {
 		{"ok", fakeValidator{claims: fakeClaims("mcp")}, "Bearer x", nil, true},
 		{"missing base scope", fakeValidator{claims: fakeClaims("other")}, "Bearer x", ErrInsufficientScope, true},
 		{"no token", fakeValidator{claims: fakeClaims("mcp")}, "", ErrNoToken, false},
-		{"invalid token", fakeValidator{err: validate.ErrExpired}, "Bearer x", validate.ErrExpired, false},
+		{"invalid token", fakeValidator{err: validate.Error{Reason: "expired"}}, "Bearer x", validate.Error{Reason: "expired"}, false},
 		{"nil claims", nilValidator{}, "Bearer x", errNilClaims, false},
 	}
 	for _, tt := range tests {
@@ -197,7 +197,7 @@ func TestLogging(t *testing.T) {
 	rec := httptest.NewRecorder()
 	fl.m.Handler(echoHandler()).ServeHTTP(rec, r)
 	logs := logBuf.String()
-	if !strings.Contains(logs, validate.ErrExpired.Error()) || !strings.Contains(logs, "status=401") {
+	if !strings.Contains(logs, validate.Error{Reason: "expired"}.Error()) || !strings.Contains(logs, "status=401") {
 		t.Errorf("log lacks the cause: %q", logs)
 	}
 	if strings.Contains(logs, tok) || strings.Contains(rec.Body.String(), tok) {

@@ -20,31 +20,31 @@ var (
 )
 
 type validationKey struct {
-	cache  validate.CacheUse
+	cache  string
 	result string
 }
 
-// validationResults maps validate sentinels to the result attribute.
+// validationResults maps validate refusals to the result attribute.
 var validationResults = []struct {
 	err  error
 	code string
 }{
-	{validate.ErrExpired, "expired"},
-	{validate.ErrNotYetValid, "not_yet_valid"},
-	{validate.ErrIssuedAt, "not_yet_valid"},
-	{validate.ErrLifetime, "lifetime"},
-	{validate.ErrAudience, "audience"},
-	{validate.ErrIssuer, "issuer"},
-	{validate.ErrClient, "client"},
-	{validate.ErrSignature, "signature"},
-	{validate.ErrKeyNotFound, "unknown_key"},
+	{validate.Error{Reason: "expired"}, "expired"},
+	{validate.Error{Reason: "not_yet_valid"}, "not_yet_valid"},
+	{validate.Error{Reason: "issued_at"}, "not_yet_valid"},
+	{validate.Error{Reason: "lifetime"}, "lifetime"},
+	{validate.Error{Reason: "audience"}, "audience"},
+	{validate.Error{Reason: "issuer"}, "issuer"},
+	{validate.Error{Reason: "client"}, "client"},
+	{validate.Error{Reason: "signature"}, "signature"},
+	{validate.Error{Reason: "unknown_key"}, "unknown_key"},
 	{validate.ErrKeysUnavailable, "keys_unavailable"},
-	{validate.ErrType, "type"},
-	{validate.ErrUnsupportedAlgorithm, "algorithm"},
-	{validate.ErrTooLarge, "too_large"},
-	{validate.ErrMissingClaim, "missing_claim"},
-	{validate.ErrInactive, "inactive"},
-	{validate.ErrMalformed, "malformed"},
+	{validate.Error{Reason: "type"}, "type"},
+	{validate.Error{Reason: "algorithm"}, "algorithm"},
+	{validate.Error{Reason: "too_large"}, "too_large"},
+	{validate.Error{Reason: "missing_claim"}, "missing_claim"},
+	{validate.Error{Reason: "inactive"}, "inactive"},
+	{validate.Error{Reason: "malformed"}, "malformed"},
 }
 
 func validationResult(err error) string {
@@ -65,13 +65,13 @@ func validationResult(err error) string {
 func (t *Telemetry) observeValidation(ctx context.Context, o validate.Observation) {
 	k := validationKey{o.Cache, validationResult(o.Err)}
 	opts := t.valOpts.get(k, func() attribute.Set {
-		return attribute.NewSet(attribute.String("mcpguard.token_cache", k.cache.String()), attribute.String("mcpguard.validation.result", k.result))
+		return attribute.NewSet(attribute.String("mcpguard.token_cache", k.cache), attribute.String("mcpguard.validation.result", k.result))
 	})
 	t.validation.Record(ctx, o.Duration.Seconds(), opts.rec...)
 	switch o.Cache {
-	case validate.CacheHit:
+	case "hit":
 		t.cacheLookups.Add(ctx, 1, t.hit.add...)
-	case validate.CacheMiss:
+	case "miss":
 		t.cacheLookups.Add(ctx, 1, t.miss.add...)
 	}
 }

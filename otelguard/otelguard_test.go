@@ -382,7 +382,7 @@ func TestNoAllocations(t *testing.T) {
 	}
 	ctx := context.Background()
 	d := middleware.Decision{Reason: middleware.Reason("authorized"), Method: "tools/call", Name: "get_weather", ProtocolVersion: "2026-07-28"}
-	o := validate.Observation{Cache: validate.CacheHit, Duration: 1000}
+	o := validate.Observation{Cache: "hit", Duration: 1000}
 	tel.OnDecision(ctx, d)
 	tel.ObserveValidation(ctx, o)
 	if n := testing.AllocsPerRun(100, func() { tel.OnDecision(ctx, d) }); n != 0 {

@@ -14,7 +14,7 @@ import (
 type noValidator struct{}
 
 func (noValidator) Validate(context.Context, string) (*validate.Claims, error) {
-	return nil, validate.ErrMalformed
+	return nil, validate.Error{Reason: "malformed"}
 }
 
 // FuzzListRewrite: whatever list answer an upstream sends, the rewrite

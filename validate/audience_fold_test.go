@@ -51,7 +51,7 @@ func TestAudienceUnicodeLookalikeRefused(t *testing.T) {
 	if err == nil {
 		t.Fatalf("token for audience %q accepted (aud=%q)", other, c.Audience)
 	}
-	if !errors.Is(err, validate.ErrAudience) {
-		t.Fatalf("err = %v, want ErrAudience", err)
+	if !errors.Is(err, validate.Error{Reason: "audience"}) {
+		t.Fatalf("err = %v, want errAudience", err)
 	}
 }

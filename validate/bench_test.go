@@ -212,7 +212,7 @@ func BenchmarkValidateCached(b *testing.B) {
 // parse-and-verify path, kept to show why Validate verifies directly.
 func BenchmarkGoJose(b *testing.B) {
 	k := keys(b)
-	algs := DefaultAlgorithms()
+	algs := defaultAlgorithms()
 	for _, a := range benchAlgs {
 		key := a.key(k)
 		toks := ring(b, key, "small")
@@ -254,7 +254,7 @@ func BenchmarkRejectHostile(b *testing.B) {
 		"header-params":  b64enc(many(`{"alg":"ES256","typ":"at+jwt","kid":"es256"`)) + "." + b64enc(`{"iss":"`+testIss+`"}`) + sig,
 		"payload-claims": b64enc(esHdr) + "." + b64enc(many(`{"iss":"`+testIss+`"`)) + sig,
 	} {
-		if len(tok) > DefaultMaxTokenBytes {
+		if len(tok) > defaultMaxTokenBytes {
 			b.Fatalf("%s: token of %d bytes is over the default limit", name, len(tok))
 		}
 		b.Run("kind="+name, func(b *testing.B) {

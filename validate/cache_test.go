@@ -77,13 +77,13 @@ func TestCacheExpiresOnHit(t *testing.T) {
 	if _, err := v.Validate(t.Context(), tok); err != nil {
 		t.Fatal(err)
 	}
-	clk.set(testNow.Add(time.Minute + DefaultLeeway - time.Second))
+	clk.set(testNow.Add(time.Minute + defaultLeeway - time.Second))
 	if _, err := v.Validate(t.Context(), tok); err != nil {
 		t.Fatalf("within leeway: %v", err)
 	}
-	clk.set(testNow.Add(time.Minute + DefaultLeeway))
-	if _, err := v.Validate(t.Context(), tok); !errors.Is(err, ErrExpired) {
-		t.Fatalf("after exp: got err %v, want ErrExpired", err)
+	clk.set(testNow.Add(time.Minute + defaultLeeway))
+	if _, err := v.Validate(t.Context(), tok); !errors.Is(err, errExpired) {
+		t.Fatalf("after exp: got err %v, want errExpired", err)
 	}
 	if cached(v, tok) {
 		t.Error("expired entry not evicted")
@@ -95,8 +95,8 @@ func TestCacheExpiresOnHit(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk.set(testNow.Add(-time.Hour))
-	if _, err := v.Validate(t.Context(), tok2); !errors.Is(err, ErrNotYetValid) {
-		t.Fatalf("clock moved back: got err %v, want ErrNotYetValid", err)
+	if _, err := v.Validate(t.Context(), tok2); !errors.Is(err, errNotYetValid) {
+		t.Fatalf("clock moved back: got err %v, want errNotYetValid", err)
 	}
 }
 
@@ -107,9 +107,9 @@ func TestCacheKeyRemoved(t *testing.T) {
 		after   []jose.JSONWebKey
 		wantErr error
 	}{
-		{"key removed", []jose.JSONWebKey{k.rs256.jwk()}, ErrKeyNotFound},
-		{"kid re-keyed", []jose.JSONWebKey{{Key: k.es256b.priv.Public(), KeyID: "es256"}}, ErrSignature},
-		{"marked enc", []jose.JSONWebKey{{Key: k.es256.priv.Public(), KeyID: "es256", Use: "enc"}}, ErrKeyNotFound},
+		{"key removed", []jose.JSONWebKey{k.rs256.jwk()}, errKeyNotFound},
+		{"kid re-keyed", []jose.JSONWebKey{{Key: k.es256b.priv.Public(), KeyID: "es256"}}, errSignature},
+		{"marked enc", []jose.JSONWebKey{{Key: k.es256.priv.Public(), KeyID: "es256", Use: "enc"}}, errKeyNotFound},
 		{"same key re-fetched", []jose.JSONWebKey{{Key: clonePub(t, k.es256), KeyID: "es256"}}, nil},
 	}
 	for _, tt := range tests {

@@ -43,7 +43,7 @@ type Claims struct {
 	// Confirmation is "cnf" (RFC 7800 §3.1), nil when the token has none.
 	// It is set only with Config.AllowConfirmation, by a caller that
 	// verifies the proof of possession itself: without it a token with
-	// "cnf" fails with [ErrSenderConstrained].
+	// "cnf" fails with [Error] "sender_constrained".
 	Confirmation *Confirmation
 
 	payload string // the verified claims set, JSON
@@ -102,24 +102,24 @@ type claimsBox struct {
 
 // Wrapped errors for claim checks. They name claims, never values.
 var (
-	errMissingIss       = fmt.Errorf("%w: iss", ErrMissingClaim)
-	errMissingSub       = fmt.Errorf("%w: sub", ErrMissingClaim)
-	errMissingAud       = fmt.Errorf("%w: aud", ErrMissingClaim)
-	errMissingExp       = fmt.Errorf("%w: exp", ErrMissingClaim)
-	errMissingIat       = fmt.Errorf("%w: iat", ErrMissingClaim)
-	errMissingJTI       = fmt.Errorf("%w: jti", ErrMissingClaim)
-	errMissingClientID  = fmt.Errorf("%w: client_id", ErrMissingClaim)
-	errPayloadJSON      = fmt.Errorf("%w: claims set is not a JSON object", ErrMalformed)
-	errIssType          = fmt.Errorf("%w: iss is not a string", ErrMalformed)
-	errStringClaim      = fmt.Errorf("%w: sub, jti, client_id or azp is not a string", ErrMalformed)
-	errAudType          = fmt.Errorf("%w: aud is not a string or an array of strings", ErrMalformed)
-	errTimeClaim        = fmt.Errorf("%w: exp, nbf or iat is not a NumericDate in range", ErrMalformed)
-	errTenantType       = fmt.Errorf("%w: tenant claim is not a string", ErrMalformed)
-	errIssuerMismatch   = fmt.Errorf("%w: verified iss differs", ErrIssuer)
-	errUnknownIssuer    = fmt.Errorf("%w: iss is not configured", ErrIssuer)
-	errAudience         = fmt.Errorf("%w: no configured audience in aud", ErrAudience)
-	errMultipleAudience = fmt.Errorf("%w: aud holds several values", ErrAudience)
-	errClient           = fmt.Errorf("%w: client_id/azp not in AllowedClients", ErrClient)
+	errMissingIss       = fmt.Errorf("%w: iss", errMissingClaim)
+	errMissingSub       = fmt.Errorf("%w: sub", errMissingClaim)
+	errMissingAud       = fmt.Errorf("%w: aud", errMissingClaim)
+	errMissingExp       = fmt.Errorf("%w: exp", errMissingClaim)
+	errMissingIat       = fmt.Errorf("%w: iat", errMissingClaim)
+	errMissingJTI       = fmt.Errorf("%w: jti", errMissingClaim)
+	errMissingClientID  = fmt.Errorf("%w: client_id", errMissingClaim)
+	errPayloadJSON      = fmt.Errorf("%w: claims set is not a JSON object", errMalformed)
+	errIssType          = fmt.Errorf("%w: iss is not a string", errMalformed)
+	errStringClaim      = fmt.Errorf("%w: sub, jti, client_id or azp is not a string", errMalformed)
+	errAudType          = fmt.Errorf("%w: aud is not a string or an array of strings", errMalformed)
+	errTimeClaim        = fmt.Errorf("%w: exp, nbf or iat is not a NumericDate in range", errMalformed)
+	errTenantType       = fmt.Errorf("%w: tenant claim is not a string", errMalformed)
+	errIssuerMismatch   = fmt.Errorf("%w: verified iss differs", errIssuer)
+	errUnknownIssuer    = fmt.Errorf("%w: iss is not configured", errIssuer)
+	errNoAudience       = fmt.Errorf("%w: no configured audience in aud", errAudience)
+	errMultipleAudience = fmt.Errorf("%w: aud holds several values", errAudience)
+	errClientNotAllowed = fmt.Errorf("%w: client_id/azp not in AllowedClients", errClient)
 )
 
 // rawClaims holds the raw JSON values of the members this package reads;
@@ -196,7 +196,7 @@ func issuerOf(rc *rawClaims) (string, error) {
 }
 
 // decodeClaims decodes and type-checks the verified claims. Check order:
-// types (ErrMalformed), presence (ErrMissingClaim), then checkClaims.
+// types (Error "malformed"), presence (Error "missing_claim"), then checkClaims.
 func (v *Validator) decodeClaims(rc *rawClaims, c *Claims) error {
 	var ok bool
 	if c.Subject, ok = optString(rc.sub); !ok {
@@ -234,7 +234,7 @@ func (v *Validator) decodeClaims(rc *rawClaims, c *Claims) error {
 }
 
 // confirmation applies Config.AllowConfirmation to the raw "cnf" (absent
-// when empty): refused as ErrSenderConstrained without it, read by
+// when empty): refused as Error "sender_constrained" without it, read by
 // ParseConfirmation with it.
 func (v *Validator) confirmation(raw string) (*Confirmation, error) {
 	switch {
@@ -297,10 +297,10 @@ func (v *Validator) checkClaims(c *Claims, now time.Time) error {
 		return errMultipleAudience
 	}
 	if !v.audienceOK(c.Audience) {
-		return errAudience
+		return errNoAudience
 	}
 	if v.cfg.AllowedClients != nil && (c.ClientID == "" || !slices.Contains(v.cfg.AllowedClients, c.ClientID)) {
-		return errClient
+		return errClientNotAllowed
 	}
 	return v.checkTimes(c, now)
 }
@@ -328,16 +328,16 @@ func (v *Validator) audienceOK(aud []string) bool {
 func (v *Validator) checkTimes(c *Claims, now time.Time) error {
 	lw := v.cfg.Leeway
 	if !now.Before(c.Expiry.Add(lw)) {
-		return ErrExpired
+		return errExpired
 	}
 	if !c.NotBefore.IsZero() && now.Add(lw).Before(c.NotBefore) {
-		return ErrNotYetValid
+		return errNotYetValid
 	}
 	if !c.IssuedAt.IsZero() && now.Add(lw).Before(c.IssuedAt) {
-		return ErrIssuedAt
+		return errIssuedAt
 	}
 	if v.cfg.MaxTokenLifetime > 0 && c.Expiry.Sub(c.IssuedAt) > v.cfg.MaxTokenLifetime {
-		return ErrLifetime
+		return errLifetime
 	}
 	return nil
 }

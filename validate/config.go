@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/mcpguard/mcpguard/internal/jws"
+	"github.com/mcpguard/mcpguard/internal/jwtclaims"
 	"reflect"
 	"slices"
 	"time"
@@ -13,26 +14,26 @@ import (
 
 // Defaults applied by [New] to zero-valued [Config] fields.
 const (
-	// DefaultLeeway is the clock skew tolerated on "exp", "nbf" and "iat"
-	// when Config.Leeway is zero.
-	DefaultLeeway = 30 * time.Second
-	// DefaultMaxTokenBytes is the largest raw token accepted when
-	// Config.MaxTokenBytes is zero.
-	DefaultMaxTokenBytes = 8192
+	// defaultLeeway is the clock skew tolerated on "exp", "nbf" and "iat"
+	// when Config.Leeway is zero (shared with validate/introspect).
+	defaultLeeway = jwtclaims.DefaultLeeway
+	// defaultMaxTokenBytes is the largest raw token accepted when
+	// Config.MaxTokenBytes is zero (shared with validate/introspect).
+	defaultMaxTokenBytes = jwtclaims.DefaultMaxTokenBytes
 	// defaultCacheSize is the number of verified tokens cached when
 	// Config.CacheSize is zero.
 	defaultCacheSize = 4096
-	// DefaultMaxKeyWait bounds the total time one Validate call waits on
+	// defaultMaxKeyWait bounds the total time one Validate call waits on
 	// its issuer's key source when Config.MaxKeyWait is zero: long enough
 	// for validate/jwks to wait for a deferred refresh (its default rate
 	// limit of 4 s plus its 2 s WaitTimeout).
-	DefaultMaxKeyWait = 6 * time.Second
+	defaultMaxKeyWait = 6 * time.Second
 )
 
-// DefaultAlgorithms is the asymmetric allow-list used when Config.Algorithms
+// defaultAlgorithms is the asymmetric allow-list used when Config.Algorithms
 // is nil (RFC 7518 §3.1, RFC 8037 §3.1 and RFC 9864 §2.2). It returns a
 // new slice on every call.
-func DefaultAlgorithms() []jose.SignatureAlgorithm {
+func defaultAlgorithms() []jose.SignatureAlgorithm {
 	return []jose.SignatureAlgorithm{
 		jose.RS256, jose.RS384, jose.RS512,
 		jose.PS256, jose.PS384, jose.PS512,
@@ -82,7 +83,7 @@ type Config struct {
 	AllowedClients []string
 
 	// Algorithms is the JWS "alg" allow-list (RFC 7515 §4.1.1, RFC 8725
-	// §3.1). If nil, [DefaultAlgorithms] is used: RS256/384/512,
+	// §3.1). If nil, the default set is used: RS256/384/512,
 	// PS256/384/512, ES256/384/512, EdDSA and its fully specified name
 	// [Ed25519] (RFC 9864), both for Ed25519 keys only. HMAC algorithms and
 	// "none" are refused by New, as is any algorithm this package cannot
@@ -119,11 +120,11 @@ type Config struct {
 	// DPoP: otherwise a stolen DPoP-bound token works as a bearer token.
 	// A "cnf" with any other member (such as mTLS's "x5t#S256", RFC 8705
 	// §3.1) is refused even with it. Defaults to false: every token with
-	// "cnf" fails with [ErrSenderConstrained].
+	// "cnf" fails with [Error] "sender_constrained".
 	AllowConfirmation bool
 
 	// Leeway is the clock skew tolerated on "exp", "nbf" and "iat". If zero,
-	// [DefaultLeeway] (30s) is used. A negative value means no leeway.
+	// 30s is used. A negative value means no leeway.
 	Leeway time.Duration
 
 	// MaxTokenLifetime, if positive, rejects tokens whose exp - iat exceeds
@@ -145,17 +146,17 @@ type Config struct {
 	Now func() time.Time
 
 	// MaxTokenBytes bounds the length of the raw token, checked before any
-	// decoding. If zero, [DefaultMaxTokenBytes] (8192) is used. Negative is
+	// decoding. If zero, 8192 is used. Negative is
 	// a configuration error.
 	MaxTokenBytes int
 
 	// RequireKID refuses tokens without a "kid" header (or with an empty
-	// one) with [ErrKeyNotFound]. By default such a token is verified, as
+	// one) with [Error] "unknown_key". By default such a token is verified, as
 	// RFC 7515 §4.1.4 makes "kid" optional: the issuer's KeySource is asked
 	// for Keys(ctx, ""), which returns every key it serves, published with
 	// or without a kid, and the keys whose "alg", type, curve and "use" fit
 	// the token's "alg" are tried. When more than 8 keys fit, the token is
-	// refused with [ErrKeyNotFound] without any being tried (an issuer that
+	// refused with [Error] "unknown_key" without any being tried (an issuer that
 	// publishes that many keys must name them with kid), so one token costs
 	// at most 8 signature verifications per key-set lookup.
 	RequireKID bool
@@ -178,7 +179,7 @@ type Config struct {
 	// the issuer's key source (a lookup that waits for a running or
 	// deferred refresh, then at most one refresh after a failed signature).
 	// When the first lookup used the budget up, the refresh is skipped. If
-	// zero, [DefaultMaxKeyWait] (6s) is used. Negative is a configuration error.
+	// zero, 6s is used. Negative is a configuration error.
 	// A KeySource bounds each single call itself (validate/jwks:
 	// WaitTimeout).
 	MaxKeyWait time.Duration
@@ -197,24 +198,24 @@ func (c Config) withDefaults() Config {
 	c.Audiences = slices.Clone(c.Audiences)
 	c.AllowedClients = slices.Clone(c.AllowedClients)
 	if c.Algorithms == nil {
-		c.Algorithms = DefaultAlgorithms()
+		c.Algorithms = defaultAlgorithms()
 	} else {
 		c.Algorithms = slices.Clone(c.Algorithms)
 	}
 	switch {
 	case c.Leeway == 0:
-		c.Leeway = DefaultLeeway
+		c.Leeway = defaultLeeway
 	case c.Leeway < 0:
 		c.Leeway = 0
 	}
 	if c.MaxTokenBytes == 0 {
-		c.MaxTokenBytes = DefaultMaxTokenBytes
+		c.MaxTokenBytes = defaultMaxTokenBytes
 	}
 	if c.CacheSize == 0 {
 		c.CacheSize = defaultCacheSize
 	}
 	if c.MaxKeyWait == 0 {
-		c.MaxKeyWait = DefaultMaxKeyWait
+		c.MaxKeyWait = defaultMaxKeyWait
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -29,7 +29,7 @@
 // "aud", "exp", "sub", "iat", "client_id" and "jti" are required; each of
 // the last four has a named Allow… relaxation in [Config], the first three
 // none. A token with "cnf" (sender-constrained, RFC 7800, RFC 9449) is
-// refused with [ErrSenderConstrained] unless Config.AllowConfirmation is
+// refused with [Error] "sender_constrained" unless Config.AllowConfirmation is
 // set by a caller that checks the proof of possession. No zero value in
 // [Config] disables a check.
 //

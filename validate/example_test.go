@@ -100,9 +100,9 @@ func ExampleValidator_Validate_errors() {
 	} {
 		_, err := v.Validate(context.Background(), raw)
 		switch {
-		case errors.Is(err, validate.ErrExpired):
+		case errors.Is(err, validate.Error{Reason: "expired"}):
 			fmt.Println("expired:", err)
-		case errors.Is(err, validate.ErrAudience):
+		case errors.Is(err, validate.Error{Reason: "audience"}):
 			fmt.Println("not for us:", err)
 		case errors.Is(err, validate.ErrKeysUnavailable):
 			fmt.Println("retry later:", err)

@@ -301,9 +301,9 @@ func newTestValidator(t testing.TB, mutate func(*Config)) *Validator {
 
 // sentinels lists every error this package may return.
 var sentinels = []error{
-	ErrMalformed, ErrTooLarge, ErrUnsupportedAlgorithm, ErrType, ErrKeyNotFound,
-	ErrSignature, ErrIssuer, ErrAudience, ErrClient, ErrExpired, ErrNotYetValid,
-	ErrIssuedAt, ErrLifetime, ErrMissingClaim, ErrKeysUnavailable, ErrInactive, ErrConfig, ErrSenderConstrained,
+	errMalformed, errTooLarge, errUnsupportedAlgorithm, errType, errKeyNotFound,
+	errSignature, errIssuer, errAudience, errClient, errExpired, errNotYetValid,
+	errIssuedAt, errLifetime, errMissingClaim, ErrKeysUnavailable, Error{"inactive"}, ErrConfig, errSenderConstrained,
 }
 
 // wrapsOneSentinel reports whether err wraps exactly one sentinel.

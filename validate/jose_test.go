@@ -14,7 +14,7 @@ import (
 // goJoseAccepts reports whether go-jose's jwt package parses raw (with
 // this package's default allow-list) and verifies it under set.
 func goJoseAccepts(raw string, set *StaticKeys) bool {
-	tok, err := jwt.ParseSigned(raw, DefaultAlgorithms())
+	tok, err := jwt.ParseSigned(raw, defaultAlgorithms())
 	if err != nil {
 		return false
 	}
@@ -63,54 +63,54 @@ func TestJOSEBoundaryDifferential(t *testing.T) {
 		{"valid EdDSA", mint(t, k.ed, baseClaims()), nil},
 		{"valid PS256", forge(t, k.ps256, `{"alg":"PS256","typ":"at+jwt","kid":"ps256"}`, good), nil},
 		// Serialization and base64url.
-		{"two segments", h + "." + p, ErrMalformed},
-		{"four segments", valid + ".x", ErrMalformed},
-		{"JWE five segments", b64enc(`{"alg":"RSA-OAEP","enc":"A256GCM"}`) + ".a.b.c.d", ErrMalformed},
-		{"JSON serialization", `{"payload":"` + p + `","protected":"` + h + `","signature":"` + s + `"}`, ErrMalformed},
-		{"padded signature", withSig(valid, sig) + "==", ErrMalformed},
-		{"standard alphabet", h + "." + p + "." + base64.RawStdEncoding.EncodeToString(sig), ErrMalformed},
-		{"line break in payload", h + "." + p[:10] + "\n" + p[10:] + "." + s, ErrMalformed},
-		{"empty payload segment", h + ".." + s, ErrMalformed},
-		{"non-canonical trailing bits", h + "." + p + "." + s[:len(s)-1] + string(s[len(s)-1]^1), ErrMalformed},
+		{"two segments", h + "." + p, errMalformed},
+		{"four segments", valid + ".x", errMalformed},
+		{"JWE five segments", b64enc(`{"alg":"RSA-OAEP","enc":"A256GCM"}`) + ".a.b.c.d", errMalformed},
+		{"JSON serialization", `{"payload":"` + p + `","protected":"` + h + `","signature":"` + s + `"}`, errMalformed},
+		{"padded signature", withSig(valid, sig) + "==", errMalformed},
+		{"standard alphabet", h + "." + p + "." + base64.RawStdEncoding.EncodeToString(sig), errMalformed},
+		{"line break in payload", h + "." + p[:10] + "\n" + p[10:] + "." + s, errMalformed},
+		{"empty payload segment", h + ".." + s, errMalformed},
+		{"non-canonical trailing bits", h + "." + p + "." + s[:len(s)-1] + string(s[len(s)-1]^1), errMalformed},
 		// Header JSON.
-		{"header not an object", es(`["ES256"]`, good), ErrMalformed},
-		{"header trailing data", es(esHdr+`{}`, good), ErrMalformed},
-		{"header invalid UTF-8", es("{\"alg\":\"ES256\",\"typ\":\"at+jwt\",\"kid\":\"es256\",\"x\":\"\xff\"}", good), ErrMalformed},
-		{"header duplicate alg", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","alg":"ES256"}`, good), ErrMalformed},
-		{"header case variant", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","ALG":"none"}`, good), ErrMalformed},
-		{"kid not a string", es(`{"alg":"ES256","typ":"at+jwt","kid":7}`, good), ErrMalformed},
+		{"header not an object", es(`["ES256"]`, good), errMalformed},
+		{"header trailing data", es(esHdr+`{}`, good), errMalformed},
+		{"header invalid UTF-8", es("{\"alg\":\"ES256\",\"typ\":\"at+jwt\",\"kid\":\"es256\",\"x\":\"\xff\"}", good), errMalformed},
+		{"header duplicate alg", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","alg":"ES256"}`, good), errMalformed},
+		{"header case variant", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","ALG":"none"}`, good), errMalformed},
+		{"kid not a string", es(`{"alg":"ES256","typ":"at+jwt","kid":7}`, good), errMalformed},
 		// alg.
-		{"alg none", es(`{"alg":"none","typ":"at+jwt","kid":"es256"}`, good), ErrUnsupportedAlgorithm},
-		{"alg HS256 (key confusion)", forge(t, k.rs256, `{"alg":"HS256","typ":"at+jwt","kid":"rs256"}`, good), ErrUnsupportedAlgorithm},
-		{"alg lower case", es(`{"alg":"es256","typ":"at+jwt","kid":"es256"}`, good), ErrUnsupportedAlgorithm},
-		{"alg missing", es(`{"typ":"at+jwt","kid":"es256"}`, good), ErrMalformed},
-		{"alg of another family", es(`{"alg":"RS256","typ":"at+jwt","kid":"es256"}`, good), ErrKeyNotFound},
+		{"alg none", es(`{"alg":"none","typ":"at+jwt","kid":"es256"}`, good), errUnsupportedAlgorithm},
+		{"alg HS256 (key confusion)", forge(t, k.rs256, `{"alg":"HS256","typ":"at+jwt","kid":"rs256"}`, good), errUnsupportedAlgorithm},
+		{"alg lower case", es(`{"alg":"es256","typ":"at+jwt","kid":"es256"}`, good), errUnsupportedAlgorithm},
+		{"alg missing", es(`{"typ":"at+jwt","kid":"es256"}`, good), errMalformed},
+		{"alg of another family", es(`{"alg":"RS256","typ":"at+jwt","kid":"es256"}`, good), errKeyNotFound},
 		// Parameters that choose keys or processing.
-		{"jwk embedded", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","jwk":{"kty":"EC"}}`, good), ErrType},
-		{"jku", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","jku":"https://evil.example/jwks"}`, good), ErrType},
-		{"x5u", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","x5u":"https://evil.example/c"}`, good), ErrType},
-		{"x5c", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","x5c":["MIIB"]}`, good), ErrType},
-		{"crit", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","crit":["exp"],"exp":1}`, good), ErrType},
-		{"b64 false", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","crit":["b64"],"b64":false}`, good), ErrType},
-		{"cty JWT (nested)", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","cty":"JWT"}`, good), ErrType},
-		{"typ JWT", es(`{"alg":"ES256","typ":"JWT","kid":"es256"}`, good), ErrType},
-		{"typ missing", es(`{"alg":"ES256","kid":"es256"}`, good), ErrType},
+		{"jwk embedded", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","jwk":{"kty":"EC"}}`, good), errType},
+		{"jku", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","jku":"https://evil.example/jwks"}`, good), errType},
+		{"x5u", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","x5u":"https://evil.example/c"}`, good), errType},
+		{"x5c", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","x5c":["MIIB"]}`, good), errType},
+		{"crit", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","crit":["exp"],"exp":1}`, good), errType},
+		{"b64 false", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","crit":["b64"],"b64":false}`, good), errType},
+		{"cty JWT (nested)", es(`{"alg":"ES256","typ":"at+jwt","kid":"es256","cty":"JWT"}`, good), errType},
+		{"typ JWT", es(`{"alg":"ES256","typ":"JWT","kid":"es256"}`, good), errType},
+		{"typ missing", es(`{"alg":"ES256","kid":"es256"}`, good), errType},
 		{"kid missing", es(`{"alg":"ES256","typ":"at+jwt"}`, good), nil},
-		{"kid unknown", es(`{"alg":"ES256","typ":"at+jwt","kid":"nope"}`, good), ErrKeyNotFound},
+		{"kid unknown", es(`{"alg":"ES256","typ":"at+jwt","kid":"nope"}`, good), errKeyNotFound},
 		// Claims set JSON.
-		{"claims not an object", es(esHdr, `[1]`), ErrMalformed},
-		{"claims duplicate iss", es(esHdr, `{`+body+`,"iss":"https://evil.example"}`), ErrMalformed},
-		{"claims case variant sub", es(esHdr, `{`+body+`,"SUB":"mallory"}`), ErrMalformed},
-		{"claims nested duplicate", es(esHdr, `{`+body+`,"x":{"a":1,"a":2}}`), ErrMalformed},
-		{"claims invalid UTF-8", es(esHdr, `{`+body+",\"x\":\"\xc3\"}"), ErrMalformed},
-		{"claims lone surrogate", es(esHdr, `{`+body+`,"x":"\ud800"}`), ErrMalformed},
-		{"claims trailing data", es(esHdr, good+` 1`), ErrMalformed},
+		{"claims not an object", es(esHdr, `[1]`), errMalformed},
+		{"claims duplicate iss", es(esHdr, `{`+body+`,"iss":"https://evil.example"}`), errMalformed},
+		{"claims case variant sub", es(esHdr, `{`+body+`,"SUB":"mallory"}`), errMalformed},
+		{"claims nested duplicate", es(esHdr, `{`+body+`,"x":{"a":1,"a":2}}`), errMalformed},
+		{"claims invalid UTF-8", es(esHdr, `{`+body+",\"x\":\"\xc3\"}"), errMalformed},
+		{"claims lone surrogate", es(esHdr, `{`+body+`,"x":"\ud800"}`), errMalformed},
+		{"claims trailing data", es(esHdr, good+` 1`), errMalformed},
 		// Signatures.
-		{"ECDSA DER signature", withSig(valid, derSignature(t, sig)), ErrSignature},
-		{"truncated signature", withSig(valid, sig[:63]), ErrSignature},
-		{"signature of another token", h + "." + b64enc(`{`+body+`,"x":1}`) + "." + s, ErrSignature},
-		{"RSA 1024-bit key", forge(t, k.rs1024, `{"alg":"RS256","typ":"at+jwt","kid":"rs1024"}`, good), ErrKeyNotFound},
-		{"Ed25519 alg on an EC key id", es(`{"alg":"Ed25519","typ":"at+jwt","kid":"es256"}`, good), ErrKeyNotFound},
+		{"ECDSA DER signature", withSig(valid, derSignature(t, sig)), errSignature},
+		{"truncated signature", withSig(valid, sig[:63]), errSignature},
+		{"signature of another token", h + "." + b64enc(`{`+body+`,"x":1}`) + "." + s, errSignature},
+		{"RSA 1024-bit key", forge(t, k.rs1024, `{"alg":"RS256","typ":"at+jwt","kid":"rs1024"}`, good), errKeyNotFound},
+		{"Ed25519 alg on an EC key id", es(`{"alg":"Ed25519","typ":"at+jwt","kid":"es256"}`, good), errKeyNotFound},
 	}
 	set := k.primarySet()
 	v := newTestValidator(t, nil)
@@ -155,12 +155,12 @@ func TestEd25519Name(t *testing.T) {
 		{"Ed25519 token, JWK alg Ed25519", edTok, withKeyAlg("Ed25519"), nil},
 		{"Ed25519 token, JWK without alg", edTok, withKeyAlg(""), nil},
 		{"EdDSA token, JWK alg Ed25519", mint(t, k.ed, baseClaims()), withKeyAlg("Ed25519"), nil},
-		{"Ed25519 token, JWK alg ES256", edTok, withKeyAlg("ES256"), ErrKeyNotFound},
-		{"Ed25519 not in the configured list", edTok, func(c *Config) { c.Algorithms = []jose.SignatureAlgorithm{jose.EdDSA} }, ErrUnsupportedAlgorithm},
+		{"Ed25519 token, JWK alg ES256", edTok, withKeyAlg("ES256"), errKeyNotFound},
+		{"Ed25519 not in the configured list", edTok, func(c *Config) { c.Algorithms = []jose.SignatureAlgorithm{jose.EdDSA} }, errUnsupportedAlgorithm},
 		{"Ed25519 alone configured", edTok, func(c *Config) { c.Algorithms = []jose.SignatureAlgorithm{Ed25519} }, nil},
-		{"EdDSA refused when only Ed25519 configured", mint(t, k.ed, baseClaims()), func(c *Config) { c.Algorithms = []jose.SignatureAlgorithm{Ed25519} }, ErrUnsupportedAlgorithm},
-		{"Ed25519 case variant", forge(t, k.ed, `{"alg":"ED25519","typ":"at+jwt","kid":"ed"}`, good), nil, ErrUnsupportedAlgorithm},
-		{"Ed25519 signature with a bad length", withSig(edTok, make([]byte, 63)), nil, ErrSignature},
+		{"EdDSA refused when only Ed25519 configured", mint(t, k.ed, baseClaims()), func(c *Config) { c.Algorithms = []jose.SignatureAlgorithm{Ed25519} }, errUnsupportedAlgorithm},
+		{"Ed25519 case variant", forge(t, k.ed, `{"alg":"ED25519","typ":"at+jwt","kid":"ed"}`, good), nil, errUnsupportedAlgorithm},
+		{"Ed25519 signature with a bad length", withSig(edTok, make([]byte, 63)), nil, errSignature},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -177,7 +177,7 @@ func TestEd25519Name(t *testing.T) {
 	// The signature really is checked, by crypto/ed25519.
 	h, p, _ := segments(edTok)
 	bad := ed25519.Sign(k.ed.priv.(ed25519.PrivateKey), []byte(h+"."+p+"x"))
-	if _, err := newTestValidator(t, nil).Validate(t.Context(), h+"."+p+"."+base64.RawURLEncoding.EncodeToString(bad)); !errors.Is(err, ErrSignature) {
+	if _, err := newTestValidator(t, nil).Validate(t.Context(), h+"."+p+"."+base64.RawURLEncoding.EncodeToString(bad)); !errors.Is(err, errSignature) {
 		t.Fatalf("wrong Ed25519 signature: %v", err)
 	}
 }
@@ -196,7 +196,7 @@ func TestCacheSameSignatureSegment(t *testing.T) {
 	h, _, s := segments(tok)
 	forged := h + "." + b64enc(claimsJSON(with("sub", "mallory"))) + "." + s
 	for range 2 {
-		if c, err := v.Validate(t.Context(), forged); !errors.Is(err, ErrSignature) {
+		if c, err := v.Validate(t.Context(), forged); !errors.Is(err, errSignature) {
 			t.Fatalf("forged: %+v, %v", c, err)
 		}
 	}

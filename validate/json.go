@@ -18,11 +18,11 @@ import (
 
 // Wrapped errors for JSON structure, one per class of the policy.
 var (
-	errNotObject       = fmt.Errorf("%w: not a JSON object", ErrMalformed)
-	errMalformedJSON   = fmt.Errorf("%w: invalid JSON", ErrMalformed)
-	errInvalidUTF8     = fmt.Errorf("%w: invalid UTF-8", ErrMalformed)
-	errDuplicateMember = fmt.Errorf("%w: duplicate member name", ErrMalformed)
-	errCaseVariant     = fmt.Errorf("%w: case-variant member name", ErrMalformed)
+	errNotObject       = fmt.Errorf("%w: not a JSON object", errMalformed)
+	errMalformedJSON   = fmt.Errorf("%w: invalid JSON", errMalformed)
+	errInvalidUTF8     = fmt.Errorf("%w: invalid UTF-8", errMalformed)
+	errDuplicateMember = fmt.Errorf("%w: duplicate member name", errMalformed)
+	errCaseVariant     = fmt.Errorf("%w: case-variant member name", errMalformed)
 )
 
 // jsonErr maps an error of strictjson to this package's wrapped errors,

@@ -56,16 +56,16 @@ import (
 // Wrapped errors for the parse stage. They carry no token data, are
 // allocated once, and cost nothing on the failure path.
 var (
-	errSegments        = fmt.Errorf("%w: not a compact JWS with three base64url segments", ErrMalformed)
-	errBase64          = fmt.Errorf("%w: segment is not canonical unpadded base64url", ErrMalformed)
-	errHeaderType      = fmt.Errorf("%w: header parameter has the wrong JSON type", ErrMalformed)
-	errHeaderSize      = fmt.Errorf("%w: more than 32 header parameters", ErrMalformed)
-	errNoAlg           = fmt.Errorf("%w: missing alg header", ErrMalformed)
-	errAlg             = fmt.Errorf("%w: alg not allowed", ErrUnsupportedAlgorithm)
-	errForbiddenHeader = fmt.Errorf("%w: crit, b64, jku, x5u, jwk or x5c header present", ErrType)
-	errContentType     = fmt.Errorf("%w: cty header present (nested JWT or non-claims payload)", ErrType)
-	errTyp             = fmt.Errorf("%w: typ is not at+jwt", ErrType)
-	errNoKID           = fmt.Errorf("%w: no kid header", ErrKeyNotFound)
+	errSegments        = fmt.Errorf("%w: not a compact JWS with three base64url segments", errMalformed)
+	errBase64          = fmt.Errorf("%w: segment is not canonical unpadded base64url", errMalformed)
+	errHeaderType      = fmt.Errorf("%w: header parameter has the wrong JSON type", errMalformed)
+	errHeaderSize      = fmt.Errorf("%w: more than 32 header parameters", errMalformed)
+	errNoAlg           = fmt.Errorf("%w: missing alg header", errMalformed)
+	errAlg             = fmt.Errorf("%w: alg not allowed", errUnsupportedAlgorithm)
+	errForbiddenHeader = fmt.Errorf("%w: crit, b64, jku, x5u, jwk or x5c header present", errType)
+	errContentType     = fmt.Errorf("%w: cty header present (nested JWT or non-claims payload)", errType)
+	errTyp             = fmt.Errorf("%w: typ is not at+jwt", errType)
+	errNoKID           = fmt.Errorf("%w: no kid header", errKeyNotFound)
 )
 
 // maxHeaderParams bounds the JOSE header, which is read before the
@@ -129,9 +129,9 @@ func decodeSegment(dst, src []byte) ([]byte, error) {
 }
 
 // readHeader reads alg, typ, kid and the forbidden parameters from the
-// JOSE header hdr, in this order of checks: structure (ErrMalformed), alg
-// (ErrUnsupportedAlgorithm), forbidden parameters and cty (ErrType), typ
-// (ErrType), kid (ErrKeyNotFound).
+// JOSE header hdr, in this order of checks: structure (Error "malformed"), alg
+// (Error "algorithm"), forbidden parameters and cty (Error "type"), typ
+// (Error "type"), kid (Error "unknown_key").
 func (v *Validator) readHeader(hdr []byte, h *header) error {
 	var alg, typ string
 	var hasTyp, forbidden, cty, badType bool

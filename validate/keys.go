@@ -12,7 +12,7 @@ import (
 // remote JWKS (RFC 7517) with discovery, refresh and rate limiting.
 type KeySource interface {
 	// Keys returns the usable public verification keys published under kid.
-	// An unknown kid returns an error wrapping [ErrKeyNotFound]. When no key
+	// An unknown kid returns an error wrapping [Error] "unknown_key". When no key
 	// set could be obtained at all, it returns an error wrapping
 	// [ErrKeysUnavailable]. Implementations must not block longer than their
 	// own bounded wait, and must honour ctx.
@@ -25,17 +25,19 @@ type KeySource interface {
 	// returned slice, so a source may return its own storage.
 	//
 	// Errors must not quote kid: it is an unverified token value. Errors
-	// wrapping ErrKeyNotFound are replaced by a bare ErrKeyNotFound; errors
+	// wrapping Error "unknown_key" are replaced by a bare Error "unknown_key"; errors
 	// wrapping ErrKeysUnavailable are returned as they are, and any other
 	// error is wrapped in ErrKeysUnavailable; both may reach logs.
 	Keys(ctx context.Context, kid string) ([]jose.JSONWebKey, error)
 }
 
-// Refresher is implemented by key sources that can refresh on demand. When a
-// signature fails under a known kid, [Validator] calls Refresh once (some
-// authorization servers re-key under an unchanged kid) and retries. The
-// implementation rate-limits refreshes; a refused refresh returns at once.
-type Refresher interface {
+// keyRefresher is implemented by key sources that can refresh on demand
+// (validate/jwks.Source does). When a signature fails under a known kid,
+// [Validator] calls Refresh once (some authorization servers re-key under
+// an unchanged kid) and retries. The implementation rate-limits refreshes;
+// a refused refresh returns at once. A [KeySource] of its own gets this by
+// having the method Refresh(ctx context.Context) error.
+type keyRefresher interface {
 	Refresh(ctx context.Context) error
 }
 
@@ -66,7 +68,7 @@ func (s *StaticKeys) Keys(_ context.Context, kid string) ([]jose.JSONWebKey, err
 	}
 	switch n {
 	case 0:
-		return nil, fmt.Errorf("%w", ErrKeyNotFound)
+		return nil, fmt.Errorf("%w", errKeyNotFound)
 	case 1: // the common case, without allocating
 		return s.Set[first : first+1 : first+1], nil
 	}

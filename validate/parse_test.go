@@ -22,7 +22,7 @@ func objectMembers(doc string) ([]member, error) {
 }
 
 // TestObjectMembers: the glue over strictjson gives values as sub-strings
-// and maps every class of the policy to ErrMalformed.
+// and maps every class of the policy to Error "malformed".
 func TestObjectMembers(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -47,7 +47,7 @@ func TestObjectMembers(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := objectMembers(tt.doc)
-			if !errors.Is(err, tt.wantErr) || (err != nil && !errors.Is(err, ErrMalformed)) {
+			if !errors.Is(err, tt.wantErr) || (err != nil && !errors.Is(err, errMalformed)) {
 				t.Fatalf("got err %v, want %v", err, tt.wantErr)
 			}
 			if err == nil && !slices.Equal(got, tt.want) {

@@ -10,8 +10,8 @@ import (
 )
 
 var (
-	errScopeType = fmt.Errorf("%w: scope is not a string, or scp is not a string or an array of strings", ErrMalformed)
-	errScopeChar = fmt.Errorf("%w: scope token has a character outside RFC 6749 §3.3", ErrMalformed)
+	errScopeType = fmt.Errorf("%w: scope is not a string, or scp is not a string or an array of strings", errMalformed)
+	errScopeChar = fmt.Errorf("%w: scope token has a character outside RFC 6749 §3.3", errMalformed)
 )
 
 // HasScope reports whether the token grants scope s (exact, case-sensitive
@@ -24,7 +24,7 @@ func (c *Claims) HasScope(s string) bool {
 // scope tokens), or, when Config.AllowSCP is set and "scope" is absent,
 // "scp" as such a string or as an array of single scope tokens. Runs of
 // spaces are tolerated; any other character outside the RFC 6749 §3.3
-// scope-token grammar is ErrMalformed.
+// scope-token grammar is Error "malformed".
 func (v *Validator) scopes(rc *rawClaims) ([]string, error) {
 	switch {
 	case rc.scope != "":

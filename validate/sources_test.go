@@ -54,7 +54,7 @@ func (r *rotatingKeys) Refresh(context.Context) error {
 	return nil
 }
 
-var _ Refresher = (*rotatingKeys)(nil)
+var _ keyRefresher = (*rotatingKeys)(nil)
 
 func TestValidateKeySourceErrors(t *testing.T) {
 	k := keys(t)
@@ -64,12 +64,12 @@ func TestValidateKeySourceErrors(t *testing.T) {
 		src     KeySource
 		wantErr error
 	}{
-		{"not found", errKeys{ErrKeyNotFound}, ErrKeyNotFound},
-		{"not found quoting kid", errKeys{fmt.Errorf("%w: kid %q", ErrKeyNotFound, "es256")}, ErrKeyNotFound},
+		{"not found", errKeys{errKeyNotFound}, errKeyNotFound},
+		{"not found quoting kid", errKeys{fmt.Errorf("%w: kid %q", errKeyNotFound, "es256")}, errKeyNotFound},
 		{"unavailable", errKeys{fmt.Errorf("jwks: %w", ErrKeysUnavailable)}, ErrKeysUnavailable},
 		{"other error", errKeys{errors.New("connection refused")}, ErrKeysUnavailable},
 		{"context canceled", errKeys{context.Canceled}, ErrKeysUnavailable},
-		{"empty set", fixedKeys{}, ErrKeyNotFound},
+		{"empty set", fixedKeys{}, errKeyNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,10 +105,10 @@ func TestValidateRefresh(t *testing.T) {
 		wantRefresh int
 	}{
 		{"re-keyed under same kid", &rotatingKeys{before: []jose.JSONWebKey{old}, after: []jose.JSONWebKey{cur}}, tok, nil, 1},
-		{"still wrong after refresh", &rotatingKeys{before: []jose.JSONWebKey{old}, after: []jose.JSONWebKey{old}}, tok, ErrSignature, 1},
-		{"kid gone after refresh", &rotatingKeys{before: []jose.JSONWebKey{old}}, tok, ErrKeyNotFound, 1},
-		{"refresh refused", &rotatingKeys{before: []jose.JSONWebKey{old}, after: []jose.JSONWebKey{cur}, refreshErr: errors.New("rate limited")}, tok, ErrSignature, 1},
-		{"no refresh when kid unknown", &rotatingKeys{after: []jose.JSONWebKey{cur}}, tok, ErrKeyNotFound, 0},
+		{"still wrong after refresh", &rotatingKeys{before: []jose.JSONWebKey{old}, after: []jose.JSONWebKey{old}}, tok, errSignature, 1},
+		{"kid gone after refresh", &rotatingKeys{before: []jose.JSONWebKey{old}}, tok, errKeyNotFound, 1},
+		{"refresh refused", &rotatingKeys{before: []jose.JSONWebKey{old}, after: []jose.JSONWebKey{cur}, refreshErr: errors.New("rate limited")}, tok, errSignature, 1},
+		{"no refresh when kid unknown", &rotatingKeys{after: []jose.JSONWebKey{cur}}, tok, errKeyNotFound, 0},
 		{"no refresh when valid", &rotatingKeys{before: []jose.JSONWebKey{cur}}, tok, nil, 0},
 	}
 	for _, tt := range tests {
@@ -126,8 +126,8 @@ func TestValidateRefresh(t *testing.T) {
 		src := &rotatingKeys{before: []jose.JSONWebKey{old}, after: []jose.JSONWebKey{cur}}
 		v := newTestValidator(t, func(c *Config) { c.Issuers[0].Keys = src })
 		short := tok[:strings.LastIndexByte(tok, '.')+1] + "AAAA"
-		if _, err := v.Validate(t.Context(), short); !errors.Is(err, ErrSignature) || src.refreshCalls != 0 {
-			t.Errorf("got err %v and %d refreshes, want ErrSignature and none", err, src.refreshCalls)
+		if _, err := v.Validate(t.Context(), short); !errors.Is(err, errSignature) || src.refreshCalls != 0 {
+			t.Errorf("got err %v and %d refreshes, want errSignature and none", err, src.refreshCalls)
 		}
 	})
 	t.Run("re-keyed without kid", func(t *testing.T) {

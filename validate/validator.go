@@ -56,7 +56,7 @@ type Validator struct {
 type issuerState struct {
 	name      string
 	keys      KeySource
-	refresher Refresher // nil if keys does not implement Refresher
+	refresher keyRefresher // nil if keys does not implement Refresher
 }
 
 // New returns a Validator for cfg. It returns an error wrapping [ErrConfig]
@@ -81,7 +81,7 @@ func New(cfg Config) (*Validator, error) {
 	}
 	for _, is := range cfg.Issuers {
 		st := &issuerState{name: is.Issuer, keys: is.Keys}
-		st.refresher, _ = is.Keys.(Refresher)
+		st.refresher, _ = is.Keys.(keyRefresher)
 		v.issuers[is.Issuer] = st
 	}
 	if cfg.CacheSize > 0 {
@@ -95,24 +95,24 @@ func New(cfg Config) (*Validator, error) {
 // exactly one sentinel of this package and never contains a value read
 // from the token. Checks run cheapest first:
 //
-//  1. size (ErrTooLarge), then the cache, if enabled;
+//  1. size (Error "too_large"), then the cache, if enabled;
 //  2. three strict base64url segments; the header one JSON object by the
 //     internal/strictjson policy (valid UTF-8, no repeated names at any
 //     depth, no names equal under case folding, no case variant of a
 //     parameter read), at most 32 parameters, "alg", "typ" and "kid"
-//     strings (ErrMalformed);
-//  3. "alg" in the allow-list (ErrUnsupportedAlgorithm); no "crit", "b64",
+//     strings (Error "malformed");
+//  3. "alg" in the allow-list (Error "algorithm"); no "crit", "b64",
 //     "jku", "x5u", "jwk", "x5c" or "cty" header; "typ" is at+jwt
-//     (ErrType); a "kid" header (ErrKeyNotFound);
-//  4. the claims set one JSON object by the same policy (ErrMalformed);
-//  5. unverified "iss" routes to a configured issuer (ErrMissingClaim,
-//     ErrMalformed, ErrIssuer);
-//  6. usable keys under kid (ErrKeyNotFound, ErrKeysUnavailable) and the
-//     signature (ErrSignature), retried once after Refresher.Refresh;
-//  7. claim types and required claims (ErrMalformed, ErrMissingClaim),
-//     and "cnf" (ErrSenderConstrained unless Config.AllowConfirmation);
-//  8. audience (ErrAudience), client (ErrClient), then exp, nbf, iat and
-//     lifetime (ErrExpired, ErrNotYetValid, ErrIssuedAt, ErrLifetime).
+//     (Error "type"); a "kid" header (Error "unknown_key");
+//  4. the claims set one JSON object by the same policy (Error "malformed");
+//  5. unverified "iss" routes to a configured issuer (Error "missing_claim",
+//     Error "malformed", Error "issuer");
+//  6. usable keys under kid (Error "unknown_key", ErrKeysUnavailable) and the
+//     signature (Error "signature"), retried once after a Refresh of the key source;
+//  7. claim types and required claims (Error "malformed", Error "missing_claim"),
+//     and "cnf" (Error "sender_constrained" unless Config.AllowConfirmation);
+//  8. audience (Error "audience"), client (Error "client"), then exp, nbf, iat and
+//     lifetime (Error "expired", Error "not_yet_valid", Error "issued_at", Error "lifetime").
 func (v *Validator) Validate(ctx context.Context, raw string) (*Claims, error) {
 	if v.cfg.Observer != nil {
 		return v.observed(ctx, raw) // observe.go
@@ -124,7 +124,7 @@ func (v *Validator) Validate(ctx context.Context, raw string) (*Claims, error) {
 // verified-token cache answered.
 func (v *Validator) validate(ctx context.Context, raw string, hit *bool) (*Claims, error) {
 	if len(raw) > v.cfg.MaxTokenBytes {
-		return nil, ErrTooLarge
+		return nil, errTooLarge
 	}
 	if raw == "" {
 		return nil, errSegments
@@ -181,17 +181,17 @@ func (v *Validator) validate(ctx context.Context, raw string, hit *bool) (*Claim
 
 var (
 	errKeySource   = fmt.Errorf("%w: key source error", ErrKeysUnavailable)
-	errTooManyKeys = fmt.Errorf("%w: more candidate keys than a token may try", ErrKeyNotFound)
+	errTooManyKeys = fmt.Errorf("%w: more candidate keys than a token may try", errKeyNotFound)
 )
 
 // verify checks tok's signature with is's usable keys under tok's kid and
 // returns the key that verified it. If a signature fails under a known kid
-// and the key source implements Refresher, it refreshes once and retries.
+// and the key source has a Refresh method, it refreshes once and retries.
 func (v *Validator) verify(ctx context.Context, is *issuerState, tok *token, start time.Time) (crypto.PublicKey, error) {
 	pub, err := tryKeys(ctx, is, tok)
 	// A signature whose length no key of the algorithm could produce can
 	// never verify, so it must not cost the authorization server a fetch.
-	if !errors.Is(err, ErrSignature) || is.refresher == nil || !jws.PlausibleSignature(tok.alg, tok.sig) {
+	if !errors.Is(err, errSignature) || is.refresher == nil || !jws.PlausibleSignature(tok.alg, tok.sig) {
 		return pub, err
 	}
 	// One Validate call waits on its key source for at most MaxKeyWait in
@@ -208,13 +208,13 @@ func (v *Validator) verify(ctx context.Context, is *issuerState, tok *token, sta
 	return tryKeys(rctx, is, tok)
 }
 
-// keySourceErr maps a KeySource error: ErrKeyNotFound loses the source's
+// keySourceErr maps a KeySource error: Error "unknown_key" loses the source's
 // text (which may quote the unverified kid), ErrKeysUnavailable passes, and
 // anything else becomes ErrKeysUnavailable with its cause kept.
 func keySourceErr(err error) error {
 	switch {
-	case errors.Is(err, ErrKeyNotFound):
-		return ErrKeyNotFound
+	case errors.Is(err, errKeyNotFound):
+		return errKeyNotFound
 	case errors.Is(err, ErrKeysUnavailable):
 		return err
 	default:
@@ -252,7 +252,7 @@ func tryKeys(ctx context.Context, is *issuerState, tok *token) (crypto.PublicKey
 		tried++
 	}
 	if tried == 0 {
-		return nil, ErrKeyNotFound
+		return nil, errKeyNotFound
 	}
-	return nil, ErrSignature
+	return nil, errSignature
 }

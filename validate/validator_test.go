@@ -61,10 +61,10 @@ func TestNewConfig(t *testing.T) {
 
 func TestConfigDefaults(t *testing.T) {
 	c := Config{}.withDefaults()
-	if c.Leeway != DefaultLeeway || c.MaxTokenBytes != DefaultMaxTokenBytes || c.CacheSize != defaultCacheSize {
+	if c.Leeway != defaultLeeway || c.MaxTokenBytes != defaultMaxTokenBytes || c.CacheSize != defaultCacheSize {
 		t.Errorf("defaults: got leeway %v, max %d, cache %d", c.Leeway, c.MaxTokenBytes, c.CacheSize)
 	}
-	if !slices.Equal(c.Algorithms, DefaultAlgorithms()) || c.Now == nil {
+	if !slices.Equal(c.Algorithms, defaultAlgorithms()) || c.Now == nil {
 		t.Errorf("defaults: got algorithms %v, now %v", c.Algorithms, c.Now != nil)
 	}
 	if got := (Config{Leeway: -time.Second}).withDefaults().Leeway; got != 0 {
@@ -246,22 +246,22 @@ func TestValidateIssuers(t *testing.T) {
 			}},
 		{name: "issuer B key on iss=A token", cfg: twoIssuers,
 			tok:     func(t testing.TB, k *testKeys) string { return mint(t, k.es256b, baseClaims()) },
-			wantErr: ErrKeyNotFound},
+			wantErr: errKeyNotFound},
 		{name: "issuer A key on iss=B token", cfg: twoIssuers,
 			tok:     func(t testing.TB, k *testKeys) string { return mint(t, k.es256, with("iss", testIss2)) },
-			wantErr: ErrKeyNotFound},
+			wantErr: errKeyNotFound},
 		{name: "issuer B key under issuer A kid", cfg: twoIssuers,
 			tok: func(t testing.TB, k *testKeys) string {
 				return forge(t, k.es256b, `{"alg":"ES256","typ":"at+jwt","kid":"es256"}`, claimsJSON(baseClaims()))
 			},
-			wantErr: ErrSignature},
-		{name: "unknown issuer", tok: es(with("iss", "https://evil.example")), wantErr: ErrIssuer},
-		{name: "issuer differs by trailing slash", tok: es(with("iss", testIss+"/")), wantErr: ErrIssuer},
-		{name: "issuer differs by case", tok: es(with("iss", "https://AS.example.com")), wantErr: ErrIssuer},
-		{name: "missing iss", tok: es(with("iss", nil)), wantErr: ErrMissingClaim},
-		{name: "empty iss", tok: es(with("iss", "")), wantErr: ErrMissingClaim},
-		{name: "numeric iss", tok: es(with("iss", 7)), wantErr: ErrMalformed},
-		{name: "array iss", tok: es(with("iss", []string{testIss})), wantErr: ErrMalformed},
+			wantErr: errSignature},
+		{name: "unknown issuer", tok: es(with("iss", "https://evil.example")), wantErr: errIssuer},
+		{name: "issuer differs by trailing slash", tok: es(with("iss", testIss+"/")), wantErr: errIssuer},
+		{name: "issuer differs by case", tok: es(with("iss", "https://AS.example.com")), wantErr: errIssuer},
+		{name: "missing iss", tok: es(with("iss", nil)), wantErr: errMissingClaim},
+		{name: "empty iss", tok: es(with("iss", "")), wantErr: errMissingClaim},
+		{name: "numeric iss", tok: es(with("iss", 7)), wantErr: errMalformed},
+		{name: "array iss", tok: es(with("iss", []string{testIss})), wantErr: errMalformed},
 	})
 }
 
@@ -275,32 +275,32 @@ func TestValidateAudienceAndClient(t *testing.T) {
 			}
 		}},
 		{name: "second configured audience", cfg: multi, tok: es(baseClaims())},
-		{name: "wrong aud", tok: es(with("aud", "https://other.example")), wantErr: ErrAudience},
-		{name: "aud prefix is not a match", tok: es(with("aud", testAud+"/x")), wantErr: ErrAudience},
+		{name: "wrong aud", tok: es(with("aud", "https://other.example")), wantErr: errAudience},
+		{name: "aud prefix is not a match", tok: es(with("aud", testAud+"/x")), wantErr: errAudience},
 		// MCP Canonical Server URI: uppercase scheme and host SHOULD be
 		// accepted; the path stays case-sensitive.
 		{name: "aud uppercase scheme and host", tok: es(with("aud", upperAuthority(testAud)))},
-		{name: "aud uppercase path", tok: es(with("aud", strings.ToUpper(testAud))), wantErr: ErrAudience},
+		{name: "aud uppercase path", tok: es(with("aud", strings.ToUpper(testAud))), wantErr: errAudience},
 		{name: "aud ASCII upper-case host letter", cfg: func(c *Config) { c.Audiences = []string{"https://mcp.kiwi.example/mcp"} },
 			tok: es(with("aud", "https://mcp.Kiwi.example/mcp"))},
 		// The Kelvin sign U+212A lower-cases to "k" under Unicode rules.
 		{name: "aud Kelvin sign is not k", cfg: func(c *Config) { c.Audiences = []string{"https://mcp.kiwi.example/mcp"} },
-			tok: es(with("aud", "https://mcp.\u212Aiwi.example/mcp")), wantErr: ErrAudience},
-		{name: "aud with userinfo", tok: es(with("aud", strings.Replace(testAud, "://", "://u@", 1))), wantErr: ErrAudience},
-		{name: "aud array without match", tok: es(with("aud", []string{"a", "b"})), wantErr: ErrAudience},
-		{name: "missing aud", tok: es(with("aud", nil)), wantErr: ErrMissingClaim},
-		{name: "empty aud array", tok: es(with("aud", []string{})), wantErr: ErrMissingClaim},
-		{name: "empty aud string", tok: es(with("aud", "")), wantErr: ErrMissingClaim},
-		{name: "numeric aud", tok: es(with("aud", 1)), wantErr: ErrMalformed},
-		{name: "aud array with number", tok: es(with("aud", []any{testAud, 1})), wantErr: ErrMalformed},
-		{name: "aud object", tok: es(with("aud", map[string]string{"a": testAud})), wantErr: ErrMalformed},
+			tok: es(with("aud", "https://mcp.\u212Aiwi.example/mcp")), wantErr: errAudience},
+		{name: "aud with userinfo", tok: es(with("aud", strings.Replace(testAud, "://", "://u@", 1))), wantErr: errAudience},
+		{name: "aud array without match", tok: es(with("aud", []string{"a", "b"})), wantErr: errAudience},
+		{name: "missing aud", tok: es(with("aud", nil)), wantErr: errMissingClaim},
+		{name: "empty aud array", tok: es(with("aud", []string{})), wantErr: errMissingClaim},
+		{name: "empty aud string", tok: es(with("aud", "")), wantErr: errMissingClaim},
+		{name: "numeric aud", tok: es(with("aud", 1)), wantErr: errMalformed},
+		{name: "aud array with number", tok: es(with("aud", []any{testAud, 1})), wantErr: errMalformed},
+		{name: "aud object", tok: es(with("aud", map[string]string{"a": testAud})), wantErr: errMalformed},
 		{name: "RejectMultipleAudiences, two", cfg: func(c *Config) { c.RejectMultipleAudiences = true },
-			tok: es(with("aud", []string{testAud, "x"})), wantErr: ErrAudience},
+			tok: es(with("aud", []string{testAud, "x"})), wantErr: errAudience},
 		{name: "RejectMultipleAudiences, one in array", cfg: func(c *Config) { c.RejectMultipleAudiences = true },
 			tok: es(with("aud", []string{testAud}))},
 		{name: "allowed client", cfg: clients, tok: es(baseClaims())},
-		{name: "client not allowed", cfg: clients, tok: es(with("client_id", "client-3")), wantErr: ErrClient},
-		{name: "azp used only without client_id", cfg: clients, tok: es(with("client_id", "client-3", "azp", "client-1")), wantErr: ErrClient},
+		{name: "client not allowed", cfg: clients, tok: es(with("client_id", "client-3")), wantErr: errClient},
+		{name: "azp used only without client_id", cfg: clients, tok: es(with("client_id", "client-3", "azp", "client-1")), wantErr: errClient},
 		{name: "azp fallback", cfg: func(c *Config) { clients(c); c.AllowMissingClientID = true },
 			tok: es(with("client_id", nil, "azp", "client-2")), check: func(t *testing.T, c *Claims) {
 				if c.ClientID != "client-2" {
@@ -308,9 +308,9 @@ func TestValidateAudienceAndClient(t *testing.T) {
 				}
 			}},
 		{name: "no client with allow-list", cfg: func(c *Config) { clients(c); c.AllowMissingClientID = true },
-			tok: es(with("client_id", nil)), wantErr: ErrClient},
-		{name: "numeric client_id", tok: es(with("client_id", 5)), wantErr: ErrMalformed},
-		{name: "numeric azp", tok: es(with("azp", 5)), wantErr: ErrMalformed},
+			tok: es(with("client_id", nil)), wantErr: errClient},
+		{name: "numeric client_id", tok: es(with("client_id", 5)), wantErr: errMalformed},
+		{name: "numeric azp", tok: es(with("azp", 5)), wantErr: errMalformed},
 	})
 }
 
@@ -319,24 +319,24 @@ func TestValidateRequiredClaims(t *testing.T) {
 		c.AllowMissingJTI, c.AllowMissingClientID, c.AllowMissingIssuedAt, c.AllowMissingSubject = true, true, true, true
 	}
 	runCases(t, []vcase{
-		{name: "missing exp", tok: es(with("exp", nil)), wantErr: ErrMissingClaim},
-		{name: "missing exp, all relaxed", cfg: all, tok: es(with("exp", nil)), wantErr: ErrMissingClaim},
-		{name: "missing aud, all relaxed", cfg: all, tok: es(with("aud", nil)), wantErr: ErrMissingClaim},
-		{name: "missing iss, all relaxed", cfg: all, tok: es(with("iss", nil)), wantErr: ErrMissingClaim},
-		{name: "missing sub", tok: es(with("sub", nil)), wantErr: ErrMissingClaim},
-		{name: "empty sub", tok: es(with("sub", "")), wantErr: ErrMissingClaim},
+		{name: "missing exp", tok: es(with("exp", nil)), wantErr: errMissingClaim},
+		{name: "missing exp, all relaxed", cfg: all, tok: es(with("exp", nil)), wantErr: errMissingClaim},
+		{name: "missing aud, all relaxed", cfg: all, tok: es(with("aud", nil)), wantErr: errMissingClaim},
+		{name: "missing iss, all relaxed", cfg: all, tok: es(with("iss", nil)), wantErr: errMissingClaim},
+		{name: "missing sub", tok: es(with("sub", nil)), wantErr: errMissingClaim},
+		{name: "empty sub", tok: es(with("sub", "")), wantErr: errMissingClaim},
 		{name: "AllowMissingSubject", cfg: func(c *Config) { c.AllowMissingSubject = true }, tok: es(with("sub", nil))},
-		{name: "missing jti", tok: es(with("jti", nil)), wantErr: ErrMissingClaim},
+		{name: "missing jti", tok: es(with("jti", nil)), wantErr: errMissingClaim},
 		{name: "AllowMissingJTI", cfg: func(c *Config) { c.AllowMissingJTI = true }, tok: es(with("jti", nil))},
-		{name: "missing client_id", tok: es(with("client_id", nil, "azp", "client-1")), wantErr: ErrMissingClaim},
+		{name: "missing client_id", tok: es(with("client_id", nil, "azp", "client-1")), wantErr: errMissingClaim},
 		{name: "AllowMissingClientID", cfg: func(c *Config) { c.AllowMissingClientID = true }, tok: es(with("client_id", nil))},
-		{name: "missing iat", tok: es(with("iat", nil)), wantErr: ErrMissingClaim},
+		{name: "missing iat", tok: es(with("iat", nil)), wantErr: errMissingClaim},
 		{name: "AllowMissingIssuedAt", cfg: func(c *Config) { c.AllowMissingIssuedAt = true }, tok: es(with("iat", nil))},
 		{name: "AllowMissingIssuedAt with MaxTokenLifetime", cfg: func(c *Config) { c.AllowMissingIssuedAt = true; c.MaxTokenLifetime = time.Hour },
-			tok: es(with("iat", nil)), wantErr: ErrMissingClaim},
-		{name: "numeric sub", tok: es(with("sub", 1)), wantErr: ErrMalformed},
-		{name: "numeric jti", tok: es(with("jti", 1)), wantErr: ErrMalformed},
-		{name: "null sub", tok: es(with("sub", jsonNull{})), wantErr: ErrMalformed},
+			tok: es(with("iat", nil)), wantErr: errMissingClaim},
+		{name: "numeric sub", tok: es(with("sub", 1)), wantErr: errMalformed},
+		{name: "numeric jti", tok: es(with("jti", 1)), wantErr: errMalformed},
+		{name: "null sub", tok: es(with("sub", jsonNull{})), wantErr: errMalformed},
 	})
 }
 

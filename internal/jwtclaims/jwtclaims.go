@@ -67,3 +67,12 @@ func NumericDate(v string) (time.Time, bool) {
 	}
 	return time.Unix(int64(sec), int64(nsec)).UTC(), true
 }
+
+// Defaults that validate and validate/introspect apply alike to zero
+// values of their Config.
+const (
+	// DefaultLeeway is the clock skew tolerated on "exp", "nbf" and "iat".
+	DefaultLeeway = 30 * time.Second
+	// DefaultMaxTokenBytes is the largest raw token accepted.
+	DefaultMaxTokenBytes = 8192
+)

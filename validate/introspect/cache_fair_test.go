@@ -32,7 +32,7 @@ func TestCacheFloodKeepsOthers(t *testing.T) {
 			}
 		} else {
 			iss.SetIntrospection(authtest.IntrospectionInactive)
-			if _, err := in.Validate(t.Context(), fmt.Sprint("junk-token-", i)); !errors.Is(err, validate.ErrInactive) {
+			if _, err := in.Validate(t.Context(), fmt.Sprint("junk-token-", i)); !errors.Is(err, validate.Error{Reason: "inactive"}) {
 				t.Fatalf("junk: err = %v, want ErrInactive", err)
 			}
 		}

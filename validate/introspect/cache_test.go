@@ -67,7 +67,7 @@ func TestCache(t *testing.T) {
 			steps: []step{
 				{wantCalls: 1},
 				{advance: 2*time.Minute - time.Second, wantCalls: 1},
-				{advance: time.Second, wantErr: validate.ErrInactive, wantCalls: 2},
+				{advance: time.Second, wantErr: validate.Error{Reason: "inactive"}, wantCalls: 2},
 			},
 		},
 		{
@@ -76,7 +76,7 @@ func TestCache(t *testing.T) {
 			steps: []step{
 				{wantCalls: 1},
 				{mode: mode(authtest.IntrospectionInactive), advance: 30 * time.Second, wantCalls: 1},
-				{advance: 30 * time.Second, wantErr: validate.ErrInactive, wantCalls: 2},
+				{advance: 30 * time.Second, wantErr: validate.Error{Reason: "inactive"}, wantCalls: 2},
 			},
 		},
 		{
@@ -86,14 +86,14 @@ func TestCache(t *testing.T) {
 			steps: []step{
 				{wantCalls: 1},
 				{mode: mode(authtest.IntrospectionInactive), advance: time.Minute - time.Second, wantCalls: 1},
-				{advance: time.Second, wantErr: validate.ErrInactive, wantCalls: 2},
+				{advance: time.Second, wantErr: validate.Error{Reason: "inactive"}, wantCalls: 2},
 			},
 		},
 		{
 			name: "inactive not cached by default",
 			steps: []step{
-				{mode: mode(authtest.IntrospectionInactive), wantErr: validate.ErrInactive, wantCalls: 1},
-				{wantErr: validate.ErrInactive, wantCalls: 2},
+				{mode: mode(authtest.IntrospectionInactive), wantErr: validate.Error{Reason: "inactive"}, wantCalls: 1},
+				{wantErr: validate.Error{Reason: "inactive"}, wantCalls: 2},
 				{mode: mode(authtest.IntrospectionActive), wantCalls: 3},
 			},
 		},
@@ -101,8 +101,8 @@ func TestCache(t *testing.T) {
 			name: "inactive cached for InactiveCacheTTL",
 			mut:  func(c *introspect.Config) { c.InactiveCacheTTL = time.Minute },
 			steps: []step{
-				{mode: mode(authtest.IntrospectionInactive), wantErr: validate.ErrInactive, wantCalls: 1},
-				{mode: mode(authtest.IntrospectionActive), advance: time.Minute - time.Second, wantErr: validate.ErrInactive, wantCalls: 1},
+				{mode: mode(authtest.IntrospectionInactive), wantErr: validate.Error{Reason: "inactive"}, wantCalls: 1},
+				{mode: mode(authtest.IntrospectionActive), advance: time.Minute - time.Second, wantErr: validate.Error{Reason: "inactive"}, wantCalls: 1},
 				{advance: time.Second, wantCalls: 2},
 			},
 		},
@@ -119,8 +119,8 @@ func TestCache(t *testing.T) {
 			name:   "rejected response not cached",
 			tokens: []authtest.TokenOption{authtest.WrongAudience()},
 			steps: []step{
-				{wantErr: validate.ErrAudience, wantCalls: 1},
-				{wantErr: validate.ErrAudience, wantCalls: 2},
+				{wantErr: validate.Error{Reason: "audience"}, wantCalls: 1},
+				{wantErr: validate.Error{Reason: "audience"}, wantCalls: 2},
 			},
 		},
 		{
@@ -277,7 +277,7 @@ func TestAuthtestFaults(t *testing.T) {
 			want := validate.ErrKeysUnavailable
 			switch f {
 			case authtest.FaultGarbage, authtest.FaultEmpty, authtest.FaultEmptyKeySet:
-				want = validate.ErrMalformed
+				want = validate.Error{Reason: "malformed"}
 			}
 			checkErr(t, err, want)
 			if d := time.Since(start); d > 3*time.Second {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/internal/fetch"
-	"github.com/mcpguard/mcpguard/validate"
+	"github.com/mcpguard/mcpguard/internal/jwtclaims"
 )
 
 // Defaults for the zero values of [Config].
@@ -110,7 +110,7 @@ type Config struct {
 	// an empty one), as some authorization servers send for
 	// client-credentials grants; the JWT path has the same relaxation
 	// (validate.Config.AllowMissingSubject). Defaults to false: a
-	// response without "sub" fails with validate.ErrMissingClaim.
+	// response without "sub" fails with validate.Error{Reason: "missing_claim"}.
 	AllowMissingSubject bool
 	// AllowConfirmation accepts responses for sender-constrained tokens
 	// whose "cnf" (RFC 7800 §3.1, RFC 7662 §2.2) is a DPoP key
@@ -119,7 +119,7 @@ type Config struct {
 	// it ONLY when the caller verifies the proof of possession itself, as
 	// the middleware does with DPoP. A "cnf" with any other member (mTLS's
 	// "x5t#S256", RFC 8705 §3.1) is refused even with it. Defaults to
-	// false: any "cnf" fails with validate.ErrSenderConstrained.
+	// false: any "cnf" fails with validate.Error{Reason: "sender_constrained"}.
 	AllowConfirmation bool
 
 	// ClientID and ClientSecret authenticate this resource server to the
@@ -168,13 +168,13 @@ type Config struct {
 	// nothing. See [CallObserver].
 	Observer CallObserver
 	// MaxTokenBytes bounds the raw token; a longer one is refused with
-	// [validate.ErrTooLarge] and never sent. Zero means
-	// [validate.DefaultMaxTokenBytes] (8192). Negative is a configuration
+	// [validate.Error] "too_large" and never sent. Zero means
+	// 8192. Negative is a configuration
 	// error.
 	MaxTokenBytes int
 
 	// Leeway is the clock skew tolerated on "exp", "nbf" and "iat". Zero
-	// means [validate.DefaultLeeway] (30 s); negative means none.
+	// means 30 s; negative means none.
 	Leeway time.Duration
 
 	// CacheSize is the number of results remembered, keyed by the SHA-256
@@ -217,11 +217,11 @@ func (c Config) withDefaults() Config {
 		c.MaxBytes = defaultMaxBytes
 	}
 	if c.MaxTokenBytes == 0 {
-		c.MaxTokenBytes = validate.DefaultMaxTokenBytes
+		c.MaxTokenBytes = jwtclaims.DefaultMaxTokenBytes
 	}
 	switch {
 	case c.Leeway == 0:
-		c.Leeway = validate.DefaultLeeway
+		c.Leeway = jwtclaims.DefaultLeeway
 	case c.Leeway < 0:
 		c.Leeway = 0
 	}

@@ -32,7 +32,7 @@
 // Config.Issuer; "nbf" and "iat" are checked when present; "token_type",
 // when present, must be Bearer; a "cnf" member (a sender-constrained
 // token, RFC 9449 or RFC 8705) is refused with
-// validate.ErrSenderConstrained, unless AllowConfirmation is set by a
+// validate.Error{Reason: "sender_constrained"}, unless AllowConfirmation is set by a
 // caller that checks the proof of possession itself, and then only a DPoP
 // confirmation {"jkt": …} is accepted (with "token_type" "DPoP" allowed),
 // filling Claims.Confirmation. "scope", "sub", "client_id", "jti" and
@@ -53,7 +53,7 @@
 // server-side misconfiguration, and it is logged at Error level. Any other
 // 400, or a 413, is an answer about the token itself (invalid_request,
 // unsupported_token_type, no error code, too large): [ErrRefused] with
-// [validate.ErrInactive], a 401 invalid_token logged at Debug only, so that
+// [validate.Error] "inactive", a 401 invalid_token logged at Debug only, so that
 // junk tokens cannot raise outage alarms. Everything else, inactive tokens
 // and malformed responses included, is a 401 invalid_token. The README
 // section on introspection has the full table.

@@ -128,7 +128,7 @@ func TestRefusedTokenCachedLikeInactive(t *testing.T) {
 		before := s.calls.Load()
 		in := newIntro(t, introspect.Config{Endpoint: s.URL(), InactiveCacheTTL: ttl})
 		for range 3 {
-			if _, err := in.Validate(t.Context(), testToken); !errors.Is(err, validate.ErrInactive) {
+			if _, err := in.Validate(t.Context(), testToken); !errors.Is(err, validate.Error{Reason: "inactive"}) {
 				t.Fatalf("err = %v", err)
 			}
 		}

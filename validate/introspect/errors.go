@@ -33,7 +33,7 @@ var (
 	// that is not one of its own, or 413 for a token larger than it
 	// accepts. The caller chose the token, so this is
 	// a refusal of the token, never an outage: it is wrapped together with
-	// [validate.ErrInactive] (401 invalid_token) and logged at Debug level
+	// [validate.Error] "inactive" (401 invalid_token) and logged at Debug level
 	// only. A 400 with invalid_client or unauthorized_client blames our
 	// credentials instead and is [ErrClientAuth].
 	ErrRefused = errors.New("introspect: endpoint refused the token")

@@ -65,7 +65,7 @@ func Example() {
 	fmt.Println(claims.Subject, claims.ClientID, claims.Scopes, claims.HasScope("notes:read"))
 
 	_, err = in.Validate(context.Background(), "revoked-token")
-	fmt.Println(errors.Is(err, validate.ErrInactive))
+	fmt.Println(errors.Is(err, validate.Error{Reason: "inactive"}))
 	// Output:
 	// alice app-1 [mcp:tools notes:read] true
 	// true

@@ -43,9 +43,9 @@ func FuzzParseResponse(f *testing.F) {
 		f.Fatal(err)
 	}
 	sentinels := []error{
-		validate.ErrMalformed, validate.ErrType, validate.ErrIssuer, validate.ErrAudience, validate.ErrExpired,
-		validate.ErrNotYetValid, validate.ErrIssuedAt, validate.ErrMissingClaim, validate.ErrInactive,
-		validate.ErrSenderConstrained,
+		validate.Error{Reason: "malformed"}, validate.Error{Reason: "type"}, validate.Error{Reason: "issuer"}, validate.Error{Reason: "audience"}, validate.Error{Reason: "expired"},
+		validate.Error{Reason: "not_yet_valid"}, validate.Error{Reason: "issued_at"}, validate.Error{Reason: "missing_claim"}, validate.Error{Reason: "inactive"},
+		validate.Error{Reason: "sender_constrained"},
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		c, err := in.parseResponse(body, now)

@@ -167,9 +167,9 @@ func (l *logBuffer) logger() *slog.Logger {
 
 // sentinels are the validate sentinels an Introspector may return.
 var sentinels = []error{
-	validate.ErrMalformed, validate.ErrTooLarge, validate.ErrType, validate.ErrIssuer, validate.ErrAudience,
-	validate.ErrExpired, validate.ErrNotYetValid, validate.ErrIssuedAt, validate.ErrMissingClaim,
-	validate.ErrKeysUnavailable, validate.ErrInactive, validate.ErrSenderConstrained,
+	validate.Error{Reason: "malformed"}, validate.Error{Reason: "too_large"}, validate.Error{Reason: "type"}, validate.Error{Reason: "issuer"}, validate.Error{Reason: "audience"},
+	validate.Error{Reason: "expired"}, validate.Error{Reason: "not_yet_valid"}, validate.Error{Reason: "issued_at"}, validate.Error{Reason: "missing_claim"},
+	validate.ErrKeysUnavailable, validate.Error{Reason: "inactive"}, validate.Error{Reason: "sender_constrained"},
 }
 
 // checkErr fails unless err wraps want and no other validate sentinel (nil

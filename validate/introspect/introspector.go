@@ -32,9 +32,9 @@ var (
 	// errRejected: the endpoint refused our client authentication.
 	errRejected = fmt.Errorf("%w: %w", ErrClientAuth, validate.ErrKeysUnavailable)
 	// errRefused: the endpoint answered 400 about the token; 401.
-	errRefused     = fmt.Errorf("%w: %w", ErrRefused, validate.ErrInactive)
-	errTooLarge    = fmt.Errorf("%w: token longer than MaxTokenBytes", validate.ErrTooLarge)
-	errTokenSyntax = fmt.Errorf("%w: token is empty or has a character outside visible ASCII", validate.ErrMalformed)
+	errRefused     = fmt.Errorf("%w: %w", ErrRefused, validate.Error{Reason: "inactive"})
+	errTooLarge    = fmt.Errorf("%w: token longer than MaxTokenBytes", validate.Error{Reason: "too_large"})
+	errTokenSyntax = fmt.Errorf("%w: token is empty or has a character outside visible ASCII", validate.Error{Reason: "malformed"})
 )
 
 // Introspector validates access tokens by asking the authorization
@@ -232,9 +232,9 @@ func (i *Introspector) introspect(ctx context.Context, raw string, key cacheKey)
 	switch {
 	case err == nil:
 		i.store(key, c, now)
-	case errors.Is(err, validate.ErrInactive):
+	case errors.Is(err, validate.Error{Reason: "inactive"}):
 		i.store(key, nil, now)
-	case errors.Is(err, validate.ErrMalformed):
+	case errors.Is(err, validate.Error{Reason: "malformed"}):
 		i.cfg.Logger.WarnContext(ctx, "introspect: malformed introspection response", "endpoint", endpoint, "err", err)
 	}
 	return c, err

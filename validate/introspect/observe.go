@@ -67,7 +67,7 @@ func outcomeOf(err error) Outcome {
 	switch {
 	case err == nil:
 		return OutcomeActive
-	case errors.Is(err, validate.ErrInactive):
+	case errors.Is(err, validate.Error{Reason: "inactive"}):
 		return OutcomeInactive
 	case errors.Is(err, ErrClientAuth):
 		return OutcomeClientAuth

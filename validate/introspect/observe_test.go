@@ -43,7 +43,7 @@ func TestCallObserver(t *testing.T) {
 		}
 	}
 	s.set(jsonAnswer(`{"active":false}`))
-	if _, err := in.Validate(ctx, "tok-inactive"); !errors.Is(err, validate.ErrInactive) {
+	if _, err := in.Validate(ctx, "tok-inactive"); !errors.Is(err, validate.Error{Reason: "inactive"}) {
 		t.Fatalf("inactive: %v", err)
 	}
 	s.set(answer(http.StatusUnauthorized, "application/json", `{}`))

@@ -3,7 +3,7 @@ package jwks
 import "errors"
 
 // Sentinel errors. Every error from this package wraps one of them or a
-// validate sentinel ([validate.ErrKeyNotFound], [validate.ErrKeysUnavailable]);
+// validate sentinel ([validate.Error] "unknown_key", [validate.ErrKeysUnavailable]);
 // the text is part of the API.
 var (
 	// ErrConfig: [New] was given an invalid [Config].

@@ -52,7 +52,7 @@ func Example() {
 	fmt.Println(keys[0].KeyID, keys[0].Algorithm, keys[0].IsPublic())
 
 	_, err = src.Keys(context.Background(), "unknown-kid")
-	fmt.Println(errors.Is(err, validate.ErrKeyNotFound))
+	fmt.Println(errors.Is(err, validate.Error{Reason: "unknown_key"}))
 	// Output:
 	// 2026-07 ES256 true
 	// true

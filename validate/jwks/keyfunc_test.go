@@ -30,7 +30,7 @@ func TestKeyfuncStorage(t *testing.T) {
 	if err != nil || len(ks) != 1 || !ks[0].IsPublic() {
 		t.Fatalf("Keys(ec) = %d keys, %v; want one public key", len(ks), err)
 	}
-	if _, err := src.Keys(t.Context(), "other"); !errors.Is(err, validate.ErrKeyNotFound) {
-		t.Fatalf("Keys(other) = %v, want %v", err, validate.ErrKeyNotFound)
+	if _, err := src.Keys(t.Context(), "other"); !errors.Is(err, validate.Error{Reason: "unknown_key"}) {
+		t.Fatalf("Keys(other) = %v, want %v", err, validate.Error{Reason: "unknown_key"})
 	}
 }

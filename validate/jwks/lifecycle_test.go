@@ -51,8 +51,8 @@ func TestCloseStopsGoroutines(t *testing.T) {
 	if _, err := s.Keys(t.Context(), "k1"); err != nil {
 		t.Errorf("Keys(k1) after Close = %v; the last set is still served", err)
 	}
-	if _, err := s.Keys(t.Context(), "other"); !errors.Is(err, validate.ErrKeyNotFound) || !errors.Is(err, ErrClosed) {
-		t.Errorf("Keys(other) after Close = %v, want %v and %v", err, validate.ErrKeyNotFound, ErrClosed)
+	if _, err := s.Keys(t.Context(), "other"); !errors.Is(err, validate.Error{Reason: "unknown_key"}) || !errors.Is(err, ErrClosed) {
+		t.Errorf("Keys(other) after Close = %v, want %v and %v", err, validate.Error{Reason: "unknown_key"}, ErrClosed)
 	}
 	if err := s.Refresh(t.Context()); !errors.Is(err, ErrClosed) {
 		t.Errorf("Refresh after Close = %v, want %v", err, ErrClosed)

@@ -49,14 +49,14 @@ func TestOutageMidRun(t *testing.T) {
 
 	// The first unknown kid triggers a (failing) refresh; later ones in the
 	// same interval fail at once.
-	if _, err := s.Keys(t.Context(), "new"); !errors.Is(err, validate.ErrKeyNotFound) {
-		t.Fatalf("Keys(new) = %v, want %v", err, validate.ErrKeyNotFound)
+	if _, err := s.Keys(t.Context(), "new"); !errors.Is(err, validate.Error{Reason: "unknown_key"}) {
+		t.Fatalf("Keys(new) = %v, want %v", err, validate.Error{Reason: "unknown_key"})
 	}
 	for range 100 {
 		start := time.Now()
 		_, err := s.Keys(t.Context(), "other")
-		if !errors.Is(err, validate.ErrKeyNotFound) || !errors.Is(err, ErrRateLimited) {
-			t.Fatalf("Keys(other) = %v, want %v and %v", err, validate.ErrKeyNotFound, ErrRateLimited)
+		if !errors.Is(err, validate.Error{Reason: "unknown_key"}) || !errors.Is(err, ErrRateLimited) {
+			t.Fatalf("Keys(other) = %v, want %v and %v", err, validate.Error{Reason: "unknown_key"}, ErrRateLimited)
 		}
 		if d := time.Since(start); d > 500*time.Millisecond {
 			t.Fatalf("rate-limited Keys took %v", d)

@@ -39,7 +39,7 @@ func TestDeferredRefreshServesNewKid(t *testing.T) {
 			s := newSource(t, cfg)
 			waitFirst(t, s)
 
-			if _, err := s.Keys(t.Context(), "junk"); !errors.Is(err, validate.ErrKeyNotFound) {
+			if _, err := s.Keys(t.Context(), "junk"); !errors.Is(err, validate.Error{Reason: "unknown_key"}) {
 				t.Fatalf("Keys(junk) = %v", err)
 			}
 			if got := f.hits.Load(); got != 2 {
@@ -95,7 +95,7 @@ func TestDeferredWaitersBounded(t *testing.T) {
 		wg.Go(func() {
 			st := time.Now()
 			_, err := s.Keys(context.Background(), fmt.Sprintf("flood-%d", i))
-			if !errors.Is(err, validate.ErrKeyNotFound) {
+			if !errors.Is(err, validate.Error{Reason: "unknown_key"}) {
 				unexpectedErr.Store(err)
 			}
 			if time.Since(st) > limit/4 {
@@ -109,7 +109,7 @@ func TestDeferredWaitersBounded(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	if e := unexpectedErr.Load(); e != nil {
-		t.Fatalf("Keys(flood) = %v, want %v", e, validate.ErrKeyNotFound)
+		t.Fatalf("Keys(flood) = %v, want %v", e, validate.Error{Reason: "unknown_key"})
 	}
 	if waited.Load() > 4 {
 		t.Errorf("%d calls waited, want at most DeferredWaiters (4)", waited.Load())
@@ -150,7 +150,7 @@ func TestUnknownKidFloodRealClock(t *testing.T) {
 				st := time.Now()
 				_, err := s.Keys(context.Background(), fmt.Sprintf("flood-%d-%d", w, i))
 				d := time.Since(st)
-				if !errors.Is(err, validate.ErrKeyNotFound) {
+				if !errors.Is(err, validate.Error{Reason: "unknown_key"}) {
 					t.Errorf("Keys(flood) = %v", err)
 					return
 				}

@@ -15,13 +15,11 @@ import (
 	"github.com/mcpguard/mcpguard/validate"
 )
 
-var (
-	_ validate.KeySource = (*Source)(nil)
-	_ validate.Refresher = (*Source)(nil)
-)
+var _ validate.KeySource = (*Source)(nil)
 
 // Source is a remote JWK Set (RFC 7517) kept fresh in the background. It
-// implements [validate.KeySource] and [validate.Refresher]. Create it with
+// implements [validate.KeySource], and [Source.Refresh] lets a Validator
+// refresh on demand. Create it with
 // [New] and stop it with [Source.Close]. It is safe for concurrent use.
 type Source struct {
 	cfg         Config
@@ -117,7 +115,7 @@ func New(cfg Config) (*Source, error) {
 // refresh shares it, so a storm of unknown kids costs at most one fetch per
 // RefreshRateLimit.
 //
-// Errors wrap [validate.ErrKeyNotFound] when a key set is being served, or
+// Errors wrap [validate.Error] "unknown_key" when a key set is being served, or
 // [validate.ErrKeysUnavailable] (with the last fetch error) when none has
 // ever been obtained; they may also wrap [ErrRateLimited], [ErrWaitTimeout],
 // [ErrClosed] or ctx's error.
@@ -351,7 +349,7 @@ func (s *Source) missErr(cause error) error {
 		return validate.ErrKeysUnavailable
 	}
 	if cause != nil {
-		return fmt.Errorf("%w: %w", validate.ErrKeyNotFound, cause)
+		return fmt.Errorf("%w: %w", validate.Error{Reason: "unknown_key"}, cause)
 	}
-	return validate.ErrKeyNotFound
+	return validate.Error{Reason: "unknown_key"}
 }

@@ -59,8 +59,8 @@ func TestRemovedKeyStopsWorking(t *testing.T) {
 		if err := s.Refresh(t.Context()); err != nil {
 			t.Fatalf("Refresh = %v", err)
 		}
-		if _, err := s.Keys(t.Context(), "k1"); !errors.Is(err, validate.ErrKeyNotFound) {
-			t.Errorf("Keys(removed k1) = %v, want %v", err, validate.ErrKeyNotFound)
+		if _, err := s.Keys(t.Context(), "k1"); !errors.Is(err, validate.Error{Reason: "unknown_key"}) {
+			t.Errorf("Keys(removed k1) = %v, want %v", err, validate.Error{Reason: "unknown_key"})
 		}
 		if _, err := s.Keys(t.Context(), "k2"); err != nil {
 			t.Errorf("Keys(k2) = %v", err)
@@ -78,7 +78,7 @@ func TestRemovedKeyStopsWorking(t *testing.T) {
 		f.setKeys(t, k2)
 		eventually(t, 10*time.Second, func() bool {
 			_, err := s.Keys(t.Context(), "k1")
-			return errors.Is(err, validate.ErrKeyNotFound)
+			return errors.Is(err, validate.Error{Reason: "unknown_key"})
 		})
 		if _, err := s.Keys(t.Context(), "k2"); err != nil {
 			t.Errorf("Keys(k2) = %v", err)
@@ -104,8 +104,8 @@ func TestUnknownKidStorm(t *testing.T) {
 				start := time.Now()
 				_, err := s.Keys(context.Background(), fmt.Sprintf("random-%d", i))
 				d := time.Since(start)
-				if !errors.Is(err, validate.ErrKeyNotFound) {
-					t.Errorf("Keys(random) = %v, want %v", err, validate.ErrKeyNotFound)
+				if !errors.Is(err, validate.Error{Reason: "unknown_key"}) {
+					t.Errorf("Keys(random) = %v, want %v", err, validate.Error{Reason: "unknown_key"})
 				}
 				mu.Lock()
 				maxLatency = max(maxLatency, d)
@@ -162,8 +162,8 @@ func TestHangingServer(t *testing.T) {
 				start := time.Now()
 				_, err := s.Keys(context.Background(), fmt.Sprintf("new-%d", i))
 				d := time.Since(start)
-				if !errors.Is(err, validate.ErrKeyNotFound) {
-					t.Errorf("Keys(new) = %v, want %v", err, validate.ErrKeyNotFound)
+				if !errors.Is(err, validate.Error{Reason: "unknown_key"}) {
+					t.Errorf("Keys(new) = %v, want %v", err, validate.Error{Reason: "unknown_key"})
 				}
 				mu.Lock()
 				worst = max(worst, d)
@@ -228,8 +228,8 @@ func TestCancelledRequestDoesNotAbortRefresh(t *testing.T) {
 		<-entered // the refresh this request started has reached the server
 		cancel()
 	}()
-	if _, err := s.Keys(ctx, "k2"); !errors.Is(err, validate.ErrKeyNotFound) || !errors.Is(err, context.Canceled) {
-		t.Fatalf("Keys with cancelled ctx = %v, want %v and %v", err, validate.ErrKeyNotFound, context.Canceled)
+	if _, err := s.Keys(ctx, "k2"); !errors.Is(err, validate.Error{Reason: "unknown_key"}) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Keys with cancelled ctx = %v, want %v and %v", err, validate.Error{Reason: "unknown_key"}, context.Canceled)
 	}
 	f.setGate(nil, nil)
 	close(gate)

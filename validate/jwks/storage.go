@@ -20,7 +20,7 @@ var _ validate.KeySource = (*StorageSource)(nil)
 // KeyRead: jwkset's HTTP storage answers KeyRead for an unknown kid by
 // waiting on its RefreshUnknownKID rate limiter, which can block for up to a
 // minute. Refreshing is left to the storage's own background goroutine, so
-// an unknown kid fails at once with [validate.ErrKeyNotFound]. The keys are
+// an unknown kid fails at once with [validate.Error] "unknown_key". The keys are
 // converted and filtered on every call exactly as [Source] filters fetched
 // keys (see the package documentation); a key_ops member that is present
 // but empty cannot be told from an absent one here and counts as absent.
@@ -42,7 +42,7 @@ func FromStorage(st jwkset.Storage) *StorageSource {
 // kid. If the
 // storage holds no usable key at all, or cannot be read, the error wraps
 // [validate.ErrKeysUnavailable]; otherwise a missing kid wraps
-// [validate.ErrKeyNotFound].
+// [validate.Error] "unknown_key".
 func (s *StorageSource) Keys(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
 	if s.st == nil {
 		return nil, fmt.Errorf("%w: no storage", validate.ErrKeysUnavailable)
@@ -77,5 +77,5 @@ func (s *StorageSource) Keys(ctx context.Context, kid string) ([]jose.JSONWebKey
 	case usable == 0:
 		return nil, fmt.Errorf("%w: storage holds no usable key", validate.ErrKeysUnavailable)
 	}
-	return nil, validate.ErrKeyNotFound
+	return nil, validate.Error{Reason: "unknown_key"}
 }

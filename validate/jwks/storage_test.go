@@ -63,11 +63,11 @@ func TestFromStorage(t *testing.T) {
 	}{
 		{kid: "ec", want: 2},
 		{kid: "rsa", want: 1},
-		{kid: "weak", wantErr: validate.ErrKeyNotFound},
-		{kid: "private", wantErr: validate.ErrKeyNotFound},
-		{kid: "hmac", wantErr: validate.ErrKeyNotFound},
-		{kid: "mismatch", wantErr: validate.ErrKeyNotFound},
-		{kid: "missing", wantErr: validate.ErrKeyNotFound},
+		{kid: "weak", wantErr: validate.Error{Reason: "unknown_key"}},
+		{kid: "private", wantErr: validate.Error{Reason: "unknown_key"}},
+		{kid: "hmac", wantErr: validate.Error{Reason: "unknown_key"}},
+		{kid: "mismatch", wantErr: validate.Error{Reason: "unknown_key"}},
+		{kid: "missing", wantErr: validate.Error{Reason: "unknown_key"}},
 		{kid: "", want: 3}, // a token without kid: every usable key
 	}
 	for _, tt := range tests {
@@ -114,8 +114,8 @@ func TestFromStorageNeverWaitsOnKeyfuncLimiter(t *testing.T) {
 	hits := f.hits.Load()
 	for range 3 {
 		start := time.Now()
-		if _, err := src.Keys(t.Context(), "unknown"); !errors.Is(err, validate.ErrKeyNotFound) {
-			t.Fatalf("Keys(unknown) = %v, want %v", err, validate.ErrKeyNotFound)
+		if _, err := src.Keys(t.Context(), "unknown"); !errors.Is(err, validate.Error{Reason: "unknown_key"}) {
+			t.Fatalf("Keys(unknown) = %v, want %v", err, validate.Error{Reason: "unknown_key"})
 		}
 		if d := time.Since(start); d > 100*time.Millisecond {
 			t.Fatalf("Keys(unknown) took %v", d)

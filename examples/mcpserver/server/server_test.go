@@ -50,7 +50,7 @@ func TestNotes(t *testing.T) {
 type noValidator struct{}
 
 func (noValidator) Validate(context.Context, string) (*validate.Claims, error) {
-	return nil, validate.ErrMalformed
+	return nil, validate.Error{Reason: "malformed"}
 }
 
 func TestNewConfigErrors(t *testing.T) {
