@@ -544,7 +544,7 @@ func (px *Proxy) useRedis() error {
 	}
 	prefix := rc.Prefix
 	if prefix == "" {
-		prefix = redisstore.DefaultPrefix
+		prefix = "mcpguard:" // redisstore.Config.Prefix's default, so that the counters share its namespace
 	}
 	px.counter = &redisCounter{rdb: px.rdb, prefix: prefix}
 	return nil

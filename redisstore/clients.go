@@ -12,22 +12,9 @@ import (
 	"github.com/mcpguard/mcpguard/internal/clientrecord"
 )
 
-// DefaultClientTTL is how long a registration is kept when
-// ClientConfig.TTL is zero.
-const DefaultClientTTL = 90 * 24 * time.Hour
-
-// ClientConfig configures [NewClientStore].
-type ClientConfig struct {
-	Config
-	// TTL is how long a registration is kept after its last Put; it is
-	// the Redis counterpart of BoltStore.Prune, so no registration is
-	// kept for ever (registration is unauthenticated). A client whose
-	// secret expires sooner is kept until then. Zero means
-	// [DefaultClientTTL] (90 days); negative is a configuration error.
-	TTL time.Duration
-	// Now is the clock for SecretExpiresAt. Nil means time.Now.
-	Now func() time.Time
-}
+// defaultClientTTL is how long a registration is kept when
+// Config.ClientTTL is zero.
+const defaultClientTTL = 90 * 24 * time.Hour
 
 // ClientStore is a cimd.Store in Redis: registrations made on one
 // replica are known to every replica. Records are the clients' JSON, not HTML-escaped
@@ -42,24 +29,25 @@ type ClientStore struct {
 var _ cimd.Store = (*ClientStore)(nil)
 
 // NewClientStore returns a ClientStore. Errors wrap [ErrConfig].
-func NewClientStore(cfg ClientConfig) (*ClientStore, error) {
-	b, err := newBase(cfg.Config, "client:")
+func NewClientStore(cfg Config) (*ClientStore, error) {
+	b, err := newBase(cfg, "client:")
 	if err != nil {
 		return nil, err
 	}
+	ttl, now := cfg.ClientTTL, cfg.Now
 	switch {
-	case cfg.TTL < 0:
-		return nil, fmt.Errorf("%w: negative TTL", ErrConfig)
-	case cfg.TTL == 0:
-		cfg.TTL = DefaultClientTTL
+	case ttl < 0:
+		return nil, fmt.Errorf("%w: negative ClientTTL", ErrConfig)
+	case ttl == 0:
+		ttl = defaultClientTTL
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if now == nil {
+		now = time.Now
 	}
-	return &ClientStore{b: b, ttl: cfg.TTL, now: cfg.Now}, nil
+	return &ClientStore{b: b, ttl: ttl, now: now}, nil
 }
 
-// Put implements cimd.Store: SET with a TTL (see [ClientConfig.TTL]). A
+// Put implements cimd.Store: SET with a TTL (see Config.ClientTTL). A
 // record over 32 KiB is refused with an error wrapping
 // cimd.ErrRecordTooLarge, a client whose secret has already expired with
 // [ErrConfig]; Redis errors wrap [ErrUnavailable].
@@ -89,7 +77,7 @@ func (s *ClientStore) Put(ctx context.Context, c *cimd.Client) error {
 
 // Get implements cimd.Store. An absent client is an error wrapping
 // cimd.ErrUnknownClient; a Redis failure wraps [ErrUnavailable] (and not
-// ErrUnknownClient), a record that is not a client [ErrCorrupt].
+// ErrUnknownClient), a record that is not a client "redisstore: corrupt value".
 func (s *ClientStore) Get(ctx context.Context, id string) (*cimd.Client, error) {
 	ctx, cancel := s.b.ctx(ctx)
 	defer cancel()
@@ -100,24 +88,14 @@ func (s *ClientStore) Get(ctx context.Context, id string) (*cimd.Client, error) 
 	case err != nil:
 		return nil, unavailable("client get", err)
 	case len(v) > clientrecord.MaxBytes:
-		return nil, fmt.Errorf("%w: record of %d bytes", ErrCorrupt, len(v))
+		return nil, fmt.Errorf("%w: record of %d bytes", errCorrupt, len(v))
 	}
 	c := new(cimd.Client)
 	if err := clientrecord.Unmarshal(v, c); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
+		return nil, fmt.Errorf("%w: %w", errCorrupt, err)
 	}
 	if c.ClientID != id {
-		return nil, fmt.Errorf("%w: record of another client", ErrCorrupt)
+		return nil, fmt.Errorf("%w: record of another client", errCorrupt)
 	}
 	return c, nil
-}
-
-// Delete removes the client with the given id, if any.
-func (s *ClientStore) Delete(ctx context.Context, id string) error {
-	ctx, cancel := s.b.ctx(ctx)
-	defer cancel()
-	if err := s.b.rdb.Del(ctx, s.b.readableKey(id)).Err(); err != nil {
-		return unavailable("client delete", err)
-	}
-	return nil
 }

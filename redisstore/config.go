@@ -11,14 +11,14 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Defaults for the zero values of [Config].
+// Defaults for the zero values of [Config], and its bounds.
 const (
-	// DefaultPrefix starts every key.
-	DefaultPrefix = "mcpguard:"
-	// DefaultTimeout bounds one Redis operation.
-	DefaultTimeout = 250 * time.Millisecond
-	// MaxPrefixBytes bounds Config.Prefix.
-	MaxPrefixBytes = 64
+	// defaultPrefix starts every key.
+	defaultPrefix = "mcpguard:"
+	// defaultTimeout bounds one Redis operation.
+	defaultTimeout = 250 * time.Millisecond
+	// maxPrefixBytes bounds Config.Prefix.
+	maxPrefixBytes = 64
 	// maxRawKeyBytes is the longest client_id used verbatim in a key.
 	maxRawKeyBytes = 128
 )
@@ -30,23 +30,34 @@ type Config struct {
 	// it and closes it.
 	Client redis.UniversalClient
 	// Prefix starts every key, to share one Redis between applications or
-	// environments ("prod:mcpguard:"). Empty means [DefaultPrefix]; at most
-	// [MaxPrefixBytes] bytes. On Redis Cluster a prefix may carry a hash
+	// environments ("prod:mcpguard:"). Empty means "mcpguard:"; at most 64
+	// bytes. On Redis Cluster a prefix may carry a hash
 	// tag ("{mcpguard}:") to keep every key of this package in one slot;
 	// no operation of this package needs that (each touches one key, or
 	// the keys of one partition, which carry their own hash tag).
 	Prefix string
 	// Timeout bounds each operation, within the caller's context. Zero
-	// means [DefaultTimeout] (250 ms); negative is a configuration error.
+	// means 250 ms; negative is a configuration error.
 	Timeout time.Duration
+	// ClientTTL is how long [ClientStore] keeps a registration after its
+	// last Put; it is the Redis counterpart of boltstore.Store.Prune, so
+	// no registration is kept for ever (registration is unauthenticated).
+	// A client whose secret expires sooner is kept until then. Zero means
+	// 90 days; negative is a configuration error. The other stores ignore
+	// it.
+	ClientTTL time.Duration
+	// Now is [ClientStore]'s clock for SecretExpiresAt. Nil means
+	// time.Now. The other stores ignore it (they take the time from their
+	// caller or from Redis).
+	Now func() time.Time
 }
 
 func (c Config) withDefaults() Config {
 	if c.Prefix == "" {
-		c.Prefix = DefaultPrefix
+		c.Prefix = defaultPrefix
 	}
 	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
+		c.Timeout = defaultTimeout
 	}
 	return c
 }
@@ -58,8 +69,8 @@ func (c Config) check() error {
 	if rv := reflect.ValueOf(c.Client); rv.Kind() == reflect.Pointer && rv.IsNil() {
 		return fmt.Errorf("%w: Client is nil", ErrConfig)
 	}
-	if len(c.Prefix) > MaxPrefixBytes {
-		return fmt.Errorf("%w: Prefix longer than %d bytes", ErrConfig, MaxPrefixBytes)
+	if len(c.Prefix) > maxPrefixBytes {
+		return fmt.Errorf("%w: Prefix longer than %d bytes", ErrConfig, maxPrefixBytes)
 	}
 	if c.Timeout < 0 {
 		return fmt.Errorf("%w: negative Timeout", ErrConfig)

@@ -42,8 +42,8 @@
 //   - owners: GET and SET PX idle timeout (Claim), GET and PEXPIRE idle
 //     timeout (Owner, on every request of the session), each one Lua
 //     script; Forget is DEL. The value is the owner's Principal.ID;
-//   - clients: SET key record PX ttl (ClientConfig.TTL, 90 days by
-//     default, or the secret's expiry when sooner); GET; DEL.
+//   - clients: SET key record PX ttl (Config.ClientTTL, 90 days by
+//     default, or the secret's expiry when sooner); GET.
 //
 // Each operation has its own deadline (Config.Timeout, 250 ms) inside the
 // caller's context.

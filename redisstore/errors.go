@@ -9,6 +9,7 @@ var (
 	// ErrUnavailable: Redis did not answer (connection, timeout, server
 	// error). The error also wraps go-redis's error.
 	ErrUnavailable = errors.New("redisstore: redis unavailable")
-	// ErrCorrupt: a stored value is not what this package writes.
-	ErrCorrupt = errors.New("redisstore: corrupt value")
 )
+
+// errCorrupt: a stored value is not what this package writes.
+var errCorrupt = errors.New("redisstore: corrupt value")

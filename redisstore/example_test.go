@@ -22,7 +22,7 @@ func Example() {
 	}
 	_ = middleware.Config{StepUpStore: steps /* , Validator, Metadata, … */}
 
-	clients, err := redisstore.NewClientStore(redisstore.ClientConfig{Config: cfg})
+	clients, err := redisstore.NewClientStore(cfg)
 	if err != nil {
 		panic(err)
 	}

@@ -30,7 +30,7 @@ func TestRedisDown(t *testing.T) {
 	cfg := redisstore.Config{Client: rdb, Timeout: 300 * time.Millisecond}
 	replay, _ := redisstore.NewReplayStore(cfg)
 	steps, _ := redisstore.NewStepUpStore(cfg)
-	clients, _ := redisstore.NewClientStore(redisstore.ClientConfig{Config: cfg})
+	clients, _ := redisstore.NewClientStore(cfg)
 	ctx := t.Context()
 
 	// Before the outage: a counted step-up and a registered client.
@@ -134,7 +134,7 @@ func TestConfigErrors(t *testing.T) {
 	_, rdb := newRedis(t)
 	for _, cfg := range []redisstore.Config{
 		{},
-		{Client: rdb, Prefix: strings.Repeat("p", redisstore.MaxPrefixBytes+1)},
+		{Client: rdb, Prefix: strings.Repeat("p", 64+1)},
 		{Client: rdb, Timeout: -1},
 	} {
 		if _, err := redisstore.NewStepUpStore(cfg); !errors.Is(err, redisstore.ErrConfig) {
@@ -144,7 +144,7 @@ func TestConfigErrors(t *testing.T) {
 			t.Errorf("NewReplayStore(%+v) = %v", cfg, err)
 		}
 	}
-	if _, err := redisstore.NewClientStore(redisstore.ClientConfig{Config: redisstore.Config{Client: rdb}, TTL: -1}); !errors.Is(err, redisstore.ErrConfig) {
+	if _, err := redisstore.NewClientStore(redisstore.Config{Client: rdb, ClientTTL: -1}); !errors.Is(err, redisstore.ErrConfig) {
 		t.Errorf("NewClientStore(negative TTL) = %v", err)
 	}
 }

@@ -83,13 +83,6 @@ func (s *Store) Get(_ context.Context, id string) (*cimd.Client, error) {
 	return c, nil
 }
 
-// Delete removes the client with the given id, if any.
-func (s *Store) Delete(_ context.Context, id string) error {
-	return s.db.Update(func(tx *bolt.Tx) error {
-		return tx.Bucket(boltBucket).Delete([]byte(id))
-	})
-}
-
 // Prune removes every client registered before issuedBefore (IssuedAt
 // non-zero and before it) and returns how many it removed. Clients with
 // a zero IssuedAt, which a cimd.DCRHandler never stores, are kept, and so

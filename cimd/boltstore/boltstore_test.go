@@ -90,11 +90,11 @@ func TestStore(t *testing.T) {
 	if again, _ := s.Get(ctx, "dcr_abc"); again.RedirectURIs[0] != "https://app.example/cb" {
 		t.Error("store returned shared state")
 	}
-	if err := s.Delete(ctx, "dcr_abc"); err != nil {
-		t.Fatal(err)
+	if n, err := s.Prune(ctx, t0.Add(time.Second)); n != 1 || err != nil {
+		t.Fatalf("Prune = %d, %v", n, err)
 	}
 	if _, err := s.Get(ctx, "dcr_abc"); !errors.Is(err, cimd.ErrUnknownClient) {
-		t.Errorf("Get after Delete = %v", err)
+		t.Errorf("Get after Prune = %v", err)
 	}
 }
 
