@@ -6,13 +6,13 @@ import (
 	"net/http"
 )
 
-// MaxReplayBytes is the largest request body the transport buffers in
+// maxReplayBytes is the largest request body the transport buffers in
 // memory so that it can resend it after a re-authorization, when the
 // request has no GetBody (requests built by http.NewRequest from a
 // *bytes.Buffer, *bytes.Reader or *strings.Reader have one and are never
 // buffered). A larger body is streamed once, and a 401 or 403 to it is
 // returned as is.
-const MaxReplayBytes = 4 << 20
+const maxReplayBytes = 4 << 20
 
 // maxDrainBytes bounds how much of a challenged response body is read
 // before closing it, so that the connection can be reused.
@@ -28,7 +28,7 @@ type replay struct {
 }
 
 // newReplay prepares req's body. A body without GetBody is read up to
-// MaxReplayBytes+1 bytes; on a read error the body is closed and the error
+// maxReplayBytes+1 bytes; on a read error the body is closed and the error
 // returned.
 func newReplay(req *http.Request) (*replay, error) {
 	r := &replay{orig: req.Body, length: -1}
@@ -40,12 +40,12 @@ func newReplay(req *http.Request) (*replay, error) {
 		r.replayable = true
 		r.getBody = req.GetBody
 	default:
-		buf, err := io.ReadAll(io.LimitReader(req.Body, MaxReplayBytes+1))
+		buf, err := io.ReadAll(io.LimitReader(req.Body, maxReplayBytes+1))
 		if err != nil {
 			_ = req.Body.Close()
 			return nil, err
 		}
-		if len(buf) > MaxReplayBytes {
+		if len(buf) > maxReplayBytes {
 			// Too large: stream it once, unchanged.
 			r.orig = struct {
 				io.Reader

@@ -24,7 +24,7 @@ func (c *closeRecorder) Close() error { c.closed++; return nil }
 
 func TestBodyReplay(t *testing.T) {
 	const payload = `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`
-	big := strings.Repeat("x", MaxReplayBytes+1)
+	big := strings.Repeat("x", maxReplayBytes+1)
 	tests := []struct {
 		name         string
 		body         func() io.Reader

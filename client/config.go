@@ -18,12 +18,12 @@ import (
 
 // Reasons reported in [AuthorizeRequest.Reason].
 const (
-	// ReasonUnauthorized: a 401 with no error code or error="invalid_token"
+	// reasonUnauthorized: a 401 with no error code or error="invalid_token"
 	// (RFC 6750 §3.1): no token, or the token was rejected.
-	ReasonUnauthorized = "unauthorized"
-	// ReasonInsufficientScope: a 403 with error="insufficient_scope"
+	reasonUnauthorized = "unauthorized"
+	// reasonInsufficientScope: a 403 with error="insufficient_scope"
 	// (RFC 6750 §3.1): step-up authorization.
-	ReasonInsufficientScope = "insufficient_scope"
+	reasonInsufficientScope = "insufficient_scope"
 )
 
 const (
@@ -99,7 +99,8 @@ type AuthorizeRequest struct {
 	// Challenge is the Bearer challenge that triggered the request (the
 	// DPoP one, when Config.DPoP is set and the server sent one).
 	Challenge challenge.Challenge
-	// Reason is [ReasonUnauthorized] or [ReasonInsufficientScope].
+	// Reason is "unauthorized" (a 401) or "insufficient_scope" (a 403
+	// asking for more scope).
 	Reason string
 	// DPoP is [Config.DPoP]: when not nil, request a token bound to it
 	// (send the token request through DPoP.TokenTransport, RFC 9449 §5).

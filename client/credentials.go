@@ -28,9 +28,9 @@ import (
 // Client authentication methods at the token endpoint (RFC 7591 §2,
 // RFC 7523 §2.2) that [ClientCredentials] supports.
 const (
-	AuthClientSecretBasic = "client_secret_basic"
-	AuthClientSecretPost  = "client_secret_post"
-	AuthPrivateKeyJWT     = "private_key_jwt"
+	authClientSecretBasic = "client_secret_basic"
+	authClientSecretPost  = "client_secret_post"
+	authPrivateKeyJWT     = "private_key_jwt"
 )
 
 // clientAssertionType is the RFC 7523 §2.2 client_assertion_type.
@@ -58,8 +58,8 @@ type ClientCredentialsConfig struct {
 	SigningAlgorithm string
 	// KeyID, if set, is the assertions' "kid" header.
 	KeyID string
-	// AuthMethod is the client authentication method: AuthClientSecretBasic,
-	// AuthClientSecretPost or AuthPrivateKeyJWT. Zero means
+	// AuthMethod is the client authentication method: authClientSecretBasic,
+	// authClientSecretPost or authPrivateKeyJWT. Zero means
 	// private_key_jwt with PrivateKey; with ClientSecret, the first of
 	// client_secret_basic and client_secret_post that the authorization
 	// server's token_endpoint_auth_methods_supported lists
@@ -128,16 +128,16 @@ func NewClientCredentials(cfg ClientCredentialsConfig) (*ClientCredentials, erro
 	c.cfg.HTTPClient = tokenClient(cfg.HTTPClient)
 	if cfg.PrivateKey == nil {
 		switch cfg.AuthMethod {
-		case "", AuthClientSecretBasic, AuthClientSecretPost:
+		case "", authClientSecretBasic, authClientSecretPost:
 		default:
 			return nil, fmt.Errorf("%w: AuthMethod %q does not fit a client secret", ErrInvalidConfig, cfg.AuthMethod)
 		}
 		return c, nil
 	}
-	if cfg.AuthMethod != "" && cfg.AuthMethod != AuthPrivateKeyJWT {
+	if cfg.AuthMethod != "" && cfg.AuthMethod != authPrivateKeyJWT {
 		return nil, fmt.Errorf("%w: AuthMethod %q does not fit a private key", ErrInvalidConfig, cfg.AuthMethod)
 	}
-	c.cfg.AuthMethod = AuthPrivateKeyJWT
+	c.cfg.AuthMethod = authPrivateKeyJWT
 	alg := jose.SignatureAlgorithm(cfg.SigningAlgorithm)
 	if alg == "" {
 		alg = keyAlgorithm(cfg.PrivateKey)
@@ -237,9 +237,9 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req AuthorizeRequest)
 		AuthStyle:      oauth2.AuthStyleInParams,
 	}
 	switch method {
-	case AuthClientSecretBasic:
+	case authClientSecretBasic:
 		cc.ClientSecret, cc.AuthStyle = c.cfg.ClientSecret, oauth2.AuthStyleInHeader
-	case AuthClientSecretPost:
+	case authClientSecretPost:
 		cc.ClientSecret = c.cfg.ClientSecret
 	}
 	hc := c.cfg.HTTPClient
@@ -280,19 +280,19 @@ func (e tokenError) Unwrap() error { return e.err }
 func (c *ClientCredentials) method(md *asmeta.Metadata) (string, error) {
 	supported := md.TokenEndpointAuthMethodsSupported
 	if len(supported) == 0 {
-		supported = []string{AuthClientSecretBasic} // RFC 8414 §2 default
+		supported = []string{authClientSecretBasic} // RFC 8414 §2 default
 	}
 	if c.cfg.AuthMethod != "" {
 		if !slices.Contains(supported, c.cfg.AuthMethod) {
 			return "", fmt.Errorf("%w: the authorization server does not support %s", ErrAuthorize, c.cfg.AuthMethod)
 		}
-		if c.cfg.AuthMethod == AuthPrivateKeyJWT && len(md.TokenEndpointAuthSigningAlgValuesSupported) > 0 &&
+		if c.cfg.AuthMethod == authPrivateKeyJWT && len(md.TokenEndpointAuthSigningAlgValuesSupported) > 0 &&
 			!slices.Contains(md.TokenEndpointAuthSigningAlgValuesSupported, c.algorithm()) {
 			return "", fmt.Errorf("%w: the authorization server does not accept %s assertions", ErrAuthorize, c.algorithm())
 		}
 		return c.cfg.AuthMethod, nil
 	}
-	for _, m := range []string{AuthClientSecretBasic, AuthClientSecretPost} {
+	for _, m := range []string{authClientSecretBasic, authClientSecretPost} {
 		if slices.Contains(supported, m) {
 			return m, nil
 		}

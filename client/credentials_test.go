@@ -100,7 +100,7 @@ func TestClientCredentials(t *testing.T) {
 			methods: []string{"client_secret_basic"}, otherAS: true, wantErr: ErrAuthorize,
 		},
 		{
-			name: "method not supported", cfg: ClientCredentialsConfig{ClientID: "c1", ClientSecret: "s", AuthMethod: AuthClientSecretPost, Issuer: "{as}"},
+			name: "method not supported", cfg: ClientCredentialsConfig{ClientID: "c1", ClientSecret: "s", AuthMethod: authClientSecretPost, Issuer: "{as}"},
 			methods: []string{"client_secret_basic"}, wantErr: ErrAuthorize,
 		},
 		{
@@ -231,8 +231,8 @@ func TestNewClientCredentials(t *testing.T) {
 		{"both credentials", ClientCredentialsConfig{ClientID: "c", ClientSecret: "s", PrivateKey: ecKey, AnyIssuer: true}, true},
 		{"no issuer", ClientCredentialsConfig{ClientID: "c", ClientSecret: "s"}, true},
 		{"issuer and any", ClientCredentialsConfig{ClientID: "c", ClientSecret: "s", Issuer: "https://as", AnyIssuer: true}, true},
-		{"jwt method with secret", ClientCredentialsConfig{ClientID: "c", ClientSecret: "s", AuthMethod: AuthPrivateKeyJWT, AnyIssuer: true}, true},
-		{"secret method with key", ClientCredentialsConfig{ClientID: "c", PrivateKey: ecKey, AuthMethod: AuthClientSecretBasic, AnyIssuer: true}, true},
+		{"jwt method with secret", ClientCredentialsConfig{ClientID: "c", ClientSecret: "s", AuthMethod: authPrivateKeyJWT, AnyIssuer: true}, true},
+		{"secret method with key", ClientCredentialsConfig{ClientID: "c", PrivateKey: ecKey, AuthMethod: authClientSecretBasic, AnyIssuer: true}, true},
 		{"algorithm not fitting", ClientCredentialsConfig{ClientID: "c", PrivateKey: ecKey, SigningAlgorithm: "RS256", AnyIssuer: true}, true},
 	}
 	for _, tt := range tests {

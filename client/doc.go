@@ -86,7 +86,7 @@
 // # Request bodies
 //
 // To resend a request the body must be replayable: the transport uses
-// req.GetBody, or buffers a body without GetBody up to [MaxReplayBytes]. A
+// req.GetBody, or buffers a body without GetBody up to 4 MiB. A
 // larger body is sent once and its 401 or 403 is returned as is. Bodies
 // without GetBody are read before the request is sent, so a body that
 // must stream concurrently with the response needs GetBody.

@@ -19,14 +19,14 @@ import (
 
 // Token type identifiers of RFC 8693 §3.
 const (
-	TokenTypeAccessToken  = "urn:ietf:params:oauth:token-type:access_token"
-	TokenTypeRefreshToken = "urn:ietf:params:oauth:token-type:refresh_token"
-	TokenTypeIDToken      = "urn:ietf:params:oauth:token-type:id_token"
-	TokenTypeJWT          = "urn:ietf:params:oauth:token-type:jwt"
+	tokenTypeAccessToken  = "urn:ietf:params:oauth:token-type:access_token"
+	tokenTypeRefreshToken = "urn:ietf:params:oauth:token-type:refresh_token"
+	tokenTypeIDToken      = "urn:ietf:params:oauth:token-type:id_token"
+	tokenTypeJWT          = "urn:ietf:params:oauth:token-type:jwt"
 )
 
-// GrantTypeTokenExchange is the RFC 8693 §2.1 grant_type value.
-const GrantTypeTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
+// grantTypeTokenExchange is the RFC 8693 §2.1 grant_type value.
+const grantTypeTokenExchange = "urn:ietf:params:oauth:grant-type:token-exchange"
 
 // maxTokenResponseBytes caps the token response body ExchangeToken reads.
 const maxTokenResponseBytes = 1 << 20
@@ -53,7 +53,7 @@ type ExchangeConfig struct {
 	// "" omits it (the server picks, usually an access token).
 	RequestedTokenType string
 	// SubjectTokenType is the type of the subject token. If "",
-	// [TokenTypeAccessToken].
+	// "urn:ietf:params:oauth:token-type:access_token" (RFC 8693 §3).
 	SubjectTokenType string
 	// Now returns the current time, to turn expires_in into
 	// oauth2.Token.Expiry. If nil, time.Now.
@@ -91,9 +91,9 @@ func ExchangeToken(ctx context.Context, c *http.Client, cfg ExchangeConfig, subj
 		now = cfg.Now
 	}
 	form := url.Values{
-		"grant_type":         {GrantTypeTokenExchange},
+		"grant_type":         {grantTypeTokenExchange},
 		"subject_token":      {subjectToken},
-		"subject_token_type": {TokenTypeAccessToken},
+		"subject_token_type": {tokenTypeAccessToken},
 	}
 	if cfg.SubjectTokenType != "" {
 		form.Set("subject_token_type", cfg.SubjectTokenType)

@@ -63,13 +63,13 @@ func TestExchangeToken(t *testing.T) {
 			name: "success", respond: jsonResponse(200, exchanged), subject: "inbound",
 			cfg: func(u string) ExchangeConfig {
 				return ExchangeConfig{TokenURL: u, ClientID: "mcp server", ClientSecret: "s:cret", Resource: []string{"https://api.example.com/", "https://b.example.com/"},
-					Audience: []string{"api"}, Scopes: []string{"read", "write"}, RequestedTokenType: TokenTypeAccessToken, Now: func() time.Time { return now }}
+					Audience: []string{"api"}, Scopes: []string{"read", "write"}, RequestedTokenType: tokenTypeAccessToken, Now: func() time.Time { return now }}
 			},
 			check: func(t *testing.T, e *tokenEndpoint) {
 				want := url.Values{
-					"grant_type": {GrantTypeTokenExchange}, "subject_token": {"inbound"}, "subject_token_type": {TokenTypeAccessToken},
+					"grant_type": {grantTypeTokenExchange}, "subject_token": {"inbound"}, "subject_token_type": {tokenTypeAccessToken},
 					"resource": {"https://api.example.com/", "https://b.example.com/"}, "audience": {"api"}, "scope": {"read write"},
-					"requested_token_type": {TokenTypeAccessToken},
+					"requested_token_type": {tokenTypeAccessToken},
 				}
 				if !reflect.DeepEqual(e.form, want) {
 					t.Errorf("form = %v, want %v", e.form, want)
@@ -82,10 +82,10 @@ func TestExchangeToken(t *testing.T) {
 		{
 			name: "public client sends client_id", respond: jsonResponse(200, exchanged), subject: "inbound",
 			cfg: func(u string) ExchangeConfig {
-				return ExchangeConfig{TokenURL: u, ClientID: "c", SubjectTokenType: TokenTypeJWT, Now: func() time.Time { return now }}
+				return ExchangeConfig{TokenURL: u, ClientID: "c", SubjectTokenType: tokenTypeJWT, Now: func() time.Time { return now }}
 			},
 			check: func(t *testing.T, e *tokenEndpoint) {
-				if e.basic || e.form.Get("client_id") != "c" || e.form.Get("subject_token_type") != TokenTypeJWT {
+				if e.basic || e.form.Get("client_id") != "c" || e.form.Get("subject_token_type") != tokenTypeJWT {
 					t.Errorf("basic %v, form %v", e.basic, e.form)
 				}
 			},
@@ -172,7 +172,7 @@ func TestExchangeToken(t *testing.T) {
 				}
 				return
 			}
-			if tok.AccessToken != "up-1" || tok.Type() != "Bearer" || tok.Extra("issued_token_type") != TokenTypeAccessToken ||
+			if tok.AccessToken != "up-1" || tok.Type() != "Bearer" || tok.Extra("issued_token_type") != tokenTypeAccessToken ||
 				tok.Extra("scope") != "read" || !tok.Expiry.Equal(now.Add(time.Minute)) || tok.ExpiresIn != 60 {
 				t.Errorf("token = %+v", tok)
 			}

@@ -51,8 +51,8 @@ func FuzzDecide(f *testing.F) {
 			t.Fatalf("acted on %+v", c)
 		}
 		switch {
-		case status == 401 && reason == ReasonUnauthorized && (c.Error == "" || c.Error == challenge.InvalidToken):
-		case status == 403 && reason == ReasonInsufficientScope && c.Error == challenge.InsufficientScope:
+		case status == 401 && reason == reasonUnauthorized && (c.Error == "" || c.Error == challenge.InvalidToken):
+		case status == 403 && reason == reasonInsufficientScope && c.Error == challenge.InsufficientScope:
 		default:
 			t.Fatalf("status %d, reason %q, error %q", status, reason, c.Error)
 		}

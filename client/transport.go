@@ -225,9 +225,9 @@ func decide(status int, values []string, dpop bool) (challenge.Challenge, string
 	c := cs[i]
 	switch {
 	case status == http.StatusUnauthorized && (c.Error == "" || c.Error == challenge.InvalidToken):
-		return c, ReasonUnauthorized, true
+		return c, reasonUnauthorized, true
 	case status == http.StatusForbidden && c.Error == challenge.InsufficientScope:
-		return c, ReasonInsufficientScope, true
+		return c, reasonInsufficientScope, true
 	}
 	return challenge.Challenge{}, "", false
 }
@@ -287,7 +287,7 @@ func (t *Transport) stepUp(ctx context.Context, st *opState, status int, c chall
 	// A 401 for a token the resource accepted before may mean that the
 	// resource moved to another authorization server (SEP-2352): read its
 	// metadata again rather than from the cache.
-	reread := reason == ReasonUnauthorized && st.wasAccepted
+	reread := reason == reasonUnauthorized && st.wasAccepted
 	var md *prm.Metadata
 	want := cleanScopes(c.Scope, false)
 	if len(want) == 0 { // MCP §Scope Selection Strategy: fall back to scopes_supported
@@ -303,7 +303,7 @@ func (t *Transport) stepUp(ctx context.Context, st *opState, status int, c chall
 	}
 	// A 403 that asks for nothing new cannot be cured by re-authorizing;
 	// neither can a 401 for a token this operation just obtained.
-	if (reason == ReasonInsufficientScope || st.fresh) && subset(want, requested, granted) {
+	if (reason == reasonInsufficientScope || st.fresh) && subset(want, requested, granted) {
 		return nil, fail(ErrStepUpLoop)
 	}
 	if st.authorizations >= t.cfg.MaxRetries {

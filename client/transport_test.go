@@ -134,7 +134,7 @@ func TestStepUp(t *testing.T) {
 	}{
 		{
 			name: "401 without token, then ok", wantStatus: 200, wantRequests: 2,
-			wantScopes: [][]string{{"files:read"}}, wantGranted: []string{"files:read"}, wantReason: ReasonUnauthorized,
+			wantScopes: [][]string{{"files:read"}}, wantGranted: []string{"files:read"}, wantReason: reasonUnauthorized,
 		},
 		{
 			name: "401 without scope uses scopes_supported",
@@ -176,7 +176,7 @@ func TestStepUp(t *testing.T) {
 			name: "403 adds a scope: granted ∪ challenged in stable order", query: "?need=c+a",
 			initial: staticToken("a", "b"), granted: []string{"a", "b"},
 			wantStatus: 200, wantRequests: 2, wantScopes: [][]string{{"a", "b", "c"}},
-			wantGranted: []string{"a", "b", "c"}, wantReason: ReasonInsufficientScope,
+			wantGranted: []string{"a", "b", "c"}, wantReason: reasonInsufficientScope,
 		},
 		{
 			name: "403 with 2025-11-25 style union challenge", query: "?need=a+b+c",

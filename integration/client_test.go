@@ -115,9 +115,9 @@ func TestClientTransportStepUp(t *testing.T) {
 		ResourceMetadata: e.metaURL,
 		ErrorDescription: "The operation requires additional scope",
 	}
-	if got.Reason != client.ReasonInsufficientScope || !slices.Equal(got.Scopes, wantScopes) || got.Resource != e.mcpURL {
+	if got.Reason != "insufficient_scope" || !slices.Equal(got.Scopes, wantScopes) || got.Resource != e.mcpURL {
 		t.Errorf("AuthorizeRequest = reason %q scopes %q resource %q, want %q %q %q",
-			got.Reason, got.Scopes, got.Resource, client.ReasonInsufficientScope, wantScopes, e.mcpURL)
+			got.Reason, got.Scopes, got.Resource, "insufficient_scope", wantScopes, e.mcpURL)
 	}
 	if got.Challenge.String() != wantChallenge.String() {
 		t.Errorf("challenge = %q, want %q", got.Challenge.String(), wantChallenge.String())
@@ -164,11 +164,11 @@ func TestClientTransportFromNothing(t *testing.T) {
 	if len(calls) != 2 {
 		t.Fatalf("Authorize calls = %d, want 2", len(calls))
 	}
-	if c := calls[0]; c.Reason != client.ReasonUnauthorized || !slices.Equal(c.Scopes, []string{baseScope}) {
-		t.Errorf("first authorization: reason %q scopes %q, want %q [mcp:tools]", c.Reason, c.Scopes, client.ReasonUnauthorized)
+	if c := calls[0]; c.Reason != "unauthorized" || !slices.Equal(c.Scopes, []string{baseScope}) {
+		t.Errorf("first authorization: reason %q scopes %q, want %q [mcp:tools]", c.Reason, c.Scopes, "unauthorized")
 	}
-	if c := calls[1]; c.Reason != client.ReasonInsufficientScope || !slices.Equal(c.Scopes, []string{baseScope, server.ScopeNotesRead}) {
-		t.Errorf("step-up: reason %q scopes %q, want %q [mcp:tools notes:read]", c.Reason, c.Scopes, client.ReasonInsufficientScope)
+	if c := calls[1]; c.Reason != "insufficient_scope" || !slices.Equal(c.Scopes, []string{baseScope, server.ScopeNotesRead}) {
+		t.Errorf("step-up: reason %q scopes %q, want %q [mcp:tools notes:read]", c.Reason, c.Scopes, "insufficient_scope")
 	}
 }
 

@@ -186,7 +186,7 @@ func (a *codeFlow) Authorize(ctx context.Context, req client.AuthorizeRequest) (
 		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint, AuthStyle: oauth2.AuthStyleInParams},
 	}
 	switch reg.method {
-	case client.AuthClientSecretBasic:
+	case "client_secret_basic":
 		conf.Endpoint.AuthStyle = oauth2.AuthStyleInHeader
 	case "none":
 		conf.ClientSecret = ""
@@ -243,11 +243,11 @@ func (a *codeFlow) registration(ctx context.Context, issuer string, md *asmeta.M
 // uses with md.
 func secretMethod(md *asmeta.Metadata) string {
 	for _, m := range md.TokenEndpointAuthMethodsSupported {
-		if m == client.AuthClientSecretBasic || m == client.AuthClientSecretPost || m == "none" {
+		if m == "client_secret_basic" || m == "client_secret_post" || m == "none" {
 			return m
 		}
 	}
-	return client.AuthClientSecretBasic // RFC 8414 §2 default
+	return "client_secret_basic" // RFC 8414 §2 default
 }
 
 // register performs an RFC 7591 dynamic client registration.
