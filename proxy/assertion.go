@@ -40,8 +40,9 @@ type signer struct {
 	kid    string
 }
 
-// loadKey reads a PEM private key file; field names it in errors.
-func loadKey(field, path string) (crypto.Signer, error) {
+// readPEM reads the first PEM block of a bounded file; field names it in
+// errors.
+func readPEM(field, path string) (*pem.Block, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)
@@ -56,6 +57,36 @@ func loadKey(field, path string) (crypto.Signer, error) {
 	blk, _ := pem.Decode(b)
 	if blk == nil {
 		return nil, fmt.Errorf("%s %s: no PEM block", field, path)
+	}
+	return blk, nil
+}
+
+// loadPublicKey reads a PEM public key ("PUBLIC KEY", PKIX) or the
+// public half of a private key file.
+func loadPublicKey(field, path string) (crypto.PublicKey, error) {
+	blk, err := readPEM(field, path)
+	if err != nil {
+		return nil, err
+	}
+	if blk.Type != "PUBLIC KEY" {
+		k, err := loadKey(field, path)
+		if err != nil {
+			return nil, err
+		}
+		return k.Public(), nil
+	}
+	k, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", field, path, err)
+	}
+	return k, nil
+}
+
+// loadKey reads a PEM private key file; field names it in errors.
+func loadKey(field, path string) (crypto.Signer, error) {
+	blk, err := readPEM(field, path)
+	if err != nil {
+		return nil, err
 	}
 	var k any
 	switch blk.Type {
@@ -78,10 +109,11 @@ func loadKey(field, path string) (crypto.Signer, error) {
 	return s, nil
 }
 
-// algorithmOf returns the JWS algorithm of key, refusing weak keys.
-func algorithmOf(key crypto.Signer) (jose.SignatureAlgorithm, error) {
+// algorithmOf returns the JWS algorithm of a public key, refusing weak
+// keys.
+func algorithmOf(key crypto.PublicKey) (jose.SignatureAlgorithm, error) {
 	switch k := key.(type) {
-	case *ecdsa.PrivateKey:
+	case *ecdsa.PublicKey:
 		switch k.Curve {
 		case elliptic.P256():
 			return jose.ES256, nil
@@ -89,9 +121,9 @@ func algorithmOf(key crypto.Signer) (jose.SignatureAlgorithm, error) {
 			return jose.ES384, nil
 		}
 		return "", fmt.Errorf("EC key: want P-256 or P-384")
-	case ed25519.PrivateKey:
+	case ed25519.PublicKey:
 		return jose.EdDSA, nil
-	case *rsa.PrivateKey:
+	case *rsa.PublicKey:
 		if k.N.BitLen() < 2048 {
 			return "", fmt.Errorf("RSA key of %d bits: want 2048 or more", k.N.BitLen())
 		}
@@ -100,9 +132,26 @@ func algorithmOf(key crypto.Signer) (jose.SignatureAlgorithm, error) {
 	return "", fmt.Errorf("unsupported key type %T", key)
 }
 
+// publicJWK is the JWK of a public key, its kid the RFC 7638
+// thumbprint.
+func publicJWK(key crypto.PublicKey) (jose.JSONWebKey, jose.SignatureAlgorithm, error) {
+	alg, err := algorithmOf(key)
+	if err != nil {
+		return jose.JSONWebKey{}, "", err
+	}
+	pub := jose.JSONWebKey{Key: key, Algorithm: string(alg), Use: "sig"}
+	tp, err := pub.Thumbprint(crypto.SHA256)
+	if err != nil {
+		return jose.JSONWebKey{}, "", err
+	}
+	pub.KeyID = base64.RawURLEncoding.EncodeToString(tp)
+	return pub, alg, nil
+}
+
 // newSigner returns the signer of issuer with key (a new P-256 key when
-// nil).
-func newSigner(issuer string, key crypto.Signer) (*signer, error) {
+// nil), its JWK Set publishing key and then each of publish (never
+// signing with them), each key once.
+func newSigner(issuer string, key crypto.Signer, publish []crypto.PublicKey) (*signer, error) {
 	if key == nil {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
@@ -110,17 +159,21 @@ func newSigner(issuer string, key crypto.Signer) (*signer, error) {
 		}
 		key = k
 	}
-	alg, err := algorithmOf(key)
+	pub, alg, err := publicJWK(key.Public())
 	if err != nil {
 		return nil, fmt.Errorf("%w: assertion key: %w", ErrConfig, err)
 	}
-	pub := jose.JSONWebKey{Key: key.Public(), Algorithm: string(alg), Use: "sig"}
-	tp, err := pub.Thumbprint(crypto.SHA256)
-	if err != nil {
-		return nil, fmt.Errorf("%w: assertion key: %w", ErrConfig, err)
+	set := jose.JSONWebKeySet{Keys: []jose.JSONWebKey{pub}}
+	for i, k := range publish {
+		j, _, err := publicJWK(k)
+		if err != nil {
+			return nil, fmt.Errorf("%w: assertion.publish_key_files[%d]: %w", ErrConfig, i, err)
+		}
+		if len(set.Key(j.KeyID)) == 0 {
+			set.Keys = append(set.Keys, j)
+		}
 	}
-	pub.KeyID = base64.RawURLEncoding.EncodeToString(tp)
-	doc, err := json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{pub}})
+	doc, err := json.Marshal(set)
 	if err != nil {
 		return nil, err
 	}

@@ -484,6 +484,14 @@ type Assertion struct {
 	// RS256). Empty means a P-256 key generated at start, which replicas do
 	// not share: give every replica the same file.
 	KeyFile string `yaml:"key_file"`
+	// PublishKeyFiles are PEM files of keys the JWK Set publishes beside
+	// the signing key, which never sign: the next key before a rotation
+	// (so upstreams know it before the first assertion it signs) and the
+	// previous one after it (so assertions it signed stay valid until
+	// they expire). A public key ("PUBLIC KEY") or a private key file as
+	// for KeyFile. Empty publishes the signing key only (docs/proxy.md,
+	// "Rotating the assertion key").
+	PublishKeyFiles []string `yaml:"publish_key_files"`
 	// JWKSPath is where the proxy serves its public keys as a JWK Set.
 	// Empty means "/.well-known/jwks.json".
 	JWKSPath string `yaml:"jwks_path"`

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -135,7 +136,15 @@ func New(cfg Config) (*Proxy, error) {
 			}
 			key = k
 		}
-		s, err := newSigner(a.Issuer, key)
+		var publish []crypto.PublicKey
+		for i, f := range a.PublishKeyFiles {
+			k, err := loadPublicKey(fmt.Sprintf("assertion.publish_key_files[%d]", i), f)
+			if err != nil {
+				return fail(fmt.Errorf("%w: %w", ErrConfig, err))
+			}
+			publish = append(publish, k)
+		}
+		s, err := newSigner(a.Issuer, key, publish)
 		if err != nil {
 			return fail(err)
 		}
