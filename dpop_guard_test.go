@@ -43,8 +43,8 @@ func testGuardDPoP(t *testing.T, ownClock bool) {
 	}
 	g, err := New(Config{
 		Resource:   resource,
-		Issuers:    []string{iss.URL()},
-		Keys:       map[string]validate.KeySource{iss.URL(): &validate.StaticKeys{Set: iss.Keys()}},
+		Issuers:    []string{iss.URL},
+		Keys:       map[string]validate.KeySource{iss.URL: &validate.StaticKeys{Set: iss.Keys()}},
 		Validate:   validate.Config{Now: iss.Now},
 		Middleware: mc,
 	})
@@ -58,7 +58,7 @@ func testGuardDPoP(t *testing.T, ownClock bool) {
 	srv.Start()
 	t.Cleanup(srv.Close)
 
-	tok := iss.Token(t, authtest.WithAudience(resource), authtest.WithClaim("cnf", map[string]any{"jkt": key.Thumbprint()}))
+	tok := iss.Token(t, authtest.Token{Audience: []string{resource}, Claims: map[string]any{"cnf": map[string]any{"jkt": key.Thumbprint()}}})
 	tr, err := client.New(client.Config{
 		Resource:    resource,
 		TokenSource: oauth2.StaticTokenSource(&oauth2.Token{AccessToken: tok, TokenType: "DPoP"}),

@@ -45,7 +45,7 @@ func testServer(t *testing.T, iss *authtest.Issuer, mount func(g *Guard) http.Ha
 	resource := "http://" + srv.Listener.Addr().String() + "/mcp"
 	g, err := New(Config{
 		Resource: resource,
-		Issuers:  []string{iss.URL()},
+		Issuers:  []string{iss.URL},
 		Scopes:   []string{"mcp:tools"},
 		Operations: middleware.OperationPolicy{
 			Tools: map[string][]string{"delete_repo": {"repo:admin"}},
@@ -119,8 +119,11 @@ func TestGuard(t *testing.T) {
 			iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
 			srv, resource := testServer(t, iss, rtr.mount)
 			rm := srv.URL + prm.WellKnownPath + "/mcp"
-			tok := func(opts ...authtest.TokenOption) string {
-				return iss.Token(t, append([]authtest.TokenOption{authtest.WithAudience(resource)}, opts...)...)
+			tok := func(tk authtest.Token) string {
+				if tk.Audience == nil {
+					tk.Audience = []string{resource}
+				}
+				return iss.Token(t, tk)
 			}
 
 			// Metadata at both paths, without a token.
@@ -131,7 +134,7 @@ func TestGuard(t *testing.T) {
 				if err := json.Unmarshal([]byte(body), &md); status != 200 || err != nil {
 					t.Fatalf("GET %s = %d %s", c.url, status, body)
 				}
-				if md.Resource != c.resource || len(md.AuthorizationServers) != 1 || md.AuthorizationServers[0] != iss.URL() ||
+				if md.Resource != c.resource || len(md.AuthorizationServers) != 1 || md.AuthorizationServers[0] != iss.URL ||
 					strings.Join(md.ScopesSupported, " ") != "mcp:tools repo:admin" || md.ResourceName != "test server" {
 					t.Errorf("GET %s = %+v", c.url, md)
 				}
@@ -147,15 +150,15 @@ func TestGuard(t *testing.T) {
 			}{
 				{"no token", "", "get_weather", 401,
 					`Bearer scope="mcp:tools", resource_metadata="` + rm + `"`, `{"error":"unauthorized"}`},
-				{"valid", tok(authtest.WithScopes("mcp:tools")), "get_weather", 200, "", "sub=user-1 client=client-1"},
-				{"step-up for a tool scope", tok(authtest.WithScopes("mcp:tools")), "delete_repo", 403,
+				{"valid", tok(authtest.Token{Scopes: []string{"mcp:tools"}}), "get_weather", 200, "", "sub=user-1 client=client-1"},
+				{"step-up for a tool scope", tok(authtest.Token{Scopes: []string{"mcp:tools"}}), "delete_repo", 403,
 					`Bearer error="insufficient_scope", scope="mcp:tools repo:admin", resource_metadata="` + rm + `", ` + stepUpDesc,
 					`{"error":"insufficient_scope"}`},
-				{"tool scope granted", tok(authtest.WithScopes("mcp:tools", "repo:admin")), "delete_repo", 200, "", "sub=user-1 client=client-1"},
+				{"tool scope granted", tok(authtest.Token{Scopes: []string{"mcp:tools", "repo:admin"}}), "delete_repo", 200, "", "sub=user-1 client=client-1"},
 				{"expired", tok(authtest.Expired()), "get_weather", 401,
 					`Bearer error="invalid_token", scope="mcp:tools", resource_metadata="` + rm + `", error_description="The access token is invalid"`,
 					`{"error":"invalid_token"}`},
-				{"other audience", iss.Token(t), "get_weather", 401,
+				{"other audience", iss.Token(t, authtest.Token{}), "get_weather", 401,
 					`Bearer error="invalid_token", scope="mcp:tools", resource_metadata="` + rm + `", error_description="The access token is invalid"`,
 					`{"error":"invalid_token"}`},
 			}
@@ -167,7 +170,7 @@ func TestGuard(t *testing.T) {
 					}
 				})
 			}
-			if n := iss.JWKSFetches(); n != 1 {
+			if n := iss.Requests(iss.JWKSURL); n != 1 {
 				t.Errorf("JWKS fetched %d times, want 1", n)
 			}
 		})
@@ -222,14 +225,14 @@ func TestClose(t *testing.T) {
 
 	g, err := New(Config{
 		Resource: "https://mcp.example.com/mcp",
-		Issuers:  []string{a.URL(), b.URL(), c.URL()},
-		Keys:     map[string]validate.KeySource{c.URL(): &validate.StaticKeys{Set: c.Keys()}},
+		Issuers:  []string{a.URL, b.URL, c.URL},
+		Keys:     map[string]validate.KeySource{c.URL: &validate.StaticKeys{Set: c.Keys()}},
 	})
 	if err != nil {
 		t.Fatalf("New: %s", err.Error())
 	}
 	waitGoroutines(t, "after New", func(j, _ int) bool { return j >= 2 })
-	waitGoroutines(t, "first fetches", func(int, int) bool { return a.JWKSFetches() == 1 && b.JWKSFetches() == 1 })
+	waitGoroutines(t, "first fetches", func(int, int) bool { return a.Requests(a.JWKSURL) == 1 && b.Requests(b.JWKSURL) == 1 })
 	if err := g.Close(); err != nil {
 		t.Errorf("Close: %v", err)
 	}
@@ -237,7 +240,7 @@ func TestClose(t *testing.T) {
 	if err := g.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
 	}
-	if n := c.JWKSFetches(); n != 0 {
+	if n := c.Requests(c.JWKSURL); n != 0 {
 		t.Errorf("issuer with static keys fetched %d times", n)
 	}
 }
@@ -249,7 +252,7 @@ func TestNewErrors(t *testing.T) {
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
 	const resource = "https://mcp.example.com/mcp"
 	valid := func() Config {
-		return Config{Resource: resource, Issuers: []string{iss.URL()}, Scopes: []string{"mcp:tools"}}
+		return Config{Resource: resource, Issuers: []string{iss.URL}, Scopes: []string{"mcp:tools"}}
 	}
 	tests := []struct {
 		name    string
@@ -259,18 +262,18 @@ func TestNewErrors(t *testing.T) {
 		{"no resource", func(c *Config) { c.Resource = "" }, nil},
 		{"no issuers", func(c *Config) { c.Issuers = nil }, nil},
 		{"empty issuer", func(c *Config) { c.Issuers = []string{""} }, nil},
-		{"repeated issuer", func(c *Config) { c.Issuers = append(c.Issuers, iss.URL()) }, nil},
+		{"repeated issuer", func(c *Config) { c.Issuers = append(c.Issuers, iss.URL) }, nil},
 		{"keys for unknown issuer", func(c *Config) {
 			c.Keys = map[string]validate.KeySource{"https://other.example": &validate.StaticKeys{}}
 		}, nil},
-		{"nil keys", func(c *Config) { c.Keys = map[string]validate.KeySource{iss.URL(): nil} }, nil},
+		{"nil keys", func(c *Config) { c.Keys = map[string]validate.KeySource{iss.URL: nil} }, nil},
 		{"validate issuers set", func(c *Config) { c.Validate.Issuers = []validate.Issuer{} }, nil},
 		{"audiences without resource", func(c *Config) { c.Validate.Audiences = []string{"https://other.example"} }, nil},
 		{"middleware validator set", func(c *Config) { c.Middleware.Validator = &validate.Validator{} }, nil},
 		{"middleware scopes set", func(c *Config) { c.Middleware.Scopes = []string{"x"} }, nil},
 		{"middleware operations set", func(c *Config) { c.Middleware.Operations.DenyUnlisted = true }, nil},
 		{"middleware metadata set", func(c *Config) { c.Middleware.Metadata.ResourceName = "x" }, nil},
-		{"jwks url set", func(c *Config) { c.JWKS.JWKSURL = iss.JWKSURL() }, nil},
+		{"jwks url set", func(c *Config) { c.JWKS.JWKSURL = iss.JWKSURL }, nil},
 		{"metadata resource differs", func(c *Config) { c.Metadata.Resource = "https://other.example/mcp" }, nil},
 		{"metadata servers not trusted", func(c *Config) { c.Metadata.AuthorizationServers = []string{"https://other.example"} }, nil},
 		{"resource not https", func(c *Config) { c.Resource = "http://mcp.example.com/mcp" }, prm.ErrInvalidMetadata},
@@ -328,8 +331,8 @@ func TestTokenValidatorHook(t *testing.T) {
 	const resource = "https://mcp.example.com/mcp"
 	var w *wrappedValidator
 	g, err := New(Config{
-		Resource: resource, Issuers: []string{iss.URL()},
-		Keys:     map[string]validate.KeySource{iss.URL(): &validate.StaticKeys{Set: iss.Keys()}},
+		Resource: resource, Issuers: []string{iss.URL},
+		Keys:     map[string]validate.KeySource{iss.URL: &validate.StaticKeys{Set: iss.Keys()}},
 		Validate: validate.Config{Now: iss.Now},
 		TokenValidator: func(jwt *validate.Validator) (middleware.TokenValidator, error) {
 			w = &wrappedValidator{jwt: jwt}
@@ -344,7 +347,7 @@ func TestTokenValidatorHook(t *testing.T) {
 		t.Fatalf("TokenValidator got %v, want Guard.Validator()", w)
 	}
 	r := httptest.NewRequest(http.MethodGet, resource, nil)
-	r.Header.Set("Authorization", "Bearer "+iss.Token(t, authtest.WithAudience(resource)))
+	r.Header.Set("Authorization", "Bearer "+iss.Token(t, authtest.Token{Audience: []string{resource}}))
 	rec := httptest.NewRecorder()
 	g.Handler(whoami).ServeHTTP(rec, r)
 	if rec.Code != http.StatusOK || w.calls != 1 {
@@ -359,8 +362,8 @@ func TestConfigPrecedence(t *testing.T) {
 	var decisions []middleware.Reason
 	g, err := New(Config{
 		Resource: resource,
-		Issuers:  []string{iss.URL()},
-		Keys:     map[string]validate.KeySource{iss.URL(): &validate.StaticKeys{Set: iss.Keys()}},
+		Issuers:  []string{iss.URL},
+		Keys:     map[string]validate.KeySource{iss.URL: &validate.StaticKeys{Set: iss.Keys()}},
 		Scopes:   []string{"mcp:tools"},
 		Validate: validate.Config{Now: iss.Now, Audiences: []string{resource, "https://legacy.example"}},
 		Middleware: middleware.Config{
@@ -375,7 +378,7 @@ func TestConfigPrecedence(t *testing.T) {
 	h := g.Handler(whoami)
 	for _, aud := range []string{resource, "https://legacy.example", "https://other.example"} {
 		r := httptest.NewRequest(http.MethodGet, resource, nil)
-		r.Header.Set("Authorization", "Bearer "+iss.Token(t, authtest.WithAudience(aud), authtest.WithScopes("mcp:tools")))
+		r.Header.Set("Authorization", "Bearer "+iss.Token(t, authtest.Token{Audience: []string{aud}, Scopes: []string{"mcp:tools"}}))
 		h.ServeHTTP(httptest.NewRecorder(), r)
 	}
 	if got := fmt.Sprint(decisions); got != "[authorized authorized audience]" {

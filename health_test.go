@@ -23,7 +23,7 @@ const healthResource = "http://127.0.0.1:1/mcp"
 func TestWaitForKeysReady(t *testing.T) {
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
 	g, err := New(Config{
-		Resource: healthResource, Issuers: []string{iss.URL()}, WaitForKeys: 5 * time.Second,
+		Resource: healthResource, Issuers: []string{iss.URL}, WaitForKeys: 5 * time.Second,
 		Validate: validate.Config{Now: iss.Now}, JWKS: jwks.Config{Now: iss.Now},
 	})
 	if err != nil {
@@ -31,13 +31,13 @@ func TestWaitForKeysReady(t *testing.T) {
 	}
 	defer g.Close()
 	h := g.Health()
-	if len(h) != 1 || !h[0].Ready || h[0].Keys == 0 || h[0].Issuer != iss.URL() || h[0].LastError != nil ||
+	if len(h) != 1 || !h[0].Ready || h[0].Keys == 0 || h[0].Issuer != iss.URL || h[0].LastError != nil ||
 		!h[0].LastSuccess.Equal(iss.Now()) || h[0].NextRefresh.IsZero() && h[0].LastAttempt.IsZero() {
 		t.Errorf("Health = %+v", h)
 	}
 	rec := httptest.NewRecorder()
 	g.ReadyHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
-	want := `{"status":"ready","issuers":[{"issuer":"` + iss.URL() + `","ready":true,"keys":` + itoa(h[0].Keys) +
+	want := `{"status":"ready","issuers":[{"issuer":"` + iss.URL + `","ready":true,"keys":` + itoa(h[0].Keys) +
 		`,"last_success":"` + iss.Now().UTC().Format(time.RFC3339) + `"`
 	if rec.Code != http.StatusOK || !strings.HasPrefix(rec.Body.String(), want) ||
 		rec.Header().Get("Content-Type") != "application/json" || rec.Header().Get("Cache-Control") != "no-store" {
@@ -77,8 +77,8 @@ func TestWaitForKeysFailFast(t *testing.T) {
 		cause  jwks.Cause
 	}{
 		{"404", notFound.URL, nil, "not_found"},
-		{"mix-up", mixUp.URL(), nil, "issuer_mismatch"},
-		{"tls", tlsIss.URL(), nil, "tls"},
+		{"mix-up", mixUp.URL, nil, "issuer_mismatch"},
+		{"tls", tlsIss.URL, nil, "tls"},
 		{"dns", "https://auth.example.invalid", dnsFailure(), "dns"},
 	}
 	for _, tt := range tests {
@@ -140,15 +140,15 @@ func TestReadyHandlerNotReady(t *testing.T) {
 	}
 	// Static keys are always ready.
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
-	g, err := New(Config{Resource: healthResource, Issuers: []string{iss.URL()}, WaitForKeys: time.Second,
-		Keys: map[string]validate.KeySource{iss.URL(): &validate.StaticKeys{Set: iss.Keys()}}})
+	g, err := New(Config{Resource: healthResource, Issuers: []string{iss.URL}, WaitForKeys: time.Second,
+		Keys: map[string]validate.KeySource{iss.URL: &validate.StaticKeys{Set: iss.Keys()}}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if h := g.Health(); len(h) != 1 || !h[0].Ready {
 		t.Errorf("static Health = %+v", h)
 	}
-	if _, err := New(Config{Resource: healthResource, Issuers: []string{iss.URL()}, WaitForKeys: -1}); !errors.Is(err, ErrConfig) {
+	if _, err := New(Config{Resource: healthResource, Issuers: []string{iss.URL}, WaitForKeys: -1}); !errors.Is(err, ErrConfig) {
 		t.Errorf("negative WaitForKeys: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
 	"io"
@@ -83,16 +84,16 @@ func TestMetadataURLs(t *testing.T) {
 			t.Run(tt.name+map[bool]string{false: "/http", true: "/https"}[tls], func(t *testing.T) {
 				t.Parallel()
 				iss := authtest.NewIssuer(t, authtest.IssuerConfig{Path: tt.path, TLS: tls})
-				if want := map[bool]string{false: "http://", true: "https://"}[tls]; !strings.HasPrefix(iss.URL(), want) {
-					t.Errorf("URL() = %q, want prefix %q", iss.URL(), want)
+				if want := map[bool]string{false: "http://", true: "https://"}[tls]; !strings.HasPrefix(iss.URL, want) {
+					t.Errorf("URL() = %q, want prefix %q", iss.URL, want)
 				}
-				if !strings.HasSuffix(iss.URL(), tt.path) || pathOf(t, iss.URL()) != tt.path {
-					t.Errorf("URL() = %q, want path %q", iss.URL(), tt.path)
+				if !strings.HasSuffix(iss.URL, tt.path) || pathOf(t, iss.URL) != tt.path {
+					t.Errorf("URL() = %q, want path %q", iss.URL, tt.path)
 				}
 				var gotPaths []string
-				for _, u := range iss.MetadataURLs() {
+				for _, u := range iss.MetadataURLs {
 					gotPaths = append(gotPaths, pathOf(t, u))
-					status, m := getJSON(t, iss.Client(), u)
+					status, m := getJSON(t, iss.Client, u)
 					if status != http.StatusOK {
 						t.Fatalf("GET %s: status %d, want 200", u, status)
 					}
@@ -101,7 +102,7 @@ func TestMetadataURLs(t *testing.T) {
 				if !slices.Equal(gotPaths, tt.wantPaths) {
 					t.Errorf("MetadataURLs paths = %q, want %q", gotPaths, tt.wantPaths)
 				}
-				if got, want := iss.MetadataFetches(), int64(len(tt.wantPaths)); got != want {
+				if got, want := iss.Requests(iss.MetadataURLs...), int64(len(tt.wantPaths)); got != want {
 					t.Errorf("MetadataFetches() = %d, want %d", got, want)
 				}
 			})
@@ -111,13 +112,13 @@ func TestMetadataURLs(t *testing.T) {
 
 func checkMetadata(t *testing.T, iss *authtest.Issuer, m map[string]any) {
 	t.Helper()
-	base := strings.TrimSuffix(iss.URL(), "/")
+	base := strings.TrimSuffix(iss.URL, "/")
 	want := map[string]any{
-		"issuer":                           iss.URL(),
-		"jwks_uri":                         iss.JWKSURL(),
+		"issuer":                           iss.URL,
+		"jwks_uri":                         iss.JWKSURL,
 		"authorization_endpoint":           base + "/authorize",
 		"token_endpoint":                   base + "/token",
-		"introspection_endpoint":           iss.IntrospectionURL(),
+		"introspection_endpoint":           iss.IntrospectionURL,
 		"response_types_supported":         []any{"code"},
 		"code_challenge_methods_supported": []any{"S256"},
 	}
@@ -128,8 +129,8 @@ func checkMetadata(t *testing.T, iss *authtest.Issuer, m map[string]any) {
 			t.Errorf("metadata %q = %s, want %s", k, got, w)
 		}
 	}
-	if iss.JWKSURL() != base+"/jwks" || iss.IntrospectionURL() != base+"/introspect" {
-		t.Errorf("JWKSURL() = %q, IntrospectionURL() = %q, want under %q", iss.JWKSURL(), iss.IntrospectionURL(), base)
+	if iss.JWKSURL != base+"/jwks" || iss.IntrospectionURL != base+"/introspect" {
+		t.Errorf("JWKSURL() = %q, IntrospectionURL() = %q, want under %q", iss.JWKSURL, iss.IntrospectionURL, base)
 	}
 }
 
@@ -140,7 +141,7 @@ func TestHostileDiscovery(t *testing.T) {
 		name       string
 		cfg        authtest.IssuerConfig
 		wantStatus []int  // per MetadataURLs entry
-		wantIssuer string // "" => iss.URL()
+		wantIssuer string // "" => iss.URL
 		wantExtra  string // value of "jwks_uri" when overridden
 	}{
 		{"mix-up", authtest.IssuerConfig{Path: "/t", MixUpIssuer: mixUp}, []int{200, 200, 200}, mixUp, ""},
@@ -154,12 +155,12 @@ func TestHostileDiscovery(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			iss := authtest.NewIssuer(t, tt.cfg)
-			urls := iss.MetadataURLs()
+			urls := iss.MetadataURLs
 			if len(urls) != len(tt.wantStatus) {
 				t.Fatalf("got %d metadata URLs, want %d", len(urls), len(tt.wantStatus))
 			}
 			for n, u := range urls {
-				status, m := getJSON(t, iss.Client(), u)
+				status, m := getJSON(t, iss.Client, u)
 				if status != tt.wantStatus[n] {
 					t.Errorf("GET %s: status %d, want %d", u, status, tt.wantStatus[n])
 				}
@@ -168,7 +169,7 @@ func TestHostileDiscovery(t *testing.T) {
 				}
 				wantIss := tt.wantIssuer
 				if wantIss == "" {
-					wantIss = iss.URL()
+					wantIss = iss.URL
 				}
 				if m["issuer"] != wantIss {
 					t.Errorf("issuer = %v, want %q", m["issuer"], wantIss)
@@ -183,7 +184,7 @@ func TestHostileDiscovery(t *testing.T) {
 
 func fetchJWKS(t *testing.T, iss *authtest.Issuer) jose.JSONWebKeySet {
 	t.Helper()
-	resp, b := get(t, iss.Client(), iss.JWKSURL())
+	resp, b := get(t, iss.Client, iss.JWKSURL)
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET jwks: status %d", resp.StatusCode)
 	}
@@ -212,7 +213,7 @@ func TestJWKS(t *testing.T) {
 	t.Parallel()
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{TLS: true})
 	set := fetchJWKS(t, iss)
-	if got, want := kids(set.Keys), []string{authtest.KIDES256, authtest.KIDRS256, authtest.KIDEdDSA}; !slices.Equal(got, want) {
+	if got, want := kids(set.Keys), []string{"es256-1", "rs256-1", "eddsa-1"}; !slices.Equal(got, want) {
 		t.Fatalf("kids = %q, want %q", got, want)
 	}
 	for _, k := range set.Keys {
@@ -239,18 +240,14 @@ func TestJWKS(t *testing.T) {
 	if got := kids(iss.Keys()); !slices.Equal(got, kids(set.Keys)) {
 		t.Errorf("Keys() = %q, JWKS = %q", got, kids(set.Keys))
 	}
-	if iss.JWKSFetches() != 1 || iss.Requests(iss.JWKSURL()) != 1 || iss.Requests("/jwks") != 1 {
-		t.Errorf("JWKSFetches() = %d, want 1", iss.JWKSFetches())
+	if iss.Requests(iss.JWKSURL) != 1 || iss.Requests("/jwks") != 1 || iss.Requests() != 1 {
+		t.Errorf("Requests(JWKSURL) = %d, Requests() = %d, want 1, 1", iss.Requests(iss.JWKSURL), iss.Requests())
 	}
-	iss.ResetCounters()
-	if iss.JWKSFetches() != 0 {
-		t.Errorf("after ResetCounters: JWKSFetches() = %d, want 0", iss.JWKSFetches())
-	}
-	resp, _ := get(t, iss.Client(), strings.TrimSuffix(iss.URL(), "/")+"/nope")
+	resp, _ := get(t, iss.Client, strings.TrimSuffix(iss.URL, "/")+"/nope")
 	if resp.StatusCode != http.StatusNotFound || iss.Requests("/nope") != 1 {
 		t.Errorf("unknown path: status %d, count %d; want 404, 1", resp.StatusCode, iss.Requests("/nope"))
 	}
-	post, err := iss.Client().Post(iss.JWKSURL(), "text/plain", nil)
+	post, err := iss.Client.Post(iss.JWKSURL, "text/plain", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,23 +257,21 @@ func TestJWKS(t *testing.T) {
 	}
 }
 
-func TestRotateRemoveAdd(t *testing.T) {
+func TestAddRemoveKeys(t *testing.T) {
 	t.Parallel()
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
-	if got := iss.SigningKID(); got != authtest.KIDES256 {
-		t.Fatalf("SigningKID() = %q, want %q", got, authtest.KIDES256)
+	if tok := decode(t, iss.Token(t, authtest.Token{})); tok.header["kid"] != "es256-1" {
+		t.Fatalf("token kid = %v, want es256-1", tok.header["kid"])
 	}
-	newKID := iss.Rotate()
-	if newKID != "es256-2" || iss.SigningKID() != newKID {
-		t.Fatalf("Rotate() = %q, SigningKID() = %q, want es256-2", newKID, iss.SigningKID())
-	}
-	tok := decode(t, iss.Token(t))
+	const newKID = "es256-2"
+	iss.AddKey(authtest.GenerateKey(jose.ES256, newKID)) // rotates the signing key
+	tok := decode(t, iss.Token(t, authtest.Token{}))
 	if tok.header["kid"] != newKID {
 		t.Errorf("token kid = %v, want %q", tok.header["kid"], newKID)
 	}
 	verify(t, iss.Keys(), tok.raw)
 	if got, want := kids(fetchJWKS(t, iss).Keys), []string{"es256-1", "rs256-1", "eddsa-1", "es256-2"}; !slices.Equal(got, want) {
-		t.Errorf("after Rotate: kids = %q, want %q", got, want)
+		t.Errorf("after AddKey: kids = %q, want %q", got, want)
 	}
 
 	if !iss.RemoveKey(newKID) || iss.RemoveKey("no-such-kid") {
@@ -286,14 +281,18 @@ func TestRotateRemoveAdd(t *testing.T) {
 		t.Errorf("after RemoveKey: kids = %q, want %q", got, want)
 	}
 	// The removed key still signs, so validators see an unknown kid.
-	if tok := decode(t, iss.Token(t)); tok.header["kid"] != newKID {
+	if tok := decode(t, iss.Token(t, authtest.Token{})); tok.header["kid"] != newKID {
 		t.Errorf("token after RemoveKey: kid %v, want %q", tok.header["kid"], newKID)
 	}
 
 	enc := authtest.GenerateKey(jose.ES256, "enc-key")
 	enc.Use = "enc"
-	weak := authtest.GenerateRSAKey(1024, "weak")
-	dup := authtest.GenerateKey(jose.ES256, authtest.KIDES256)
+	weakKey, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weak := jose.JSONWebKey{Key: weakKey, KeyID: "weak", Algorithm: "RS256", Use: "sig"}
+	dup := authtest.GenerateKey(jose.ES256, "es256-1")
 	iss.AddKey(enc)
 	iss.AddKey(weak.Public())
 	iss.AddKey(dup)
@@ -308,7 +307,7 @@ func TestRotateRemoveAdd(t *testing.T) {
 		t.Errorf("weak key has %d bits, want 1024", bits)
 	}
 	// A token signed by the weak key verifies against the published key.
-	verify(t, []jose.JSONWebKey{set.Keys[4]}, iss.Token(t, authtest.SignWith(weak)))
+	verify(t, []jose.JSONWebKey{set.Keys[4]}, iss.Token(t, authtest.Token{Key: weak}))
 }
 
 func TestConcurrentUse(t *testing.T) {
@@ -319,13 +318,13 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			switch n % 4 {
 			case 0:
-				iss.Rotate()
+				iss.AddKey(authtest.GenerateKey(jose.ES256, "es256-new"))
 			case 1:
-				_ = iss.Token(t)
+				_ = iss.Token(t, authtest.Token{})
 			case 2:
 				fetchJWKS(t, iss)
 			case 3:
-				iss.SetFault(authtest.FaultNone)
+				iss.SetFault("", iss.JWKSURL)
 				iss.Advance(time.Second)
 			}
 		})
@@ -349,7 +348,7 @@ func TestClock(t *testing.T) {
 	}
 	pinned := time.Date(2030, 5, 6, 7, 8, 9, 0, time.UTC)
 	iss2 := authtest.NewIssuer(t, authtest.IssuerConfig{Now: func() time.Time { return pinned }})
-	if got := decode(t, iss2.Token(t)).claims["iat"]; got != float64(pinned.Unix()) {
+	if got := decode(t, iss2.Token(t, authtest.Token{})).claims["iat"]; got != float64(pinned.Unix()) {
 		t.Errorf("iat = %v, want %d", got, pinned.Unix())
 	}
 }

@@ -11,17 +11,17 @@
 //     ([Issuer.MetadataURLs]);
 //   - a JWKS (RFC 7517) with an ES256, an RS256 and an EdDSA key
 //     ([Issuer.JWKSURL]), which can be rotated and tampered with
-//     ([Issuer.Rotate], [Issuer.AddKey], [Issuer.RemoveKey]);
+//     ([Issuer.AddKey], [Issuer.RemoveKey]);
 //   - an RFC 7662 introspection endpoint ([Issuer.IntrospectionURL]).
 //
-// [Issuer.Token] mints RFC 9068 JWT access tokens that are valid by default
-// for the issuer, its audience and its clock; [TokenOption] values such as
-// [Expired], [WrongAudience], [UnknownKID] or [WithHeader] break exactly one
-// property each. [Issuer.SetFault] and [Issuer.SetFaultFor] make any endpoint
-// misbehave ([FaultHang], [FaultHuge], [FaultTooManyRequests], …) for
-// fault-tolerance tests, and the request counters ([Issuer.JWKSFetches],
-// [Issuer.Requests]) show what a client actually fetched. [Signer] and
-// [RawToken] build tokens without a server.
+// [Issuer.Token] mints RFC 9068 JWT access tokens from a [Token] value whose
+// zero value is valid for the issuer, its audience and its clock; each field
+// changes one property, and [Expired], [WrongAudience], [WrongIssuer],
+// [InsufficientScope], [NoKID] and [AlgNone] return the classic bad tokens.
+// [Issuer.SetFault] makes any endpoint misbehave ("hang", "huge",
+// "too-many-requests", …; see [Fault]) for fault-tolerance tests, and
+// [Issuer.Requests] shows what a client actually fetched. [GenerateKey]
+// makes keys to publish or to sign with.
 //
 // # Time
 //
@@ -41,8 +41,8 @@
 //		iss := authtest.NewIssuer(t, authtest.IssuerConfig{
 //			Audience: "https://mcp.example.com/mcp",
 //		})
-//		// Build the validator with Issuer: iss.URL(), a JWKS key source for
-//		// iss.JWKSURL() using iss.Client(), Audiences: the same audience and
+//		// Build the validator with Issuer: iss.URL, a JWKS key source for
+//		// iss.JWKSURL using iss.Client, Audiences: the same audience and
 //		// Now: iss.Now. Wrap the MCP handler with the middleware and start it
 //		// with httptest.NewServer.
 //
@@ -53,8 +53,9 @@
 //		// WWW-Authenticate challenge with error="invalid_token".
 //	}
 //
-// Run the same request with iss.Token(t) to check the happy path, with
-// [WithScopes] to check step-up (403 insufficient_scope), and with
-// iss.SetFault(authtest.FaultUnavailable) after a [Issuer.Rotate] to check
+// Run the same request with iss.Token(t, authtest.Token{}) to check the
+// happy path, with [InsufficientScope] (or Token.Scopes) to check step-up
+// (403 insufficient_scope), and with iss.SetFault("unavailable",
+// iss.JWKSURL) after adding a new key with [Issuer.AddKey] to check
 // behaviour while the authorization server is down.
 package authtest

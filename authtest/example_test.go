@@ -40,9 +40,9 @@ func Example() {
 	defer t.finish()
 
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: "https://mcp.example.com/mcp"})
-	raw := iss.Token(t, authtest.WithScopes("mcp:tools", "mcp:admin"))
+	raw := iss.Token(t, authtest.Token{Scopes: []string{"mcp:tools", "mcp:admin"}})
 
-	resp, err := iss.Client().Get(iss.JWKSURL())
+	resp, err := iss.Client.Get(iss.JWKSURL)
 	if err != nil {
 		panic(err)
 	}
@@ -64,7 +64,7 @@ func Example() {
 		panic(err)
 	}
 	err = claims.Validate(jwt.Expected{
-		Issuer:      iss.URL(),
+		Issuer:      iss.URL,
 		AnyAudience: jwt.Audience{"https://mcp.example.com/mcp"},
 		Time:        iss.Now(),
 	})
@@ -77,8 +77,8 @@ func Example() {
 	// valid: true
 }
 
-// Options break one property each; here the token expired an hour before
-// the issuer's (pinned) clock.
+// The constructors break one property each; here the token expired an hour
+// before the issuer's (pinned) clock.
 func ExampleExpired() {
 	t := &exampleT{}
 	defer t.finish()
@@ -105,18 +105,18 @@ func ExampleExpired() {
 
 // Discovery documents are served at every URL an MCP client probes, in
 // order.
-func ExampleIssuer_MetadataURLs() {
+func ExampleIssuer_metadataURLs() {
 	t := &exampleT{}
 	defer t.finish()
 
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Path: "/tenant1", DisableRFC8414: true})
-	for _, u := range iss.MetadataURLs() {
-		resp, err := iss.Client().Get(u)
+	for _, u := range iss.MetadataURLs {
+		resp, err := iss.Client.Get(u)
 		if err != nil {
 			panic(err)
 		}
 		resp.Body.Close()
-		fmt.Println(resp.StatusCode, strings.TrimPrefix(u, strings.TrimSuffix(iss.URL(), "/tenant1")))
+		fmt.Println(resp.StatusCode, strings.TrimPrefix(u, strings.TrimSuffix(iss.URL, "/tenant1")))
 	}
 	// Output:
 	// 404 /.well-known/oauth-authorization-server/tenant1
@@ -124,22 +124,25 @@ func ExampleIssuer_MetadataURLs() {
 	// 200 /tenant1/.well-known/openid-configuration
 }
 
-// Key rotation: the new key signs, the old one stays published.
-func ExampleIssuer_Rotate() {
+// Key rotation: a new private key signs, the old one stays published.
+func ExampleIssuer_AddKey() {
 	t := &exampleT{}
 	defer t.finish()
 
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
-	fmt.Println(iss.Rotate())
+	iss.AddKey(authtest.GenerateKey(jose.ES256, "es256-2"))
 	var kids []string
 	for _, k := range iss.Keys() {
 		kids = append(kids, k.KeyID)
 	}
 	fmt.Println(strings.Join(kids, " "))
-	iss.RemoveKey(authtest.KIDES256)
-	fmt.Println(len(iss.Keys()), iss.SigningKID())
+	iss.RemoveKey("es256-1")
+	tok, err := jwt.ParseSigned(iss.Token(t, authtest.Token{}), []jose.SignatureAlgorithm{jose.ES256})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(len(iss.Keys()), tok.Headers[0].KeyID)
 	// Output:
-	// es256-2
 	// es256-1 rs256-1 eddsa-1 es256-2
 	// 3 es256-2
 }
@@ -151,39 +154,39 @@ func ExampleIssuer_SetFault() {
 	defer t.finish()
 
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{RetryAfter: 30 * time.Second})
-	iss.SetFault(authtest.FaultTooManyRequests)
-	resp, err := iss.Client().Get(iss.JWKSURL())
+	iss.SetFault("too-many-requests", iss.JWKSURL)
+	resp, err := iss.Client.Get(iss.JWKSURL)
 	if err != nil {
 		panic(err)
 	}
 	resp.Body.Close()
 	fmt.Println(resp.StatusCode, resp.Header.Get("Retry-After"))
 
-	iss.SetFault(authtest.FaultNone)
-	resp, err = iss.Client().Get(iss.JWKSURL())
+	iss.SetFault("", iss.JWKSURL)
+	resp, err = iss.Client.Get(iss.JWKSURL)
 	if err != nil {
 		panic(err)
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	fmt.Println(resp.StatusCode, iss.JWKSFetches())
+	fmt.Println(resp.StatusCode, iss.Requests(iss.JWKSURL))
 	// Output:
 	// 429 30
 	// 200 2
 }
 
 // Introspection (RFC 7662) of an opaque token.
-func ExampleIssuer_OpaqueToken() {
+func ExampleIssuer_Token_opaque() {
 	t := &exampleT{}
 	defer t.finish()
 
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
-	opaque := iss.OpaqueToken(t, authtest.WithSubject("alice"))
+	opaque := iss.Token(t, authtest.Token{Opaque: true, Subject: "alice"})
 
-	req, _ := http.NewRequest(http.MethodPost, iss.IntrospectionURL(), strings.NewReader("token="+opaque))
+	req, _ := http.NewRequest(http.MethodPost, iss.IntrospectionURL, strings.NewReader("token="+opaque))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth(iss.IntrospectionCredentials())
-	resp, err := iss.Client().Do(req)
+	req.SetBasicAuth(iss.IntrospectionClientID, iss.IntrospectionSecret)
+	resp, err := iss.Client.Do(req)
 	if err != nil {
 		panic(err)
 	}
@@ -197,26 +200,25 @@ func ExampleIssuer_OpaqueToken() {
 	// Output: true alice
 }
 
-// RawToken assembles a token by hand, here an unsigned one.
-func ExampleRawToken() {
-	fmt.Println(authtest.RawToken([]byte(`{"alg":"none"}`), []byte(`{"sub":"x"}`), nil))
-	// Output: eyJhbGciOiJub25lIn0.eyJzdWIiOiJ4In0.
-}
-
-// A Signer signs tokens without a server.
-func ExampleNewSigner() {
-	s := authtest.NewSigner(jose.EdDSA)
+// A token that breaks several properties at once: a constructor's result
+// with more fields set.
+func ExampleToken() {
 	t := &exampleT{}
-	raw := s.Sign(t, map[string]any{"typ": "at+jwt"}, map[string]any{"sub": "bob"})
+	defer t.finish()
 
-	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.EdDSA})
+	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
+	spec := authtest.WrongAudience()
+	spec.Subject = "mallory"
+	spec.Claims = map[string]any{"tenant": nil} // deleted
+	tok, err := jwt.ParseSigned(iss.Token(t, spec), []jose.SignatureAlgorithm{jose.ES256})
 	if err != nil {
 		panic(err)
 	}
-	var claims jwt.Claims
-	if err := tok.Claims(s.PublicJWK().Key, &claims); err != nil {
+	var claims map[string]any
+	if err := tok.Claims(&jose.JSONWebKeySet{Keys: iss.Keys()}, &claims); err != nil {
 		panic(err)
 	}
-	fmt.Println(claims.Subject)
-	// Output: bob
+	_, hasTenant := claims["tenant"]
+	fmt.Println(claims["sub"], claims["aud"], hasTenant)
+	// Output: mallory https://wrong-audience.example false
 }

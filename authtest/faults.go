@@ -11,145 +11,146 @@ import (
 )
 
 // Fault makes an [Issuer] endpoint misbehave, for testing how clients cope
-// with a failing authorization server. Set it with [Issuer.SetFault],
-// [Issuer.SetFaultFor] or [Issuer.SetMetadataFault]. Requests are counted
-// before the fault applies.
-type Fault int
+// with a failing authorization server. Set it with [Issuer.SetFault];
+// requests are counted before the fault applies. The faults are:
+//
+//	""                    none: the endpoint is served normally
+//	"unavailable"         503 Service Unavailable without Retry-After
+//	"too-many-requests"   429 Too Many Requests with a Retry-After header of
+//	                      [IssuerConfig.RetryAfter] seconds
+//	"server-error"        500 Internal Server Error
+//	"hang"                nothing is sent; the request is held until the
+//	                      client gives up (its context ends or it closes the
+//	                      connection) or the test ends. No goroutine leaks:
+//	                      the issuer's cleanup releases every held request.
+//	"garbage"             200, Content-Type application/json, a body that is
+//	                      not JSON
+//	"empty"               200, Content-Type application/json, an empty body
+//	"empty-key-set"       200 with {"keys":[]}
+//	"huge"                200 with a syntactically valid JSON object
+//	                      [IssuerConfig.HugeBodyBytes] long (100 MiB by
+//	                      default), chunked without Content-Length and
+//	                      written lazily; it stops as soon as the client
+//	                      stops reading or the test ends, so a client that
+//	                      caps its reads returns promptly
+//	"refuse"              the connection is accepted, then reset without a
+//	                      response
+//	"not-found"           404, as if the endpoint did not exist
+//	"wrong-content-type"  the normal body with Content-Type text/html, to
+//	                      test media-type checks
+//
+// Two faults are for the introspection endpoint only (RFC 7662); without
+// them it behaves like a real authorization server: a token minted by
+// [Issuer.Token] is reported {"active":true, …its claims…} while
+// [Issuer.Now] is within its nbf/exp, anything else {"active":false}
+// (RFC 7662 §2.2).
+//
+//	"inactive"            every token is reported {"active":false}
+//	"always-active"       a lax (hostile) server: known tokens are reported
+//	                      active with their claims even when expired or not
+//	                      yet valid, unknown ones as {"active":true} with no
+//	                      other member; to check that the resource server
+//	                      enforces exp, iss and aud itself
+type Fault string
 
+// The faults [Issuer.SetFault] knows; see [Fault].
 const (
-	// FaultNone serves the endpoint normally.
-	FaultNone Fault = iota
-	// FaultUnavailable answers 503 Service Unavailable without Retry-After.
-	FaultUnavailable
-	// FaultTooManyRequests answers 429 Too Many Requests with a Retry-After
-	// header of [IssuerConfig.RetryAfter] seconds.
-	FaultTooManyRequests
-	// FaultServerError answers 500 Internal Server Error.
-	FaultServerError
-	// FaultHang sends nothing and holds the request until the client gives up
-	// (its context ends or it closes the connection) or the issuer is closed.
-	// It leaks no goroutine: [Issuer.Close] releases every held request.
-	FaultHang
-	// FaultGarbage answers 200 with Content-Type application/json and a body
-	// that is not JSON.
-	FaultGarbage
-	// FaultEmpty answers 200 with Content-Type application/json and an empty
-	// body.
-	FaultEmpty
-	// FaultEmptyKeySet answers 200 with {"keys":[]}.
-	FaultEmptyKeySet
-	// FaultHuge answers 200 with a syntactically valid JSON object
-	// [IssuerConfig.HugeBodyBytes] long (100 MiB by default), chunked
-	// without Content-Length and written lazily. It stops as soon as the
-	// client stops reading or the issuer is closed, so a client that caps
-	// its reads returns promptly.
-	FaultHuge
-	// FaultRefuse accepts the request, then resets the TCP connection
-	// without a response.
-	FaultRefuse
-	// FaultNotFound answers 404, as if the endpoint did not exist.
-	FaultNotFound
-	// FaultWrongContentType serves the normal body with Content-Type
-	// text/html, to test media-type checks.
-	FaultWrongContentType
+	faultUnavailable      Fault = "unavailable"
+	faultTooManyRequests  Fault = "too-many-requests"
+	faultServerError      Fault = "server-error"
+	faultHang             Fault = "hang"
+	faultGarbage          Fault = "garbage"
+	faultEmpty            Fault = "empty"
+	faultEmptyKeySet      Fault = "empty-key-set"
+	faultHuge             Fault = "huge"
+	faultRefuse           Fault = "refuse"
+	faultNotFound         Fault = "not-found"
+	faultWrongContentType Fault = "wrong-content-type"
+	faultInactive         Fault = "inactive"
+	faultAlwaysActive     Fault = "always-active"
 )
 
-var faultNames = [...]string{
-	FaultNone:             "none",
-	FaultUnavailable:      "unavailable",
-	FaultTooManyRequests:  "too-many-requests",
-	FaultServerError:      "server-error",
-	FaultHang:             "hang",
-	FaultGarbage:          "garbage",
-	FaultEmpty:            "empty",
-	FaultEmptyKeySet:      "empty-key-set",
-	FaultHuge:             "huge",
-	FaultRefuse:           "refuse",
-	FaultNotFound:         "not-found",
-	FaultWrongContentType: "wrong-content-type",
-}
-
-// Faults returns every fault except [FaultNone], for table-driven tests.
-func Faults() []Fault {
-	out := make([]Fault, 0, len(faultNames)-1)
-	for f := FaultNone + 1; int(f) < len(faultNames); f++ {
-		out = append(out, f)
+// known reports whether f is a [Fault] SetFault accepts ("" included).
+func (f Fault) known() bool {
+	switch f {
+	case "", faultUnavailable, faultTooManyRequests, faultServerError, faultHang, faultGarbage,
+		faultEmpty, faultEmptyKeySet, faultHuge, faultRefuse, faultNotFound, faultWrongContentType,
+		faultInactive, faultAlwaysActive:
+		return true
 	}
-	return out
+	return false
 }
 
-// String returns a short lowercase name such as "hang", usable in t.Run.
-func (f Fault) String() string {
-	if f >= 0 && int(f) < len(faultNames) {
-		return faultNames[f]
+// SetFault sets fault f on each endpoint, named by its URL path (for
+// example "/.well-known/oauth-authorization-server/tenant1") or by a full
+// URL of this issuer: iss.SetFault("hang", iss.JWKSURL),
+// iss.SetFault("unavailable", iss.MetadataURLs...). Any path can be
+// faulted, including ones the issuer does not otherwise serve. The fault ""
+// restores an endpoint. SetFault panics on a fault [Fault] does not list,
+// on "inactive" or "always-active" for another endpoint than
+// [Issuer.IntrospectionURL], and without an endpoint.
+func (i *Issuer) SetFault(f Fault, endpoints ...string) {
+	if !f.known() {
+		panic(fmt.Sprintf("authtest: unknown fault %q", string(f)))
 	}
-	return "fault(" + strconv.Itoa(int(f)) + ")"
-}
-
-// SetFault sets the fault of the JWKS endpoint. [FaultNone] restores it.
-func (i *Issuer) SetFault(f Fault) { i.SetFaultFor(i.jwksPath, f) }
-
-// SetMetadataFault sets f on every well-known metadata URL
-// ([Issuer.MetadataURLs]).
-func (i *Issuer) SetMetadataFault(f Fault) {
-	for _, p := range i.metaPaths {
-		i.SetFaultFor(p, f)
+	if len(endpoints) == 0 {
+		panic("authtest: SetFault needs an endpoint, e.g. iss.JWKSURL")
 	}
-}
-
-// SetFaultFor sets the fault of one endpoint, named by its URL path (for
-// example "/.well-known/oauth-authorization-server/tenant1") or by a full URL
-// of this issuer (for example [Issuer.IntrospectionURL]). Any path can be
-// faulted, including ones the issuer does not otherwise serve.
-func (i *Issuer) SetFaultFor(pathOrURL string, f Fault) {
-	p := toPath(pathOrURL)
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	if f == FaultNone {
-		delete(i.faults, p)
-		return
+	for _, e := range endpoints {
+		p := toPath(e)
+		if (f == faultInactive || f == faultAlwaysActive) && p != i.introspectPath {
+			panic(fmt.Sprintf("authtest: fault %q is for the introspection endpoint only", string(f)))
+		}
+		if f == "" {
+			delete(i.faults, p)
+			continue
+		}
+		i.faults[p] = f
 	}
-	i.faults[p] = f
 }
 
-// garbageBody is served by FaultGarbage.
+// garbageBody is served by the "garbage" fault.
 const garbageBody = "<html><body>502 Bad Gateway</body></html>\x00\xff{"
 
 func (i *Issuer) serveFault(w http.ResponseWriter, r *http.Request, f Fault, path string) {
 	switch f {
-	case FaultUnavailable:
+	case faultInactive, faultAlwaysActive:
+		i.serveIntrospection(w, r, f)
+	case faultUnavailable:
 		http.Error(w, "authtest: unavailable", http.StatusServiceUnavailable)
-	case FaultTooManyRequests:
+	case faultTooManyRequests:
 		secs := int64((i.cfg.RetryAfter + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.FormatInt(secs, 10))
 		http.Error(w, "authtest: too many requests", http.StatusTooManyRequests)
-	case FaultServerError:
+	case faultServerError:
 		http.Error(w, "authtest: internal error", http.StatusInternalServerError)
-	case FaultNotFound:
+	case faultNotFound:
 		http.NotFound(w, r)
-	case FaultHang:
+	case faultHang:
 		select {
 		case <-r.Context().Done():
 		case <-i.closed:
 		}
-	case FaultGarbage:
+	case faultGarbage:
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, garbageBody)
-	case FaultEmpty:
+	case faultEmpty:
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", "0")
 		w.WriteHeader(http.StatusOK)
-	case FaultEmptyKeySet:
+	case faultEmptyKeySet:
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"keys":[]}`)
-	case FaultHuge:
+	case faultHuge:
 		i.serveHuge(w, r)
-	case FaultRefuse:
+	case faultRefuse:
 		refuse(w)
-	case FaultWrongContentType:
+	case faultWrongContentType:
 		i.route(&htmlWriter{ResponseWriter: w}, r, path)
 	default:
-		http.Error(w, fmt.Sprintf("authtest: unknown fault %d", int(f)), http.StatusInternalServerError)
+		http.Error(w, fmt.Sprintf("authtest: unknown fault %q", string(f)), http.StatusInternalServerError)
 	}
 }
 

@@ -65,46 +65,40 @@ func TestFaults(t *testing.T) {
 		wantStatus int
 		check      func(faultResult) bool
 	}{
-		{authtest.FaultUnavailable, false, 503, func(r faultResult) bool { return r.retryAfter == "" }},
-		{authtest.FaultTooManyRequests, false, 429, func(r faultResult) bool { return r.retryAfter == "2" }},
-		{authtest.FaultServerError, false, 500, nil},
-		{authtest.FaultHang, true, 0, func(r faultResult) bool { return errors.Is(r.err, context.Canceled) }},
-		{authtest.FaultGarbage, false, 200, func(r faultResult) bool { return !jsonOK(r) && r.contentType == "application/json" }},
-		{authtest.FaultEmpty, false, 200, func(r faultResult) bool { return len(r.body) == 0 }},
-		{authtest.FaultEmptyKeySet, false, 200, func(r faultResult) bool { return string(r.body) == `{"keys":[]}` }},
-		{authtest.FaultHuge, false, 200, func(r faultResult) bool { return len(r.body) == 1<<20 }},
-		{authtest.FaultRefuse, true, 0, nil},
-		{authtest.FaultNotFound, false, 404, nil},
-		{authtest.FaultWrongContentType, false, 200, func(r faultResult) bool {
+		{"unavailable", false, 503, func(r faultResult) bool { return r.retryAfter == "" }},
+		{"too-many-requests", false, 429, func(r faultResult) bool { return r.retryAfter == "2" }},
+		{"server-error", false, 500, nil},
+		{"hang", true, 0, func(r faultResult) bool { return errors.Is(r.err, context.Canceled) }},
+		{"garbage", false, 200, func(r faultResult) bool { return !jsonOK(r) && r.contentType == "application/json" }},
+		{"empty", false, 200, func(r faultResult) bool { return len(r.body) == 0 }},
+		{"empty-key-set", false, 200, func(r faultResult) bool { return string(r.body) == `{"keys":[]}` }},
+		{"huge", false, 200, func(r faultResult) bool { return len(r.body) == 1<<20 }},
+		{"refuse", true, 0, nil},
+		{"not-found", false, 404, nil},
+		{"wrong-content-type", false, 200, func(r faultResult) bool {
 			return strings.HasPrefix(r.contentType, "text/html") && strings.Contains(string(r.body), `"kid":"es256-1"`)
 		}},
 	}
-	if got, want := len(authtest.Faults()), len(tests); got != want {
-		t.Fatalf("Faults() has %d entries, the table %d", got, want)
-	}
 	for _, tls := range []bool{false, true} {
 		iss := authtest.NewIssuer(t, authtest.IssuerConfig{TLS: tls, RetryAfter: 1500 * time.Millisecond})
-		for n, tt := range tests {
-			t.Run(tt.fault.String()+map[bool]string{false: "/http", true: "/https"}[tls], func(t *testing.T) {
-				if tt.fault != authtest.Faults()[n] {
-					t.Fatalf("Faults()[%d] = %s, want %s", n, authtest.Faults()[n], tt.fault)
-				}
-				iss.SetFault(tt.fault)
-				defer iss.SetFault(authtest.FaultNone)
-				before := iss.JWKSFetches()
+		for _, tt := range tests {
+			t.Run(string(tt.fault)+map[bool]string{false: "/http", true: "/https"}[tls], func(t *testing.T) {
+				iss.SetFault(tt.fault, iss.JWKSURL)
+				defer iss.SetFault("", iss.JWKSURL)
+				before := iss.Requests(iss.JWKSURL)
 				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 				defer cancel()
-				if tt.fault == authtest.FaultHang {
+				if tt.fault == "hang" {
 					// Give up once the server holds the request.
 					go func() {
-						for iss.JWKSFetches() == before && ctx.Err() == nil {
+						for iss.Requests(iss.JWKSURL) == before && ctx.Err() == nil {
 							time.Sleep(time.Millisecond)
 						}
 						time.Sleep(20 * time.Millisecond)
 						cancel()
 					}()
 				}
-				r := doGet(ctx, iss.Client(), iss.JWKSURL(), 1<<20)
+				r := doGet(ctx, iss.Client, iss.JWKSURL, 1<<20)
 				if gotErr := r.err != nil; gotErr != tt.wantErr {
 					t.Fatalf("error = %v, want error %v", r.err, tt.wantErr)
 				}
@@ -115,12 +109,12 @@ func TestFaults(t *testing.T) {
 					t.Errorf("unexpected result: status %d, content-type %q, retry-after %q, %d body bytes, err %v",
 						r.status, r.contentType, r.retryAfter, len(r.body), r.err)
 				}
-				if iss.JWKSFetches() <= before {
-					t.Errorf("JWKSFetches() did not grow")
+				if iss.Requests(iss.JWKSURL) <= before {
+					t.Errorf("Requests(JWKSURL) did not grow")
 				}
 				waitNoHandlers(t)
 				// The metadata is not faulted by SetFault.
-				if st, _ := getJSON(t, iss.Client(), iss.MetadataURLs()[0]); st != http.StatusOK {
+				if st, _ := getJSON(t, iss.Client, iss.MetadataURLs[0]); st != http.StatusOK {
 					t.Errorf("metadata status %d while JWKS faulted, want 200", st)
 				}
 			})
@@ -133,46 +127,46 @@ func TestFaults(t *testing.T) {
 func TestHugeBodyIsValidJSON(t *testing.T) {
 	t.Parallel()
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{HugeBodyBytes: 100_000})
-	iss.SetFault(authtest.FaultHuge)
-	r := doGet(t.Context(), iss.Client(), iss.JWKSURL(), 1<<30)
+	iss.SetFault("huge", iss.JWKSURL)
+	r := doGet(t.Context(), iss.Client, iss.JWKSURL, 1<<30)
 	if r.err != nil || len(r.body) != 100_000 || !json.Valid(r.body) {
 		t.Errorf("got %d bytes (valid JSON %v), err %v; want 100000 bytes of JSON", len(r.body), json.Valid(r.body), r.err)
 	}
 }
 
-// TestCloseUnblocksHang is not parallel: it counts handler goroutines.
-func TestCloseUnblocksHang(t *testing.T) {
-	for _, f := range []authtest.Fault{authtest.FaultHang, authtest.FaultHuge} {
-		t.Run(f.String(), func(t *testing.T) {
-			iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
-			iss.SetFault(f)
+// TestCleanupUnblocksHang is not parallel: it counts handler goroutines.
+// The issuer's cleanup (registered by NewIssuer) releases held requests.
+func TestCleanupUnblocksHang(t *testing.T) {
+	for _, f := range []authtest.Fault{"hang", "huge"} {
+		t.Run(string(f), func(t *testing.T) {
 			done := make(chan faultResult, 1)
-			go func() {
-				// A client with no deadline that never stops reading.
-				done <- doGet(context.Background(), iss.Client(), iss.JWKSURL(), 1<<40)
-			}()
-			for n := 0; handlerStacks() == 0; n++ {
-				if n == 2000 {
-					t.Fatal("the request never reached the fault handler")
+			var cleanupStart time.Time
+			t.Run("issuer", func(t *testing.T) {
+				iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
+				t.Cleanup(func() { cleanupStart = time.Now() }) // runs just before the issuer's
+				iss.SetFault(f, iss.JWKSURL)
+				go func() {
+					// A client with no deadline that never stops reading.
+					done <- doGet(context.Background(), iss.Client, iss.JWKSURL, 1<<40)
+				}()
+				for n := 0; handlerStacks() == 0; n++ {
+					if n == 2000 {
+						t.Fatal("the request never reached the fault handler")
+					}
+					time.Sleep(5 * time.Millisecond)
 				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			closed := make(chan struct{})
-			go func() { iss.Close(); close(closed) }()
-			select {
-			case <-closed:
-			case <-time.After(5 * time.Second):
-				t.Fatal("Close did not return")
+			})
+			if d := time.Since(cleanupStart); d > 5*time.Second {
+				t.Errorf("the issuer's cleanup took %v, want it to release the request at once", d)
 			}
 			if n := handlerStacks(); n != 0 {
-				t.Errorf("%d fault handlers still running after Close", n)
+				t.Errorf("%d fault handlers still running after the cleanup", n)
 			}
 			select {
 			case <-done:
 			case <-time.After(5 * time.Second):
-				t.Fatal("client request still blocked after Close")
+				t.Fatal("client request still blocked after the cleanup")
 			}
-			iss.Close() // idempotent
 		})
 	}
 }
@@ -180,31 +174,38 @@ func TestCloseUnblocksHang(t *testing.T) {
 func TestFaultTargets(t *testing.T) {
 	t.Parallel()
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Path: "/t"})
-	urls := iss.MetadataURLs()
-	iss.SetFaultFor(urls[0], authtest.FaultServerError)
-	iss.SetFaultFor(pathOf(t, urls[2]), authtest.FaultUnavailable)
+	urls := iss.MetadataURLs
+	iss.SetFault("server-error", urls[0])
+	iss.SetFault("unavailable", pathOf(t, urls[2]))
 	for n, want := range []int{500, 200, 503} {
-		if st, _ := getJSON(t, iss.Client(), urls[n]); st != want {
+		if st, _ := getJSON(t, iss.Client, urls[n]); st != want {
 			t.Errorf("GET %s: status %d, want %d", urls[n], st, want)
 		}
 	}
-	iss.SetMetadataFault(authtest.FaultNotFound)
+	iss.SetFault("not-found", iss.MetadataURLs...)
 	for _, u := range urls {
-		if st, _ := getJSON(t, iss.Client(), u); st != http.StatusNotFound {
+		if st, _ := getJSON(t, iss.Client, u); st != http.StatusNotFound {
 			t.Errorf("GET %s: status %d, want 404", u, st)
 		}
 	}
-	if st, _ := getJSON(t, iss.Client(), iss.JWKSURL()); st != http.StatusOK {
+	if st, _ := getJSON(t, iss.Client, iss.JWKSURL); st != http.StatusOK {
 		t.Errorf("JWKS status %d, want 200", st)
 	}
-	iss.SetMetadataFault(authtest.FaultNone)
-	if st, _ := getJSON(t, iss.Client(), urls[0]); st != http.StatusOK {
-		t.Errorf("after FaultNone: status %d, want 200", st)
+	iss.SetFault("", iss.MetadataURLs...)
+	if st, _ := getJSON(t, iss.Client, urls[0]); st != http.StatusOK {
+		t.Errorf("after fault \"\": status %d, want 200", st)
 	}
-	if got := iss.MetadataFetches(); got != 7 {
-		t.Errorf("MetadataFetches() = %d, want 7", got)
+	if got := iss.Requests(iss.MetadataURLs...); got != 7 {
+		t.Errorf("Requests(MetadataURLs...) = %d, want 7", got)
 	}
-	if got := authtest.Fault(99).String(); got != "fault(99)" {
-		t.Errorf("String() = %q", got)
+	for _, f := range []authtest.Fault{"no-such-fault", "inactive"} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("SetFault(%q, JWKS) did not panic", f)
+				}
+			}()
+			iss.SetFault(f, iss.JWKSURL)
+		}()
 	}
 }

@@ -3,66 +3,16 @@ package authtest
 import (
 	"crypto/subtle"
 	"encoding/json"
-	"maps"
 	"net/http"
-	"testing"
-)
-
-// IntrospectionMode selects how the introspection endpoint (RFC 7662)
-// answers authenticated requests. Set it with [Issuer.SetIntrospection].
-type IntrospectionMode int
-
-const (
-	// IntrospectionActive behaves like a real authorization server: a token
-	// minted by [Issuer.Token] or [Issuer.OpaqueToken] is reported
-	// {"active":true, …its claims…} while [Issuer.Now] is within its
-	// nbf/exp; anything else is {"active":false} (RFC 7662 §2.2). This is the
-	// default.
-	IntrospectionActive IntrospectionMode = iota
-	// IntrospectionInactive reports {"active":false} for every token.
-	IntrospectionInactive
-	// IntrospectionError answers 500 Internal Server Error.
-	IntrospectionError
-	// IntrospectionAlwaysActive is a lax (hostile) server: known tokens are
-	// reported active with their claims even when expired or not yet valid,
-	// and unknown tokens as {"active":true} with no other member. Use it to
-	// check that the resource server enforces exp, iss and aud itself.
-	IntrospectionAlwaysActive
 )
 
 // maxIntrospectionBody caps the form body the endpoint reads.
 const maxIntrospectionBody = 64 << 10
 
-// SetIntrospection sets the introspection endpoint's mode.
-func (i *Issuer) SetIntrospection(mode IntrospectionMode) {
-	i.mu.Lock()
-	i.intro = mode
-	i.mu.Unlock()
-}
-
-// IntrospectionCredentials returns the HTTP Basic client credentials the
-// introspection endpoint accepts ([IssuerConfig.IntrospectionClientID] and
-// [IssuerConfig.IntrospectionSecret]).
-func (i *Issuer) IntrospectionCredentials() (clientID, secret string) {
-	return i.cfg.IntrospectionClientID, i.cfg.IntrospectionSecret
-}
-
-// OpaqueToken returns a random opaque access token (not a JWT) that the
-// introspection endpoint knows. Its claims are those [Issuer.Token] would
-// put in a JWT with the same options; header and key options are ignored.
-func (i *Issuer) OpaqueToken(t testing.TB, opts ...TokenOption) string {
-	t.Helper()
-	s := i.newSpec(opts)
-	raw := "opaque-" + randomHex(24)
-	i.mu.Lock()
-	i.issued[raw] = maps.Clone(s.claims)
-	i.mu.Unlock()
-	return raw
-}
-
 // serveIntrospection implements RFC 7662 §2: POST, form-encoded "token",
-// client authentication with HTTP Basic (RFC 6749 §2.3.1).
-func (i *Issuer) serveIntrospection(w http.ResponseWriter, r *http.Request) {
+// client authentication with HTTP Basic (RFC 6749 §2.3.1). mode is "",
+// "inactive" or "always-active" (see [Fault]).
+func (i *Issuer) serveIntrospection(w http.ResponseWriter, r *http.Request, mode Fault) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
@@ -81,17 +31,13 @@ func (i *Issuer) serveIntrospection(w http.ResponseWriter, r *http.Request) {
 	}
 	token := r.PostForm.Get("token")
 	i.mu.Lock()
-	mode := i.intro
 	claims, known := i.issued[token]
 	i.mu.Unlock()
 
 	switch mode {
-	case IntrospectionError:
-		http.Error(w, "authtest: introspection failed", http.StatusInternalServerError)
-		return
-	case IntrospectionInactive:
+	case faultInactive:
 		known = false
-	case IntrospectionAlwaysActive:
+	case faultAlwaysActive:
 		if !known {
 			writeJSON(w, http.StatusOK, map[string]any{"active": true})
 			return
@@ -103,7 +49,7 @@ func (i *Issuer) serveIntrospection(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"active": false})
 		return
 	}
-	resp := maps.Clone(claims)
+	resp := cloneClaims(claims)
 	resp["active"] = true
 	writeJSON(w, http.StatusOK, resp)
 }

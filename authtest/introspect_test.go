@@ -19,7 +19,7 @@ func introspect(t *testing.T, iss *authtest.Issuer, id, secret, token string) (i
 	if token != "" {
 		form.Set("token", token)
 	}
-	req, err := http.NewRequest(http.MethodPost, iss.IntrospectionURL(), strings.NewReader(form.Encode()))
+	req, err := http.NewRequest(http.MethodPost, iss.IntrospectionURL, strings.NewReader(form.Encode()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,7 +27,7 @@ func introspect(t *testing.T, iss *authtest.Issuer, id, secret, token string) (i
 	if id != "" {
 		req.SetBasicAuth(id, secret)
 	}
-	resp, err := iss.Client().Do(req)
+	resp, err := iss.Client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,40 +40,40 @@ func introspect(t *testing.T, iss *authtest.Issuer, id, secret, token string) (i
 func TestIntrospection(t *testing.T) {
 	t.Parallel()
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
-	id, secret := iss.IntrospectionCredentials()
+	id, secret := iss.IntrospectionClientID, iss.IntrospectionSecret
 	if id != "rs-client" || secret != "rs-secret" {
 		t.Fatalf("IntrospectionCredentials() = %q, %q; want the defaults", id, secret)
 	}
-	valid := iss.Token(t, authtest.WithSubject("alice"))
+	valid := iss.Token(t, authtest.Token{Subject: "alice"})
 	expired := iss.Token(t, authtest.Expired())
-	future := iss.Token(t, authtest.NotYetValid())
-	opaque := iss.OpaqueToken(t, authtest.WithScopes("a", "b"), authtest.WithKID("ignored"))
+	future := iss.Token(t, authtest.Token{NotBefore: time.Hour, Lifetime: 2 * time.Hour})
+	opaque := iss.Token(t, authtest.Token{Opaque: true, Scopes: []string{"a", "b"}, KID: "ignored"})
 	if strings.Count(opaque, ".") != 0 {
 		t.Errorf("opaque token %q looks like a JWT", opaque)
 	}
 
 	tests := []struct {
 		name       string
-		mode       authtest.IntrospectionMode
+		mode       authtest.Fault
 		token      string
 		wantStatus int
 		wantActive bool
 		wantClaim  [2]string // name, value; empty => not checked
 	}{
-		{"active jwt", authtest.IntrospectionActive, valid, 200, true, [2]string{"sub", "alice"}},
-		{"active opaque", authtest.IntrospectionActive, opaque, 200, true, [2]string{"scope", "a b"}},
-		{"expired", authtest.IntrospectionActive, expired, 200, false, [2]string{}},
-		{"not yet valid", authtest.IntrospectionActive, future, 200, false, [2]string{}},
-		{"unknown", authtest.IntrospectionActive, "nope", 200, false, [2]string{}},
-		{"inactive", authtest.IntrospectionInactive, valid, 200, false, [2]string{}},
-		{"error", authtest.IntrospectionError, valid, 500, false, [2]string{}},
-		{"lax expired", authtest.IntrospectionAlwaysActive, expired, 200, true, [2]string{"iss", iss.URL()}},
-		{"lax unknown", authtest.IntrospectionAlwaysActive, "nope", 200, true, [2]string{}},
+		{"active jwt", authtest.Fault(""), valid, 200, true, [2]string{"sub", "alice"}},
+		{"active opaque", authtest.Fault(""), opaque, 200, true, [2]string{"scope", "a b"}},
+		{"expired", authtest.Fault(""), expired, 200, false, [2]string{}},
+		{"not yet valid", authtest.Fault(""), future, 200, false, [2]string{}},
+		{"unknown", authtest.Fault(""), "nope", 200, false, [2]string{}},
+		{"inactive", authtest.Fault("inactive"), valid, 200, false, [2]string{}},
+		{"error", authtest.Fault("server-error"), valid, 500, false, [2]string{}},
+		{"lax expired", authtest.Fault("always-active"), expired, 200, true, [2]string{"iss", iss.URL}},
+		{"lax unknown", authtest.Fault("always-active"), "nope", 200, true, [2]string{}},
 	}
 	for _, tt := range tests {
 		// Not parallel: the mode is issuer-wide.
 		t.Run(tt.name, func(t *testing.T) {
-			iss.SetIntrospection(tt.mode)
+			iss.SetFault(tt.mode, iss.IntrospectionURL)
 			status, m := introspect(t, iss, id, secret, tt.token)
 			if status != tt.wantStatus {
 				t.Fatalf("status = %d, want %d", status, tt.wantStatus)
@@ -93,7 +93,7 @@ func TestIntrospection(t *testing.T) {
 		})
 	}
 
-	iss.SetIntrospection(authtest.IntrospectionActive)
+	iss.SetFault("", iss.IntrospectionURL)
 	iss.Advance(2 * time.Hour)
 	if _, m := introspect(t, iss, id, secret, valid); m["active"] != false {
 		t.Errorf("after Advance(2h): active = %v, want false", m["active"])
@@ -108,7 +108,7 @@ func TestIntrospectionRequests(t *testing.T) {
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{
 		IntrospectionClientID: "me", IntrospectionSecret: "pw", TLS: true,
 	})
-	tok := iss.Token(t)
+	tok := iss.Token(t, authtest.Token{})
 	tests := []struct {
 		name       string
 		id, secret string
@@ -132,7 +132,7 @@ func TestIntrospectionRequests(t *testing.T) {
 			}
 		})
 	}
-	resp, err := iss.Client().Get(iss.IntrospectionURL())
+	resp, err := iss.Client.Get(iss.IntrospectionURL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +140,7 @@ func TestIntrospectionRequests(t *testing.T) {
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("GET: status %d, want 405", resp.StatusCode)
 	}
-	if got, want := iss.IntrospectionCalls(), int64(len(tests)+1); got != want {
+	if got, want := iss.Requests(iss.IntrospectionURL), int64(len(tests)+1); got != want {
 		t.Errorf("IntrospectionCalls() = %d, want %d", got, want)
 	}
 }

@@ -62,11 +62,12 @@ type IssuerConfig struct {
 	// Default to "rs-client" and "rs-secret".
 	IntrospectionClientID string
 	IntrospectionSecret   string
-	// HugeBodyBytes is how many bytes [FaultHuge] writes at most. Defaults to
-	// 100 MiB.
+	// HugeBodyBytes is how many bytes the "huge" [Fault] writes at most.
+	// Defaults to 100 MiB.
 	HugeBodyBytes int64
-	// RetryAfter is the Retry-After value sent with [FaultTooManyRequests],
-	// rounded up to whole seconds. Defaults to 1s.
+	// RetryAfter is the Retry-After value sent with the
+	// "too-many-requests" [Fault], rounded up to whole seconds. Defaults
+	// to 1s.
 	RetryAfter time.Duration
 }
 
@@ -93,12 +94,40 @@ func (c IssuerConfig) withDefaults() IssuerConfig {
 	return c
 }
 
-// Issuer is an in-process OAuth 2.x authorization server for tests. All
-// methods are safe for concurrent use. Create it with [NewIssuer].
+// Issuer is an in-process OAuth 2.x authorization server for tests, on a
+// loopback [httptest.Server]. Its exported fields describe it and are set by
+// [NewIssuer]; changing them changes nothing. All methods are safe for
+// concurrent use.
 type Issuer struct {
+	// URL is the issuer identifier: the server URL followed by
+	// [IssuerConfig.Path]. It is exactly the "issuer" of the metadata
+	// documents (unless [IssuerConfig.MixUpIssuer] is set) and the "iss" of
+	// minted tokens.
+	URL string
+	// JWKSURL is the URL of the key set, the metadata "jwks_uri"
+	// ("{issuer}/jwks").
+	JWKSURL string
+	// IntrospectionURL is the URL of the RFC 7662 introspection endpoint
+	// ("{issuer}/introspect").
+	IntrospectionURL string
+	// MetadataURLs are the well-known metadata URLs in the order MCP
+	// clients must try them (RFC 8414 first, then OpenID Connect path
+	// insertion, then OpenID Connect path appending; MCP authorization,
+	// Authorization Server Metadata Discovery). Without an issuer path the
+	// last two coincide and there are only two.
+	MetadataURLs []string
+	// Audience is the default "aud" of minted tokens
+	// ([IssuerConfig.Audience]).
+	Audience string
+	// IntrospectionClientID and IntrospectionSecret are the HTTP Basic
+	// client credentials the introspection endpoint accepts.
+	IntrospectionClientID, IntrospectionSecret string
+	// Client is an HTTP client for the issuer. It trusts the test
+	// certificate when [IssuerConfig.TLS] is set.
+	Client *http.Client
+
 	cfg    IssuerConfig
 	srv    *httptest.Server
-	url    string // issuer identifier
 	origin string // scheme://host:port
 
 	metaPaths                []string // in MCP probing order, deduplicated
@@ -113,16 +142,15 @@ type Issuer struct {
 	offset    time.Duration
 	published []jose.JSONWebKey // the JWKS, in order
 	private   []jose.JSONWebKey // every private key ever added, in order
-	signKID   string
-	esSeq     int
 	faults    map[string]Fault
 	counts    map[string]int64
-	intro     IntrospectionMode
 	issued    map[string]map[string]any
 }
 
 // NewIssuer starts an [Issuer] on a loopback httptest server and registers
-// t.Cleanup to close it. It calls t.Fatal if cfg is unusable.
+// t.Cleanup to close it: the cleanup first releases requests held by the
+// "hang" and "huge" faults, then shuts the server down and waits for its
+// handlers. It calls t.Fatal if cfg is unusable.
 func NewIssuer(t testing.TB, cfg IssuerConfig) *Issuer {
 	t.Helper()
 	cfg = cfg.withDefaults()
@@ -149,7 +177,7 @@ func NewIssuer(t testing.TB, cfg IssuerConfig) *Issuer {
 	p := cfg.Path
 	base := strings.TrimSuffix(p, "/")
 	i.origin = scheme + i.srv.Listener.Addr().String()
-	i.url = i.origin + p
+	i.URL = i.origin + p
 	insert := p
 	if insert == "/" {
 		insert = ""
@@ -165,47 +193,22 @@ func NewIssuer(t testing.TB, cfg IssuerConfig) *Issuer {
 	i.introspectPath = base + "/introspect"
 	i.authorizePath = base + "/authorize"
 	i.tokenPath = base + "/token"
+	i.JWKSURL = i.origin + i.jwksPath
+	i.IntrospectionURL = i.origin + i.introspectPath
+	for _, p := range i.metaPaths {
+		i.MetadataURLs = append(i.MetadataURLs, i.origin+p)
+	}
+	i.Audience = cfg.Audience
+	i.IntrospectionClientID, i.IntrospectionSecret = cfg.IntrospectionClientID, cfg.IntrospectionSecret
 	if cfg.TLS {
 		i.srv.StartTLS()
 	} else {
 		i.srv.Start()
 	}
-	t.Cleanup(i.Close)
+	i.Client = i.srv.Client()
+	t.Cleanup(i.close)
 	return i
 }
-
-// URL returns the issuer identifier: the server URL followed by
-// [IssuerConfig.Path]. It is exactly the "issuer" of the metadata documents
-// (unless [IssuerConfig.MixUpIssuer] is set) and the "iss" of minted tokens.
-func (i *Issuer) URL() string { return i.url }
-
-// JWKSURL returns the URL of the key set, the metadata "jwks_uri"
-// ("{issuer}/jwks").
-func (i *Issuer) JWKSURL() string { return i.origin + i.jwksPath }
-
-// IntrospectionURL returns the URL of the RFC 7662 introspection endpoint
-// ("{issuer}/introspect").
-func (i *Issuer) IntrospectionURL() string { return i.origin + i.introspectPath }
-
-// MetadataURLs returns the well-known metadata URLs in the order MCP clients
-// must try them (RFC 8414 first, then OpenID Connect path insertion, then
-// OpenID Connect path appending; MCP authorization, Authorization Server
-// Metadata Discovery). Without an issuer path the last two coincide and only
-// two URLs are returned.
-func (i *Issuer) MetadataURLs() []string {
-	out := make([]string, len(i.metaPaths))
-	for n, p := range i.metaPaths {
-		out[n] = i.origin + p
-	}
-	return out
-}
-
-// Client returns an HTTP client for the issuer. It trusts the test
-// certificate when [IssuerConfig.TLS] is set.
-func (i *Issuer) Client() *http.Client { return i.srv.Client() }
-
-// Audience returns the default "aud" of minted tokens.
-func (i *Issuer) Audience() string { return i.cfg.Audience }
 
 // Now returns the issuer's current time: [IssuerConfig.Now] plus everything
 // passed to [Issuer.Advance]. Use it as the clock of the code under test.
@@ -223,10 +226,9 @@ func (i *Issuer) Advance(d time.Duration) {
 	i.mu.Unlock()
 }
 
-// Close unblocks requests held by [FaultHang] or [FaultHuge], then shuts
-// the server down and waits for its handlers to return. It is called by
-// t.Cleanup and is safe to call more than once.
-func (i *Issuer) Close() {
+// close unblocks requests held by the "hang" or "huge" faults, then shuts
+// the server down and waits for its handlers to return.
+func (i *Issuer) close() {
 	i.closeOnce.Do(func() {
 		close(i.closed)
 		i.srv.Close()
@@ -241,7 +243,7 @@ func (i *Issuer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	i.counts[path]++
 	f := i.faults[path]
 	i.mu.Unlock()
-	if f != FaultNone {
+	if f != "" {
 		i.serveFault(w, r, f, path)
 		return
 	}
@@ -256,7 +258,7 @@ func (i *Issuer) route(w http.ResponseWriter, r *http.Request, path string) {
 			writeJSON(w, http.StatusOK, i.jwks())
 		}
 	case i.introspectPath:
-		i.serveIntrospection(w, r)
+		i.serveIntrospection(w, r, "")
 	case i.rfc8414:
 		i.serveMetadata(w, r, !i.cfg.DisableRFC8414)
 	case i.oidcA, i.oidcB:
@@ -279,16 +281,16 @@ func (i *Issuer) serveMetadata(w http.ResponseWriter, r *http.Request, enabled b
 // metadata is the document served at every well-known URL. The authorize
 // and token endpoints are advertised but not implemented (404).
 func (i *Issuer) metadata() map[string]any {
-	iss := i.url
+	iss := i.URL
 	if i.cfg.MixUpIssuer != "" {
 		iss = i.cfg.MixUpIssuer
 	}
 	m := map[string]any{
 		"issuer":                                        iss,
-		"jwks_uri":                                      i.JWKSURL(),
+		"jwks_uri":                                      i.JWKSURL,
 		"authorization_endpoint":                        i.origin + i.authorizePath,
 		"token_endpoint":                                i.origin + i.tokenPath,
-		"introspection_endpoint":                        i.IntrospectionURL(),
+		"introspection_endpoint":                        i.IntrospectionURL,
 		"response_types_supported":                      []string{"code"},
 		"code_challenge_methods_supported":              []string{"S256"},
 		"grant_types_supported":                         []string{"authorization_code", "refresh_token"},
@@ -302,39 +304,25 @@ func (i *Issuer) metadata() map[string]any {
 	return m
 }
 
-// JWKSFetches returns how many requests reached the JWKS endpoint, faulted
-// ones included.
-func (i *Issuer) JWKSFetches() int64 { return i.Requests(i.jwksPath) }
-
-// MetadataFetches returns how many requests reached any of the well-known
-// metadata URLs, including disabled (404) and faulted ones.
-func (i *Issuer) MetadataFetches() int64 {
-	var n int64
-	for _, p := range i.metaPaths {
-		n += i.Requests(p)
-	}
-	return n
-}
-
-// IntrospectionCalls returns how many requests reached the introspection
-// endpoint, including rejected and faulted ones.
-func (i *Issuer) IntrospectionCalls() int64 { return i.Requests(i.introspectPath) }
-
-// Requests returns how many requests were made for pathOrURL, which is a URL
-// path ("/jwks") or a full URL of this issuer. Every request is counted,
-// whatever its outcome.
-func (i *Issuer) Requests(pathOrURL string) int64 {
-	p := toPath(pathOrURL)
+// Requests returns how many requests reached the given endpoints, summed;
+// each is a URL path ("/jwks") or a full URL of this issuer, e.g.
+// iss.Requests(iss.JWKSURL) or iss.Requests(iss.MetadataURLs...). With no
+// endpoint it counts every request. Every request is counted, whatever its
+// outcome, faulted and refused ones included.
+func (i *Issuer) Requests(endpoints ...string) int64 {
 	i.mu.Lock()
 	defer i.mu.Unlock()
-	return i.counts[p]
-}
-
-// ResetCounters sets every request counter to zero.
-func (i *Issuer) ResetCounters() {
-	i.mu.Lock()
-	clear(i.counts)
-	i.mu.Unlock()
+	var n int64
+	if len(endpoints) == 0 {
+		for _, c := range i.counts {
+			n += c
+		}
+		return n
+	}
+	for _, e := range endpoints {
+		n += i.counts[toPath(e)]
+	}
+	return n
 }
 
 // toPath accepts a path or an absolute URL and returns the path.

@@ -16,27 +16,24 @@ import (
 	"github.com/go-jose/go-jose/v4"
 )
 
-// Key IDs of the keys every [Issuer] starts with. [Issuer.Rotate] adds
-// "es256-2", "es256-3", and so on.
+// Key IDs of the keys every [Issuer] starts with.
 const (
-	KIDES256 = "es256-1"
-	KIDRS256 = "rs256-1"
-	KIDEdDSA = "eddsa-1"
+	kidES256 = "es256-1"
+	kidRS256 = "rs256-1"
+	kidEdDSA = "eddsa-1"
 )
 
 func (i *Issuer) initKeys() error {
-	i.esSeq = 1
 	for _, spec := range []struct {
 		alg jose.SignatureAlgorithm
 		kid string
-	}{{jose.ES256, KIDES256}, {jose.RS256, KIDRS256}, {jose.EdDSA, KIDEdDSA}} {
+	}{{jose.ES256, kidES256}, {jose.RS256, kidRS256}, {jose.EdDSA, kidEdDSA}} {
 		k, err := generateKey(spec.alg, spec.kid, 2048)
 		if err != nil {
 			return err
 		}
 		i.addKeyLocked(k)
 	}
-	i.signKID = KIDES256
 	return nil
 }
 
@@ -52,29 +49,23 @@ func (i *Issuer) addKeyLocked(k jose.JSONWebKey) {
 	i.published = append(i.published, k.Public())
 }
 
-// Rotate generates a new ES256 key, publishes it and makes it the default
-// signing key of [Issuer.Token]. The previous keys stay published until
-// [Issuer.RemoveKey]. It returns the new key's kid ("es256-2", "es256-3", …).
-func (i *Issuer) Rotate() (newKID string) {
-	i.mu.Lock()
-	i.esSeq++
-	kid := fmt.Sprintf("es256-%d", i.esSeq)
-	i.mu.Unlock()
-	k, err := generateKey(jose.ES256, kid, 0)
-	if err != nil {
-		panic(err.Error())
-	}
+// AddKey publishes k in the JWKS as given: its kid, "use" and "alg" are not
+// checked, so it can add hostile keys (use "enc", a 1024-bit RSA key, a
+// duplicate kid, a key without kid). If k is private, only its public half
+// is published, and the private half becomes the key that signs tokens of
+// k.Algorithm by default: adding GenerateKey(jose.ES256, "es256-2") rotates
+// the signing key. The previous keys stay published until
+// [Issuer.RemoveKey].
+func (i *Issuer) AddKey(k jose.JSONWebKey) {
 	i.mu.Lock()
 	i.addKeyLocked(k)
-	i.signKID = kid
 	i.mu.Unlock()
-	return kid
 }
 
 // RemoveKey unpublishes every key whose kid is kid and reports whether there
-// was one. [Issuer.Token] can still sign with a removed key (it is the
-// default if it was the signing key), which makes "token signed by a
-// withdrawn key" tests easy; call [Issuer.Rotate] to move on.
+// was one. [Issuer.Token] can still sign with a removed key (it stays the
+// default if it was), which makes "token signed by a withdrawn key" tests
+// easy; [Issuer.AddKey] a new private key to move on.
 func (i *Issuer) RemoveKey(kid string) bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -89,29 +80,13 @@ func (i *Issuer) RemoveKey(kid string) bool {
 	return removed
 }
 
-// AddKey publishes k in the JWKS as given: its kid, "use" and "alg" are not
-// checked, so it can add hostile keys (use "enc", a 1024-bit RSA key from
-// [GenerateRSAKey], a duplicate kid, a key without kid). If k is private,
-// only its public half is published, and the private half becomes the key
-// [WithAlgorithm] picks for k.Algorithm; [SignWith] signs with any key.
-func (i *Issuer) AddKey(k jose.JSONWebKey) {
-	i.mu.Lock()
-	i.addKeyLocked(k)
-	i.mu.Unlock()
-}
-
-// Keys returns the public keys the JWKS currently publishes, in order.
+// Keys returns the public keys the JWKS currently publishes, in order: first
+// "es256-1" (ES256), "rs256-1" (RS256) and "eddsa-1" (EdDSA), then every key
+// added with [Issuer.AddKey].
 func (i *Issuer) Keys() []jose.JSONWebKey {
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	return slices.Clone(i.published)
-}
-
-// SigningKID returns the kid [Issuer.Token] uses by default.
-func (i *Issuer) SigningKID() string {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.signKID
 }
 
 func (i *Issuer) jwks() jose.JSONWebKeySet {
@@ -119,10 +94,9 @@ func (i *Issuer) jwks() jose.JSONWebKeySet {
 }
 
 // signingKey returns the private key and kid that sign a token with alg:
-// the current signing key for ES256; else the newest private key whose
-// "alg" is alg; else, for RS*/PS*, the RS256 key (a key/alg mismatch); for
-// HS*, the PEM of the RS256 public key as HMAC secret (the classic
-// algorithm-confusion attack).
+// the newest private key whose "alg" is alg; else, for RS*/PS*, the RS256
+// key (a key/alg mismatch); for HS*, the PEM of the RS256 public key as
+// HMAC secret (the classic algorithm-confusion attack).
 func (i *Issuer) signingKey(alg jose.SignatureAlgorithm) (any, string, error) {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -134,24 +108,19 @@ func (i *Issuer) signingKey(alg jose.SignatureAlgorithm) (any, string, error) {
 		}
 		return nil
 	}
-	if alg == jose.ES256 {
-		if k := find(func(k jose.JSONWebKey) bool { return k.KeyID == i.signKID }); k != nil {
-			return k.Key, k.KeyID, nil
-		}
-	}
 	if k := find(func(k jose.JSONWebKey) bool { return k.Algorithm == string(alg) }); k != nil {
 		return k.Key, k.KeyID, nil
 	}
-	rsaKey := find(func(k jose.JSONWebKey) bool { return k.KeyID == KIDRS256 })
+	rsaKey := find(func(k jose.JSONWebKey) bool { return k.KeyID == kidRS256 })
 	switch a := string(alg); {
 	case strings.HasPrefix(a, "RS"), strings.HasPrefix(a, "PS"):
-		return rsaKey.Key, KIDRS256, nil
+		return rsaKey.Key, kidRS256, nil
 	case strings.HasPrefix(a, "HS"):
 		der, err := x509.MarshalPKIXPublicKey(rsaKey.Public().Key)
 		if err != nil {
 			return nil, "", err
 		}
-		return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), KIDRS256, nil
+		return pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}), kidRS256, nil
 	}
 	return nil, "", fmt.Errorf("authtest: issuer has no private key for %q; AddKey one (see GenerateKey)", alg)
 }
@@ -160,19 +129,9 @@ func (i *Issuer) signingKey(alg jose.SignatureAlgorithm) (any, string, error) {
 // "sig" and "alg" alg. Supported: ES256, ES384, ES512, RS*/PS* (2048-bit),
 // EdDSA (Ed25519) and HS256/384/512 (a random secret). It panics on any
 // other algorithm. Publish it with [Issuer.AddKey] (after editing Use or
-// KeyID for hostile variants) and sign with [SignWith] or [NewSignerFromKey].
+// KeyID for hostile variants) and sign with it through [Token].Key.
 func GenerateKey(alg jose.SignatureAlgorithm, kid string) jose.JSONWebKey {
 	k, err := generateKey(alg, kid, 2048)
-	if err != nil {
-		panic(err.Error())
-	}
-	return k
-}
-
-// GenerateRSAKey returns a new private RS256 JWK with a modulus of bits bits,
-// e.g. 1024 for a too-weak key. It panics if crypto/rsa refuses the size.
-func GenerateRSAKey(bits int, kid string) jose.JSONWebKey {
-	k, err := generateKey(jose.RS256, kid, bits)
 	if err != nil {
 		panic(err.Error())
 	}

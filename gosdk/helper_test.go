@@ -58,7 +58,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	resource := "http://" + ts.Listener.Addr().String() + "/mcp"
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
 	v, err := validate.New(validate.Config{
-		Issuers:     []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Issuers:     []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
 		Audiences:   []string{resource},
 		TenantClaim: "tenant",
 		Now:         iss.Now,
@@ -68,7 +68,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 	}
 	m, err := middleware.New(middleware.Config{
 		Validator: v,
-		Metadata:  prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL()}},
+		Metadata:  prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL}},
 		Scopes:    []string{"mcp"},
 		Operations: middleware.OperationPolicy{
 			Tools:   map[string][]string{"whoami": nil, "secret": {"secret:read"}},
@@ -149,7 +149,7 @@ func newFixture(t *testing.T, fc fixtureConfig) *fixture {
 // token mints a token for subject of tenant with scopes.
 func (f *fixture) token(t *testing.T, subject, tenant string, scopes ...string) string {
 	t.Helper()
-	return f.iss.Token(t, authtest.WithSubject(subject), authtest.WithTenant(tenant), authtest.WithScopes(scopes...))
+	return f.iss.Token(t, authtest.Token{Subject: subject, Tenant: tenant, Scopes: append([]string{}, scopes...)})
 }
 
 // response is an HTTP answer.

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
 	"github.com/mcpguard/mcpguard/authtest"
 	"github.com/mcpguard/mcpguard/internal/fetch"
 	"github.com/mcpguard/mcpguard/validate/jwks"
@@ -30,24 +32,24 @@ func TestFaultsAtStart(t *testing.T) {
 	cases := append([]struct {
 		fault   authtest.Fault
 		wantErr error
-	}{{authtest.FaultHang, fetch.ErrTransport}}, hxFaultCases...)
+	}{{"hang", fetch.ErrTransport}}, hxFaultCases...)
 	for _, tc := range cases {
-		t.Run(tc.fault.String(), func(t *testing.T) {
+		t.Run(string(tc.fault), func(t *testing.T) {
 			base := runtime.NumGoroutine()
 			// The outage starts before the key source does, so every
 			// refresh attempt counted below falls within it, however long
 			// the set-up takes on a loaded machine.
 			start := time.Now()
-			e := hxFaultEnv(t, func(iss *authtest.Issuer) { iss.SetFault(tc.fault) })
+			e := hxFaultEnv(t, func(iss *authtest.Issuer) { iss.SetFault(tc.fault, iss.JWKSURL) })
 			ctx := hxContext(t, 30*time.Second)
 
 			// Requests while no key set was ever obtained: exactly 503.
 			bound, gap, recovery := hxFastBound, hxFaultRateLimit, hxFaultRateLimit
 			switch tc.fault {
-			case authtest.FaultHang:
+			case "hang":
 				// They wait for the running first fetch, at most WaitTimeout.
 				bound, gap, recovery = hxWaitBound, hxFaultFetch, hxFaultFetch+hxFaultRateLimit
-			case authtest.FaultTooManyRequests:
+			case "too-many-requests":
 				gap, recovery = time.Second, time.Second // authtest's Retry-After
 			}
 			// The bound is relative to a baseline measured in the same
@@ -62,7 +64,7 @@ func TestFaultsAtStart(t *testing.T) {
 			reqs := make([]hxReq, 2*n)
 			for i := range n {
 				reqs[i] = hxReq{authz: hxBearer(e.tok(t)), text: "down"}
-				reqs[n+i] = hxReq{authz: hxBearer(e.tok(t, authtest.WithType("JWT")))}
+				reqs[n+i] = hxReq{authz: hxBearer(e.tok(t, authtest.Token{Typ: "JWT"}))}
 			}
 			res := e.batch(t, reqs)
 			baseline := slowest(t, res[n:])
@@ -75,7 +77,7 @@ func TestFaultsAtStart(t *testing.T) {
 			// 401, not 503. (That it causes no fetch is asserted by the
 			// hostile suite on a pinned clock; here the background loop
 			// keeps retrying during the outage, so a count would race it.)
-			r := e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.WithType("JWT")))})
+			r := e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.Token{Typ: "JWT"}))})
 			e.wantInvalidToken().check(t, r)
 			worst = max(worst, r.latency)
 
@@ -97,7 +99,7 @@ func TestFaultsAtStart(t *testing.T) {
 			if limit := int(outage/gap) + 2; attempts > limit {
 				t.Errorf("refresh attempts during a %v outage = %d, want <= %d", outage.Round(time.Millisecond), attempts, limit)
 			}
-			e.iss.SetFault(authtest.FaultNone)
+			e.iss.SetFault("", e.iss.JWKSURL)
 			cleared := time.Now()
 			var last hxResp
 			recovered := hxWaitFor(recovery+2*hxSlack+time.Second, func() bool {
@@ -117,7 +119,7 @@ func TestFaultsAtStart(t *testing.T) {
 			}
 			e.wantOK().check(t, last)
 			// Now an unknown kid is an invalid token, not an outage.
-			r = e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.UnknownKID()))})
+			r = e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"}))})
 			e.wantInvalidToken().check(t, r)
 			t.Logf("outage %v: %d refresh attempts; recovered %v after clearing; slowest answer %v (outage answers %v, bound %v, baseline %v)",
 				outage.Round(time.Millisecond), attempts, took.Round(time.Millisecond), max(worst, r.latency).Round(time.Millisecond),
@@ -136,7 +138,7 @@ func TestFaultsAtStart(t *testing.T) {
 // rotated key is picked up by one refresh.
 func TestFaultsMidRun(t *testing.T) {
 	for _, tc := range hxFaultCases {
-		t.Run(tc.fault.String(), func(t *testing.T) {
+		t.Run(string(tc.fault), func(t *testing.T) {
 			base := runtime.NumGoroutine()
 			e := hxFaultEnv(t, nil)
 			ctx := hxContext(t, 30*time.Second)
@@ -146,10 +148,10 @@ func TestFaultsMidRun(t *testing.T) {
 				t.Fatalf("served keys = %d, want the issuer's 3", keys)
 			}
 
-			e.iss.SetFault(tc.fault)
+			e.iss.SetFault(tc.fault, e.iss.JWKSURL)
 			e.iss.Advance(hxFaultRateLimit) // open the on-demand rate limit
 			s := e.fetchSnap()
-			r := e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.UnknownKID()))})
+			r := e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"}))})
 			e.wantInvalidToken().check(t, r)
 			worst := r.latency
 			e.checkFetches(t, "first unknown kid", s, 1, tc.fault)
@@ -160,9 +162,9 @@ func TestFaultsMidRun(t *testing.T) {
 			// Within the rate limit: no refresh at all, answers at once.
 			s = e.fetchSnap()
 			reqs := []hxReq{
-				{authz: hxBearer(e.tok(t, authtest.UnknownKID()))},
-				{authz: hxBearer(e.tok(t, authtest.WithKID("another-unknown-kid")))},
-				{authz: hxBearer(e.tok(t, authtest.WrongKey()))}, // known kid, bad signature: Refresh is refused
+				{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"}))},
+				{authz: hxBearer(e.tok(t, authtest.Token{KID: "another-unknown-kid"}))},
+				{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true}))}, // known kid, bad signature: Refresh is refused
 			}
 			worst = max(worst, checkBatch(t, "unknown kids", e.batch(t, reqs), e.wantInvalidToken(), hxFastBound))
 			valid := make([]hxReq, 6)
@@ -176,13 +178,14 @@ func TestFaultsMidRun(t *testing.T) {
 			}
 
 			// Cleared: a key rotated meanwhile is found with one refresh.
-			e.iss.SetFault(authtest.FaultNone)
-			kid := e.iss.Rotate()
+			e.iss.SetFault("", e.iss.JWKSURL)
+			kid := "es256-2"
+			e.iss.AddKey(authtest.GenerateKey(jose.ES256, kid)) // the new signing key
 			e.iss.Advance(hxFaultRateLimit)
 			s = e.fetchSnap()
 			r = e.whoami(ctx, t, e.tok(t))
 			e.wantOK().check(t, r)
-			e.checkFetches(t, "rotated key "+kid, s, 1, authtest.FaultNone)
+			e.checkFetches(t, "rotated key "+kid, s, 1, "")
 			t.Logf("slowest answer %v", max(worst, r.latency).Round(time.Millisecond))
 
 			e.close()
@@ -214,14 +217,14 @@ func TestFaultHang(t *testing.T) {
 			ctx := hxContext(t, 30*time.Second)
 			e.wantOK().check(t, e.whoami(ctx, t, e.tok(t)))
 
-			e.iss.SetFault(authtest.FaultHang)
+			e.iss.SetFault("hang", e.iss.JWKSURL)
 			e.iss.Advance(hxFaultRateLimit)
 			s := e.fetchSnap()
 			unknown := make([]hxReq, 4)
 			for i := range unknown {
-				unknown[i] = hxReq{authz: hxBearer(e.tok(t, authtest.UnknownKID()))}
+				unknown[i] = hxReq{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"}))}
 			}
-			unknown = append(unknown, hxReq{authz: hxBearer(e.tok(t, authtest.WrongKey()))}) // joins the hung refresh via Refresh
+			unknown = append(unknown, hxReq{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true}))}) // joins the hung refresh via Refresh
 			var (
 				wg     sync.WaitGroup
 				hung   []hxResult
@@ -230,7 +233,7 @@ func TestFaultHang(t *testing.T) {
 			wg.Go(func() { hung = e.batch(t, unknown) })
 			// While those wait on the hung refresh, valid tokens are served
 			// from the key set in memory.
-			if !hxWaitFor(wait, func() bool { return e.iss.JWKSFetches() > s.issuer }) {
+			if !hxWaitFor(wait, func() bool { return e.iss.Requests(e.iss.JWKSURL) > s.issuer }) {
 				t.Fatal("the unknown kids started no refresh")
 			}
 			for i := range 5 {
@@ -255,7 +258,7 @@ func TestFaultHang(t *testing.T) {
 					t.Errorf("valid token #%d during the hang took %v, want < 500ms", i, r.latency)
 				}
 			}
-			e.checkFetches(t, "hang", s, 1, authtest.FaultHang)
+			e.checkFetches(t, "hang", s, 1, "hang")
 			t.Logf("WaitTimeout %v: unknown kids answered after %v-%v; valid tokens during the hang: at most %v",
 				wait, fastest.Round(time.Millisecond), worst.Round(time.Millisecond), worstValid.Round(time.Millisecond))
 
@@ -278,10 +281,11 @@ func TestFaultRotation(t *testing.T) {
 	// Spend the on-demand refresh of this interval on an unknown kid.
 	e.iss.Advance(hxFaultRateLimit)
 	s := e.fetchSnap()
-	e.wantInvalidToken().check(t, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.UnknownKID()))}))
-	e.checkFetches(t, "unknown kid", s, 1, authtest.FaultNone)
+	e.wantInvalidToken().check(t, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"}))}))
+	e.checkFetches(t, "unknown kid", s, 1, "")
 
-	kid := e.iss.Rotate()
+	kid := "es256-2"
+	e.iss.AddKey(authtest.GenerateKey(jose.ES256, kid)) // the new signing key
 	newTok := e.tok(t)
 	s = e.fetchSnap()
 	r := e.do(ctx, t, hxReq{authz: hxBearer(newTok), text: "rate limited"})
@@ -289,16 +293,16 @@ func TestFaultRotation(t *testing.T) {
 	if r.latency > hxFastBound {
 		t.Errorf("rate-limited new kid took %v, want <= %v", r.latency, hxFastBound)
 	}
-	e.checkFetches(t, "new kid "+kid+" within the rate limit", s, 0, authtest.FaultNone)
+	e.checkFetches(t, "new kid "+kid+" within the rate limit", s, 0, "")
 
 	e.iss.Advance(hxFaultRateLimit)
 	s = e.fetchSnap()
 	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(newTok), text: "new kid"}))
-	e.checkFetches(t, "first token with new kid "+kid, s, 1, authtest.FaultNone)
+	e.checkFetches(t, "first token with new kid "+kid, s, 1, "")
 	s = e.fetchSnap()
 	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t)), text: "new kid again"}))
 	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(oldTok), text: "old kid"}))
-	e.checkFetches(t, "after rotation", s, 0, authtest.FaultNone)
+	e.checkFetches(t, "after rotation", s, 0, "")
 
 	e.close()
 	hxSettleGoroutines(t, base, 0)
@@ -314,20 +318,20 @@ func TestFaultKeyRemoval(t *testing.T) {
 	cached := e.tok(t)
 	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(cached), text: "cached 1"}))
 
-	if !e.iss.RemoveKey(authtest.KIDES256) {
+	if !e.iss.RemoveKey("es256-1") {
 		t.Fatal("RemoveKey: no such key")
 	}
 	fresh := e.tok(t) // still signed with the withdrawn key
 	s := e.fetchSnap()
 	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(cached), text: "cached 2"}))
 	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(fresh), text: "fresh 1"}))
-	e.checkFetches(t, "before the refresh", s, 0, authtest.FaultNone)
+	e.checkFetches(t, "before the refresh", s, 0, "")
 
 	// The next refresh (here on demand, for an unknown kid) drops it.
 	e.iss.Advance(hxFaultRateLimit)
 	s = e.fetchSnap()
-	e.wantInvalidToken().check(t, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.UnknownKID()))}))
-	e.checkFetches(t, "refresh", s, 1, authtest.FaultNone)
+	e.wantInvalidToken().check(t, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"}))}))
+	e.checkFetches(t, "refresh", s, 1, "")
 	if n := e.keys.Stats().Keys; n != 2 {
 		t.Errorf("served keys = %d after removal, want 2", n)
 	}
@@ -339,9 +343,9 @@ func TestFaultKeyRemoval(t *testing.T) {
 			t.Errorf("withdrawn key took %v, want <= %v", r.latency, hxFastBound)
 		}
 	}
-	e.checkFetches(t, "after the refresh", s, 0, authtest.FaultNone)
+	e.checkFetches(t, "after the refresh", s, 0, "")
 	// Other keys are unaffected.
-	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.WithAlgorithm("RS256"))), text: "rs256"}))
+	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.Token{Alg: "RS256"})), text: "rs256"}))
 
 	e.close()
 	hxSettleGoroutines(t, base, 0)
@@ -374,7 +378,7 @@ func TestFaultFloodRandomKids(t *testing.T) {
 			}
 			reqs := make([]hxReq, n)
 			for i := range reqs {
-				reqs[i] = hxReq{authz: hxBearer(e.tok(t, authtest.WithKID("flood-"+hxRandomHex(8))))}
+				reqs[i] = hxReq{authz: hxBearer(e.tok(t, authtest.Token{KID: "flood-" + hxRandomHex(8)}))}
 			}
 			// Pinned clock: one wave. Wall clock: waves of n concurrent
 			// requests for about four rate-limit intervals.
@@ -399,7 +403,7 @@ func TestFaultFloodRandomKids(t *testing.T) {
 			// the real assertion.
 			other := make([]hxReq, n)
 			for i := range other {
-				other[i] = hxReq{authz: hxBearer(e.tok(t, authtest.WithAudience("https://other.example/mcp")))}
+				other[i] = hxReq{authz: hxBearer(e.tok(t, authtest.Token{Audience: []string{"https://other.example/mcp"}}))}
 			}
 			baseline := slowest(t, e.batch(t, other))
 			s := e.fetchSnap()
@@ -425,7 +429,7 @@ func TestFaultFloodRandomKids(t *testing.T) {
 			if got > want || got < 1 {
 				t.Errorf("%d waves of %d requests in %v caused %d refreshes, want 1..%d", waves, n, took, got, want)
 			}
-			e.checkFetches(t, "flood", s, got, authtest.FaultNone)
+			e.checkFetches(t, "flood", s, got, "")
 			t.Logf("%d waves of %d concurrent requests in %v: %d refreshes, slowest answer %v (bound %v; %d requests for another audience: %v)",
 				waves, n, took.Round(time.Millisecond), got, worst.Round(time.Millisecond), bound.Round(time.Millisecond), n, baseline.Round(time.Millisecond))
 

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mcpguard/mcpguard/authtest"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
@@ -22,13 +23,13 @@ func TestFixtureTokens(t *testing.T) {
 	mcpTS := httptest.NewUnstartedServer(nil)
 	mcpURL := "http://" + mcpTS.Listener.Addr().String() + "/mcp"
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: mcpURL})
-	keys, err := jwks.New(jwks.Config{Issuer: iss.URL(), HTTPClient: iss.Client(), Now: iss.Now})
+	keys, err := jwks.New(jwks.Config{Issuer: iss.URL, HTTPClient: iss.Client, Now: iss.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { keys.Close() })
 	v, err := validate.New(validate.Config{
-		Issuers:     []validate.Issuer{{Issuer: iss.URL(), Keys: keys}},
+		Issuers:     []validate.Issuer{{Issuer: iss.URL, Keys: keys}},
 		Audiences:   []string{mcpURL},
 		TenantClaim: "tenant",
 		Now:         iss.Now,
@@ -38,7 +39,7 @@ func TestFixtureTokens(t *testing.T) {
 	}
 	srv, err := server.New(server.Config{
 		Resource:             mcpURL,
-		AuthorizationServers: []string{iss.URL()},
+		AuthorizationServers: []string{iss.URL},
 		Validator:            v,
 		Scopes:               []string{baseScope},
 		Now:                  iss.Now,
@@ -58,16 +59,16 @@ func TestFixtureTokens(t *testing.T) {
 		wantBody  string
 		wantState int
 	}{
-		{name: "valid", token: iss.Token(t), wantState: http.StatusOK},
+		{name: "valid", token: iss.Token(t, authtest.Token{}), wantState: http.StatusOK},
 		{name: "no token", token: "", wantState: http.StatusUnauthorized, wantAuth: noToken(metaURL), wantBody: `{"error":"unauthorized"}`},
 		{name: "expired", token: iss.Token(t, authtest.Expired())},
-		{name: "not yet valid", token: iss.Token(t, authtest.NotYetValid())},
+		{name: "not yet valid", token: iss.Token(t, authtest.Token{NotBefore: time.Hour, Lifetime: 2 * time.Hour})},
 		{name: "wrong audience", token: iss.Token(t, authtest.WrongAudience())},
 		{name: "wrong issuer", token: iss.Token(t, authtest.WrongIssuer())},
-		{name: "unknown key", token: iss.Token(t, authtest.UnknownKID())},
-		{name: "wrong key under a known kid", token: iss.Token(t, authtest.WrongKey())},
-		{name: "unsigned", token: iss.Token(t, authtest.Unsigned())},
-		{name: "untyped (not at+jwt)", token: iss.Token(t, authtest.WithType("JWT"))},
+		{name: "unknown key", token: iss.Token(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"})},
+		{name: "wrong key under a known kid", token: iss.Token(t, authtest.Token{ForeignKey: true})},
+		{name: "unsigned", token: iss.Token(t, authtest.AlgNone())},
+		{name: "untyped (not at+jwt)", token: iss.Token(t, authtest.Token{Typ: "JWT"})},
 		{name: "garbage", token: "not.a.jwt"},
 	}
 	for _, rev := range revisions {

@@ -101,6 +101,33 @@ type hxEnv struct {
 
 	closeOnce sync.Once
 	cleanups  []func()
+	issClose  *hxOwnCleanups // the issuer's cleanup, run by close
+}
+
+// hxOwnCleanups is a testing.TB whose Cleanup functions run when run is
+// called (by hxEnv.close, itself a t.Cleanup), so that a test can close
+// the issuer before it counts goroutines.
+type hxOwnCleanups struct {
+	testing.TB
+	mu  sync.Mutex
+	fns []func()
+}
+
+func (c *hxOwnCleanups) Cleanup(f func()) {
+	c.mu.Lock()
+	c.fns = append(c.fns, f)
+	c.mu.Unlock()
+}
+
+// run calls the registered functions, last first, once.
+func (c *hxOwnCleanups) run() {
+	c.mu.Lock()
+	fns := c.fns
+	c.fns = nil
+	c.mu.Unlock()
+	for i := len(fns) - 1; i >= 0; i-- {
+		fns[i]()
+	}
 }
 
 // hxSeen counts requests by their hxRequestID header.
@@ -131,20 +158,21 @@ func (s *hxSeen) get(id string) int {
 // example server. Everything is closed by t.Cleanup, or earlier by close.
 func newHxEnv(t testing.TB, cfg hxEnvConfig) *hxEnv {
 	t.Helper()
-	e := &hxEnv{}
+	e := &hxEnv{issClose: &hxOwnCleanups{TB: t}}
 	e.ts = httptest.NewUnstartedServer(nil)
 	e.mcpURL = "http://" + e.ts.Listener.Addr().String() + "/mcp"
 
 	icfg := cfg.Issuer
 	icfg.Audience = e.mcpURL
-	e.iss = authtest.NewIssuer(t, icfg)
+	e.iss = authtest.NewIssuer(e.issClose, icfg)
+	t.Cleanup(e.close) // also after a failure below
 	if cfg.BeforeStart != nil {
 		cfg.BeforeStart(e.iss)
 	}
 
 	jc := cfg.JWKS
-	jc.Issuer = e.iss.URL()
-	jc.JWKSURL = e.iss.JWKSURL()
+	jc.Issuer = e.iss.URL
+	jc.JWKSURL = e.iss.JWKSURL
 	if jc.RefreshInterval == 0 {
 		jc.RefreshInterval = time.Hour
 	}
@@ -166,13 +194,13 @@ func newHxEnv(t testing.TB, cfg hxEnvConfig) *hxEnv {
 	e.jwksCfg = jc
 	keys, err := jwks.New(jc)
 	if err != nil {
-		e.iss.Close()
+		e.close()
 		t.Fatalf("jwks.New: %v", err)
 	}
 	e.keys = keys
 
 	vc := cfg.Validate
-	vc.Issuers = []validate.Issuer{{Issuer: e.iss.URL(), Keys: keys}}
+	vc.Issuers = []validate.Issuer{{Issuer: e.iss.URL, Keys: keys}}
 	vc.Audiences = []string{e.mcpURL}
 	vc.TenantClaim = "tenant"
 	vc.Now = e.iss.Now
@@ -188,7 +216,7 @@ func newHxEnv(t testing.TB, cfg hxEnvConfig) *hxEnv {
 	} else {
 		e.srv, err = server.New(server.Config{
 			Resource:             e.mcpURL,
-			AuthorizationServers: []string{e.iss.URL()},
+			AuthorizationServers: []string{e.iss.URL},
 			Validator:            e.val,
 			Scopes:               []string{hxBaseScope},
 			Now:                  e.iss.Now,
@@ -207,7 +235,6 @@ func newHxEnv(t testing.TB, cfg hxEnvConfig) *hxEnv {
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true},
 		Timeout:   20 * time.Second,
 	}
-	t.Cleanup(e.close)
 	return e
 }
 
@@ -219,13 +246,13 @@ func (e *hxEnv) startProxy(t testing.TB) error {
 	upURL := "http://" + upTS.Listener.Addr().String() + "/mcp"
 	px, err := proxy.New(proxy.Config{
 		Routes: []proxy.Route{{
-			Resource: e.mcpURL, Upstream: upURL, Issuers: []string{e.iss.URL()}, Scopes: []string{hxBaseScope},
+			Resource: e.mcpURL, Upstream: upURL, Issuers: []string{e.iss.URL}, Scopes: []string{hxBaseScope},
 			Operations: proxy.Operations{Tools: map[string][]string{
 				server.ToolWhoami: nil, server.ToolNotesList: {server.ScopeNotesRead}, server.ToolNotesWrite: {server.ScopeNotesWrite},
 			}},
 			Validation: proxy.Validation{TenantClaim: "tenant"},
 		}},
-		Issuers: map[string]proxy.Issuer{e.iss.URL(): {JWKSURL: e.iss.JWKSURL(), RefreshInterval: time.Hour}},
+		Issuers: map[string]proxy.Issuer{e.iss.URL: {JWKSURL: e.iss.JWKSURL, RefreshInterval: time.Hour}},
 		Now:     e.iss.Now,
 	})
 	if err != nil {
@@ -266,8 +293,9 @@ func (e *hxEnv) startProxy(t testing.TB) error {
 	return nil
 }
 
-// close stops the HTTP server, the key source and the issuer and drops the
-// client's idle connections. It is idempotent.
+// close stops the HTTP server, the key source, the proxy and the issuer (its
+// cleanup, which releases held requests) and drops the client's idle
+// connections. It is idempotent.
 func (e *hxEnv) close() {
 	e.closeOnce.Do(func() {
 		if e.client != nil {
@@ -282,17 +310,35 @@ func (e *hxEnv) close() {
 		for _, f := range e.cleanups {
 			f()
 		}
-		e.iss.Close()
+		e.issClose.run()
 	})
 }
 
 // tok mints a token that is valid for the server's notes_write tool: the
 // authtest defaults (ES256, typ at+jwt, tenant-a, …) with the scopes
-// "mcp:tools notes:write", then opts.
-func (e *hxEnv) tok(t testing.TB, opts ...authtest.TokenOption) string {
+// "mcp:tools notes:write", changed by at most one spec (whose own Scopes
+// win).
+func (e *hxEnv) tok(t testing.TB, spec ...authtest.Token) string {
 	t.Helper()
-	all := append([]authtest.TokenOption{authtest.WithScopes(hxBaseScope, server.ScopeNotesWrite)}, opts...)
-	return e.iss.Token(t, all...)
+	tk := hxSpec(t, spec)
+	if tk.Scopes == nil {
+		tk.Scopes = []string{hxBaseScope, server.ScopeNotesWrite}
+	}
+	return e.iss.Token(t, tk)
+}
+
+// hxSpec returns the only token spec of a helper's optional argument, or
+// the zero (valid) one.
+func hxSpec(t testing.TB, spec []authtest.Token) authtest.Token {
+	t.Helper()
+	switch len(spec) {
+	case 0:
+		return authtest.Token{}
+	case 1:
+		return spec[0]
+	}
+	t.Fatalf("%d token specs, want at most 1", len(spec))
+	return authtest.Token{}
 }
 
 // claims returns the claims of a valid token for notes_write at the
@@ -300,16 +346,16 @@ func (e *hxEnv) tok(t testing.TB, opts ...authtest.TokenOption) string {
 func (e *hxEnv) claims() map[string]any {
 	now := e.iss.Now()
 	return map[string]any{
-		"iss":       e.iss.URL(),
-		"sub":       authtest.DefaultSubject,
+		"iss":       e.iss.URL,
+		"sub":       "user-1",
 		"aud":       e.mcpURL,
-		"client_id": authtest.DefaultClientID,
+		"client_id": "client-1",
 		"jti":       hxRandomHex(8),
 		"iat":       now.Unix(),
 		"nbf":       now.Unix(),
 		"exp":       now.Add(time.Hour).Unix(),
 		"scope":     hxBaseScope + " " + server.ScopeNotesWrite,
-		"tenant":    authtest.DefaultTenant,
+		"tenant":    "tenant-a",
 	}
 }
 
@@ -320,9 +366,9 @@ type hxCounts struct {
 
 func (e *hxEnv) counts(a *hxAttacker) hxCounts {
 	c := hxCounts{
-		jwks:          e.iss.JWKSFetches(),
-		metadata:      e.iss.MetadataFetches(),
-		introspection: e.iss.IntrospectionCalls(),
+		jwks:          e.iss.Requests(e.iss.JWKSURL),
+		metadata:      e.iss.Requests(e.iss.MetadataURLs...),
+		introspection: e.iss.Requests(e.iss.IntrospectionURL),
 	}
 	if a != nil {
 		c.attacker = a.requests.Load()

@@ -151,7 +151,7 @@ func (e *hxEnv) whoami(ctx context.Context, t testing.TB, tok string) hxResp {
 // token holding notes:read.
 func (e *hxEnv) notes(ctx context.Context, t testing.TB) []string {
 	t.Helper()
-	tok := e.iss.Token(t, authtest.WithScopes(hxBaseScope, server.ScopeNotesRead))
+	tok := e.iss.Token(t, authtest.Token{Scopes: []string{hxBaseScope, server.ScopeNotesRead}})
 	r := e.do(ctx, t, hxReq{authz: hxBearer(tok), tool: server.ToolNotesList})
 	if r.status != http.StatusOK {
 		t.Fatalf("notes_list: status %d: %s", r.status, r.body)

@@ -24,50 +24,64 @@ func hxTimeCases(fx *hxHostile) []hxCase {
 	leeway := int64(30) // validate's default leeway, in seconds
 	return []hxCase{
 		{class: "time", name: "exp_now_minus_leeway_minus_1s", want: invalid, wantErr: validate.Error{Reason: "expired"},
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("exp", now()-leeway-1))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"exp": now() - leeway - 1}}))
+			}},
 		{class: "time", name: "exp_now_minus_leeway", want: invalid, wantErr: validate.Error{Reason: "expired"},
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("exp", now()-leeway))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"exp": now() - leeway}}))
+			}},
 		{class: "time", name: "exp_now_minus_leeway_plus_1s", want: ok,
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("exp", now()-leeway+1))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"exp": now() - leeway + 1}}))
+			}},
 		{class: "time", name: "nbf_now_plus_leeway_plus_1s", want: invalid, wantErr: validate.Error{Reason: "not_yet_valid"},
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("nbf", now()+leeway+1))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"nbf": now() + leeway + 1}}))
+			}},
 		{class: "time", name: "nbf_now_plus_leeway", want: ok,
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("nbf", now()+leeway))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"nbf": now() + leeway}}))
+			}},
 		{class: "time", name: "iat_now_plus_leeway_plus_1s", want: invalid, wantErr: validate.Error{Reason: "issued_at"},
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iat", now()+leeway+1))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"iat": now() + leeway + 1}}))
+			}},
 		{class: "time", name: "iat_now_plus_leeway", want: ok,
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iat", now()+leeway))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"iat": now() + leeway}}))
+			}},
 		// A verified token is cached; the cache re-checks exp on every hit.
 		{class: "time", name: "cached_token_expires", want: invalid, wantErr: validate.Error{Reason: "expired"},
 			req: func(t *testing.T) hxReq {
-				tok := e.tok(t, authtest.WithClaim("exp", now()+60))
+				tok := e.tok(t, authtest.Token{Claims: map[string]any{"exp": now() + 60}})
 				if r := e.whoami(ctx, t, tok); r.status != http.StatusOK {
 					t.Fatalf("first use: status %d", r.status)
 				}
 				e.iss.Advance(60*time.Second + 30*time.Second)
 				return bearer(tok)
 			}},
-		{class: "time", name: "exp_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.WithoutClaim("exp"))},
-		{class: "time", name: "iat_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.WithoutClaim("iat"))},
+		{class: "time", name: "exp_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.Token{Claims: map[string]any{"exp": nil}})},
+		{class: "time", name: "iat_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.Token{Claims: map[string]any{"iat": nil}})},
 		{class: "time", name: "exp_string", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, authtest.WithClaim("exp", strconv.FormatInt(now()+3600, 10))))
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"exp": strconv.FormatInt(now()+3600, 10)}}))
 			}},
-		{class: "time", name: "exp_null", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.WithClaim("exp", json.RawMessage("null")))},
-		{class: "time", name: "exp_true", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.WithClaim("exp", true))},
-		{class: "time", name: "exp_1e300", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.WithClaim("exp", json.Number("1e300")))},
-		{class: "time", name: "exp_negative", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.WithClaim("exp", -1))},
+		{class: "time", name: "exp_null", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.Token{Claims: map[string]any{"exp": json.RawMessage("null")}})},
+		{class: "time", name: "exp_true", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.Token{Claims: map[string]any{"exp": true}})},
+		{class: "time", name: "exp_1e300", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.Token{Claims: map[string]any{"exp": json.Number("1e300")}})},
+		{class: "time", name: "exp_negative", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.Token{Claims: map[string]any{"exp": -1}})},
 		{class: "time", name: "exp_float_with_fraction", want: ok,
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, authtest.WithClaim("exp", json.Number(fmt.Sprintf("%d.5", now()+3600)))))
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"exp": json.Number(fmt.Sprintf("%d.5", now()+3600))}}))
 			}},
 		{class: "time", name: "exp_int_above_2_pow_63", want: invalid, wantErr: validate.Error{Reason: "malformed"},
-			req: tokReq(authtest.WithClaim("exp", json.Number("9223372036854775808000")))},
+			req: tokReq(authtest.Token{Claims: map[string]any{"exp": json.Number("9223372036854775808000")}})},
 		{class: "time", name: "exp_2_pow_63", want: invalid, wantErr: validate.Error{Reason: "malformed"},
-			req: tokReq(authtest.WithClaim("exp", json.Number("9223372036854775808")))},
+			req: tokReq(authtest.Token{Claims: map[string]any{"exp": json.Number("9223372036854775808")}})},
 		{class: "time", name: "nbf_string", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, authtest.WithClaim("nbf", strconv.FormatInt(now(), 10))))
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"nbf": strconv.FormatInt(now(), 10)}}))
 			}},
 	}
 }
@@ -82,20 +96,24 @@ func hxIssuerAudienceCases(fx *hxHostile) []hxCase {
 	return []hxCase{
 		{class: "issuer_audience", name: "iss_scheme_uppercase", want: invalid, wantErr: validate.Error{Reason: "issuer"},
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, authtest.WithClaim("iss", "HTTP"+strings.TrimPrefix(e.iss.URL(), "http"))))
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"iss": "HTTP" + strings.TrimPrefix(e.iss.URL, "http")}}))
 			}},
 		{class: "issuer_audience", name: "iss_host_alias_LOCALHOST", want: invalid, wantErr: validate.Error{Reason: "issuer"},
 			req: func(t *testing.T) hxReq {
-				_, port, _ := strings.Cut(strings.TrimPrefix(e.iss.URL(), "http://"), ":")
-				return bearer(e.tok(t, authtest.WithClaim("iss", "http://LOCALHOST:"+port)))
+				_, port, _ := strings.Cut(strings.TrimPrefix(e.iss.URL, "http://"), ":")
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"iss": "http://LOCALHOST:" + port}}))
 			}},
 		{class: "issuer_audience", name: "iss_trailing_slash", want: invalid, wantErr: validate.Error{Reason: "issuer"},
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iss", e.iss.URL()+"/"))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"iss": e.iss.URL + "/"}}))
+			}},
 		{class: "issuer_audience", name: "iss_prefix_trick", want: invalid, wantErr: validate.Error{Reason: "issuer"},
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iss", e.iss.URL()+".evil"))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"iss": e.iss.URL + ".evil"}}))
+			}},
 		{class: "issuer_audience", name: "iss_userinfo_trick", want: invalid, wantErr: validate.Error{Reason: "issuer"},
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, authtest.WithClaim("iss", e.iss.URL()+"@evil.example")))
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"iss": e.iss.URL + "@evil.example"}}))
 			}},
 		// JSON strings compare after unescaping (RFC 8259 §8.3): an
 		// escaped solidus is the same issuer and audience.
@@ -107,32 +125,40 @@ func hxIssuerAudienceCases(fx *hxHostile) []hxCase {
 				return bearer(signed(t, es, "ES256", hdr(nil), b))
 			}},
 		{class: "issuer_audience", name: "iss_array", want: invalid, wantErr: validate.Error{Reason: "malformed"},
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithClaim("iss", []string{e.iss.URL()}))) }},
-		{class: "issuer_audience", name: "iss_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.WithoutClaim("iss"))},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Claims: map[string]any{"iss": []string{e.iss.URL}}}))
+			}},
+		{class: "issuer_audience", name: "iss_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.Token{Claims: map[string]any{"iss": nil}})},
 		{class: "issuer_audience", name: "iss_other_issuer", want: invalid, wantErr: validate.Error{Reason: "issuer"}, req: tokReq(authtest.WrongIssuer())},
 		// MCP Canonical Server URI: uppercase scheme and host SHOULD be
 		// accepted; the path is case-sensitive.
 		{class: "issuer_audience", name: "aud_uppercase_scheme_host", want: ok,
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(upperSchemeHost(e.mcpURL)))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Audience: []string{upperSchemeHost(e.mcpURL)}}))
+			}},
 		{class: "issuer_audience", name: "aud_uppercase", want: invalid, wantErr: validate.Error{Reason: "audience"},
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(strings.ToUpper(e.mcpURL)))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Audience: []string{strings.ToUpper(e.mcpURL)}}))
+			}},
 		{class: "issuer_audience", name: "aud_trailing_slash", want: invalid, wantErr: validate.Error{Reason: "audience"},
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(e.mcpURL+"/"))) }},
+			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.Token{Audience: []string{e.mcpURL + "/"}})) }},
 		{class: "issuer_audience", name: "aud_prefix_of_ours", want: invalid, wantErr: validate.Error{Reason: "audience"},
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, authtest.WithAudience(strings.TrimSuffix(e.mcpURL, "/mcp"))))
+				return bearer(e.tok(t, authtest.Token{Audience: []string{strings.TrimSuffix(e.mcpURL, "/mcp")}}))
 			}},
 		{class: "issuer_audience", name: "aud_ours_as_prefix", want: invalid, wantErr: validate.Error{Reason: "audience"},
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, authtest.WithAudience(e.mcpURL+"-evil"))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Audience: []string{e.mcpURL + "-evil"}}))
+			}},
 		{class: "issuer_audience", name: "aud_array_ours_and_others", want: ok,
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, authtest.WithAudience(authtest.WrongAudienceURL, e.mcpURL, "https://third.example")))
+				return bearer(e.tok(t, authtest.Token{Audience: []string{authtest.WrongAudience().Audience[0], e.mcpURL, "https://third.example"}}))
 			}},
 		{class: "issuer_audience", name: "aud_array_others_only", want: invalid, wantErr: validate.Error{Reason: "audience"},
-			req: tokReq(authtest.WithAudience(authtest.WrongAudienceURL, "https://third.example"))},
-		{class: "issuer_audience", name: "aud_empty_array", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.WithAudience())},
-		{class: "issuer_audience", name: "aud_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.WithoutClaim("aud"))},
-		{class: "issuer_audience", name: "aud_not_a_string", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.WithClaim("aud", 1))},
+			req: tokReq(authtest.Token{Audience: []string{authtest.WrongAudience().Audience[0], "https://third.example"}})},
+		{class: "issuer_audience", name: "aud_empty_array", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.Token{Audience: []string{}})},
+		{class: "issuer_audience", name: "aud_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.Token{Claims: map[string]any{"aud": nil}})},
+		{class: "issuer_audience", name: "aud_not_a_string", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.Token{Claims: map[string]any{"aud": 1}})},
 		{class: "issuer_audience", name: "host_spoofed_invalid_token", want: invalid, wantErr: validate.Error{Reason: "expired"},
 			req: func(t *testing.T) hxReq { return hxReq{authz: hxBearer(expired(t)), host: "evil.example"} }},
 		{class: "issuer_audience", name: "host_spoofed_no_token", want: noTok,
@@ -171,44 +197,50 @@ func hxScopeCases(fx *hxHostile) []hxCase {
 	noBase := e.wantInsufficient(hxBaseScope)
 	return []hxCase{
 		{class: "scope", name: "scope_array", want: invalid, wantErr: validate.Error{Reason: "malformed"},
-			req: tokReq(authtest.WithClaim("scope", []string{hxBaseScope, server.ScopeNotesWrite}))},
+			req: tokReq(authtest.Token{Claims: map[string]any{"scope": []string{hxBaseScope, server.ScopeNotesWrite}}})},
 		{class: "scope", name: "scope_tab_separated", want: invalid, wantErr: validate.Error{Reason: "malformed"},
-			req: tokReq(authtest.WithClaim("scope", hxBaseScope+"\t"+server.ScopeNotesWrite))},
+			req: tokReq(authtest.Token{Claims: map[string]any{"scope": hxBaseScope + "\t" + server.ScopeNotesWrite}})},
 		{class: "scope", name: "scope_newline_separated", want: invalid, wantErr: validate.Error{Reason: "malformed"},
-			req: tokReq(authtest.WithClaim("scope", hxBaseScope+"\n"+server.ScopeNotesWrite))},
-		{class: "scope", name: "scope_not_a_string", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.WithClaim("scope", 7))},
+			req: tokReq(authtest.Token{Claims: map[string]any{"scope": hxBaseScope + "\n" + server.ScopeNotesWrite}})},
+		{class: "scope", name: "scope_not_a_string", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.Token{Claims: map[string]any{"scope": 7}})},
 		{class: "scope", name: "scope_comma_separated", want: noBase,
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, uniqueSub(t), authtest.WithClaim("scope", hxBaseScope+","+server.ScopeNotesWrite)))
+				return bearer(e.tok(t, authtest.Token{Subject: uniqueSub(t), Claims: map[string]any{"scope": hxBaseScope + "," + server.ScopeNotesWrite}}))
 			}},
 		{class: "scope", name: "scp_array_not_allowed", want: noBase,
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, uniqueSub(t), authtest.WithoutClaim("scope"), authtest.WithClaim("scp", []string{hxBaseScope, server.ScopeNotesWrite})))
+				return bearer(e.tok(t, authtest.Token{Subject: uniqueSub(t), Claims: map[string]any{"scope": nil, "scp": []string{hxBaseScope, server.ScopeNotesWrite}}}))
 			}},
 		{class: "scope", name: "scp_string_not_allowed", want: noBase,
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, uniqueSub(t), authtest.WithoutClaim("scope"), authtest.WithClaim("scp", hxBaseScope+" "+server.ScopeNotesWrite)))
+				return bearer(e.tok(t, authtest.Token{Subject: uniqueSub(t), Claims: map[string]any{"scope": nil, "scp": hxBaseScope + " " + server.ScopeNotesWrite}}))
 			}},
 		{class: "scope", name: "scope_empty", want: noBase,
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, uniqueSub(t), authtest.WithClaim("scope", ""))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Subject: uniqueSub(t), Claims: map[string]any{"scope": ""}}))
+			}},
 		{class: "scope", name: "scope_missing", want: noBase,
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, uniqueSub(t), authtest.WithoutClaim("scope"))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Subject: uniqueSub(t), Claims: map[string]any{"scope": nil}}))
+			}},
 		{class: "scope", name: "scope_lacking_base", want: noBase,
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, uniqueSub(t), authtest.WithScopes(server.ScopeNotesWrite)))
+				return bearer(e.tok(t, authtest.Token{Subject: uniqueSub(t), Scopes: []string{server.ScopeNotesWrite}}))
 			}},
 		{class: "scope", name: "scope_lacking_tool_scope", want: insufficient,
-			req: func(t *testing.T) hxReq { return bearer(e.tok(t, uniqueSub(t), authtest.WithScopes(hxBaseScope))) }},
+			req: func(t *testing.T) hxReq {
+				return bearer(e.tok(t, authtest.Token{Subject: uniqueSub(t), Scopes: []string{hxBaseScope}}))
+			}},
 		{class: "scope", name: "scope_uppercase", want: noBase,
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, uniqueSub(t), authtest.WithScopes(strings.ToUpper(hxBaseScope), strings.ToUpper(server.ScopeNotesWrite))))
+				return bearer(e.tok(t, authtest.Token{Subject: uniqueSub(t), Scopes: []string{strings.ToUpper(hxBaseScope), strings.ToUpper(server.ScopeNotesWrite)}}))
 			}},
 		{class: "scope", name: "scope_prefix_of_required", want: noBase,
 			req: func(t *testing.T) hxReq {
-				return bearer(e.tok(t, uniqueSub(t), authtest.WithScopes("mcp:tool", "notes:writ")))
+				return bearer(e.tok(t, authtest.Token{Subject: uniqueSub(t), Scopes: []string{"mcp:tool", "notes:writ"}}))
 			}},
 		{class: "scope", name: "scope_runs_of_spaces", want: ok,
-			req: tokReq(authtest.WithClaim("scope", "  "+hxBaseScope+"   "+server.ScopeNotesWrite+" "))},
+			req: tokReq(authtest.Token{Claims: map[string]any{"scope": "  " + hxBaseScope + "   " + server.ScopeNotesWrite + " "}})},
 	}
 }
 

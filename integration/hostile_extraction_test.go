@@ -59,7 +59,7 @@ func hxExtractionCases(fx *hxHostile) []hxCase {
 		{class: "extraction", name: "x_access_token_header", want: noTok,
 			req: func(t *testing.T) hxReq { return hxReq{header: map[string]string{"X-Access-Token": e.tok(t)}} }},
 		{class: "extraction", name: "oversize_token_9KiB", want: invalid, wantErr: validate.Error{Reason: "too_large"},
-			req: tokReq(authtest.WithClaim("pad", strings.Repeat("a", 9<<10)))},
+			req: tokReq(authtest.Token{Claims: map[string]any{"pad": strings.Repeat("a", 9<<10)}})},
 	}
 }
 
@@ -77,7 +77,7 @@ func hxSerializationCases(fx *hxHostile) []hxCase {
 		{class: "serialization", name: "jwe_five_segments", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				_, p, _ := hxSegments(t, e.tok(t))
-				jh := hxB64([]byte(`{"alg":"RSA-OAEP","enc":"A256GCM","kid":"` + authtest.KIDRS256 + `"}`))
+				jh := hxB64([]byte(`{"alg":"RSA-OAEP","enc":"A256GCM","kid":"` + "rs256-1" + `"}`))
 				return bearer(jh + "." + hxB64(make([]byte, 256)) + "." + hxB64(make([]byte, 12)) + "." + p + "." + hxB64(make([]byte, 16)))
 			}},
 		{class: "serialization", name: "json_serialization", want: malformed,
@@ -128,7 +128,7 @@ func hxSerializationCases(fx *hxHostile) []hxCase {
 			}},
 		{class: "serialization", name: "duplicate_header_kid_casefold", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
-				return bearer(signed(t, es, "ES256", []byte(`{"alg":"ES256","typ":"at+jwt","kid":"`+hxKIDES256+`","Kid":"`+authtest.KIDES256+`"}`), e.claims()))
+				return bearer(signed(t, es, "ES256", []byte(`{"alg":"ES256","typ":"at+jwt","kid":"`+hxKIDES256+`","Kid":"`+"es256-1"+`"}`), e.claims()))
 			}},
 		{class: "serialization", name: "duplicate_header_alg_json_escaped", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
@@ -150,7 +150,7 @@ func hxSerializationCases(fx *hxHostile) []hxCase {
 			}},
 		{class: "serialization", name: "duplicate_payload_iss", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
-				return bearer(signed(t, es, "ES256", hdr(nil), validPayload(`,"iss":"`+authtest.WrongIssuerURL+`"`)))
+				return bearer(signed(t, es, "ES256", hdr(nil), validPayload(`,"iss":"`+authtest.WrongIssuer().Issuer+`"`)))
 			}},
 		{class: "serialization", name: "duplicate_payload_scope_casefold", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/rsa"
 	"encoding/json"
 	"errors"
@@ -43,7 +44,7 @@ type hxCase struct {
 }
 
 // Keys the hostile suite publishes in the issuer's JWKS before the key
-// source's first fetch, besides the issuer's own (authtest.KIDES256, …).
+// source's first fetch, besides the issuer's own ("es256-1", …).
 const (
 	hxKIDES256   = "hx-es256"     // ES256, "alg":"ES256": signs hand-assembled tokens
 	hxKIDRS256   = "hx-rs256"     // RSA 2048, "alg":"RS256"
@@ -113,9 +114,9 @@ func (fx *hxHostile) signed(t *testing.T, s hxSigner, alg string, header, payloa
 func (fx *hxHostile) bearer(tok string) hxReq { return hxReq{authz: hxBearer(tok)} }
 
 // tokReq builds, at run time, a bearer request with a token minted by
-// e.tok with opts.
-func (fx *hxHostile) tokReq(opts ...authtest.TokenOption) func(t *testing.T) hxReq {
-	return func(t *testing.T) hxReq { return fx.bearer(fx.e.tok(t, opts...)) }
+// e.tok with spec.
+func (fx *hxHostile) tokReq(spec ...authtest.Token) func(t *testing.T) hxReq {
+	return func(t *testing.T) hxReq { return fx.bearer(fx.e.tok(t, spec...)) }
 }
 
 // validPayload returns the JSON of valid claims with extra raw members
@@ -130,9 +131,7 @@ func (fx *hxHostile) now() int64 { return fx.e.iss.Now().Unix() }
 
 // uniqueSub gives a token a subject of its own, so that per-principal
 // bounds (step-up) of one case do not apply to another.
-func (fx *hxHostile) uniqueSub(t *testing.T) authtest.TokenOption {
-	return authtest.WithSubject("hx-" + t.Name())
-}
+func (fx *hxHostile) uniqueSub(t *testing.T) string { return "hx-" + t.Name() }
 
 // expired mints an expired token.
 func (fx *hxHostile) expired(t *testing.T) string { return fx.e.tok(t, authtest.Expired()) }
@@ -177,7 +176,11 @@ func runHostileTokens(t *testing.T, proxied bool) {
 	rsNoAlg := jose.JSONWebKey{Key: &rsKey.Key.(*rsa.PrivateKey).PublicKey, KeyID: hxKIDRSANone, Use: "sig"}
 	encKey := authtest.GenerateKey(jose.ES256, hxKIDEnc)
 	encKey.Use = "enc"
-	weakKey := authtest.GenerateRSAKey(1024, hxKIDWeak)
+	weak, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	weakKey := jose.JSONWebKey{Key: weak, KeyID: hxKIDWeak, Algorithm: string(jose.RS256), Use: "sig"}
 	dup1 := authtest.GenerateKey(jose.ES256, hxKIDDup)
 	dup2 := authtest.GenerateKey(jose.ES256, hxKIDDup)
 	foreignDup := authtest.GenerateKey(jose.ES256, hxKIDDup) // never published
@@ -189,7 +192,7 @@ func runHostileTokens(t *testing.T, proxied bool) {
 		JWKS: jwks.Config{RefreshRateLimit: rateLimit, DeferredWaiters: -1},
 		BeforeStart: func(iss *authtest.Issuer) {
 			// Public halves only: a private key added to the issuer would
-			// become the key authtest.WithAlgorithm picks.
+			// become the key that signs authtest.Token.Alg's tokens.
 			for _, k := range []jose.JSONWebKey{esKey.Public(), rsKey.Public(), rsNoAlg, encKey.Public(), weakKey.Public(), dup1.Public(), dup2.Public()} {
 				iss.AddKey(k)
 			}
@@ -234,7 +237,7 @@ func runHostileTokens(t *testing.T, proxied bool) {
 		}
 	}
 	jwksFetches := func() int64 {
-		n := e.iss.JWKSFetches()
+		n := e.iss.Requests(e.iss.JWKSURL)
 		if proxied {
 			n -= int64(e.keys.Stats().Fetches)
 		}

@@ -19,28 +19,28 @@ func hxAlgorithmCases(fx *hxHostile) []hxCase {
 	return []hxCase{
 		{class: "algorithms", name: "none", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
 			req: func(t *testing.T) hxReq {
-				return bearer(authtest.RawToken(hxJSON(t, hdr(map[string]any{"alg": "none"})), hxJSON(t, e.claims()), nil))
+				return bearer(hxB64(hxJSON(t, hdr(map[string]any{"alg": "none"}))) + "." + hxB64(hxJSON(t, e.claims())) + ".")
 			}},
 		{class: "algorithms", name: "None", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
 			req: func(t *testing.T) hxReq {
-				return bearer(authtest.RawToken(hxJSON(t, hdr(map[string]any{"alg": "None"})), hxJSON(t, e.claims()), nil))
+				return bearer(hxB64(hxJSON(t, hdr(map[string]any{"alg": "None"}))) + "." + hxB64(hxJSON(t, e.claims())) + ".")
 			}},
 		{class: "algorithms", name: "NONE", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
 			req: func(t *testing.T) hxReq {
-				return bearer(authtest.RawToken(hxJSON(t, hdr(map[string]any{"alg": "NONE"})), hxJSON(t, e.claims()), nil))
+				return bearer(hxB64(hxJSON(t, hdr(map[string]any{"alg": "NONE"}))) + "." + hxB64(hxJSON(t, e.claims())) + ".")
 			}},
 		{class: "algorithms", name: "none_authtest_unsigned", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
-			req: tokReq(authtest.Unsigned(), authtest.WithKID(authtest.KIDES256))},
+			req: tokReq(authtest.Token{Alg: "none", KID: "es256-1"})},
 		{class: "algorithms", name: "hs256_with_rs256_public_key_pem", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
-			req: tokReq(authtest.WithAlgorithm(jose.HS256))},
+			req: tokReq(authtest.Token{Alg: jose.HS256})},
 		{class: "algorithms", name: "hs512_with_rs256_public_key_pem", want: invalid, wantErr: validate.Error{Reason: "algorithm"},
-			req: tokReq(authtest.WithAlgorithm(jose.HS512))},
+			req: tokReq(authtest.Token{Alg: jose.HS512})},
 		{class: "algorithms", name: "rs256_signature_header_es256", want: invalid, wantErr: validate.Error{Reason: "unknown_key"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, rs, "RS256", hdr(map[string]any{"alg": "ES256", "kid": hxKIDRS256}), e.claims()))
 			}},
 		{class: "algorithms", name: "es256_header_with_rsa_kid", want: invalid, wantErr: validate.Error{Reason: "unknown_key"},
-			req: tokReq(authtest.WithKID(authtest.KIDRS256))},
+			req: tokReq(authtest.Token{KID: "rs256-1"})},
 		{class: "algorithms", name: "es256_header_rsa_key_without_alg", want: invalid, wantErr: validate.Error{Reason: "unknown_key"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, rs, "RS256", hdr(map[string]any{"kid": hxKIDRSANone}), e.claims()))
@@ -76,8 +76,8 @@ func hxAlgorithmCases(fx *hxHostile) []hxCase {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"alg": []string{"ES256"}}), e.claims()))
 			}},
 		{class: "algorithms", name: "control_es256", want: ok, req: tokReq()},
-		{class: "algorithms", name: "control_rs256", want: ok, req: tokReq(authtest.WithAlgorithm(jose.RS256))},
-		{class: "algorithms", name: "control_eddsa", want: ok, req: tokReq(authtest.WithAlgorithm(jose.EdDSA))},
+		{class: "algorithms", name: "control_rs256", want: ok, req: tokReq(authtest.Token{Alg: jose.RS256})},
+		{class: "algorithms", name: "control_eddsa", want: ok, req: tokReq(authtest.Token{Alg: jose.EdDSA})},
 	}
 }
 
@@ -123,7 +123,7 @@ func hxSignatureCases(fx *hxHostile) []hxCase {
 				_, _, s := hxSegments(t, e.tok(t))
 				return bearer(h + "." + p + "." + s)
 			}},
-		{class: "signatures", name: "wrong_key_real_kid", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 1, req: tokReq(authtest.WrongKey())},
+		{class: "signatures", name: "wrong_key_real_kid", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 1, req: tokReq(authtest.Token{ForeignKey: true})},
 		{class: "signatures", name: "wrong_key_real_kid_rs256", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 1,
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, hxSigner{authtest.GenerateKey(jose.RS256, "")}, "RS256", hdr(map[string]any{"alg": "RS256", "kid": hxKIDRS256}), e.claims()))
@@ -139,8 +139,8 @@ func hxKeyCases(fx *hxHostile) []hxCase {
 	hdr, signed, bearer, tokReq := fx.hdr, fx.signed, fx.bearer, fx.tokReq
 	ok, invalid := fx.ok, fx.invalid
 	return []hxCase{
-		{class: "keys", name: "unknown_kid", want: invalid, wantErr: validate.Error{Reason: "unknown_key"}, fetches: 1, req: tokReq(authtest.UnknownKID())},
-		{class: "keys", name: "absent_kid", want: ok, req: tokReq(authtest.WithKID(""))}, // RFC 7515 §4.1.4: kid is optional
+		{class: "keys", name: "unknown_kid", want: invalid, wantErr: validate.Error{Reason: "unknown_key"}, fetches: 1, req: tokReq(authtest.Token{ForeignKey: true, KID: "unknown-kid"})},
+		{class: "keys", name: "absent_kid", want: ok, req: tokReq(authtest.NoKID())}, // RFC 7515 §4.1.4: kid is optional
 		{class: "keys", name: "kid_not_a_string", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"kid": 1}), e.claims()))
@@ -150,7 +150,7 @@ func hxKeyCases(fx *hxHostile) []hxCase {
 				return bearer(signed(t, attacker, "ES256", hdr(map[string]any{"kid": "attacker-1", "jku": att.ts.URL + "/jwks"}), e.claims()))
 			}},
 		{class: "keys", name: "jku_on_validly_signed_token", want: invalid, wantErr: validate.Error{Reason: "type"},
-			req: tokReq(authtest.WithHeader("jku", "http://"+att.ts.Listener.Addr().String()+"/jwks"))},
+			req: tokReq(authtest.Token{Header: map[string]any{"jku": "http://" + att.ts.Listener.Addr().String() + "/jwks"}})},
 		{class: "keys", name: "x5u_attacker_certificate", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, attacker, "ES256", hdr(map[string]any{"kid": "attacker-1", "x5u": att.ts.URL + "/cert.pem"}), e.claims()))
@@ -161,19 +161,19 @@ func hxKeyCases(fx *hxHostile) []hxCase {
 			}},
 		{class: "keys", name: "jwk_embedded_with_real_kid", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
-				return bearer(signed(t, attacker, "ES256", hdr(map[string]any{"kid": authtest.KIDES256, "jwk": att.publicJWK()}), e.claims()))
+				return bearer(signed(t, attacker, "ES256", hdr(map[string]any{"kid": "es256-1", "jwk": att.publicJWK()}), e.claims()))
 			}},
 		{class: "keys", name: "x5c_attacker_certificate", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				x5c := []string{base64.StdEncoding.EncodeToString(att.certDER)}
 				return bearer(signed(t, attacker, "ES256", hdr(map[string]any{"kid": nil, "x5c": x5c}), e.claims()))
 			}},
-		{class: "keys", name: "jwks_key_use_enc", want: invalid, wantErr: validate.Error{Reason: "unknown_key"}, fetches: 1, req: tokReq(authtest.SignWith(encKey))},
-		{class: "keys", name: "jwks_rsa_1024", want: invalid, wantErr: validate.Error{Reason: "unknown_key"}, fetches: 1, req: tokReq(authtest.SignWith(weakKey))},
-		{class: "keys", name: "duplicate_kid_first_key", want: ok, req: tokReq(authtest.SignWith(dup1))},
-		{class: "keys", name: "duplicate_kid_second_key", want: ok, req: tokReq(authtest.SignWith(dup2))},
-		{class: "keys", name: "duplicate_kid_unpublished_key", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 1, req: tokReq(authtest.SignWith(foreignDup))},
-		{class: "keys", name: "kid_path_traversal", want: invalid, wantErr: validate.Error{Reason: "unknown_key"}, fetches: 1, req: tokReq(authtest.WithKID("../../../../etc/passwd"))},
+		{class: "keys", name: "jwks_key_use_enc", want: invalid, wantErr: validate.Error{Reason: "unknown_key"}, fetches: 1, req: tokReq(authtest.Token{Key: encKey})},
+		{class: "keys", name: "jwks_rsa_1024", want: invalid, wantErr: validate.Error{Reason: "unknown_key"}, fetches: 1, req: tokReq(authtest.Token{Key: weakKey})},
+		{class: "keys", name: "duplicate_kid_first_key", want: ok, req: tokReq(authtest.Token{Key: dup1})},
+		{class: "keys", name: "duplicate_kid_second_key", want: ok, req: tokReq(authtest.Token{Key: dup2})},
+		{class: "keys", name: "duplicate_kid_unpublished_key", want: invalid, wantErr: validate.Error{Reason: "signature"}, fetches: 1, req: tokReq(authtest.Token{Key: foreignDup})},
+		{class: "keys", name: "kid_path_traversal", want: invalid, wantErr: validate.Error{Reason: "unknown_key"}, fetches: 1, req: tokReq(authtest.Token{KID: "../../../../etc/passwd"})},
 	}
 }
 
@@ -184,10 +184,10 @@ func hxCritCases(fx *hxHostile) []hxCase {
 	hdr, signed, bearer, tokReq := fx.hdr, fx.signed, fx.bearer, fx.tokReq
 	invalid := fx.invalid
 	return []hxCase{
-		{class: "crit", name: "crit_exp", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithHeader("crit", []string{"exp"}))},
-		{class: "crit", name: "crit_empty", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithHeader("crit", []string{}))},
+		{class: "crit", name: "crit_exp", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.Token{Header: map[string]any{"crit": []string{"exp"}}})},
+		{class: "crit", name: "crit_empty", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.Token{Header: map[string]any{"crit": []string{}}})},
 		{class: "crit", name: "crit_unknown_extension", want: invalid, wantErr: validate.Error{Reason: "type"},
-			req: tokReq(authtest.WithHeader("crit", []string{"x-hx"}), authtest.WithHeader("x-hx", true))},
+			req: tokReq(authtest.Token{Header: map[string]any{"crit": []string{"x-hx"}, "x-hx": true}})},
 		{class: "crit", name: "crit_b64_false_unencoded_signing_input", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				// RFC 7797 §3: the signature covers the raw payload; the
@@ -201,7 +201,7 @@ func hxCritCases(fx *hxHostile) []hxCase {
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"b64": false}), e.claims()))
 			}},
-		{class: "crit", name: "cty_nested_jwt", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithHeader("cty", "JWT"))},
+		{class: "crit", name: "cty_nested_jwt", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.Token{Header: map[string]any{"cty": "JWT"}})},
 	}
 }
 
@@ -212,24 +212,22 @@ func hxTypCases(fx *hxHostile) []hxCase {
 	hdr, claims, signed, bearer, tokReq, now := fx.hdr, fx.claims, fx.signed, fx.bearer, fx.tokReq, fx.now
 	ok, invalid := fx.ok, fx.invalid
 	return []hxCase{
-		{class: "typ", name: "typ_JWT", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithType("JWT"))},
-		{class: "typ", name: "typ_absent", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithHeader("typ", nil))},
-		{class: "typ", name: "typ_dpop_jwt", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithType("dpop+jwt"))},
-		{class: "typ", name: "typ_secevent_jwt", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.WithType("secevent+jwt"))},
+		{class: "typ", name: "typ_JWT", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.Token{Typ: "JWT"})},
+		{class: "typ", name: "typ_absent", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.Token{Header: map[string]any{"typ": nil}})},
+		{class: "typ", name: "typ_dpop_jwt", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.Token{Typ: "dpop+jwt"})},
+		{class: "typ", name: "typ_secevent_jwt", want: invalid, wantErr: validate.Error{Reason: "type"}, req: tokReq(authtest.Token{Typ: "secevent+jwt"})},
 		{class: "typ", name: "typ_not_a_string", want: invalid, wantErr: validate.Error{Reason: "malformed"},
 			req: func(t *testing.T) hxReq {
 				return bearer(signed(t, es, "ES256", hdr(map[string]any{"typ": 1}), e.claims()))
 			}},
-		{class: "typ", name: "typ_AT_JWT_case_insensitive", want: ok, req: tokReq(authtest.WithType("AT+JWT"))},
-		{class: "typ", name: "typ_application_at_jwt", want: ok, req: tokReq(authtest.WithType("application/at+jwt"))},
+		{class: "typ", name: "typ_AT_JWT_case_insensitive", want: ok, req: tokReq(authtest.Token{Typ: "AT+JWT"})},
+		{class: "typ", name: "typ_application_at_jwt", want: ok, req: tokReq(authtest.Token{Typ: "application/at+jwt"})},
 		{class: "typ", name: "oidc_id_token", want: invalid, wantErr: validate.Error{Reason: "type"},
-			req: tokReq(authtest.WithType("JWT"), authtest.WithAudience(authtest.DefaultClientID),
-				authtest.WithClaim("nonce", "n-0S6_WzA2Mj"), authtest.WithClaim("azp", authtest.DefaultClientID),
-				authtest.WithoutClaim("scope"), authtest.WithoutClaim("client_id"))},
+			req: tokReq(authtest.Token{Typ: "JWT", Audience: []string{"client-1"}, Claims: map[string]any{"nonce": "n-0S6_WzA2Mj", "azp": "client-1", "scope": nil, "client_id": nil}})},
 		{class: "typ", name: "oidc_id_token_for_our_audience", want: invalid, wantErr: validate.Error{Reason: "type"},
-			req: tokReq(authtest.WithType("JWT"), authtest.WithClaim("nonce", "n-0S6_WzA2Mj"))},
+			req: tokReq(authtest.Token{Typ: "JWT", Claims: map[string]any{"nonce": "n-0S6_WzA2Mj"}})},
 		{class: "typ", name: "id_token_claims_typed_at_jwt", want: invalid, wantErr: validate.Error{Reason: "audience"},
-			req: tokReq(authtest.WithAudience(authtest.DefaultClientID), authtest.WithClaim("nonce", "n-0S6_WzA2Mj"))},
+			req: tokReq(authtest.Token{Audience: []string{"client-1"}, Claims: map[string]any{"nonce": "n-0S6_WzA2Mj"}})},
 		{class: "typ", name: "dpop_proof", want: invalid, wantErr: validate.Error{Reason: "type"},
 			req: func(t *testing.T) hxReq {
 				h := map[string]any{"typ": "dpop+jwt", "alg": "ES256", "jwk": att.publicJWK()}
@@ -254,14 +252,14 @@ func hxConfirmationCases(fx *hxHostile) []hxCase {
 	jkt := map[string]any{"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}
 	return []hxCase{
 		{class: "confirmation", name: "dpop_bound_without_proof", want: invalid, wantErr: validate.Error{Reason: "sender_constrained"},
-			req: tokReq(authtest.WithClaim("cnf", jkt))},
+			req: tokReq(authtest.Token{Claims: map[string]any{"cnf": jkt}})},
 		{class: "confirmation", name: "mtls_bound", want: invalid, wantErr: validate.Error{Reason: "sender_constrained"},
-			req: tokReq(authtest.WithClaim("cnf", map[string]any{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}))},
+			req: tokReq(authtest.Token{Claims: map[string]any{"cnf": map[string]any{"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}}})},
 		{class: "confirmation", name: "cnf_empty", want: invalid, wantErr: validate.Error{Reason: "sender_constrained"},
-			req: tokReq(authtest.WithClaim("cnf", map[string]any{}))},
+			req: tokReq(authtest.Token{Claims: map[string]any{"cnf": map[string]any{}}})},
 		{class: "confirmation", name: "dpop_bound_dpop_scheme_without_proof", want: noTok,
 			req: func(t *testing.T) hxReq {
-				return hxReq{authz: []string{"DPoP " + e.tok(t, authtest.WithClaim("cnf", jkt))}}
+				return hxReq{authz: []string{"DPoP " + e.tok(t, authtest.Token{Claims: map[string]any{"cnf": jkt}})}}
 			}},
 	}
 }

@@ -35,9 +35,9 @@ func newIxEnv(t *testing.T, cfg ixEnvConfig) *hxEnv {
 	e.ts = httptest.NewUnstartedServer(nil)
 	e.mcpURL = "http://" + e.ts.Listener.Addr().String() + "/mcp"
 	e.iss = authtest.NewIssuer(t, authtest.IssuerConfig{Audience: e.mcpURL})
-	id, secret := e.iss.IntrospectionCredentials()
+	id, secret := e.iss.IntrospectionClientID, e.iss.IntrospectionSecret
 	icfg := introspect.Config{
-		Issuer: e.iss.URL(), Audiences: []string{e.mcpURL}, ClientID: id, ClientSecret: secret,
+		Issuer: e.iss.URL, Audiences: []string{e.mcpURL}, ClientID: id, ClientSecret: secret,
 		TenantClaim: "tenant", Timeout: 2 * time.Second, Now: e.iss.Now,
 	}
 	if cfg.mut != nil {
@@ -50,7 +50,7 @@ func newIxEnv(t *testing.T, cfg ixEnvConfig) *hxEnv {
 	var v middleware.TokenValidator = in
 	if cfg.hybrid {
 		jv, err := validate.New(validate.Config{
-			Issuers:     []validate.Issuer{{Issuer: e.iss.URL(), Keys: &validate.StaticKeys{Set: e.iss.Keys()}}},
+			Issuers:     []validate.Issuer{{Issuer: e.iss.URL, Keys: &validate.StaticKeys{Set: e.iss.Keys()}}},
 			Audiences:   []string{e.mcpURL},
 			TenantClaim: "tenant",
 			Now:         e.iss.Now,
@@ -64,7 +64,7 @@ func newIxEnv(t *testing.T, cfg ixEnvConfig) *hxEnv {
 	}
 	e.srv, err = server.New(server.Config{
 		Resource:             e.mcpURL,
-		AuthorizationServers: []string{e.iss.URL()},
+		AuthorizationServers: []string{e.iss.URL},
 		Validator:            v,
 		Scopes:               []string{hxBaseScope},
 		Now:                  e.iss.Now,
@@ -81,23 +81,27 @@ func newIxEnv(t *testing.T, cfg ixEnvConfig) *hxEnv {
 }
 
 // ixOpaque mints an opaque token valid for notes_write.
-func ixOpaque(t *testing.T, e *hxEnv, opts ...authtest.TokenOption) string {
+func ixOpaque(t *testing.T, e *hxEnv, spec ...authtest.Token) string {
 	t.Helper()
-	all := append([]authtest.TokenOption{authtest.WithScopes(hxBaseScope, server.ScopeNotesWrite)}, opts...)
-	return e.iss.OpaqueToken(t, all...)
+	tk := hxSpec(t, spec)
+	if tk.Scopes == nil {
+		tk.Scopes = []string{hxBaseScope, server.ScopeNotesWrite}
+	}
+	tk.Opaque = true
+	return e.iss.Token(t, tk)
 }
 
 // ixCheck sends one notes_write call with tok and checks the exact answer
 // and the number of introspection calls it caused.
 func ixCheck(t *testing.T, e *hxEnv, tok string, want hxWant, wantCalls int64) {
 	t.Helper()
-	before := e.iss.IntrospectionCalls()
+	before := e.iss.Requests(e.iss.IntrospectionURL)
 	got := e.do(hxContext(t, 10*time.Second), t, hxReq{authz: hxBearer(tok), text: "ix note"})
 	want.check(t, got)
 	if got.status != http.StatusOK && got.bodyRead != 0 {
 		t.Errorf("refused request: the server read %d body bytes", got.bodyRead)
 	}
-	if n := e.iss.IntrospectionCalls() - before; n != wantCalls {
+	if n := e.iss.Requests(e.iss.IntrospectionURL) - before; n != wantCalls {
 		t.Errorf("introspection calls = %d, want %d", n, wantCalls)
 	}
 }
@@ -111,7 +115,7 @@ func TestIntrospection(t *testing.T) {
 		if got := e.notes(hxContext(t, 10*time.Second), t); len(got) != 2 { // with a JWT, also introspected
 			t.Errorf("notes = %q, want the two notes written", got)
 		}
-		if m := e.iss.MetadataFetches(); m != 1 {
+		if m := e.iss.Requests(e.iss.MetadataURLs...); m != 1 {
 			t.Errorf("metadata fetches = %d, want 1 (endpoint discovered once)", m)
 		}
 	})
@@ -121,7 +125,7 @@ func TestIntrospection(t *testing.T) {
 	})
 	t.Run("inactive", func(t *testing.T) {
 		e := newIxEnv(t, ixEnvConfig{})
-		e.iss.SetIntrospection(authtest.IntrospectionInactive)
+		e.iss.SetFault("inactive", e.iss.IntrospectionURL)
 		tok := ixOpaque(t, e)
 		ixCheck(t, e, tok, e.wantInvalidToken(), 1)
 		ixCheck(t, e, tok, e.wantInvalidToken(), 1) // inactive results are not cached by default
@@ -130,14 +134,14 @@ func TestIntrospection(t *testing.T) {
 		e := newIxEnv(t, ixEnvConfig{mut: func(c *introspect.Config) { c.MaxCacheTTL = time.Minute }})
 		tok := ixOpaque(t, e)
 		ixCheck(t, e, tok, e.wantOK(), 1)
-		e.iss.SetIntrospection(authtest.IntrospectionInactive)
+		e.iss.SetFault("inactive", e.iss.IntrospectionURL)
 		ixCheck(t, e, tok, e.wantOK(), 0)
 		e.iss.Advance(time.Minute)
 		ixCheck(t, e, tok, e.wantInvalidToken(), 1)
 	})
 	t.Run("lax endpoint: expired, wrong audience, unknown", func(t *testing.T) {
 		e := newIxEnv(t, ixEnvConfig{})
-		e.iss.SetIntrospection(authtest.IntrospectionAlwaysActive)
+		e.iss.SetFault("always-active", e.iss.IntrospectionURL)
 		ixCheck(t, e, ixOpaque(t, e, authtest.Expired()), e.wantInvalidToken(), 1)
 		ixCheck(t, e, ixOpaque(t, e, authtest.WrongAudience()), e.wantInvalidToken(), 1)
 		ixCheck(t, e, ixOpaque(t, e, authtest.WrongIssuer()), e.wantInvalidToken(), 1)
@@ -145,17 +149,17 @@ func TestIntrospection(t *testing.T) {
 	})
 	t.Run("endpoint error", func(t *testing.T) {
 		e := newIxEnv(t, ixEnvConfig{})
-		e.iss.SetIntrospection(authtest.IntrospectionError)
+		e.iss.SetFault("server-error", e.iss.IntrospectionURL)
 		tok := ixOpaque(t, e)
 		ixCheck(t, e, tok, e.wantUnavailable(), 1)
-		e.iss.SetIntrospection(authtest.IntrospectionActive)
+		e.iss.SetFault("", e.iss.IntrospectionURL)
 		ixCheck(t, e, tok, e.wantOK(), 1) // the error was not cached
 	})
 	t.Run("endpoint faults", func(t *testing.T) {
-		for _, f := range []authtest.Fault{authtest.FaultHang, authtest.FaultTooManyRequests, authtest.FaultWrongContentType, authtest.FaultHuge, authtest.FaultRefuse} {
-			t.Run(f.String(), func(t *testing.T) {
+		for _, f := range []authtest.Fault{"hang", "too-many-requests", "wrong-content-type", "huge", "refuse"} {
+			t.Run(string(f), func(t *testing.T) {
 				e := newIxEnv(t, ixEnvConfig{mut: func(c *introspect.Config) { c.Timeout = 300 * time.Millisecond }})
-				e.iss.SetFaultFor(e.iss.IntrospectionURL(), f)
+				e.iss.SetFault(f, e.iss.IntrospectionURL)
 				ixCheck(t, e, ixOpaque(t, e), e.wantUnavailable(), 1)
 			})
 		}
@@ -166,7 +170,7 @@ func TestIntrospection(t *testing.T) {
 	})
 	t.Run("discovery failure", func(t *testing.T) {
 		e := newIxEnv(t, ixEnvConfig{})
-		e.iss.SetMetadataFault(authtest.FaultServerError)
+		e.iss.SetFault("server-error", e.iss.MetadataURLs...)
 		ixCheck(t, e, ixOpaque(t, e), e.wantUnavailable(), 0)
 	})
 }
@@ -175,18 +179,18 @@ func TestHybridIntrospection(t *testing.T) {
 	e := newIxEnv(t, ixEnvConfig{hybrid: true})
 	// A lax endpoint would vouch for anything it issued: the hybrid never
 	// asks it about JWTs of the trusted issuer.
-	e.iss.SetIntrospection(authtest.IntrospectionAlwaysActive)
+	e.iss.SetFault("always-active", e.iss.IntrospectionURL)
 	ixCheck(t, e, e.tok(t), e.wantOK(), 0)
-	ixCheck(t, e, e.tok(t, authtest.WrongKey()), e.wantInvalidToken(), 0)
+	ixCheck(t, e, e.tok(t, authtest.Token{ForeignKey: true}), e.wantInvalidToken(), 0)
 	ixCheck(t, e, e.tok(t, authtest.Expired()), e.wantInvalidToken(), 0)
-	ixCheck(t, e, e.tok(t, authtest.Unsigned()), e.wantInvalidToken(), 0)
+	ixCheck(t, e, e.tok(t, authtest.AlgNone()), e.wantInvalidToken(), 0)
 
-	e.iss.SetIntrospection(authtest.IntrospectionActive)
+	e.iss.SetFault("", e.iss.IntrospectionURL)
 	ixCheck(t, e, ixOpaque(t, e), e.wantOK(), 1)
 	ixCheck(t, e, e.tok(t, authtest.WrongIssuer()), e.wantInvalidToken(), 1)
 
 	// The endpoint failing affects only introspected tokens.
-	e.iss.SetIntrospection(authtest.IntrospectionError)
+	e.iss.SetFault("server-error", e.iss.IntrospectionURL)
 	ixCheck(t, e, e.tok(t), e.wantOK(), 0)
 	ixCheck(t, e, ixOpaque(t, e), e.wantUnavailable(), 1)
 }

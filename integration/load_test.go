@@ -74,11 +74,11 @@ func TestLoadMixed(t *testing.T) {
 	const pool = 64
 	var pools [hxLoadKinds][]string
 	for range pool {
-		pools[hxLoadValid] = append(pools[hxLoadValid], e.iss.Token(t))
+		pools[hxLoadValid] = append(pools[hxLoadValid], e.iss.Token(t, authtest.Token{}))
 		pools[hxLoadExpired] = append(pools[hxLoadExpired], e.iss.Token(t, authtest.Expired()))
 		pools[hxLoadAudience] = append(pools[hxLoadAudience], e.iss.Token(t, authtest.WrongAudience()))
-		pools[hxLoadSignature] = append(pools[hxLoadSignature], e.iss.Token(t, authtest.WrongKey()))
-		pools[hxLoadUnknownKID] = append(pools[hxLoadUnknownKID], e.iss.Token(t, authtest.WithKID("load-"+hxRandomHex(8))))
+		pools[hxLoadSignature] = append(pools[hxLoadSignature], e.iss.Token(t, authtest.Token{ForeignKey: true}))
+		pools[hxLoadUnknownKID] = append(pools[hxLoadUnknownKID], e.iss.Token(t, authtest.Token{KID: "load-" + hxRandomHex(8)}))
 	}
 	wants := [hxLoadKinds]hxWant{
 		hxLoadValid: e.wantOK(), hxLoadExpired: e.wantInvalidToken(), hxLoadAudience: e.wantInvalidToken(),
@@ -101,7 +101,7 @@ func TestLoadMixed(t *testing.T) {
 	if t.Failed() {
 		t.FailNow()
 	}
-	fetchesBefore := e.iss.JWKSFetches()
+	fetchesBefore := e.iss.Requests(e.iss.JWKSURL)
 	e.client.CloseIdleConnections()
 	runtime.GC()
 	time.Sleep(50 * time.Millisecond)
@@ -159,7 +159,7 @@ func TestLoadMixed(t *testing.T) {
 	if limit := max(2*heapQuarter, heapQuarter+16<<20); heapEnd > limit {
 		t.Errorf("HeapInuse after GC grew from %d KiB at 25%% to %d KiB at 100%%, want <= %d KiB", heapQuarter>>10, heapEnd>>10, limit>>10)
 	}
-	if f := e.iss.JWKSFetches() - fetchesBefore; f != 0 {
+	if f := e.iss.Requests(e.iss.JWKSURL) - fetchesBefore; f != 0 {
 		t.Errorf("JWKS fetches during the run = %d, want 0 (unknown kids are rate-limited)", f)
 	}
 	e.client.CloseIdleConnections()

@@ -44,8 +44,8 @@ func newBindServer(t *testing.T, mk func(t *testing.T, g *mcpguard.Guard, mux *h
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
 	cfg := mcpguard.Config{
 		Resource: resource,
-		Issuers:  []string{iss.URL()},
-		Keys:     map[string]validate.KeySource{iss.URL(): &validate.StaticKeys{Set: iss.Keys()}},
+		Issuers:  []string{iss.URL},
+		Keys:     map[string]validate.KeySource{iss.URL: &validate.StaticKeys{Set: iss.Keys()}},
 		Scopes:   []string{baseScope},
 		Validate: validate.Config{TenantClaim: "tenant", Now: iss.Now},
 	}
@@ -67,7 +67,7 @@ func newBindServer(t *testing.T, mk func(t *testing.T, g *mcpguard.Guard, mux *h
 
 func (s *bindServer) token(t *testing.T, sub, tenant string) string {
 	t.Helper()
-	return s.iss.Token(t, authtest.WithSubject(sub), authtest.WithTenant(tenant), authtest.WithScopes(baseScope))
+	return s.iss.Token(t, authtest.Token{Subject: sub, Tenant: tenant, Scopes: []string{baseScope}})
 }
 
 type bindAnswer struct {

@@ -47,7 +47,7 @@ func newTaskEnv(t *testing.T, handler func(m *middleware.Middleware) http.Handle
 	resource := "http://" + ts.Listener.Addr().String() + "/mcp"
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
 	v, err := validate.New(validate.Config{
-		Issuers:     []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Issuers:     []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
 		Audiences:   []string{resource},
 		TenantClaim: "tenant",
 		Now:         iss.Now,
@@ -57,7 +57,7 @@ func newTaskEnv(t *testing.T, handler func(m *middleware.Middleware) http.Handle
 	}
 	m, err := middleware.New(middleware.Config{
 		Validator: v,
-		Metadata:  prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL()}},
+		Metadata:  prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL}},
 		Scopes:    []string{"mcp"},
 		Operations: middleware.OperationPolicy{
 			Tools: map[string][]string{"secret_job": {"secret:read"}},
@@ -280,7 +280,7 @@ func TestTasksIsolatedMCPGo(t *testing.T) {
 			t.Parallel()
 			e := newTaskEnv(t, func(m *middleware.Middleware) http.Handler { return mode.handler(t, m) })
 			tok := func(sub, tenant string, scopes ...string) string {
-				return e.iss.Token(t, authtest.WithSubject(sub), authtest.WithTenant(tenant), authtest.WithScopes(scopes...))
+				return e.iss.Token(t, authtest.Token{Subject: sub, Tenant: tenant, Scopes: append([]string{}, scopes...)})
 			}
 			aliceL := &taskCaller{e: e, rev: taskLegacy, token: tok("alice", "tenant-a", "mcp", "secret:read")}
 			aliceM := &taskCaller{e: e, rev: taskModern, token: aliceL.token}
@@ -379,8 +379,8 @@ func TestTasksGoSDK(t *testing.T) {
 					}
 					return a.Handler(h)
 				})
-				alice := &taskCaller{e: e, rev: rev, token: e.iss.Token(t, authtest.WithSubject("alice"), authtest.WithTenant("tenant-a"), authtest.WithScopes("mcp", "secret:read"))}
-				bob := &taskCaller{e: e, rev: rev, token: e.iss.Token(t, authtest.WithSubject("bob"), authtest.WithTenant("tenant-b"), authtest.WithScopes("mcp"))}
+				alice := &taskCaller{e: e, rev: rev, token: e.iss.Token(t, authtest.Token{Subject: "alice", Tenant: "tenant-a", Scopes: []string{"mcp", "secret:read"}})}
+				bob := &taskCaller{e: e, rev: rev, token: e.iss.Token(t, authtest.Token{Subject: "bob", Tenant: "tenant-b", Scopes: []string{"mcp"}})}
 				alice.initialize(t)
 				bob.initialize(t)
 				a := alice.post(t, "tools/call", `"name":"secret_job","arguments":{},"task":{"ttl":60000}`)

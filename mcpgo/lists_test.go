@@ -28,7 +28,7 @@ func listsFixture(t *testing.T, mode middleware.ListMode) *fixture {
 	resource := "http://" + ts.Listener.Addr().String() + "/mcp"
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
 	v, err := validate.New(validate.Config{
-		Issuers:   []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Issuers:   []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
 		Audiences: []string{resource},
 		Now:       iss.Now,
 	})
@@ -37,7 +37,7 @@ func listsFixture(t *testing.T, mode middleware.ListMode) *fixture {
 	}
 	m, err := middleware.New(middleware.Config{
 		Validator: v,
-		Metadata:  prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL()}},
+		Metadata:  prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL}},
 		Scopes:    []string{"mcp"},
 		Operations: middleware.OperationPolicy{
 			Tools:   map[string][]string{"secret": {"secret:read"}},

@@ -40,14 +40,14 @@ func BenchmarkMiddlewareAlgs(b *testing.B) {
 	}
 	v, vc := env.validator(b, -1), env.validator(b, 0)
 	h, hc := handler(v), handler(vc)
-	kids := map[jose.SignatureAlgorithm]string{jose.ES256: env.iss.SigningKID(), jose.RS256: authtest.KIDRS256, jose.EdDSA: authtest.KIDEdDSA}
+	kids := map[jose.SignatureAlgorithm]string{jose.ES256: "es256-1", jose.RS256: "rs256-1", jose.EdDSA: "eddsa-1"}
 	for _, alg := range []jose.SignatureAlgorithm{jose.ES256, jose.RS256, jose.EdDSA} {
 		for _, size := range []string{"small", "4k"} {
-			opts := []authtest.TokenOption{authtest.WithAlgorithm(alg), authtest.WithScopes("mcp", "tools:read", "tools:call", "weather:read")}
+			spec := authtest.Token{Alg: alg, Scopes: []string{"mcp", "tools:read", "tools:call", "weather:read"}}
 			if size == "4k" {
-				opts = append(opts, authtest.WithClaim("groups", benchGroups()))
+				spec.Claims = map[string]any{"groups": benchGroups()}
 			}
-			tok := env.iss.Token(b, opts...)
+			tok := env.iss.Token(b, spec)
 			floor := floorFunc(b, env, tok, kids[alg])
 			req := httptest.NewRequest(http.MethodGet, resource, nil)
 			req.Header.Set("Authorization", "Bearer "+tok)

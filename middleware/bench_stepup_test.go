@@ -20,7 +20,7 @@ func BenchmarkMiddlewareStepUpPending(b *testing.B) {
 	}
 	for i := range 100 {
 		r := httptest.NewRequest(http.MethodGet, resource, nil)
-		p := &Principal{Issuer: env.iss.URL(), Subject: fmt.Sprint("other-", i), Scopes: []string{"mcp"}}
+		p := &Principal{Issuer: env.iss.URL, Subject: fmt.Sprint("other-", i), Scopes: []string{"mcp"}}
 		m.RequireScopes("admin")(noopHandler{}).ServeHTTP(httptest.NewRecorder(), r.WithContext(ContextWithPrincipal(r.Context(), p)))
 	}
 	if m.pending.empty() {

@@ -42,14 +42,14 @@ type benchEnv struct {
 func newBenchEnv(b *testing.B) *benchEnv {
 	b.Helper()
 	iss := authtest.NewIssuer(b, authtest.IssuerConfig{Audience: resource})
-	tok := iss.Token(b, authtest.WithScopes("mcp", "tools:read", "tools:call", "weather:read"))
+	tok := iss.Token(b, authtest.Token{Scopes: []string{"mcp", "tools:read", "tools:call", "weather:read"}})
 	return &benchEnv{iss: iss, token: tok, body: []byte(rpcBody(modernRev, "tools/call", "get_weather"))}
 }
 
 func (e *benchEnv) validator(b *testing.B, cacheSize int) *validate.Validator {
 	b.Helper()
 	v, err := validate.New(validate.Config{
-		Issuers:     []validate.Issuer{{Issuer: e.iss.URL(), Keys: &validate.StaticKeys{Set: e.iss.Keys()}}},
+		Issuers:     []validate.Issuer{{Issuer: e.iss.URL, Keys: &validate.StaticKeys{Set: e.iss.Keys()}}},
 		Audiences:   []string{resource},
 		TenantClaim: "tenant",
 		Now:         e.iss.Now,
@@ -140,7 +140,7 @@ func BenchmarkFloor(b *testing.B) {
 	env := newBenchEnv(b)
 	var pub *ecdsa.PublicKey
 	for _, k := range env.iss.Keys() {
-		if k.KeyID == env.iss.SigningKID() {
+		if k.KeyID == "es256-1" {
 			pub, _ = k.Key.(*ecdsa.PublicKey)
 		}
 	}
@@ -182,9 +182,9 @@ func TestHotPathAllocs(t *testing.T) {
 		t.Skip("allocation counts: not in -short")
 	}
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
-	tok := iss.Token(t, authtest.WithScopes("mcp", "tools:read", "tools:call", "weather:read"))
+	tok := iss.Token(t, authtest.Token{Scopes: []string{"mcp", "tools:read", "tools:call", "weather:read"}})
 	v, err := validate.New(validate.Config{
-		Issuers:   []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Issuers:   []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
 		Audiences: []string{resource}, TenantClaim: "tenant", Now: iss.Now,
 	})
 	if err != nil {

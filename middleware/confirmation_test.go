@@ -32,11 +32,11 @@ func TestSenderConstrainedAsBearer(t *testing.T) {
 			f := newFixture(t, func(c *Config) { c.OnDecision = rec.on })
 			srv := httptest.NewServer(f.m.Handler(echoHandler()))
 			defer srv.Close()
-			opt := authtest.WithClaim("cnf", tt.cnf)
-			if tt.cnf == nil {
-				opt = authtest.WithClaim("cnf", []any(nil)) // JSON null
+			cnf := tt.cnf
+			if cnf == nil {
+				cnf = []any(nil) // JSON null
 			}
-			tok := f.iss.Token(t, authtest.WithScopes("mcp", "tools:call", "weather:read"), opt)
+			tok := f.iss.Token(t, authtest.Token{Scopes: []string{"mcp", "tools:call", "weather:read"}, Claims: map[string]any{"cnf": cnf}})
 			req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(rpcBody(legacyRev, "tools/call", "get_weather")))
 			if err != nil {
 				t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpguard/mcpguard/authtest"
 	"github.com/mcpguard/mcpguard/internal/golden"
@@ -224,11 +225,11 @@ func TestDecisionDetails(t *testing.T) {
 		want   Decision // Principal and Err are not compared
 		errIs  error
 	}{
-		{name: "signature", req: withToken([]string{"mcp"}, authtest.WrongKey()),
+		{name: "signature", req: withToken([]string{"mcp"}, authtest.Token{ForeignKey: true}),
 			want: Decision{Status: 401, Reason: reasonSignature}, errIs: validate.Error{Reason: "signature"}},
-		{name: "type", req: withToken([]string{"mcp"}, authtest.WithType("JWT")),
+		{name: "type", req: withToken([]string{"mcp"}, authtest.Token{Typ: "JWT"}),
 			want: Decision{Status: 401, Reason: reasonType}, errIs: validate.Error{Reason: "type"}},
-		{name: "not yet valid", req: withToken([]string{"mcp"}, authtest.NotYetValid()),
+		{name: "not yet valid", req: withToken([]string{"mcp"}, authtest.Token{NotBefore: time.Hour, Lifetime: 2 * time.Hour}),
 			want: Decision{Status: 401, Reason: reasonNotYetValid}, errIs: validate.Error{Reason: "not_yet_valid"}},
 		{name: "authorized scopes and version", req: rpc(modernRev, "tools/call", "get_weather", "mcp", "tools:call", "weather:read"),
 			want: Decision{Reason: reasonAuthorized, Method: "tools/call", Name: "get_weather", ProtocolVersion: modernRev,

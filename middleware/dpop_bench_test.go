@@ -42,8 +42,8 @@ func BenchmarkDPoP(b *testing.B) {
 	iss := authtest.NewIssuer(b, authtest.IssuerConfig{Audience: resource})
 	f := &dpopFixture{iss: iss, key: newECKey(b)}
 	f.jkt = thumbprint(b, f.key)
-	bearer := iss.Token(b, authtest.WithScopes("mcp"))
-	bound := iss.Token(b, authtest.WithScopes("mcp"), authtest.WithClaim("cnf", map[string]any{"jkt": f.jkt}))
+	bearer := iss.Token(b, authtest.Token{Scopes: []string{"mcp"}})
+	bound := iss.Token(b, authtest.Token{Scopes: []string{"mcp"}, Claims: map[string]any{"cnf": map[string]any{"jkt": f.jkt}}})
 	p := f.sign(b, proof{claims: map[string]any{"htm": http.MethodGet}}, bound)
 	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
 	for _, c := range []struct {
@@ -51,7 +51,7 @@ func BenchmarkDPoP(b *testing.B) {
 		size int
 	}{{"off", -1}, {"on", 0}} {
 		v, err := validate.New(validate.Config{
-			Issuers:           []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+			Issuers:           []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
 			Audiences:         []string{resource},
 			Now:               iss.Now,
 			CacheSize:         c.size,
@@ -100,7 +100,7 @@ func BenchmarkDPoP(b *testing.B) {
 		r, s := new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:])
 		var pub *ecdsa.PublicKey
 		for _, k := range iss.Keys() {
-			if k.KeyID == iss.SigningKID() {
+			if k.KeyID == "es256-1" {
 				pub, _ = k.Key.(*ecdsa.PublicKey)
 			}
 		}

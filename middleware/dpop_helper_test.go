@@ -40,7 +40,7 @@ func newDPoPFixture(t testing.TB, policy DPoPPolicy, mutate func(*Config)) *dpop
 	t.Helper()
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
 	v, err := validate.New(validate.Config{
-		Issuers:           []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Issuers:           []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
 		Audiences:         []string{resource},
 		Now:               iss.Now,
 		AllowConfirmation: policy != DPoPOff,
@@ -95,7 +95,7 @@ func principalHandler() http.Handler {
 // boundToken mints a token bound to jkt (cnf.jkt) with scopes.
 func (f *dpopFixture) boundToken(t testing.TB, jkt string, scopes ...string) string {
 	t.Helper()
-	return f.iss.Token(t, authtest.WithScopes(scopes...), authtest.WithClaim("cnf", map[string]any{"jkt": jkt}))
+	return f.iss.Token(t, authtest.Token{Scopes: append([]string{}, scopes...), Claims: map[string]any{"cnf": map[string]any{"jkt": jkt}}})
 }
 
 var proofN atomic.Int64
@@ -184,9 +184,6 @@ var (
 	bearerInv    = `Bearer error="invalid_token", ` + baseParams + `, error_description="The access token is invalid"`
 	useNonce     = dpopChallenge(`error="use_dpop_nonce", ` + baseParams + `, error_description="Resource server requires nonce in DPoP proof"`)
 )
-
-func withScopes(s ...string) authtest.TokenOption { return authtest.WithScopes(s...) }
-func expired() authtest.TokenOption               { return authtest.Expired() }
 
 func newServer(t testing.TB, m *Middleware) *httptest.Server {
 	t.Helper()

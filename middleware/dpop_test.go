@@ -89,14 +89,14 @@ func TestDPoPAnswers(t *testing.T) {
 		{"bound token with proof", DPoPAllowed, bound(proof{}), 200, nil, okBody},
 		{"bound token with proof, required", DPoPRequired, bound(proof{}), 200, nil, okBody},
 		{"bearer token, allowed", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall {
-			return dpopCall{authz: "Bearer " + f.iss.Token(t, withScopes(allScopes...))}
+			return dpopCall{authz: "Bearer " + f.iss.Token(t, authtest.Token{Scopes: allScopes})}
 		}, 200, nil, `"dpop":false`},
 		{"no credentials, allowed: both schemes", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall { return dpopCall{} },
 			401, []string{offerBearer, offerDPoP}, bodyUnauthorized},
 		{"no credentials, required: DPoP only", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall { return dpopCall{} },
 			401, []string{offerDPoP}, bodyUnauthorized},
 		{"bearer token, required: no accepted credentials", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall {
-			return dpopCall{authz: "Bearer " + f.iss.Token(t, withScopes(allScopes...))}
+			return dpopCall{authz: "Bearer " + f.iss.Token(t, authtest.Token{Scopes: allScopes})}
 		}, 401, []string{offerDPoP}, bodyUnauthorized},
 		{"bound token presented as Bearer", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall {
 			return dpopCall{authz: "Bearer " + f.boundToken(t, f.jkt, allScopes...)}
@@ -106,7 +106,7 @@ func TestDPoPAnswers(t *testing.T) {
 			return dpopCall{authz: "Bearer " + tok, proofs: []string{f.sign(t, proof{}, tok)}}
 		}, 401, []string{bearerInv, offerDPoP}, bodyInvalidToken},
 		{"unbound token with the DPoP scheme", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall {
-			tok := f.iss.Token(t, withScopes(allScopes...))
+			tok := f.iss.Token(t, authtest.Token{Scopes: allScopes})
 			return dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{}, tok)}}
 		}, 401, []string{dpopInvalid, offerBearer}, bodyInvalidToken},
 		{"proof signed by a key other than cnf.jkt", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall {
@@ -114,7 +114,7 @@ func TestDPoPAnswers(t *testing.T) {
 			return dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{key: f.other}, tok)}}
 		}, 401, []string{dpopInvalid, offerBearer}, bodyInvalidToken},
 		{"invalid token with the DPoP scheme", DPoPRequired, func(t testing.TB, f *dpopFixture) dpopCall {
-			tok := f.iss.Token(t, withScopes(allScopes...), expired())
+			tok := f.iss.Token(t, authtest.Token{Scopes: allScopes, Age: 2 * time.Hour})
 			return dpopCall{authz: "DPoP " + tok, proofs: []string{f.sign(t, proof{}, tok)}}
 		}, 401, []string{dpopInvalid}, bodyInvalidToken},
 		{"no proof", DPoPAllowed, func(t testing.TB, f *dpopFixture) dpopCall {
@@ -379,16 +379,16 @@ func validHeaderValue(s string) bool {
 // the proof key, and such a token is refused as Bearer.
 func TestDPoPIntrospection(t *testing.T) {
 	f := newDPoPFixture(t, DPoPAllowed, nil)
-	id, secret := f.iss.IntrospectionCredentials()
+	id, secret := f.iss.IntrospectionClientID, f.iss.IntrospectionSecret
 	in, err := introspect.New(introspect.Config{
-		Issuer: f.iss.URL(), Endpoint: f.iss.IntrospectionURL(), Audiences: []string{resource},
+		Issuer: f.iss.URL, Endpoint: f.iss.IntrospectionURL, Audiences: []string{resource},
 		ClientID: id, ClientSecret: secret, Now: f.iss.Now, AllowConfirmation: true,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := f.replica(t, func(c *Config) { c.Validator = in })
-	tok := f.iss.OpaqueToken(t, withScopes(allScopes...), authtest.WithClaim("cnf", map[string]any{"jkt": f.jkt}), authtest.WithClaim("token_type", "DPoP"))
+	tok := f.iss.Token(t, authtest.Token{Scopes: allScopes, Opaque: true, Claims: map[string]any{"cnf": map[string]any{"jkt": f.jkt}, "token_type": "DPoP"}})
 	for _, tt := range []struct {
 		name    string
 		c       dpopCall

@@ -22,11 +22,9 @@ func TestDPoPReplayStoreFlood(t *testing.T) {
 	keys := []*ecdsa.PrivateKey{f.key, newECKey(t), newECKey(t), newECKey(t)}
 	var floodToks []string
 	for _, k := range keys {
-		floodToks = append(floodToks, f.iss.Token(t, withScopes(allScopes...), authtest.WithSubject("mallory"),
-			authtest.WithClaim("cnf", map[string]any{"jkt": thumbprint(t, k)})))
+		floodToks = append(floodToks, f.iss.Token(t, authtest.Token{Scopes: allScopes, Subject: "mallory", Claims: map[string]any{"cnf": map[string]any{"jkt": thumbprint(t, k)}}}))
 	}
-	victim := f.iss.Token(t, withScopes(allScopes...), authtest.WithSubject("alice"),
-		authtest.WithClaim("cnf", map[string]any{"jkt": thumbprint(t, f.other)}))
+	victim := f.iss.Token(t, authtest.Token{Scopes: allScopes, Subject: "alice", Claims: map[string]any{"cnf": map[string]any{"jkt": thumbprint(t, f.other)}}})
 	victimOK := 0
 	for i := range 10 * bound {
 		k := i % len(keys)

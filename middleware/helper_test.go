@@ -38,7 +38,7 @@ func testConfig(v TokenValidator, iss *authtest.Issuer) Config {
 		Validator: v,
 		Metadata: prm.Metadata{
 			Resource:             resource,
-			AuthorizationServers: []string{iss.URL()},
+			AuthorizationServers: []string{iss.URL},
 			ScopesSupported:      []string{"mcp"},
 		},
 		Scopes: []string{"mcp"},
@@ -74,7 +74,7 @@ func newFixture(t testing.TB, mutate func(*Config)) *fixture {
 	t.Helper()
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
 	v, err := validate.New(validate.Config{
-		Issuers:     []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Issuers:     []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
 		Audiences:   []string{resource},
 		TenantClaim: "tenant",
 		Now:         iss.Now,
@@ -112,7 +112,21 @@ func (f *fixture) with(t testing.TB, mutate func(*Config)) *fixture {
 // token mints a valid token with the given scopes.
 func (f *fixture) token(t testing.TB, scopes ...string) string {
 	t.Helper()
-	return f.iss.Token(t, authtest.WithScopes(scopes...))
+	return f.iss.Token(t, authtest.Token{Scopes: append([]string{}, scopes...)})
+}
+
+// oneSpec returns the only token spec of a helper's optional argument, or
+// the zero (valid) one.
+func oneSpec(t testing.TB, spec []authtest.Token) authtest.Token {
+	t.Helper()
+	switch len(spec) {
+	case 0:
+		return authtest.Token{}
+	case 1:
+		return spec[0]
+	}
+	t.Fatalf("%d token specs, want at most 1", len(spec))
+	return authtest.Token{}
 }
 
 // rpcBody returns a JSON-RPC request body; for the modern revision it

@@ -122,7 +122,7 @@ func TestListEntryDifferential(t *testing.T) {
 				tokens[i] = ref.token(t, s...)
 				// The principal Handler makes of the token (Authenticate
 				// refuses one without the base scopes).
-				principals[i] = &Principal{Subject: "user", Issuer: ref.iss.URL(), Scopes: s}
+				principals[i] = &Principal{Subject: "user", Issuer: ref.iss.URL, Scopes: s}
 			}
 			supported := ref.token(t, ref.m.cfg.Metadata.ScopesSupported...)
 			checked := 0

@@ -45,7 +45,7 @@ func TestRefusalLogs(t *testing.T) {
 	now = f.iss.Now()
 
 	// A flood of bad tokens in one second: 5 records.
-	bad := f.iss.Token(t, authtest.WrongKey())
+	bad := f.iss.Token(t, authtest.Token{ForeignKey: true})
 	for range 100 {
 		rec := httptest.NewRecorder()
 		f.m.Handler(echoHandler()).ServeHTTP(rec, rpcRequest(modernRev, "tools/list", "", bad))
@@ -72,7 +72,7 @@ func TestRefusalLogs(t *testing.T) {
 
 	// Another reason has its own budget; a refusal after a valid token
 	// names the method, tool, client and issuer.
-	tok := f.iss.Token(t, authtest.WithScopes("mcp", "tools:call"), authtest.WithClientID("client-7"))
+	tok := f.iss.Token(t, authtest.Token{Scopes: []string{"mcp", "tools:call"}, ClientID: "client-7"})
 	rec := httptest.NewRecorder()
 	f.m.Handler(echoHandler()).ServeHTTP(rec, rpcRequest(modernRev, "tools/call", "delete_repo", tok))
 	if rec.Code != http.StatusForbidden {
@@ -81,7 +81,7 @@ func TestRefusalLogs(t *testing.T) {
 	lines = buf.lines()
 	last := lines[len(lines)-1]
 	for _, w := range []string{"level=INFO", "status=403", "reason=insufficient_scope", "mcp_method=tools/call", "tool=delete_repo",
-		"client_id=client-7", "issuer=" + f.iss.URL()} {
+		"client_id=client-7", "issuer=" + f.iss.URL} {
 		if !strings.Contains(last, w) {
 			t.Errorf("record %s lacks %s", last, w)
 		}

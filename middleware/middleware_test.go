@@ -30,10 +30,16 @@ func get(headers ...string) func(t *testing.T, f *fixture) *http.Request {
 	}
 }
 
-func withToken(scopes []string, opts ...authtest.TokenOption) func(t *testing.T, f *fixture) *http.Request {
+// withToken is a GET with a token for scopes, changed by at most one spec
+// (whose own Scopes win).
+func withToken(scopes []string, spec ...authtest.Token) func(t *testing.T, f *fixture) *http.Request {
 	return func(t *testing.T, f *fixture) *http.Request {
+		tk := oneSpec(t, spec)
+		if tk.Scopes == nil {
+			tk.Scopes = append([]string{}, scopes...)
+		}
 		r := httptest.NewRequest(http.MethodGet, resource, nil)
-		r.Header.Set("Authorization", "Bearer "+f.iss.Token(t, append([]authtest.TokenOption{authtest.WithScopes(scopes...)}, opts...)...))
+		r.Header.Set("Authorization", "Bearer "+f.iss.Token(t, tk))
 		return r
 	}
 }
@@ -86,7 +92,7 @@ func answerCases() []answerCase {
 		{name: "token_expired", req: withToken([]string{"mcp"}, authtest.Expired()), wantStatus: 401},
 		{name: "token_wrong_audience", req: withToken([]string{"mcp"}, authtest.WrongAudience()), wantStatus: 401},
 		{name: "token_wrong_issuer", req: withToken([]string{"mcp"}, authtest.WrongIssuer()), wantStatus: 401},
-		{name: "token_unknown_kid", req: withToken([]string{"mcp"}, authtest.UnknownKID()), wantStatus: 401},
+		{name: "token_unknown_kid", req: withToken([]string{"mcp"}, authtest.Token{ForeignKey: true, KID: "unknown-kid"}), wantStatus: 401},
 		{name: "token_garbage", req: get("Authorization", "Bearer not.a.jwt"), wantStatus: 401},
 		// Success.
 		{name: "ok_get", req: withToken([]string{"mcp"}), wantStatus: 200},

@@ -44,7 +44,7 @@ func TestScopesSupportedFromPolicy(t *testing.T) {
 			rec := httptest.NewRecorder()
 			m.MetadataHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, metadataURL, nil))
 			body := rec.Body.String()
-			want := `{"resource":"` + resource + `","authorization_servers":["` + f.iss.URL() + `"]`
+			want := `{"resource":"` + resource + `","authorization_servers":["` + f.iss.URL + `"]`
 			if tt.want != "" {
 				want += "," + tt.want
 			}
@@ -70,7 +70,7 @@ func TestScopesSupportedRoutes(t *testing.T) {
 		}
 		return rec.Body.String()
 	}
-	head := `{"resource":"` + resource + `","authorization_servers":["` + f.iss.URL() + `"],`
+	head := `{"resource":"` + resource + `","authorization_servers":["` + f.iss.URL + `"],`
 	tests := []struct {
 		name   string
 		mutate func(*Config)

@@ -111,7 +111,7 @@ func newSessionEnv(t *testing.T, mutate func(*Config)) *sessionEnv {
 
 func (e *sessionEnv) tokenOf(t *testing.T, sub, tenant string) string {
 	t.Helper()
-	return e.f.iss.Token(t, authtest.WithSubject(sub), authtest.WithTenant(tenant), authtest.WithScopes("mcp", "tools:read"))
+	return e.f.iss.Token(t, authtest.Token{Subject: sub, Tenant: tenant, Scopes: []string{"mcp", "tools:read"}})
 }
 
 // do sends method with token ("" for none) and session ID sid ("" for
@@ -213,11 +213,11 @@ func TestSessionBoundToCreator(t *testing.T) {
 func TestSessionSamePrincipalNewToken(t *testing.T) {
 	e := newSessionEnv(t, nil)
 	sid := e.create(t, e.tokenOf(t, "alice", "tenant-a"))
-	more := e.f.iss.Token(t, authtest.WithSubject("alice"), authtest.WithTenant("tenant-a"), authtest.WithScopes("mcp", "tools:read", "tools:call"))
+	more := e.f.iss.Token(t, authtest.Token{Subject: "alice", Tenant: "tenant-a", Scopes: []string{"mcp", "tools:read", "tools:call"}})
 	if w := e.do(t, http.MethodGet, more, sid, ""); w.Code != http.StatusOK {
 		t.Fatalf("refreshed token of the same principal: %d", w.Code)
 	}
-	other := e.f.iss.Token(t, authtest.WithSubject("alice"), authtest.WithTenant("tenant-b"), authtest.WithScopes("mcp"))
+	other := e.f.iss.Token(t, authtest.Token{Subject: "alice", Tenant: "tenant-b", Scopes: []string{"mcp"}})
 	if w := e.do(t, http.MethodGet, other, sid, ""); w.Code != http.StatusNotFound {
 		t.Fatalf("same subject, other tenant: %d", w.Code)
 	}

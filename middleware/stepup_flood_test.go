@@ -28,8 +28,8 @@ func TestStepUpPendingFlood(t *testing.T) {
 		h.ServeHTTP(rec, rpcRequest(legacyRev, "tools/call", "delete_repo", tok))
 		return rec
 	}
-	weak := f.iss.Token(t, authtest.WithScopes("mcp", "tools:call"), authtest.WithSubject("alice"), authtest.WithClientID("alice-app"))
-	strong := f.iss.Token(t, authtest.WithScopes("mcp", "tools:call", "repo:admin"), authtest.WithSubject("alice"), authtest.WithClientID("alice-app"))
+	weak := f.iss.Token(t, authtest.Token{Scopes: []string{"mcp", "tools:call"}, Subject: "alice", ClientID: "alice-app"})
+	strong := f.iss.Token(t, authtest.Token{Scopes: []string{"mcp", "tools:call", "repo:admin"}, Subject: "alice", ClientID: "alice-app"})
 	bot := 0
 	for cycle := range 2 * DefaultStepUpLimit {
 		rec := do(weak)
@@ -39,7 +39,7 @@ func TestStepUpPendingFlood(t *testing.T) {
 		}
 		// While alice re-authorizes, the flood goes on.
 		for range 10 * bound {
-			flood := f.iss.Token(t, authtest.WithScopes("mcp", "tools:call"), authtest.WithSubject(fmt.Sprint("bot-", bot)), authtest.WithClientID("mallory-app"))
+			flood := f.iss.Token(t, authtest.Token{Scopes: []string{"mcp", "tools:call"}, Subject: fmt.Sprint("bot-", bot), ClientID: "mallory-app"})
 			bot++
 			if rec := do(flood); rec.Code != http.StatusForbidden {
 				t.Fatalf("flood request %d: %d, want 403", bot, rec.Code)

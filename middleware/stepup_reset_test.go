@@ -158,10 +158,10 @@ func TestStepUpHotPath(t *testing.T) {
 		t.Fatal("pending not empty")
 	}
 	for i := range 100 {
-		weak := f.iss.Token(t, authtest.WithSubject(fmt.Sprint("other-", i)), authtest.WithScopes("mcp"))
+		weak := f.iss.Token(t, authtest.Token{Subject: fmt.Sprint("other-", i), Scopes: []string{"mcp"}})
 		r := httptest.NewRequest(http.MethodGet, resource, nil)
 		r.Header.Set("Authorization", "Bearer "+weak)
-		f.m.RequireScopes("admin")(noopHandler{}).ServeHTTP(httptest.NewRecorder(), r.WithContext(ContextWithPrincipal(r.Context(), &Principal{Issuer: f.iss.URL(), Subject: fmt.Sprint("other-", i), Scopes: []string{"mcp"}})))
+		f.m.RequireScopes("admin")(noopHandler{}).ServeHTTP(httptest.NewRecorder(), r.WithContext(ContextWithPrincipal(r.Context(), &Principal{Issuer: f.iss.URL, Subject: fmt.Sprint("other-", i), Scopes: []string{"mcp"}})))
 	}
 	if f.m.pending.empty() {
 		t.Fatal("nothing pending after 100 challenges")

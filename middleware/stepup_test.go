@@ -20,9 +20,13 @@ func TestStepUp(t *testing.T) {
 	for _, rev := range []string{legacyRev, modernRev} {
 		t.Run(rev, func(t *testing.T) {
 			f := newFixture(t, nil)
-			do := func(name string, opts ...authtest.TokenOption) *httptest.ResponseRecorder {
+			do := func(name string, spec ...authtest.Token) *httptest.ResponseRecorder {
 				t.Helper()
-				tok := f.iss.Token(t, append([]authtest.TokenOption{authtest.WithScopes("mcp", "tools:call")}, opts...)...)
+				tk := oneSpec(t, spec)
+				if tk.Scopes == nil {
+					tk.Scopes = []string{"mcp", "tools:call"}
+				}
+				tok := f.iss.Token(t, tk)
 				rec := httptest.NewRecorder()
 				f.m.Handler(echoHandler()).ServeHTTP(rec, rpcRequest(rev, "tools/call", name, tok))
 				return rec
@@ -43,10 +47,10 @@ func TestStepUp(t *testing.T) {
 				t.Fatalf("attempt %d: got %d %v %s, want the terminal 403", DefaultStepUpLimit+1, rec.Code, rec.Header(), rec.Body)
 			}
 			// The bound is per principal and per scope set.
-			if rec := do("delete_repo", authtest.WithSubject("user-2")); !challenged(rec) {
+			if rec := do("delete_repo", authtest.Token{Subject: "user-2"}); !challenged(rec) {
 				t.Errorf("other subject: got %d, want a challenge", rec.Code)
 			}
-			if rec := do("delete_repo", authtest.WithClientID("client-2")); !challenged(rec) {
+			if rec := do("delete_repo", authtest.Token{ClientID: "client-2"}); !challenged(rec) {
 				t.Errorf("other client: got %d, want a challenge", rec.Code)
 			}
 			if rec := do("get_weather"); !challenged(rec) {

@@ -196,7 +196,7 @@ func taskFixture(t *testing.T, modern bool) (*fixture, *naiveTasks, http.Handler
 
 func (f *fixture) principal(t *testing.T, sub, tenant string, scopes ...string) string {
 	t.Helper()
-	return f.iss.Token(t, authtest.WithSubject(sub), authtest.WithTenant(tenant), authtest.WithScopes(scopes...))
+	return f.iss.Token(t, authtest.Token{Subject: sub, Tenant: tenant, Scopes: append([]string{}, scopes...)})
 }
 
 // TestTasksArePrincipals: with a server that binds nothing, alice's

@@ -42,11 +42,11 @@ func BenchmarkHooks(b *testing.B) {
 		hooks, trace bool
 	}{{"otel=off", false, false}, {"otel=metrics", true, false}, {"otel=metrics+span", true, true}} {
 		vc := validate.Config{
-			Issuers:   []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+			Issuers:   []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
 			Audiences: []string{resource},
 			Now:       iss.Now,
 		}
-		mc := middleware.Config{Metadata: prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL()}}, Now: iss.Now}
+		mc := middleware.Config{Metadata: prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL}}, Now: iss.Now}
 		if c.hooks {
 			vc.Observer, mc.OnDecision = tel.ObserveValidation, tel.OnDecision
 		}
@@ -65,7 +65,7 @@ func BenchmarkHooks(b *testing.B) {
 		}
 		r := httptest.NewRequest(http.MethodPost, resource, nil)
 		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("Authorization", "Bearer "+iss.Token(b))
+		r.Header.Set("Authorization", "Bearer "+iss.Token(b, authtest.Token{}))
 		rb := &rewind{}
 		r.Body, r.ContentLength = rb, int64(len(body))
 		w := &discardWriter{h: http.Header{}}

@@ -54,7 +54,7 @@ func newEnv(t *testing.T) *env {
 	e.tel = tel
 	cfg := mcpguard.Config{
 		Resource:    resource,
-		Issuers:     []string{e.iss.URL()},
+		Issuers:     []string{e.iss.URL},
 		Scopes:      []string{"mcp"},
 		Operations:  middleware.OperationPolicy{Tools: map[string][]string{"delete_repo": {"repo:admin"}}},
 		Validate:    validate.Config{Now: e.iss.Now},
@@ -137,7 +137,7 @@ func hasAll(set attribute.Set, want []attribute.KeyValue) bool {
 
 func TestMetrics(t *testing.T) {
 	e := newEnv(t)
-	good := e.iss.Token(t, authtest.WithScopes("mcp"))
+	good := e.iss.Token(t, authtest.Token{Scopes: []string{"mcp"}})
 	for range 2 { // the second is a cache hit
 		if code := e.call(t, "whoami", good, nil); code != http.StatusNoContent {
 			t.Fatalf("authorized call: %d", code)
@@ -173,7 +173,7 @@ func TestMetrics(t *testing.T) {
 		{"step-up terminal", "mcpguard.stepup.exhausted", []attribute.KeyValue{tools, a("mcpguard.operation.name", "delete_repo")}, 1},
 		{"cache hits", "mcpguard.token_cache.lookups", []attribute.KeyValue{a("mcpguard.token_cache.result", "hit")}, 4},
 		{"cache misses", "mcpguard.token_cache.lookups", []attribute.KeyValue{a("mcpguard.token_cache.result", "miss")}, 2},
-		{"refresh", "mcpguard.jwks.refreshes", []attribute.KeyValue{a("mcpguard.issuer", e.iss.URL()), a("mcpguard.refresh.outcome", "success"), a("mcpguard.refresh.trigger", "background")}, 1},
+		{"refresh", "mcpguard.jwks.refreshes", []attribute.KeyValue{a("mcpguard.issuer", e.iss.URL), a("mcpguard.refresh.outcome", "success"), a("mcpguard.refresh.trigger", "background")}, 1},
 	} {
 		if got := sum(t, m[tt.metric], tt.attrs...); got != tt.want {
 			t.Errorf("%s: %s%v = %d, want %d", tt.name, tt.metric, tt.attrs, got, tt.want)
@@ -211,7 +211,7 @@ func TestMetrics(t *testing.T) {
 		for _, set := range attributeSets(data) {
 			for _, kv := range set.ToSlice() {
 				v := kv.Value.String()
-				if strings.Contains(v, authtest.DefaultSubject) || strings.Contains(v, good) || kv.Key == "mcpguard.client_id" || strings.HasPrefix(string(kv.Key), "enduser") {
+				if strings.Contains(v, "user-1") || strings.Contains(v, good) || kv.Key == "mcpguard.client_id" || strings.HasPrefix(string(kv.Key), "enduser") {
 					t.Errorf("%s has attribute %s=%s", name, kv.Key, v)
 				}
 			}
@@ -246,13 +246,13 @@ func TestTraces(t *testing.T) {
 	e := newEnv(t)
 	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	hdr := http.Header{"Traceparent": {traceparent}}
-	good := e.iss.Token(t, authtest.WithScopes("mcp"))
+	good := e.iss.Token(t, authtest.Token{Scopes: []string{"mcp"}})
 	if code := e.call(t, "whoami", good, hdr); code != http.StatusNoContent {
 		t.Fatalf("authorized: %d", code)
 	}
 	// A token under a kid the set lacks starts an on-demand refresh, a child
 	// of the decision span.
-	if code := e.call(t, "whoami", e.iss.Token(t, authtest.UnknownKID()), hdr); code != http.StatusUnauthorized {
+	if code := e.call(t, "whoami", e.iss.Token(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"}), hdr); code != http.StatusUnauthorized {
 		t.Fatalf("unknown kid: %d", code)
 	}
 	// The on-demand refresh's span ends just after its waiters wake.
@@ -275,7 +275,7 @@ func TestTraces(t *testing.T) {
 			t.Errorf("authorize span not linked to the incoming trace: trace %s parent %s", s.SpanContext().TraceID(), s.Parent().SpanID())
 		}
 		for _, kv := range s.Attributes() {
-			if v := kv.Value.String(); strings.Contains(v, good) || strings.Contains(v, authtest.DefaultSubject) {
+			if v := kv.Value.String(); strings.Contains(v, good) || strings.Contains(v, "user-1") {
 				t.Errorf("span attribute %s=%s", kv.Key, v)
 			}
 		}
@@ -328,16 +328,16 @@ func TestIntrospection(t *testing.T) {
 		t.Fatal(err)
 	}
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
-	id, secret := iss.IntrospectionCredentials()
+	id, secret := iss.IntrospectionClientID, iss.IntrospectionSecret
 	in, err := introspect.New(introspect.Config{
-		Issuer: iss.URL(), Endpoint: iss.IntrospectionURL(), Audiences: []string{resource},
+		Issuer: iss.URL, Endpoint: iss.IntrospectionURL, Audiences: []string{resource},
 		ClientID: id, ClientSecret: secret, Now: iss.Now, Observer: tel,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, parent := tp.Tracer("test").Start(context.Background(), "request")
-	if _, err := in.Validate(ctx, iss.OpaqueToken(t)); err != nil {
+	if _, err := in.Validate(ctx, iss.Token(t, authtest.Token{Opaque: true})); err != nil {
 		t.Fatalf("Validate = %v", err)
 	}
 	if _, err := in.Validate(ctx, "not-a-token-the-as-knows"); err == nil {
@@ -366,7 +366,7 @@ func TestIntrospection(t *testing.T) {
 		}
 	}
 	for _, o := range []string{"active", "inactive"} {
-		if got := sum(t, calls, attribute.String("mcpguard.issuer", iss.URL()), attribute.String("mcpguard.introspection.outcome", o)); got != 1 {
+		if got := sum(t, calls, attribute.String("mcpguard.issuer", iss.URL), attribute.String("mcpguard.introspection.outcome", o)); got != 1 {
 			t.Errorf("introspection.calls{%s} = %d", o, got)
 		}
 	}

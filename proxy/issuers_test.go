@@ -100,7 +100,7 @@ const testIntrospectionSecret = "introspection-secret-of-the-proxy"
 // issuers entry.
 func introspectionYAML(settings string) func(resource, upstream string, iss *authtest.Issuer) string {
 	return func(resource, upstream string, iss *authtest.Issuer) string {
-		id, _ := iss.IntrospectionCredentials()
+		id := iss.IntrospectionClientID
 		return fmt.Sprintf(`routes:
   - resource: %s
     upstream: %s
@@ -108,7 +108,7 @@ func introspectionYAML(settings string) func(resource, upstream string, iss *aut
     scopes: [mcp:tools]
 issuers:
   %q:
-%s`, resource, upstream, iss.URL(), iss.URL(), strings.NewReplacer("JWKS_URL", iss.JWKSURL(), "CLIENT_ID", id, "INTROSPECTION_URL", iss.IntrospectionURL()).Replace(settings))
+%s`, resource, upstream, iss.URL, iss.URL, strings.NewReplacer("JWKS_URL", iss.JWKSURL, "CLIENT_ID", id, "INTROSPECTION_URL", iss.IntrospectionURL).Replace(settings))
 	}
 }
 
@@ -129,13 +129,13 @@ func TestIssuerSettings(t *testing.T) {
 		introCall int64
 	}
 	opaque := func(e *issEnv) string {
-		return e.iss.OpaqueToken(t, authtest.WithScopes("mcp:tools"), authtest.WithSubject("opaque-user"))
+		return e.iss.Token(t, authtest.Token{Opaque: true, Scopes: []string{"mcp:tools"}, Subject: "opaque-user"})
 	}
 	jwtTok := func(e *issEnv) string {
-		return e.iss.Token(t, authtest.WithScopes("mcp:tools"), authtest.WithSubject("jwt-user"))
+		return e.iss.Token(t, authtest.Token{Scopes: []string{"mcp:tools"}, Subject: "jwt-user"})
 	}
 	otherAud := func(e *issEnv) string {
-		return e.iss.Token(t, authtest.WithScopes("mcp:tools"), authtest.WithAudience("https://other.example/mcp"))
+		return e.iss.Token(t, authtest.Token{Scopes: []string{"mcp:tools"}, Audience: []string{"https://other.example/mcp"}})
 	}
 	unknown := func(*issEnv) string { return "opaque-unknown-token" }
 	tests := []struct {
@@ -163,7 +163,7 @@ func TestIssuerSettings(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e, err := newIssEnv(t, func(resource, upstream string, iss *authtest.Issuer) string {
 				if tt.noDiscover {
-					iss.SetMetadataFault(authtest.FaultServerError)
+					iss.SetFault("server-error", iss.MetadataURLs...)
 				}
 				return introspectionYAML(tt.settings)(resource, upstream, iss)
 			}, map[string]string{"INTROSPECTION_SECRET": testIntrospectionSecret})
@@ -176,12 +176,12 @@ func TestIssuerSettings(t *testing.T) {
 				t.Fatalf("WaitReady: %v", err)
 			}
 			for _, c := range tt.calls {
-				before := e.iss.IntrospectionCalls()
+				before := e.iss.Requests(e.iss.IntrospectionURL)
 				status, sub := e.call(t, "Bearer "+c.token(e))
 				if status != c.status || sub != c.sub {
 					t.Errorf("%s: status %d, upstream subject %q; want %d, %q", c.name, status, sub, c.status, c.sub)
 				}
-				if n := e.iss.IntrospectionCalls() - before; n != c.introCall {
+				if n := e.iss.Requests(e.iss.IntrospectionURL) - before; n != c.introCall {
 					t.Errorf("%s: %d introspection calls, want %d", c.name, n, c.introCall)
 				}
 			}
@@ -252,7 +252,7 @@ func TestValidationOptions(t *testing.T) {
     upstream: %s
     issuers: [%q]
     scopes: [mcp:tools]
-%s`, resource, upstream, iss.URL(), extra)
+%s`, resource, upstream, iss.URL, extra)
 		}
 	}
 	tests := []struct {
@@ -262,28 +262,28 @@ func TestValidationOptions(t *testing.T) {
 		status int
 	}{
 		{"max_token_lifetime refuses a day-long token", "    validation: {max_token_lifetime: 1h}\n", func(iss *authtest.Issuer) string {
-			return iss.Token(t, authtest.WithScopes("mcp:tools"), authtest.WithClaim("exp", iss.Now().Add(24*time.Hour).Unix()))
+			return iss.Token(t, authtest.Token{Scopes: []string{"mcp:tools"}, Claims: map[string]any{"exp": iss.Now().Add(24 * time.Hour).Unix()}})
 		}, 401},
 		{"max_token_lifetime passes a short one", "    validation: {max_token_lifetime: 1h}\n", func(iss *authtest.Issuer) string {
-			return iss.Token(t, authtest.WithScopes("mcp:tools"))
+			return iss.Token(t, authtest.Token{Scopes: []string{"mcp:tools"}})
 		}, 200},
 		{"allow_missing_subject", "    validation: {allow_missing_subject: true}\n", func(iss *authtest.Issuer) string {
-			return iss.Token(t, authtest.WithScopes("mcp:tools"), authtest.WithoutClaim("sub"))
+			return iss.Token(t, authtest.Token{Scopes: []string{"mcp:tools"}, Claims: map[string]any{"sub": nil}})
 		}, 200},
 		{"missing subject refused by default", "", func(iss *authtest.Issuer) string {
-			return iss.Token(t, authtest.WithScopes("mcp:tools"), authtest.WithoutClaim("sub"))
+			return iss.Token(t, authtest.Token{Scopes: []string{"mcp:tools"}, Claims: map[string]any{"sub": nil}})
 		}, 401},
 		{"reject_multiple_audiences", "    validation: {reject_multiple_audiences: true}\n", func(iss *authtest.Issuer) string {
-			return iss.Token(t, authtest.WithScopes("mcp:tools"), authtest.WithAudience(iss.Audience(), "https://other.example"))
+			return iss.Token(t, authtest.Token{Scopes: []string{"mcp:tools"}, Audience: []string{iss.Audience, "https://other.example"}})
 		}, 401},
 		{"algorithms excludes the issuer's", "    validation: {algorithms: [EdDSA]}\n", func(iss *authtest.Issuer) string {
-			return iss.Token(t, authtest.WithScopes("mcp:tools"))
+			return iss.Token(t, authtest.Token{Scopes: []string{"mcp:tools"}})
 		}, 401},
 		{"scope_implies", "    scope_implies: {mcp:admin: [mcp:tools]}\n", func(iss *authtest.Issuer) string {
-			return iss.Token(t, authtest.WithScopes("mcp:admin"))
+			return iss.Token(t, authtest.Token{Scopes: []string{"mcp:admin"}})
 		}, 200},
 		{"no implication by default", "", func(iss *authtest.Issuer) string {
-			return iss.Token(t, authtest.WithScopes("mcp:admin"))
+			return iss.Token(t, authtest.Token{Scopes: []string{"mcp:admin"}})
 		}, 403},
 	}
 	for _, tt := range tests {
@@ -316,7 +316,7 @@ func TestDPoPNonce(t *testing.T) {
     issuers: [%q]
     dpop: required
     dpop_proof: {nonce_secret_env: DPOP_NONCE_SECRET, algorithms: [ES256]}
-`, resource, upstream, iss.URL())
+`, resource, upstream, iss.URL)
 	}, map[string]string{"DPOP_NONCE_SECRET": strings.Repeat("n0nce-secret-", 4)})
 	if err != nil {
 		t.Fatalf("proxy: %v", err)
@@ -325,7 +325,7 @@ func TestDPoPNonce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok := e.iss.Token(t, authtest.WithSubject("dpop-user"), authtest.WithClaim("cnf", map[string]any{"jkt": key.Thumbprint()}))
+	tok := e.iss.Token(t, authtest.Token{Subject: "dpop-user", Claims: map[string]any{"cnf": map[string]any{"jkt": key.Thumbprint()}}})
 
 	// Without a nonce: 401 use_dpop_nonce.
 	proof, err := key.Proof("POST", e.resource, tok)
@@ -380,12 +380,12 @@ func TestStepUpBoundAndReplay(t *testing.T) {
     step_up: {limit: 2, window: 10m}
     operations:
       tools: {admin_only: [mcp:admin]}
-`, resource, upstream, iss.URL())
+`, resource, upstream, iss.URL)
 	}, nil)
 	if err != nil {
 		t.Fatalf("proxy: %v", err)
 	}
-	tok := "Bearer " + e.iss.Token(t, authtest.WithScopes("mcp:tools"), authtest.WithSubject("bob"))
+	tok := "Bearer " + e.iss.Token(t, authtest.Token{Scopes: []string{"mcp:tools"}, Subject: "bob"})
 	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"admin_only"}}`
 	for i, want := range []string{"challenge", "challenge", "terminal", "terminal"} {
 		resp := do(t, "POST", e.resource, body, http.Header{"Authorization": {tok}})
@@ -407,7 +407,7 @@ func TestStepUpBoundAndReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dtok := e.iss.Token(t, authtest.WithScopes("mcp:tools"), authtest.WithSubject("dpop-user"), authtest.WithClaim("cnf", map[string]any{"jkt": key.Thumbprint()}))
+	dtok := e.iss.Token(t, authtest.Token{Scopes: []string{"mcp:tools"}, Subject: "dpop-user", Claims: map[string]any{"cnf": map[string]any{"jkt": key.Thumbprint()}}})
 	proof, err := key.Proof("POST", e.resource, dtok)
 	if err != nil {
 		t.Fatal(err)

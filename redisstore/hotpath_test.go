@@ -47,7 +47,7 @@ type hotPath struct {
 func newHotPath(tb testing.TB, store middleware.StepUpStore) *hotPath {
 	iss := authtest.NewIssuer(tb, authtest.IssuerConfig{Audience: resource})
 	v, err := validate.New(validate.Config{
-		Issuers:   []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Issuers:   []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
 		Audiences: []string{resource},
 		Now:       iss.Now,
 	})
@@ -56,7 +56,7 @@ func newHotPath(tb testing.TB, store middleware.StepUpStore) *hotPath {
 	}
 	m, err := middleware.New(middleware.Config{
 		Validator:   v,
-		Metadata:    prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL()}},
+		Metadata:    prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL}},
 		Scopes:      []string{"mcp"},
 		Operations:  middleware.OperationPolicy{Tools: map[string][]string{"admin": {"admin"}}},
 		StepUpStore: store,
@@ -70,7 +70,7 @@ func newHotPath(tb testing.TB, store middleware.StepUpStore) *hotPath {
 			_, _ = io.Copy(io.Discard, r.Body)
 			w.WriteHeader(http.StatusNoContent)
 		})),
-		token: iss.Token(tb, authtest.WithScopes("mcp")),
+		token: iss.Token(tb, authtest.Token{Scopes: []string{"mcp"}}),
 	}
 }
 

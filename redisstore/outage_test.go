@@ -37,7 +37,7 @@ func TestRedisDown(t *testing.T) {
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
 	var logs bytes.Buffer
 	h := stepUpReplica(t, iss, steps, slog.New(slog.NewTextHandler(&logs, nil)))
-	token := iss.Token(t, authtest.WithScopes("mcp"))
+	token := iss.Token(t, authtest.Token{Scopes: []string{"mcp"}})
 	for range 3 {
 		if !challenged(t, h, token) {
 			t.Fatal("terminal 403 before the limit")
@@ -108,7 +108,7 @@ func TestRedisDown(t *testing.T) {
 func stepUpReplica(t *testing.T, iss *authtest.Issuer, store middleware.StepUpStore, log *slog.Logger) http.Handler {
 	t.Helper()
 	v, err := validate.New(validate.Config{
-		Issuers:   []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Issuers:   []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
 		Audiences: []string{resource},
 		Now:       iss.Now,
 	})
@@ -117,7 +117,7 @@ func stepUpReplica(t *testing.T, iss *authtest.Issuer, store middleware.StepUpSt
 	}
 	m, err := middleware.New(middleware.Config{
 		Validator:   v,
-		Metadata:    prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL()}},
+		Metadata:    prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL}},
 		Scopes:      []string{"mcp", "admin"},
 		StepUpLimit: 3,
 		StepUpStore: store,

@@ -85,7 +85,7 @@ type sessionGuard struct {
 func newSessionGuard(t *testing.T, iss *authtest.Issuer, store middleware.OwnerStore, next http.Handler, log *slog.Logger) *sessionGuard {
 	t.Helper()
 	v, err := validate.New(validate.Config{
-		Issuers:     []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Issuers:     []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
 		Audiences:   []string{resource},
 		TenantClaim: "tenant",
 		Now:         iss.Now,
@@ -98,7 +98,7 @@ func newSessionGuard(t *testing.T, iss *authtest.Issuer, store middleware.OwnerS
 	}
 	m, err := middleware.New(middleware.Config{
 		Validator: v,
-		Metadata:  prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL()}},
+		Metadata:  prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL}},
 		Scopes:    []string{"mcp"},
 		Sessions:  middleware.SessionConfig{Store: store},
 		Logger:    log,
@@ -155,8 +155,8 @@ func TestSessionsSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
-	alice := iss.Token(t, authtest.WithSubject("alice"), authtest.WithTenant("tenant-a"), authtest.WithScopes("mcp"))
-	bob := iss.Token(t, authtest.WithSubject("bob"), authtest.WithTenant("tenant-b"), authtest.WithScopes("mcp"))
+	alice := iss.Token(t, authtest.Token{Subject: "alice", Tenant: "tenant-a", Scopes: []string{"mcp"}})
+	bob := iss.Token(t, authtest.Token{Subject: "bob", Tenant: "tenant-b", Scopes: []string{"mcp"}})
 	srv := goSDKServer()
 	sid := newSessionGuard(t, iss, store, srv, nil).initialize(t, alice)
 
@@ -187,7 +187,7 @@ func TestOwnerStoreOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
-	alice := iss.Token(t, authtest.WithSubject("alice"), authtest.WithTenant("tenant-a"), authtest.WithScopes("mcp"))
+	alice := iss.Token(t, authtest.Token{Subject: "alice", Tenant: "tenant-a", Scopes: []string{"mcp"}})
 	var logs bytes.Buffer
 	g := newSessionGuard(t, iss, store, goSDKServer(), slog.New(slog.NewTextHandler(&logs, nil)))
 	sid := g.initialize(t, alice)

@@ -110,7 +110,7 @@ const resource = "https://mcp.example.com/mcp"
 func replica(t *testing.T, iss *authtest.Issuer, store middleware.StepUpStore) http.Handler {
 	t.Helper()
 	v, err := validate.New(validate.Config{
-		Issuers:   []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Issuers:   []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
 		Audiences: []string{resource},
 		Now:       iss.Now,
 	})
@@ -119,7 +119,7 @@ func replica(t *testing.T, iss *authtest.Issuer, store middleware.StepUpStore) h
 	}
 	m, err := middleware.New(middleware.Config{
 		Validator:   v,
-		Metadata:    prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL()}},
+		Metadata:    prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL}},
 		Scopes:      []string{"mcp", "admin"},
 		StepUpLimit: 3,
 		StepUpStore: store,
@@ -151,7 +151,7 @@ func challenged(t *testing.T, h http.Handler, token string) bool {
 func TestTwoReplicasShareStepUpBound(t *testing.T) {
 	_, rdb := newRedis(t)
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
-	token := iss.Token(t, authtest.WithScopes("mcp"))
+	token := iss.Token(t, authtest.Token{Scopes: []string{"mcp"}})
 	count := func(a, b middleware.StepUpStore) int {
 		replicas := []http.Handler{replica(t, iss, a), replica(t, iss, b)}
 		n := 0
@@ -191,15 +191,14 @@ func TestStepUpSuccessResets(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := replica(t, iss, store)
-	sub := authtest.WithSubject("alice")
-	if !challenged(t, a, iss.Token(t, sub, authtest.WithScopes("mcp"))) {
+	if !challenged(t, a, iss.Token(t, authtest.Token{Subject: "alice", Scopes: []string{"mcp"}})) {
 		t.Fatal("no challenge")
 	}
 	if n := len(keysWithTTL(t, rdb)); n != 2 {
 		t.Fatalf("%d keys after a challenge, want 2 (the counter and its partition's index)", n)
 	}
 	r := httptest.NewRequest(http.MethodGet, resource, nil)
-	r.Header.Set("Authorization", "Bearer "+iss.Token(t, sub, authtest.WithScopes("mcp", "admin")))
+	r.Header.Set("Authorization", "Bearer "+iss.Token(t, authtest.Token{Subject: "alice", Scopes: []string{"mcp", "admin"}}))
 	rec := httptest.NewRecorder()
 	a.ServeHTTP(rec, r)
 	if rec.Code != http.StatusNoContent {

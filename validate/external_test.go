@@ -1,6 +1,9 @@
 package validate_test
 
 import (
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -13,8 +16,8 @@ import (
 	"github.com/mcpguard/mcpguard/validate"
 )
 
-// Fixtures of this file; they use only the exported API, with tokens from
-// authtest.
+// Fixtures of this file; they use only the exported API, with tokens signed
+// by go-jose with keys from authtest.
 var extNow = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
 const (
@@ -38,7 +41,51 @@ func extClaims(kv ...any) map[string]any {
 	return c
 }
 
-func extValidator(t *testing.T, s *authtest.Signer, maxTokenBytes int) *validate.Validator {
+// extSigner signs JWTs with one ES256 key, without an authtest.Issuer.
+type extSigner struct{ key jose.JSONWebKey }
+
+func newExtSigner() *extSigner {
+	return &extSigner{key: authtest.GenerateKey(jose.ES256, "signer-"+rand.Text()[:8])}
+}
+
+// PublicJWK is the verification key, with its kid.
+func (s *extSigner) PublicJWK() jose.JSONWebKey { return s.key.Public() }
+
+// Sign returns a compact JWS over claims with the protected header entries
+// of header besides alg and the signer's kid.
+func (s *extSigner) Sign(t *testing.T, header, claims map[string]any) string {
+	t.Helper()
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := (&jose.SignerOptions{}).WithHeader("kid", s.key.KeyID)
+	for k, v := range header {
+		opts.WithHeader(jose.HeaderKey(k), v)
+	}
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: s.key.Key}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jws, err := signer.Sign(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := jws.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// extRaw joins the base64url encodings of a hand-made header, payload and
+// signature.
+func extRaw(header, payload, signature string) string {
+	enc := base64.RawURLEncoding
+	return enc.EncodeToString([]byte(header)) + "." + enc.EncodeToString([]byte(payload)) + "." + enc.EncodeToString([]byte(signature))
+}
+
+func extValidator(t *testing.T, s *extSigner, maxTokenBytes int) *validate.Validator {
 	t.Helper()
 	v, err := validate.New(validate.Config{
 		Issuers:       []validate.Issuer{{Issuer: extIss, Keys: &validate.StaticKeys{Set: []jose.JSONWebKey{s.PublicJWK()}}}},
@@ -53,12 +100,12 @@ func extValidator(t *testing.T, s *authtest.Signer, maxTokenBytes int) *validate
 }
 
 func TestTrusts(t *testing.T) {
-	s := authtest.NewSigner(jose.ES256)
-	stranger := authtest.NewSigner(jose.ES256)
+	s := newExtSigner()
+	stranger := newExtSigner()
 	typ := map[string]any{"typ": "at+jwt"}
 	good := s.Sign(t, typ, extClaims())
 	_, payload, _ := strings.Cut(good, ".")
-	raw := func(h, p string) string { return authtest.RawToken([]byte(h), []byte(p), []byte("sig")) }
+	raw := func(h, p string) string { return extRaw(h, p, "sig") }
 	tests := []struct {
 		name    string
 		raw     string
@@ -70,7 +117,7 @@ func TestTrusts(t *testing.T) {
 		{name: "forged signature", raw: stranger.Sign(t, typ, extClaims()), want: true, wantErr: validate.Error{Reason: "unknown_key"}},
 		{name: "expired", raw: s.Sign(t, typ, extClaims("exp", extNow.Add(-time.Hour).Unix())), want: true, wantErr: validate.Error{Reason: "expired"}},
 		{name: "wrong audience", raw: s.Sign(t, typ, extClaims("aud", "https://x.example")), want: true, wantErr: validate.Error{Reason: "audience"}},
-		{name: "unsigned", raw: authtest.RawToken([]byte(`{"alg":"none"}`), []byte(`{"iss":"`+extIss+`"}`), nil), want: true, wantErr: validate.Error{Reason: "algorithm"}},
+		{name: "unsigned", raw: extRaw(`{"alg":"none"}`, `{"iss":"`+extIss+`"}`, ""), want: true, wantErr: validate.Error{Reason: "algorithm"}},
 		{name: "hmac", raw: raw(`{"alg":"HS256","typ":"at+jwt","kid":"k"}`, `{"iss":"`+extIss+`"}`), want: true, wantErr: validate.Error{Reason: "algorithm"}},
 		{name: "escaped iss", raw: raw(`{"alg":"ES256","typ":"at+jwt","kid":"k"}`, `{"iss":"https:\/\/as.example.com"}`), want: true, wantErr: validate.Error{Reason: "unknown_key"}},
 		{name: "duplicate iss, one trusted", raw: raw(`{"alg":"ES256","typ":"at+jwt","kid":"k"}`, `{"iss":"`+extOther+`","iss":"`+extIss+`"}`), want: true, wantErr: validate.Error{Reason: "malformed"}},
@@ -114,7 +161,7 @@ func TestTrusts(t *testing.T) {
 }
 
 func TestTrustsAllocs(t *testing.T) {
-	s := authtest.NewSigner(jose.ES256)
+	s := newExtSigner()
 	v := extValidator(t, s, 0)
 	tok := s.Sign(t, map[string]any{"typ": "at+jwt"}, extClaims())
 	if n := testing.AllocsPerRun(100, func() { v.Trusts(tok) }); n > 2 {
@@ -150,7 +197,7 @@ func TestNewClaims(t *testing.T) {
 	}
 
 	// The payload of a verified Claims is replaced, not kept.
-	s := authtest.NewSigner(jose.ES256)
+	s := newExtSigner()
 	v := extValidator(t, s, 0)
 	verified, err := v.Validate(t.Context(), s.Sign(t, map[string]any{"typ": "at+jwt"}, extClaims("x", "jwt")))
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+
 	"github.com/mcpguard/mcpguard/authtest"
 )
 
@@ -62,31 +64,31 @@ func TestRunKeyRotation(t *testing.T) {
 		limit    = 500 * time.Millisecond
 	)
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource, Now: time.Now})
-	ep, _, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-issuer", iss.URL(), "-jwks-url", iss.JWKSURL(), "-resource", resource,
+	ep, _, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-issuer", iss.URL, "-jwks-url", iss.JWKSURL, "-resource", resource,
 		"-jwks-refresh-rate-limit", limit.String(), "-log-level", "error"}, noEnv)
-	if got := whoamiStatus(t, ep.Listen, iss.Token(t)); got != http.StatusOK {
+	if got := whoamiStatus(t, ep.Listen, iss.Token(t, authtest.Token{})); got != http.StatusOK {
 		t.Fatalf("token before rotation: %d", got)
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Go(func() {
-			if got := whoamiStatus(t, ep.Listen, iss.Token(t, authtest.UnknownKID())); got != http.StatusUnauthorized {
+			if got := whoamiStatus(t, ep.Listen, iss.Token(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"})); got != http.StatusUnauthorized {
 				t.Errorf("unknown kid: %d", got)
 			}
 		})
 	}
 	wg.Wait()
-	iss.Rotate()
+	iss.AddKey(authtest.GenerateKey(jose.ES256, "es256-2")) // the new signing key
 	first := time.Now()
-	if got := whoamiStatus(t, ep.Listen, iss.Token(t)); got != http.StatusOK {
+	if got := whoamiStatus(t, ep.Listen, iss.Token(t, authtest.Token{})); got != http.StatusOK {
 		t.Fatalf("rotated token on first presentation: %d", got)
 	}
 	took := time.Since(first)
 	if took > limit+3*time.Second {
 		t.Errorf("rotated token accepted after %v, want about %v", took, limit)
 	}
-	n := iss.JWKSFetches()
+	n := iss.Requests(iss.JWKSURL)
 	t.Logf("rotated token accepted %v after first seen; %d JWKS fetches", took, n)
 	if most := 2 + int64(time.Since(start)/limit) + 1; n > most {
 		t.Errorf("JWKS fetches = %d, want at most %d (start, then one per rate limit)", n, most)
@@ -102,15 +104,15 @@ func TestRunIntrospectionAllowMissingAudience(t *testing.T) {
 	const resource = "http://127.0.0.1:1/mcp"
 	for _, allow := range []bool{false, true} {
 		iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource, Now: time.Now})
-		id, secret := iss.IntrospectionCredentials()
-		args := []string{"-addr", "127.0.0.1:0", "-issuer", iss.URL(), "-resource", resource, "-token-mode", "introspect",
+		id, secret := iss.IntrospectionClientID, iss.IntrospectionSecret
+		args := []string{"-addr", "127.0.0.1:0", "-issuer", iss.URL, "-resource", resource, "-token-mode", "introspect",
 			"-introspection-client-id", id, "-introspection-client-secret", secret, "-log-level", "error"}
 		want := http.StatusUnauthorized
 		if allow {
 			args, want = append(args, "-introspection-allow-missing-aud"), http.StatusOK
 		}
 		ep, _, stop := startRun(t, args, noEnv)
-		if got := whoamiStatus(t, ep.Listen, iss.OpaqueToken(t, authtest.WithoutClaim("aud"))); got != want {
+		if got := whoamiStatus(t, ep.Listen, iss.Token(t, authtest.Token{Opaque: true, Claims: map[string]any{"aud": nil}})); got != want {
 			t.Errorf("allow=%v: opaque token without aud: %d, want %d", allow, got, want)
 		}
 		if err := stop(); err != nil {

@@ -123,9 +123,9 @@ func TestRunIntrospection(t *testing.T) {
 	for _, mode := range []string{"introspect", "hybrid"} {
 		t.Run(mode, func(t *testing.T) {
 			iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource, Now: time.Now})
-			id, secret := iss.IntrospectionCredentials()
+			id, secret := iss.IntrospectionClientID, iss.IntrospectionSecret
 			env := map[string]string{"MCPGUARD_INTROSPECTION_CLIENT_SECRET": secret}
-			ep, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-issuer", iss.URL(), "-resource", resource,
+			ep, stderr, stop := startRun(t, []string{"-addr", "127.0.0.1:0", "-issuer", iss.URL, "-resource", resource,
 				"-token-mode", mode, "-introspection-client-id", id, "-log-level", "error"}, func(k string) string { return env[k] })
 			if !strings.Contains(stderr.String(), "introspected") {
 				t.Errorf("welcome text does not mention introspection:\n%s", stderr)
@@ -147,21 +147,21 @@ func TestRunIntrospection(t *testing.T) {
 				return resp.StatusCode, string(b)
 			}
 			const want = `"structuredContent":{"client_id":"client-1","scopes":["mcp:tools"],"subject":"opaque-user","tenant":"tenant-x"}`
-			status, body := whoami(iss.OpaqueToken(t, authtest.WithSubject("opaque-user"), authtest.WithTenant("tenant-x")))
+			status, body := whoami(iss.Token(t, authtest.Token{Opaque: true, Subject: "opaque-user", Tenant: "tenant-x"}))
 			if status != http.StatusOK || !strings.Contains(body, want) {
 				t.Errorf("opaque token: %d %s", status, body)
 			}
-			calls := iss.IntrospectionCalls()
+			calls := iss.Requests(iss.IntrospectionURL)
 			if calls != 1 {
 				t.Errorf("introspection calls = %d, want 1", calls)
 			}
-			status, _ = whoami(iss.Token(t))
+			status, _ = whoami(iss.Token(t, authtest.Token{}))
 			wantCalls := calls
 			if mode == "introspect" {
 				wantCalls++
 			}
-			if status != http.StatusOK || iss.IntrospectionCalls() != wantCalls {
-				t.Errorf("JWT: status %d, introspection calls %d, want 200 and %d", status, iss.IntrospectionCalls(), wantCalls)
+			if status != http.StatusOK || iss.Requests(iss.IntrospectionURL) != wantCalls {
+				t.Errorf("JWT: status %d, introspection calls %d, want 200 and %d", status, iss.Requests(iss.IntrospectionURL), wantCalls)
 			}
 			if err := stop(); err != nil {
 				t.Errorf("run = %v", err)

@@ -36,8 +36,8 @@ func TestReadyz(t *testing.T) {
 	_ = stop()
 
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Now: time.Now})
-	ep, _, _ = startRun(t, []string{"-addr", "127.0.0.1:0", "-issuer", iss.URL(), "-resource", "http://127.0.0.1:1/mcp", "-log-level", "error"}, noEnv)
-	if code, body := getReadyz(t, ep); code != http.StatusOK || !strings.HasPrefix(body, `{"status":"ready","issuers":[{"issuer":"`+iss.URL()+`","ready":true,"keys":`) {
+	ep, _, _ = startRun(t, []string{"-addr", "127.0.0.1:0", "-issuer", iss.URL, "-resource", "http://127.0.0.1:1/mcp", "-log-level", "error"}, noEnv)
+	if code, body := getReadyz(t, ep); code != http.StatusOK || !strings.HasPrefix(body, `{"status":"ready","issuers":[{"issuer":"`+iss.URL+`","ready":true,"keys":`) {
 		t.Errorf("external /readyz = %d %q", code, body)
 	}
 }

@@ -456,7 +456,7 @@ func tokenFront(t *testing.T, withToken bool) (resource string, guard net.Listen
 	}
 	iss = authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource, Now: time.Now})
 	if withToken {
-		tok := iss.Token(t, authtest.WithClaim("exp", time.Now().Add(time.Hour).Unix()))
+		tok := iss.Token(t, authtest.Token{Claims: map[string]any{"exp": time.Now().Add(time.Hour).Unix()}})
 		u, _ := url.Parse("http://" + guard.Addr().String() + "/mcp")
 		serve(t, front, forward(u, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }))
 	}
@@ -469,8 +469,8 @@ func startLibrary(t *testing.T, upstream string, withToken bool) string {
 	resource, l, iss := tokenFront(t, withToken)
 	g, err := mcpguard.New(mcpguard.Config{
 		Resource:   resource,
-		Issuers:    []string{iss.URL()},
-		Keys:       map[string]validate.KeySource{iss.URL(): &validate.StaticKeys{Set: iss.Keys()}},
+		Issuers:    []string{iss.URL},
+		Keys:       map[string]validate.KeySource{iss.URL: &validate.StaticKeys{Set: iss.Keys()}},
 		Operations: middleware.OperationPolicy{Public: publicOperations()},
 	})
 	if err != nil {
@@ -493,7 +493,7 @@ func startProxy(t *testing.T, bin, dir, name, upstream string, withToken bool) (
 	_ = l.Close() // the proxy binds it
 	po := publicOperations()
 	cfg := map[string]any{"routes": []any{map[string]any{
-		"resource": resource, "upstream": upstream, "issuers": []string{iss.URL()},
+		"resource": resource, "upstream": upstream, "issuers": []string{iss.URL},
 		"operations": map[string]any{"public": map[string]any{
 			"methods": po.Methods, "tools": po.Tools, "prompts": po.Prompts, "resources": po.Resources,
 		}},

@@ -62,11 +62,11 @@ func BenchmarkIntrospectUncached(b *testing.B) {
 // Trusts (routing) on top of the JWT validator's cache hit.
 func BenchmarkHybridJWTCached(b *testing.B) {
 	iss := authtest.NewIssuer(b, authtest.IssuerConfig{})
-	id, secret := iss.IntrospectionCredentials()
-	in := newIntro(b, introspect.Config{Issuer: iss.URL(), Endpoint: iss.IntrospectionURL(), Audiences: []string{iss.Audience()}, ClientID: id, ClientSecret: secret, Now: iss.Now})
+	id, secret := iss.IntrospectionClientID, iss.IntrospectionSecret
+	in := newIntro(b, introspect.Config{Issuer: iss.URL, Endpoint: iss.IntrospectionURL, Audiences: []string{iss.Audience}, ClientID: id, ClientSecret: secret, Now: iss.Now})
 	v, err := validate.New(validate.Config{
-		Issuers:   []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
-		Audiences: []string{iss.Audience()},
+		Issuers:   []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Audiences: []string{iss.Audience},
 		Now:       iss.Now,
 	})
 	if err != nil {
@@ -76,7 +76,7 @@ func BenchmarkHybridJWTCached(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tok := iss.Token(b)
+	tok := iss.Token(b, authtest.Token{})
 	if _, err := h.Validate(b.Context(), tok); err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func BenchmarkHybridJWTCached(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	if n := iss.IntrospectionCalls(); n != 0 {
+	if n := iss.Requests(iss.IntrospectionURL); n != 0 {
 		b.Fatalf("introspection calls = %d, want 0", n)
 	}
 }

@@ -20,18 +20,18 @@ import (
 func TestCacheFloodKeepsOthers(t *testing.T) {
 	const size = 8
 	iss, in := asIntro(t, func(c *introspect.Config) { c.CacheSize = size; c.InactiveCacheTTL = time.Minute })
-	alice := iss.OpaqueToken(t, authtest.WithSubject("alice"))
+	alice := iss.Token(t, authtest.Token{Opaque: true, Subject: "alice"})
 	if _, err := in.Validate(t.Context(), alice); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 10 * size {
 		if i%2 == 0 {
-			iss.SetIntrospection(authtest.IntrospectionActive)
-			if _, err := in.Validate(t.Context(), iss.OpaqueToken(t, authtest.WithSubject("mallory"))); err != nil {
+			iss.SetFault("", iss.IntrospectionURL)
+			if _, err := in.Validate(t.Context(), iss.Token(t, authtest.Token{Opaque: true, Subject: "mallory"})); err != nil {
 				t.Fatal(err)
 			}
 		} else {
-			iss.SetIntrospection(authtest.IntrospectionInactive)
+			iss.SetFault("inactive", iss.IntrospectionURL)
 			if _, err := in.Validate(t.Context(), fmt.Sprint("junk-token-", i)); !errors.Is(err, validate.Error{Reason: "inactive"}) {
 				t.Fatalf("junk: err = %v, want ErrInactive", err)
 			}
@@ -39,12 +39,12 @@ func TestCacheFloodKeepsOthers(t *testing.T) {
 		if (i+1)%size != 0 {
 			continue
 		}
-		iss.SetIntrospection(authtest.IntrospectionActive)
-		calls := iss.IntrospectionCalls()
+		iss.SetFault("", iss.IntrospectionURL)
+		calls := iss.Requests(iss.IntrospectionURL)
 		if _, err := in.Validate(t.Context(), alice); err != nil {
 			t.Fatalf("alice after %d flood tokens: %v", i+1, err)
 		}
-		if got := iss.IntrospectionCalls(); got != calls {
+		if got := iss.Requests(iss.IntrospectionURL); got != calls {
 			t.Fatalf("after %d flood tokens, alice's result was evicted (the endpoint was asked again)", i+1)
 		}
 	}

@@ -20,9 +20,9 @@ import (
 func asIntro(t *testing.T, mut func(*introspect.Config)) (*authtest.Issuer, *introspect.Introspector) {
 	t.Helper()
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
-	id, secret := iss.IntrospectionCredentials()
+	id, secret := iss.IntrospectionClientID, iss.IntrospectionSecret
 	cfg := introspect.Config{
-		Issuer: iss.URL(), Endpoint: iss.IntrospectionURL(), Audiences: []string{iss.Audience()},
+		Issuer: iss.URL, Endpoint: iss.IntrospectionURL, Audiences: []string{iss.Audience},
 		ClientID: id, ClientSecret: secret, Now: iss.Now, TenantClaim: "tenant",
 	}
 	if mut != nil {
@@ -34,19 +34,19 @@ func asIntro(t *testing.T, mut func(*introspect.Config)) (*authtest.Issuer, *int
 // step is one Validate call in a cache scenario.
 type step struct {
 	advance   time.Duration // clock advance before the call
-	mode      *authtest.IntrospectionMode
+	mode      *authtest.Fault
 	token     int // index into the scenario's tokens
 	wantErr   error
 	wantCalls int64 // total introspection calls after the step
 }
 
-func mode(m authtest.IntrospectionMode) *authtest.IntrospectionMode { return &m }
+func mode(m authtest.Fault) *authtest.Fault { return &m }
 
 func TestCache(t *testing.T) {
 	tests := []struct {
 		name   string
 		mut    func(*introspect.Config)
-		tokens []authtest.TokenOption // one token per option (nil: defaults)
+		tokens []authtest.Token // one opaque token per spec (nil: one valid token)
 		steps  []step
 	}{
 		{
@@ -63,7 +63,7 @@ func TestCache(t *testing.T) {
 		{
 			name:   "entry expires at exp, then the endpoint says inactive",
 			mut:    func(c *introspect.Config) { c.MaxCacheTTL = 5 * time.Minute },
-			tokens: []authtest.TokenOption{authtest.WithClaim("exp", time.Date(2026, 1, 2, 3, 6, 5, 0, time.UTC).Unix())}, // now+2m
+			tokens: []authtest.Token{{Claims: map[string]any{"exp": time.Date(2026, 1, 2, 3, 6, 5, 0, time.UTC).Unix()}}}, // now+2m
 			steps: []step{
 				{wantCalls: 1},
 				{advance: 2*time.Minute - time.Second, wantCalls: 1},
@@ -75,7 +75,7 @@ func TestCache(t *testing.T) {
 			mut:  func(c *introspect.Config) { c.MaxCacheTTL = time.Minute },
 			steps: []step{
 				{wantCalls: 1},
-				{mode: mode(authtest.IntrospectionInactive), advance: 30 * time.Second, wantCalls: 1},
+				{mode: mode("inactive"), advance: 30 * time.Second, wantCalls: 1},
 				{advance: 30 * time.Second, wantErr: validate.Error{Reason: "inactive"}, wantCalls: 2},
 			},
 		},
@@ -85,39 +85,39 @@ func TestCache(t *testing.T) {
 			name: "revocation seen after the default 60 s",
 			steps: []step{
 				{wantCalls: 1},
-				{mode: mode(authtest.IntrospectionInactive), advance: time.Minute - time.Second, wantCalls: 1},
+				{mode: mode("inactive"), advance: time.Minute - time.Second, wantCalls: 1},
 				{advance: time.Second, wantErr: validate.Error{Reason: "inactive"}, wantCalls: 2},
 			},
 		},
 		{
 			name: "inactive not cached by default",
 			steps: []step{
-				{mode: mode(authtest.IntrospectionInactive), wantErr: validate.Error{Reason: "inactive"}, wantCalls: 1},
+				{mode: mode("inactive"), wantErr: validate.Error{Reason: "inactive"}, wantCalls: 1},
 				{wantErr: validate.Error{Reason: "inactive"}, wantCalls: 2},
-				{mode: mode(authtest.IntrospectionActive), wantCalls: 3},
+				{mode: mode(""), wantCalls: 3},
 			},
 		},
 		{
 			name: "inactive cached for InactiveCacheTTL",
 			mut:  func(c *introspect.Config) { c.InactiveCacheTTL = time.Minute },
 			steps: []step{
-				{mode: mode(authtest.IntrospectionInactive), wantErr: validate.Error{Reason: "inactive"}, wantCalls: 1},
-				{mode: mode(authtest.IntrospectionActive), advance: time.Minute - time.Second, wantErr: validate.Error{Reason: "inactive"}, wantCalls: 1},
+				{mode: mode("inactive"), wantErr: validate.Error{Reason: "inactive"}, wantCalls: 1},
+				{mode: mode(""), advance: time.Minute - time.Second, wantErr: validate.Error{Reason: "inactive"}, wantCalls: 1},
 				{advance: time.Second, wantCalls: 2},
 			},
 		},
 		{
 			name: "errors not cached",
 			steps: []step{
-				{mode: mode(authtest.IntrospectionError), wantErr: validate.ErrKeysUnavailable, wantCalls: 1},
+				{mode: mode("server-error"), wantErr: validate.ErrKeysUnavailable, wantCalls: 1},
 				{wantErr: validate.ErrKeysUnavailable, wantCalls: 2},
-				{mode: mode(authtest.IntrospectionActive), wantCalls: 3},
+				{mode: mode(""), wantCalls: 3},
 				{wantCalls: 3},
 			},
 		},
 		{
 			name:   "rejected response not cached",
-			tokens: []authtest.TokenOption{authtest.WrongAudience()},
+			tokens: []authtest.Token{authtest.WrongAudience()},
 			steps: []step{
 				{wantErr: validate.Error{Reason: "audience"}, wantCalls: 1},
 				{wantErr: validate.Error{Reason: "audience"}, wantCalls: 2},
@@ -134,7 +134,7 @@ func TestCache(t *testing.T) {
 		{
 			name:   "least recently used evicted",
 			mut:    func(c *introspect.Config) { c.CacheSize = 2 },
-			tokens: []authtest.TokenOption{nil, nil, nil},
+			tokens: []authtest.Token{{}, {}, {}},
 			steps: []step{
 				{token: 0, wantCalls: 1},
 				{token: 1, wantCalls: 2},
@@ -148,28 +148,25 @@ func TestCache(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			iss, in := asIntro(t, tt.mut)
-			opts := tt.tokens
-			if opts == nil {
-				opts = []authtest.TokenOption{nil}
+			specs := tt.tokens
+			if specs == nil {
+				specs = []authtest.Token{{}}
 			}
-			toks := make([]string, len(opts))
-			for i, o := range opts {
-				if o == nil {
-					toks[i] = iss.OpaqueToken(t)
-				} else {
-					toks[i] = iss.OpaqueToken(t, o)
-				}
+			toks := make([]string, len(specs))
+			for i, spec := range specs {
+				spec.Opaque = true
+				toks[i] = iss.Token(t, spec)
 			}
 			for n, s := range tt.steps {
 				iss.Advance(s.advance)
 				if s.mode != nil {
-					iss.SetIntrospection(*s.mode)
+					iss.SetFault(*s.mode, iss.IntrospectionURL)
 				}
 				_, err := in.Validate(t.Context(), toks[s.token])
 				if !errors.Is(err, s.wantErr) || (err == nil) != (s.wantErr == nil) {
 					t.Fatalf("step %d: err = %v, want %v", n, err, s.wantErr)
 				}
-				if got := iss.IntrospectionCalls(); got != s.wantCalls {
+				if got := iss.Requests(iss.IntrospectionURL); got != s.wantCalls {
 					t.Fatalf("step %d: introspection calls = %d, want %d", n, got, s.wantCalls)
 				}
 			}
@@ -180,15 +177,15 @@ func TestCache(t *testing.T) {
 // TestCacheHitIsolated: callers may change the claims they get.
 func TestCacheHitIsolated(t *testing.T) {
 	iss, in := asIntro(t, nil)
-	tok := iss.OpaqueToken(t, authtest.WithScopes("a", "b"))
+	tok := iss.Token(t, authtest.Token{Opaque: true, Scopes: []string{"a", "b"}})
 	c1, err := in.Validate(t.Context(), tok)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c1.Scopes[0], c1.Subject = "changed", "changed"
 	c2, err := in.Validate(t.Context(), tok)
-	if err != nil || c2.Scopes[0] != "a" || c2.Subject != authtest.DefaultSubject || iss.IntrospectionCalls() != 1 {
-		t.Fatalf("cached claims = %+v, %v (calls %d)", c2, err, iss.IntrospectionCalls())
+	if err != nil || c2.Scopes[0] != "a" || c2.Subject != "user-1" || iss.Requests(iss.IntrospectionURL) != 1 {
+		t.Fatalf("cached claims = %+v, %v (calls %d)", c2, err, iss.Requests(iss.IntrospectionURL))
 	}
 	var m map[string]any
 	if err := c2.Decode(&m); err != nil || m["active"] != true {
@@ -220,7 +217,7 @@ func TestSingleFlight(t *testing.T) {
 		c.CacheSize = -1
 		c.HTTPClient = &http.Client{Transport: g}
 	})
-	tok := iss.OpaqueToken(t)
+	tok := iss.Token(t, authtest.Token{Opaque: true})
 
 	impatient, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
@@ -251,14 +248,14 @@ func TestSingleFlight(t *testing.T) {
 	close(g.open)
 	wg.Wait()
 
-	if got := iss.IntrospectionCalls(); got != 1 {
+	if got := iss.Requests(iss.IntrospectionURL); got != 1 {
 		t.Errorf("introspection calls = %d, want 1", got)
 	}
 	if !errors.Is(errs[0], context.Canceled) || !errors.Is(errs[0], validate.ErrKeysUnavailable) {
 		t.Errorf("impatient caller: err = %v, want context.Canceled and ErrKeysUnavailable", errs[0])
 	}
 	for i := 1; i < n; i++ {
-		if errs[i] != nil || subs[i] != authtest.DefaultSubject {
+		if errs[i] != nil || subs[i] != "user-1" {
 			t.Errorf("caller %d: %q, %v", i, subs[i], errs[i])
 		}
 	}
@@ -268,15 +265,17 @@ func TestSingleFlight(t *testing.T) {
 // (ErrKeysUnavailable), except 200 answers with a JSON media type whose
 // body is not an introspection response (ErrMalformed).
 func TestAuthtestFaults(t *testing.T) {
-	for _, f := range authtest.Faults() {
-		t.Run(f.String(), func(t *testing.T) {
+	faults := []authtest.Fault{"unavailable", "too-many-requests", "server-error", "hang", "garbage", "empty",
+		"empty-key-set", "huge", "refuse", "not-found", "wrong-content-type"} // every authtest.Fault but the introspection modes
+	for _, f := range faults {
+		t.Run(string(f), func(t *testing.T) {
 			iss, in := asIntro(t, func(c *introspect.Config) { c.Timeout = 200 * time.Millisecond })
-			iss.SetFaultFor(iss.IntrospectionURL(), f)
+			iss.SetFault(f, iss.IntrospectionURL)
 			start := time.Now()
-			_, err := in.Validate(t.Context(), iss.OpaqueToken(t))
+			_, err := in.Validate(t.Context(), iss.Token(t, authtest.Token{Opaque: true}))
 			want := validate.ErrKeysUnavailable
 			switch f {
-			case authtest.FaultGarbage, authtest.FaultEmpty, authtest.FaultEmptyKeySet:
+			case "garbage", "empty", "empty-key-set":
 				want = validate.Error{Reason: "malformed"}
 			}
 			checkErr(t, err, want)
@@ -290,7 +289,7 @@ func TestAuthtestFaults(t *testing.T) {
 func TestWrongCredentials(t *testing.T) {
 	var logs logBuffer
 	iss, in := asIntro(t, func(c *introspect.Config) { c.ClientSecret, c.Logger = "wrong", logs.logger() })
-	_, err := in.Validate(t.Context(), iss.OpaqueToken(t))
+	_, err := in.Validate(t.Context(), iss.Token(t, authtest.Token{Opaque: true}))
 	checkErr(t, err, validate.ErrKeysUnavailable)
 	if !errors.Is(err, introspect.ErrClientAuth) {
 		t.Errorf("err = %v, want %v", err, introspect.ErrClientAuth)
@@ -303,36 +302,36 @@ func TestWrongCredentials(t *testing.T) {
 func TestDiscovery(t *testing.T) {
 	var logs logBuffer
 	iss, in := asIntro(t, func(c *introspect.Config) { c.Endpoint, c.Logger = "", logs.logger() })
-	if _, err := in.Validate(t.Context(), iss.OpaqueToken(t)); err != nil {
+	if _, err := in.Validate(t.Context(), iss.Token(t, authtest.Token{Opaque: true})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := in.Validate(t.Context(), iss.OpaqueToken(t)); err != nil {
+	if _, err := in.Validate(t.Context(), iss.Token(t, authtest.Token{Opaque: true})); err != nil {
 		t.Fatal(err)
 	}
-	if m, c := iss.MetadataFetches(), iss.IntrospectionCalls(); m != 1 || c != 2 {
+	if m, c := iss.Requests(iss.MetadataURLs...), iss.Requests(iss.IntrospectionURL); m != 1 || c != 2 {
 		t.Errorf("metadata fetches %d, introspection calls %d; want 1 and 2", m, c)
 	}
-	if !containsAll(logs.String(), "level=INFO", "discovered introspection_endpoint", iss.IntrospectionURL()) {
+	if !containsAll(logs.String(), "level=INFO", "discovered introspection_endpoint", iss.IntrospectionURL) {
 		t.Errorf("log:\n%s", logs.String())
 	}
 }
 
 func TestDiscoveryFailure(t *testing.T) {
 	iss, in := asIntro(t, func(c *introspect.Config) { c.Endpoint = "" })
-	iss.SetMetadataFault(authtest.FaultUnavailable)
-	tok := iss.OpaqueToken(t)
+	iss.SetFault("unavailable", iss.MetadataURLs...)
+	tok := iss.Token(t, authtest.Token{Opaque: true})
 	_, err := in.Validate(t.Context(), tok)
 	checkErr(t, err, validate.ErrKeysUnavailable)
-	first := iss.MetadataFetches()
+	first := iss.Requests(iss.MetadataURLs...)
 	if first == 0 {
 		t.Fatalf("no metadata fetched")
 	}
 	// Within the backoff: no new attempt.
-	iss.SetMetadataFault(authtest.FaultNone)
+	iss.SetFault("", iss.MetadataURLs...)
 	iss.Advance(4 * time.Second)
 	_, err = in.Validate(t.Context(), tok)
 	checkErr(t, err, validate.ErrKeysUnavailable)
-	if got := iss.MetadataFetches(); got != first {
+	if got := iss.Requests(iss.MetadataURLs...); got != first {
 		t.Errorf("metadata fetches = %d within the backoff, want %d", got, first)
 	}
 	iss.Advance(time.Second)
@@ -343,10 +342,10 @@ func TestDiscoveryFailure(t *testing.T) {
 
 func TestDiscoveryNoEndpoint(t *testing.T) {
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{ExtraMetadata: map[string]any{"introspection_endpoint": nil}})
-	in := newIntro(t, introspect.Config{Issuer: iss.URL(), Audiences: []string{iss.Audience()}, Now: iss.Now})
-	_, err := in.Validate(t.Context(), iss.OpaqueToken(t))
+	in := newIntro(t, introspect.Config{Issuer: iss.URL, Audiences: []string{iss.Audience}, Now: iss.Now})
+	_, err := in.Validate(t.Context(), iss.Token(t, authtest.Token{Opaque: true}))
 	checkErr(t, err, validate.ErrKeysUnavailable)
-	if iss.IntrospectionCalls() != 0 {
+	if iss.Requests(iss.IntrospectionURL) != 0 {
 		t.Errorf("introspection called without a discovered endpoint")
 	}
 }

@@ -3,6 +3,7 @@ package introspect_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/go-jose/go-jose/v4"
 
@@ -14,8 +15,8 @@ import (
 func newHybrid(t *testing.T, iss *authtest.Issuer, in *introspect.Introspector) *introspect.Hybrid {
 	t.Helper()
 	v, err := validate.New(validate.Config{
-		Issuers:     []validate.Issuer{{Issuer: iss.URL(), Keys: &validate.StaticKeys{Set: iss.Keys()}}},
-		Audiences:   []string{iss.Audience()},
+		Issuers:     []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Audiences:   []string{iss.Audience},
 		TenantClaim: "tenant",
 		Now:         iss.Now,
 	})
@@ -39,28 +40,32 @@ func TestHybrid(t *testing.T) {
 		wantErr   error
 		wantCalls int64
 	}{
-		{name: "jwt", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t) }},
-		{name: "jwt, forged signature", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.WrongKey()) }, wantErr: validate.Error{Reason: "signature"}},
-		{name: "jwt, unknown kid", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.UnknownKID()) }, wantErr: validate.Error{Reason: "unknown_key"}},
+		{name: "jwt", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.Token{}) }},
+		{name: "jwt, forged signature", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.Token{ForeignKey: true}) }, wantErr: validate.Error{Reason: "signature"}},
+		{name: "jwt, unknown kid", mint: func(t *testing.T, iss *authtest.Issuer) string {
+			return iss.Token(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"})
+		}, wantErr: validate.Error{Reason: "unknown_key"}},
 		{name: "jwt, expired", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.Expired()) }, wantErr: validate.Error{Reason: "expired"}},
 		{name: "jwt, wrong audience", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.WrongAudience()) }, wantErr: validate.Error{Reason: "audience"}},
-		{name: "jwt, unsigned", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.Unsigned()) }, wantErr: validate.Error{Reason: "algorithm"}},
+		{name: "jwt, unsigned", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.AlgNone()) }, wantErr: validate.Error{Reason: "algorithm"}},
 		{name: "jwt, HS256", mint: func(t *testing.T, iss *authtest.Issuer) string {
-			return iss.Token(t, authtest.WithAlgorithm(jose.HS256))
+			return iss.Token(t, authtest.Token{Alg: jose.HS256})
 		}, wantErr: validate.Error{Reason: "algorithm"}},
 		{name: "jwt of another issuer", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.WrongIssuer()) }, wantErr: validate.Error{Reason: "issuer"}, wantCalls: 1},
-		{name: "opaque", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.OpaqueToken(t) }, wantCalls: 1},
-		{name: "opaque, expired", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.OpaqueToken(t, authtest.Expired()) }, wantErr: validate.Error{Reason: "expired"}, wantCalls: 1},
+		{name: "opaque", mint: func(t *testing.T, iss *authtest.Issuer) string { return iss.Token(t, authtest.Token{Opaque: true}) }, wantCalls: 1},
+		{name: "opaque, expired", mint: func(t *testing.T, iss *authtest.Issuer) string {
+			return iss.Token(t, authtest.Token{Opaque: true, Age: 2 * time.Hour})
+		}, wantErr: validate.Error{Reason: "expired"}, wantCalls: 1},
 		{name: "unknown opaque", mint: func(*testing.T, *authtest.Issuer) string { return "never-issued" }, wantErr: validate.Error{Reason: "missing_claim"}, wantCalls: 1},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			iss, in := asIntro(t, nil)
-			iss.SetIntrospection(authtest.IntrospectionAlwaysActive)
+			iss.SetFault("always-active", iss.IntrospectionURL)
 			h := newHybrid(t, iss, in)
 			_, err := h.Validate(t.Context(), tt.mint(t, iss))
 			checkErr(t, err, tt.wantErr)
-			if got := iss.IntrospectionCalls(); got != tt.wantCalls {
+			if got := iss.Requests(iss.IntrospectionURL); got != tt.wantCalls {
 				t.Errorf("introspection calls = %d, want %d", got, tt.wantCalls)
 			}
 		})

@@ -19,7 +19,7 @@ import (
 // with the default settings except cfg's.
 func newRotationValidator(t *testing.T, iss *authtest.Issuer, cfg jwks.Config) *validate.Validator {
 	t.Helper()
-	cfg.Issuer, cfg.JWKSURL = iss.URL(), iss.JWKSURL()
+	cfg.Issuer, cfg.JWKSURL = iss.URL, iss.JWKSURL
 	if cfg.RefreshInterval == 0 {
 		cfg.RefreshInterval = time.Hour // no periodic refresh during the test
 	}
@@ -30,8 +30,8 @@ func newRotationValidator(t *testing.T, iss *authtest.Issuer, cfg jwks.Config) *
 	}
 	t.Cleanup(func() { _ = src.Close() })
 	v, err := validate.New(validate.Config{
-		Issuers:   []validate.Issuer{{Issuer: iss.URL(), Keys: src}},
-		Audiences: []string{iss.Audience()},
+		Issuers:   []validate.Issuer{{Issuer: iss.URL, Keys: src}},
+		Audiences: []string{iss.Audience},
 		Now:       iss.Now,
 		CacheSize: -1,
 	})
@@ -49,23 +49,23 @@ func newRotationValidator(t *testing.T, iss *authtest.Issuer, cfg jwks.Config) *
 func TestRekeyTwiceWithinRateLimit(t *testing.T) {
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
 	v := newRotationValidator(t, iss, jwks.Config{})
-	if _, err := v.Validate(t.Context(), iss.Token(t)); err != nil {
+	if _, err := v.Validate(t.Context(), iss.Token(t, authtest.Token{})); err != nil {
 		t.Fatalf("token before rotation: %v", err)
 	}
-	iss.Rotate()
-	if _, err := v.Validate(t.Context(), iss.Token(t)); err != nil {
+	iss.AddKey(authtest.GenerateKey(jose.ES256, "es256-2")) // the new signing key
+	if _, err := v.Validate(t.Context(), iss.Token(t, authtest.Token{})); err != nil {
 		t.Fatalf("token by the first new key: %v", err)
 	}
-	iss.Rotate() // inside the rate limit of the refresh just made
+	iss.AddKey(authtest.GenerateKey(jose.ES256, "es256-3")) // inside the rate limit of the refresh just made
 	start := time.Now()
-	if _, err := v.Validate(t.Context(), iss.Token(t)); err != nil {
+	if _, err := v.Validate(t.Context(), iss.Token(t, authtest.Token{})); err != nil {
 		t.Fatalf("token by the second new key, on first presentation: %v", err)
 	}
 	took := time.Since(start)
 	if took > 4*time.Second+2*time.Second {
 		t.Errorf("second new key accepted after %v, want at most about %v", took, 4*time.Second)
 	}
-	if got := iss.JWKSFetches(); got != 3 {
+	if got := iss.Requests(iss.JWKSURL); got != 3 {
 		t.Errorf("fetches = %d, want 3 (initial, on-demand, deferred)", got)
 	}
 	t.Logf("second new key accepted after %v", took)
@@ -76,20 +76,20 @@ func TestRekeyTwiceWithinRateLimit(t *testing.T) {
 // with or without a kid; one that no key verifies is a 401 (ErrSignature
 // or ErrKeyNotFound), never "keys unavailable".
 func TestKidlessTokens(t *testing.T) {
-	noKID := authtest.WithKID("")
+	noKID := authtest.NoKID().Header
 	t.Run("one-key issuer, key without kid", func(t *testing.T) {
 		iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
-		for _, kid := range []string{authtest.KIDES256, authtest.KIDRS256, authtest.KIDEdDSA} {
+		for _, kid := range []string{"es256-1", "rs256-1", "eddsa-1"} {
 			iss.RemoveKey(kid)
 		}
 		k := authtest.GenerateKey(jose.ES256, "")
 		iss.AddKey(k)
 		v := newRotationValidator(t, iss, jwks.Config{})
-		if _, err := v.Validate(t.Context(), iss.Token(t, authtest.SignWith(k), noKID)); err != nil {
+		if _, err := v.Validate(t.Context(), iss.Token(t, authtest.Token{Key: k, Header: noKID})); err != nil {
 			t.Fatalf("kid-less token of a one-key issuer: %v", err)
 		}
 		other := authtest.GenerateKey(jose.ES256, "")
-		_, err := v.Validate(t.Context(), iss.Token(t, authtest.SignWith(other), noKID))
+		_, err := v.Validate(t.Context(), iss.Token(t, authtest.Token{Key: other, Header: noKID}))
 		if !errors.Is(err, validate.Error{Reason: "signature"}) || errors.Is(err, validate.ErrKeysUnavailable) {
 			t.Errorf("kid-less token of an unknown key = %v, want %v", err, validate.Error{Reason: "signature"})
 		}
@@ -98,7 +98,7 @@ func TestKidlessTokens(t *testing.T) {
 		iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
 		v := newRotationValidator(t, iss, jwks.Config{})
 		for _, alg := range []jose.SignatureAlgorithm{jose.ES256, jose.RS256, jose.EdDSA} {
-			if _, err := v.Validate(t.Context(), iss.Token(t, authtest.WithAlgorithm(alg), noKID)); err != nil {
+			if _, err := v.Validate(t.Context(), iss.Token(t, authtest.Token{Alg: alg, Header: noKID})); err != nil {
 				t.Errorf("kid-less %s token: %v", alg, err)
 			}
 		}
@@ -116,31 +116,31 @@ func TestRotationAcceptedOnFirstPresentation(t *testing.T) {
 	const limit = 500 * time.Millisecond
 	tests := []struct {
 		name   string
-		rotate func(iss *authtest.Issuer) authtest.TokenOption
+		rotate func(iss *authtest.Issuer) authtest.Token // the new token's spec
 	}{
-		{"new kid", func(iss *authtest.Issuer) authtest.TokenOption {
-			iss.Rotate()
-			return nil
+		{"new kid", func(iss *authtest.Issuer) authtest.Token {
+			iss.AddKey(authtest.GenerateKey(jose.ES256, "es256-2")) // the new signing key
+			return authtest.Token{}
 		}},
-		{"new material under the same kid", func(iss *authtest.Issuer) authtest.TokenOption {
-			k := authtest.GenerateKey(jose.ES256, authtest.KIDES256)
-			iss.RemoveKey(authtest.KIDES256)
+		{"new material under the same kid", func(iss *authtest.Issuer) authtest.Token {
+			k := authtest.GenerateKey(jose.ES256, "es256-1")
+			iss.RemoveKey("es256-1")
 			iss.AddKey(k)
-			return authtest.SignWith(k)
+			return authtest.Token{Key: k}
 		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
 			v := newRotationValidator(t, iss, jwks.Config{RefreshRateLimit: limit})
-			if _, err := v.Validate(t.Context(), iss.Token(t)); err != nil {
+			if _, err := v.Validate(t.Context(), iss.Token(t, authtest.Token{})); err != nil {
 				t.Fatalf("token before rotation: %v", err)
 			}
 			floodStart := time.Now()
 			var wg sync.WaitGroup
 			for range 50 { // the flood: one on-demand fetch, then one deferred
 				wg.Go(func() {
-					if _, err := v.Validate(t.Context(), iss.Token(t, authtest.UnknownKID())); !errors.Is(err, validate.Error{Reason: "unknown_key"}) {
+					if _, err := v.Validate(t.Context(), iss.Token(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"})); !errors.Is(err, validate.Error{Reason: "unknown_key"}) {
 						t.Errorf("unknown kid: %v", err)
 					}
 				})
@@ -149,16 +149,12 @@ func TestRotationAcceptedOnFirstPresentation(t *testing.T) {
 			// One fetch per limit at most: the on-demand one, then one
 			// deferred per limit the flood lasted (a loaded -race machine
 			// stretches it).
-			if got, most := iss.JWKSFetches(), 3+int64(time.Since(floodStart)/limit); got < 2 || got > most {
+			if got, most := iss.Requests(iss.JWKSURL), 3+int64(time.Since(floodStart)/limit); got < 2 || got > most {
 				t.Fatalf("fetches after flood = %d, want 2..%d", got, most)
 			}
-			before := iss.JWKSFetches()
+			before := iss.Requests(iss.JWKSURL)
 
-			var opts []authtest.TokenOption
-			if o := tt.rotate(iss); o != nil {
-				opts = append(opts, o)
-			}
-			tok := iss.Token(t, opts...)
+			tok := iss.Token(t, tt.rotate(iss))
 			start := time.Now()
 			if _, err := v.Validate(t.Context(), tok); err != nil {
 				t.Fatalf("new token on first presentation: %v", err)
@@ -166,7 +162,7 @@ func TestRotationAcceptedOnFirstPresentation(t *testing.T) {
 			if d := time.Since(start); d > limit+2*time.Second {
 				t.Errorf("new token accepted after %v, want about %v at most", d, limit)
 			}
-			if got := iss.JWKSFetches(); got != before+1 {
+			if got := iss.Requests(iss.JWKSURL); got != before+1 {
 				t.Errorf("fetches after rotation = %d, want %d", got, before+1)
 			}
 		})
