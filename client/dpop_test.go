@@ -39,11 +39,11 @@ func nonceServer(t *testing.T, jkt, token string, tokenEndpoint bool) (*httptest
 		}
 		_, err := v.Verify(r.Context(), req)
 		switch {
-		case errors.Is(err, dpop.ErrUseNonce) && tokenEndpoint:
+		case errors.Is(err, dpop.Error{Reason: "use_nonce"}) && tokenEndpoint:
 			w.Header().Set("DPoP-Nonce", v.Nonce(v2now()))
 			w.WriteHeader(400)
 			_, _ = w.Write([]byte(`{"error":"use_dpop_nonce"}`))
-		case errors.Is(err, dpop.ErrUseNonce):
+		case errors.Is(err, dpop.Error{Reason: "use_nonce"}):
 			w.Header().Set("DPoP-Nonce", v.Nonce(v2now()))
 			w.Header().Set("WWW-Authenticate", `DPoP error="use_dpop_nonce", algs="ES256"`)
 			w.WriteHeader(401)

@@ -49,7 +49,7 @@ func (s *Server) withDPoP(r *http.Request) (*http.Request, *oauthError) {
 	})
 	if err != nil {
 		s.log.InfoContext(r.Context(), "devas: token: DPoP proof refused", "err", err)
-		if errors.Is(err, dpop.ErrReplayStore) {
+		if errors.Is(err, dpop.Error{Reason: "replay_store"}) {
 			return r, &oauthError{"server_error", "could not check the DPoP proof"}
 		}
 		return r, &oauthError{"invalid_dpop_proof", "the DPoP proof is invalid"}

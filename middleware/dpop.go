@@ -48,18 +48,18 @@ const (
 	// reasonDPoPProof: the DPoP proof failed an RFC 9449 §4.3 check
 	// (dpop.ErrInvalidProof; 401 DPoP error="invalid_dpop_proof").
 	reasonDPoPProof Reason = "dpop_proof"
-	// reasonDPoPReplay: the proof's jti was already used (dpop.ErrReplay;
+	// reasonDPoPReplay: the proof's jti was already used (dpop.Error{Reason: "replay"};
 	// 401 invalid_dpop_proof).
 	reasonDPoPReplay Reason = "dpop_replay"
 	// reasonDPoPNonce: the proof lacks a current server nonce
-	// (dpop.ErrUseNonce; 401 DPoP error="use_dpop_nonce" with DPoP-Nonce).
+	// (dpop.Error{Reason: "use_nonce"}; 401 DPoP error="use_dpop_nonce" with DPoP-Nonce).
 	reasonDPoPNonce Reason = "dpop_nonce"
 	// reasonDPoPBinding: the token and the key do not match: the proof key
 	// is not the token's cnf.jkt, the token sent with DPoP is not bound,
 	// or a bound token was sent as Bearer (401 invalid_token).
 	reasonDPoPBinding Reason = "dpop_binding"
 	// reasonDPoPStoreUnavailable: the replay store failed
-	// (dpop.ErrReplayStore; 503).
+	// (dpop.Error{Reason: "replay_store"}; 503).
 	reasonDPoPStoreUnavailable Reason = "dpop_store_unavailable"
 )
 
@@ -298,19 +298,21 @@ func (m *Middleware) dpopAnswer(w http.ResponseWriter, r *http.Request, err erro
 	}
 	a := &tab[k]
 	switch {
-	case errors.Is(err, dpop.ErrUseNonce):
+	case errors.Is(err, dpop.Error{Reason: "use_nonce"}):
 		a, reason = &d.useNonce, reasonDPoPNonce
-	case errors.Is(err, dpop.ErrReplay):
+	case errors.Is(err, dpop.Error{Reason: "replay"}):
 		a, reason = &d.invalidProof, reasonDPoPReplay
 	case errors.Is(err, dpop.ErrInvalidProof):
 		a, reason = &d.invalidProof, reasonDPoPProof
-	case errors.Is(err, dpop.ErrKeyBinding), errors.Is(err, ErrBoundAsBearer):
+	case errors.Is(err, dpop.Error{Reason: "key_binding"}), errors.Is(err, ErrBoundAsBearer):
 		a, reason = &tab[kindInvalidToken], reasonDPoPBinding
-	case errors.Is(err, dpop.ErrReplayStore):
+	case errors.Is(err, dpop.Error{Reason: "replay_store"}):
 		a, reason = &tab[kindUnavailable], reasonDPoPStoreUnavailable
 	}
-	if a.status == http.StatusUnauthorized && d.v.NoncesRequired() {
-		w.Header().Set("DPoP-Nonce", d.v.Nonce(m.cfg.Now()))
+	if a.status == http.StatusUnauthorized {
+		if n := d.v.Nonce(m.cfg.Now()); n != "" { // "" when nonces are off
+			w.Header().Set("DPoP-Nonce", n)
+		}
 	}
 	return a, reason
 }

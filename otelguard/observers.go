@@ -151,7 +151,7 @@ func (t *Telemetry) CallEnd(ctx context.Context, e introspect.CallEnd) {
 	t.introDuration.Record(ctx, e.Duration.Seconds(), opts.rec...)
 	span := trace.SpanFromContext(ctx)
 	span.SetAttributes(attribute.String("mcpguard.introspection.outcome", string(e.Outcome)))
-	if e.Outcome == introspect.OutcomeUnavailable || e.Outcome == introspect.OutcomeClientAuth {
+	if e.Outcome == "unavailable" || e.Outcome == "client_auth" {
 		span.SetStatus(codes.Error, string(e.Outcome))
 	}
 	span.End()

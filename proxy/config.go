@@ -602,9 +602,9 @@ func checkIssuers(c *Config) error {
 			return fmt.Errorf("%w: %s.introspection.%w", ErrConfig, at, err)
 		}
 		switch {
-		case m == introspect.PrivateKeyJWT && in.PrivateKey == nil && in.PrivateKeyFile == "":
+		case m == "private_key_jwt" && in.PrivateKey == nil && in.PrivateKeyFile == "":
 			return fmt.Errorf("%w: %s.introspection: private_key_jwt needs private_key_file", ErrConfig, at)
-		case m != introspect.PrivateKeyJWT && in.ClientSecret == "":
+		case m != "private_key_jwt" && in.ClientSecret == "":
 			return fmt.Errorf("%w: %s.introspection: %s needs a client secret (client_secret_env or client_secret_file)", ErrConfig, at, m)
 		case in.Timeout < 0 || in.MaxCacheTTL < 0 || in.InactiveCacheTTL < 0:
 			return fmt.Errorf("%w: %s.introspection: negative duration", ErrConfig, at)
@@ -625,16 +625,16 @@ func checkIssuers(c *Config) error {
 }
 
 // authMethod parses Introspection.AuthMethod.
-func authMethod(s string) (introspect.AuthMethod, error) {
+func authMethod(s string) (string, error) {
 	switch s {
 	case "", "client_secret_basic":
-		return introspect.ClientSecretBasic, nil
+		return "client_secret_basic", nil
 	case "client_secret_post":
-		return introspect.ClientSecretPost, nil
+		return "client_secret_post", nil
 	case "private_key_jwt":
-		return introspect.PrivateKeyJWT, nil
+		return "private_key_jwt", nil
 	}
-	return 0, fmt.Errorf("auth_method %q: want client_secret_basic, client_secret_post or private_key_jwt", s)
+	return "", fmt.Errorf("auth_method %q: want client_secret_basic, client_secret_post or private_key_jwt", s)
 }
 
 // checkRoute checks what New cannot leave to mcpguard.New.

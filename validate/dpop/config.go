@@ -73,7 +73,7 @@ type Config struct {
 	ReplayMargin time.Duration
 
 	// NonceSecret, if set, makes server nonces (§9) required: every proof
-	// must carry the "nonce" of [Verifier.Nonce], else [ErrUseNonce]. At
+	// must carry the "nonce" of [Verifier.Nonce], else [Error] "use_nonce". At
 	// least 32 random bytes; give every replica the
 	// same secret. Nil means no nonces.
 	NonceSecret []byte

@@ -50,7 +50,7 @@ func Example() {
 	p, err := v.Verify(context.Background(), req)
 	fmt.Println(err, p.JKT == jkt)
 	_, err = v.Verify(context.Background(), req)
-	fmt.Println(errors.Is(err, dpop.ErrReplay))
+	fmt.Println(errors.Is(err, dpop.Error{Reason: "replay"}))
 	// Output:
 	// <nil> true
 	// true

@@ -34,7 +34,7 @@ func FuzzVerify(f *testing.F) {
 			if p != nil {
 				t.Fatal("proof with error")
 			}
-			for _, s := range []error{ErrInvalidProof, ErrKeyBinding, ErrUseNonce, ErrReplayStore} {
+			for _, s := range []error{ErrInvalidProof, errKeyBinding, errUseNonce, errReplayStore} {
 				if errors.Is(err, s) {
 					return
 				}

@@ -7,7 +7,7 @@ import (
 )
 
 // TestNonces: with a NonceSecret, a proof needs the nonce of the current
-// or the previous slot; any other value, or none, is ErrUseNonce. A
+// or the previous slot; any other value, or none, is Error "use_nonce". A
 // replica with the same secret accepts it; one with another secret not.
 func TestNonces(t *testing.T) {
 	secret := []byte("0123456789abcdef0123456789abcdef")
@@ -52,12 +52,12 @@ func TestNonces(t *testing.T) {
 		{"current", v, n, 0, nil},
 		{"other replica", replica, n, 0, nil},
 		{"previous slot", v, n, time.Minute, nil},
-		{"two slots old", v, n, 2 * time.Minute, ErrUseNonce},
-		{"missing", v, nil, 0, ErrUseNonce},
-		{"empty", v, "", 0, ErrUseNonce},
-		{"other secret", w, n, 0, ErrUseNonce},
-		{"garbage", v, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 0, ErrUseNonce},
-		{"number", v, 5, 0, ErrMalformed},
+		{"two slots old", v, n, 2 * time.Minute, errUseNonce},
+		{"missing", v, nil, 0, errUseNonce},
+		{"empty", v, "", 0, errUseNonce},
+		{"other secret", w, n, 0, errUseNonce},
+		{"garbage", v, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 0, errUseNonce},
+		{"number", v, 5, 0, errMalformed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -81,8 +81,8 @@ func TestNonces(t *testing.T) {
 					t.Errorf("NextNonce = %q, want %q", got, want)
 				}
 			}
-			if tt.wantErr == ErrUseNonce && errors.Is(err, ErrInvalidProof) {
-				t.Error("ErrUseNonce must not be ErrInvalidProof")
+			if tt.wantErr == errUseNonce && errors.Is(err, ErrInvalidProof) {
+				t.Error("errUseNonce must not be ErrInvalidProof")
 			}
 		})
 	}

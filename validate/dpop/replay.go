@@ -39,7 +39,7 @@ const floorSweep = 1024
 // refuses as a replay (fresh=false) every later claim of the partition
 // that would expire no later than it: only proofs older than those the
 // partition already had dropped are refused, and only the partition that
-// filled the store. Claim fails with [ErrStoreFull] only when every key
+// filled the store. Claim fails with [errStoreFull] only when every key
 // held is the single key of its own partition. It is safe for concurrent
 // use; replicas in one process may share one.
 type MemoryReplayStore struct {
@@ -89,7 +89,7 @@ func (s *MemoryReplayStore) Claim(_ context.Context, partition, key string, ttl 
 	}
 	ev, ok := s.keys.Add(partition, key, struct{}{}, exp, now)
 	if !ok {
-		return false, ErrStoreFull
+		return false, errStoreFull
 	}
 	if ev != nil && ev.Expires.After(now) && ev.Expires.After(s.floors[ev.Partition]) {
 		s.floors[ev.Partition] = ev.Expires
@@ -114,9 +114,9 @@ func (s *MemoryReplayStore) sweepFloors(now time.Time) {
 	}
 }
 
-// Len returns the number of keys held, expired ones not yet dropped
+// len returns the number of keys held, expired ones not yet dropped
 // included.
-func (s *MemoryReplayStore) Len() int {
+func (s *MemoryReplayStore) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.keys.Len()

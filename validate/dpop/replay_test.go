@@ -31,8 +31,8 @@ func TestReplayEntryLifetime(t *testing.T) {
 				t.Fatalf("entry held until %v (%v after the claim), want %v (%v)", held, held.Sub(now), want, want.Sub(now))
 			}
 			clock = iat.Add(defaultWindow) // the last instant the proof is acceptable
-			if _, err := v.Verify(bg, goodRequest(t, proof)); !errors.Is(err, ErrReplay) {
-				t.Fatalf("replay at the end of the window: err = %v, want ErrReplay", err)
+			if _, err := v.Verify(bg, goodRequest(t, proof)); !errors.Is(err, errReplay) {
+				t.Fatalf("replay at the end of the window: err = %v, want errReplay", err)
 			}
 		})
 	}
@@ -98,8 +98,8 @@ func TestMemoryReplayStoreFlood(t *testing.T) {
 			}
 		}
 	}
-	if s.Len() != bound {
-		t.Errorf("Len = %d, want %d", s.Len(), bound)
+	if s.len() != bound {
+		t.Errorf("Len = %d, want %d", s.len(), bound)
 	}
 }
 
@@ -127,7 +127,7 @@ func TestMemoryReplayStoreNeverForgets(t *testing.T) {
 		}
 		fresh, err := s.Claim(bg, part, key, exp.Sub(clock))
 		if err != nil {
-			continue // ErrStoreFull refuses, which is safe
+			continue // errStoreFull refuses, which is safe
 		}
 		if e, ok := live[key]; ok && clock.Before(e) && fresh {
 			t.Fatalf("claim %d: %s accepted twice within its lifetime", i, key)

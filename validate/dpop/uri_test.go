@@ -56,8 +56,8 @@ func TestMemoryReplayStore(t *testing.T) {
 	}
 	// Each live key is the only one of its partition: nothing may be
 	// forgotten.
-	if _, err := claim("c"); !errors.Is(err, ErrStoreFull) {
-		t.Fatalf("c in a full store: err = %v, want ErrStoreFull", err)
+	if _, err := claim("c"); !errors.Is(err, errStoreFull) {
+		t.Fatalf("c in a full store: err = %v, want errStoreFull", err)
 	}
 	clock = clock.Add(time.Minute)
 	if ok, err := claim("c"); !ok || err != nil {
@@ -66,7 +66,7 @@ func TestMemoryReplayStore(t *testing.T) {
 	if ok, err := claim("a"); !ok || err != nil {
 		t.Fatalf("a after expiry: %v %v", ok, err)
 	}
-	if s.Len() != 2 {
-		t.Errorf("Len = %d, want 2", s.Len())
+	if s.len() != 2 {
+		t.Errorf("Len = %d, want 2", s.len())
 	}
 }

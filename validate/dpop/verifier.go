@@ -46,9 +46,6 @@ func New(cfg Config) (*Verifier, error) {
 // for the algs challenge parameter and dpop_signing_alg_values_supported.
 func (v *Verifier) Algorithms() []string { return slices.Clone(v.names) }
 
-// NoncesRequired reports whether proofs must carry a server nonce.
-func (v *Verifier) NoncesRequired() bool { return v.cfg.NonceSecret != nil }
-
 // Request is what a proof is checked against. The caller (the HTTP layer)
 // fills it; this package never sees an http.Request.
 type Request struct {
@@ -64,7 +61,7 @@ type Request struct {
 	// Empty (a token request, RFC 9449 §5) checks neither.
 	AccessToken string
 	// JKT is the token's cnf.jkt (RFC 9449 §6). With AccessToken set, an
-	// empty JKT fails with [ErrKeyBinding].
+	// empty JKT fails with [Error] "key_binding".
 	JKT string
 	// Proofs holds the value of every DPoP header field of the request.
 	Proofs []string
@@ -126,14 +123,14 @@ var b64 = jws.Encoding
 func (v *Verifier) Verify(ctx context.Context, req Request) (*Proof, error) {
 	switch len(req.Proofs) {
 	case 0:
-		return nil, ErrNoProof
+		return nil, errNoProof
 	case 1:
 	default:
-		return nil, ErrMultipleProofs
+		return nil, errMultipleProofs
 	}
 	raw := req.Proofs[0]
 	if len(raw) > v.cfg.MaxProofBytes {
-		return nil, ErrTooLarge
+		return nil, errTooLarge
 	}
 	now := v.cfg.Now()
 	p, c, err := v.verifySignature(raw)
@@ -145,7 +142,7 @@ func (v *Verifier) Verify(ctx context.Context, req Request) (*Proof, error) {
 	}
 	if req.AccessToken != "" {
 		if req.JKT == "" || subtle.ConstantTimeCompare([]byte(req.JKT), []byte(p.JKT)) != 1 {
-			return nil, ErrKeyBinding
+			return nil, errKeyBinding
 		}
 	}
 	sum := sha256.Sum256([]byte(p.JKT + "\x00" + p.ID))
@@ -158,10 +155,10 @@ func (v *Verifier) Verify(ctx context.Context, req Request) (*Proof, error) {
 	}
 	fresh, err := v.cfg.ReplayStore.Claim(ctx, part, "dpop:"+b64.EncodeToString(sum[:]), ttl)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrReplayStore, err)
+		return nil, fmt.Errorf("%w: %w", errReplayStore, err)
 	}
 	if !fresh {
-		return nil, ErrReplay
+		return nil, errReplay
 	}
 	return p, nil
 }
@@ -175,50 +172,50 @@ func (v *Verifier) verifySignature(raw string) (*Proof, *claims, error) {
 	// checked with the standard library (docs/jose.md).
 	d1, d2, ok := jws.Split(raw)
 	if !ok || d1 == 0 || d2 == d1+1 {
-		return nil, nil, ErrMalformed
+		return nil, nil, errMalformed
 	}
 	hb, ok1 := decodeSegment(raw[:d1])
 	pb, ok2 := decodeSegment(raw[d1+1 : d2])
 	sig, ok3 := decodeSegment(raw[d2+1:])
 	if !ok1 || !ok2 || !ok3 {
-		return nil, nil, ErrMalformed
+		return nil, nil, errMalformed
 	}
 	var h header
 	if err := v.readJSON(hb, headerNames, &h); err != nil {
-		return nil, nil, ErrMalformed
+		return nil, nil, errMalformed
 	}
 	if !isProofType(h.Typ) || h.Crit != nil || h.B64 != nil {
-		return nil, nil, ErrType
+		return nil, nil, errType
 	}
 	alg := jose.SignatureAlgorithm(h.Alg)
 	spec, known := jws.LookupAlg(h.Alg)
 	if !known || !slices.Contains(v.algs, alg) {
-		return nil, nil, ErrAlgorithm
+		return nil, nil, errAlgorithm
 	}
 	if len(sig) == 0 {
-		return nil, nil, ErrMalformed
+		return nil, nil, errMalformed
 	}
 	if err := v.checkJWKMembers(h.JWK); err != nil {
 		return nil, nil, err
 	}
 	var key jose.JSONWebKey
 	if key.UnmarshalJSON(h.JWK) != nil || !key.Valid() || !key.IsPublic() {
-		return nil, nil, ErrKey
+		return nil, nil, errKey
 	}
 	pub, fits := jws.UsableKey(&key, &spec, "")
 	if !fits {
-		return nil, nil, ErrKey
+		return nil, nil, errKey
 	}
 	if !jws.Verify(&spec, pub, []byte(raw[:d2]), sig, nil) {
-		return nil, nil, ErrSignature
+		return nil, nil, errSignature
 	}
 	var c claims
 	if err := v.readJSON(pb, claimNames, &c); err != nil {
-		return nil, nil, ErrMalformed
+		return nil, nil, errMalformed
 	}
 	tp, err := key.Thumbprint(crypto.SHA256)
 	if err != nil {
-		return nil, nil, ErrKey
+		return nil, nil, errKey
 	}
 	return &Proof{JKT: b64.EncodeToString(tp), Key: key, Algorithm: alg, ID: c.JTI}, &c, nil
 }
@@ -231,24 +228,24 @@ func decodeSegment(s string) ([]byte, bool) {
 // checkClaims runs §4.3 checks 3 and 8 to 12 on verified claims.
 func (v *Verifier) checkClaims(req *Request, c *claims, now time.Time, p *Proof) error {
 	if c.JTI == "" || c.HTM == "" || c.HTU == "" || c.IAT == nil {
-		return ErrMalformed
+		return errMalformed
 	}
 	iat := *c.IAT
 	if math.IsNaN(iat) || iat < 0 || iat > 253402300799 { // the end of year 9999
-		return ErrMalformed
+		return errMalformed
 	}
 	if c.HTM != req.Method {
-		return ErrMethod
+		return errMethod
 	}
 	if c.HTU != req.URI { // equal strings need no normalisation
 		htu, ok := normalizeURI(c.HTU)
 		target, ok2 := normalizeURI(req.URI)
 		if !ok || !ok2 || htu != target {
-			return ErrURI
+			return errURI
 		}
 	}
 	if v.cfg.NonceSecret != nil && (c.Nonce == nil || !v.nonceOK(*c.Nonce, now)) {
-		return ErrUseNonce
+		return errUseNonce
 	}
 	if c.Nonce != nil {
 		p.Nonce = *c.Nonce
@@ -256,12 +253,12 @@ func (v *Verifier) checkClaims(req *Request, c *claims, now time.Time, p *Proof)
 	sec, frac := math.Modf(iat)
 	p.IssuedAt = time.Unix(int64(sec), int64(frac*1e9)).UTC()
 	if d := now.Sub(p.IssuedAt); d > v.cfg.Window || d < -v.cfg.Window {
-		return ErrIssuedAt
+		return errIssuedAt
 	}
 	if req.AccessToken != "" {
 		sum := sha256.Sum256([]byte(req.AccessToken))
 		if c.ATH == nil || subtle.ConstantTimeCompare([]byte(*c.ATH), []byte(b64.EncodeToString(sum[:]))) != 1 {
-			return ErrAccessTokenHash
+			return errAccessTokenHash
 		}
 	}
 	return nil
@@ -282,15 +279,15 @@ func isProofType(typ string) bool {
 // of private or symmetric keys.
 func (v *Verifier) checkJWKMembers(raw jsontext.Value) error {
 	if raw == nil {
-		return ErrMalformed
+		return errMalformed
 	}
 	var members map[string]jsontext.Value
 	if err := v.readJSON(raw, jwkNames, &members); err != nil {
-		return ErrKey
+		return errKey
 	}
 	for _, m := range privateMembers {
 		if _, ok := members[m]; ok {
-			return ErrKey
+			return errKey
 		}
 	}
 	return nil

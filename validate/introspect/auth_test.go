@@ -53,7 +53,7 @@ func TestClientSecretPost(t *testing.T) {
 		}
 		jsonAnswer(activeJSON())(w, r)
 	})
-	in := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: introspect.ClientSecretPost})
+	in := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: "client_secret_post"})
 	checkErr(t, validateErr(t, in), nil)
 }
 
@@ -93,7 +93,7 @@ func TestPrivateKeyJWT(t *testing.T) {
 				}
 				jsonAnswer(activeJSON())(w, r)
 			})
-			in := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: introspect.PrivateKeyJWT, PrivateKey: tt.key, KeyID: "rs-key-1", Algorithm: tt.alg})
+			in := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: "private_key_jwt", PrivateKey: tt.key, KeyID: "rs-key-1", Algorithm: tt.alg})
 			if err := validateErr(t, in); err != nil {
 				t.Fatalf("Validate = %v; server-side check: %v", err, <-verrc)
 			}
@@ -145,13 +145,13 @@ func TestBearerToken(t *testing.T) {
 		jsonAnswer(activeJSON())(w, r)
 	})
 	ts := introspect.StaticToken(&oauth2.Token{AccessToken: "rs-access-token", TokenType: "DPoP"})
-	in := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: introspect.BearerToken, TokenSource: ts})
+	in := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: "bearer", TokenSource: ts})
 	checkErr(t, validateErr(t, in), nil)
 
 	// A failing token source: our own credentials are missing, so 503,
 	// logged loudly, and nothing is sent.
 	var logs logBuffer
-	bad := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: introspect.BearerToken, TokenSource: failingSource{}, Logger: logs.logger()})
+	bad := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: "bearer", TokenSource: failingSource{}, Logger: logs.logger()})
 	before := s.calls.Load()
 	err := validateErr(t, bad)
 	checkErr(t, err, validate.ErrKeysUnavailable)
@@ -159,7 +159,7 @@ func TestBearerToken(t *testing.T) {
 		t.Errorf("err = %v, calls %d→%d, log:\n%s", err, before, s.calls.Load(), logs.String())
 	}
 	expired := introspect.StaticToken(&oauth2.Token{AccessToken: "x", Expiry: time.Unix(1, 0)})
-	err = validateErr(t, newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: introspect.BearerToken, TokenSource: expired}))
+	err = validateErr(t, newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: "bearer", TokenSource: expired}))
 	checkErr(t, err, validate.ErrKeysUnavailable)
 }
 

@@ -32,46 +32,14 @@ const (
 	assertionLifetime = 60 * time.Second
 )
 
-// AuthMethod is how the resource server authenticates itself to the
-// introspection endpoint (RFC 7662 §2.1, which leaves the choice to the
-// authorization server). The zero value is [ClientSecretBasic].
-type AuthMethod int
-
+// The client authentications of Config.AuthMethod (RFC 7591 §2
+// token_endpoint_auth_method names, and "bearer").
 const (
-	// ClientSecretBasic sends ClientID and ClientSecret with HTTP Basic
-	// authentication, each form-urlencoded first (RFC 6749 §2.3.1).
-	ClientSecretBasic AuthMethod = iota
-	// ClientSecretPost sends client_id and client_secret as form
-	// parameters of the request body (RFC 6749 §2.3.1).
-	ClientSecretPost
-	// PrivateKeyJWT sends client_id and a client assertion signed with
-	// PrivateKey (RFC 7523 §2.2, OpenID Connect Core §9 private_key_jwt):
-	// iss and sub are ClientID, aud the introspection endpoint URL, a
-	// random jti, iat now and exp 60 s later.
-	PrivateKeyJWT
-	// BearerToken sends "Authorization: Bearer" with an access token from
-	// TokenSource (RFC 6750 §2.1), for authorization servers that protect
-	// their introspection endpoint that way, for instance with a token the
-	// resource server obtains through the client credentials grant
-	// ([ClientCredentials]).
-	BearerToken
+	authBasic  = "client_secret_basic"
+	authPost   = "client_secret_post"
+	authJWT    = "private_key_jwt"
+	authBearer = "bearer"
 )
-
-// String returns the RFC 7591 §2 token_endpoint_auth_method name, or
-// "bearer" for [BearerToken].
-func (m AuthMethod) String() string {
-	switch m {
-	case ClientSecretBasic:
-		return "client_secret_basic"
-	case ClientSecretPost:
-		return "client_secret_post"
-	case PrivateKeyJWT:
-		return "private_key_jwt"
-	case BearerToken:
-		return "bearer"
-	}
-	return fmt.Sprintf("AuthMethod(%d)", int(m))
-}
 
 // Config configures an [Introspector]. [New] copies it, so later changes
 // by the caller have no effect. No zero value disables a check; the
@@ -123,14 +91,30 @@ type Config struct {
 	AllowConfirmation bool
 
 	// ClientID and ClientSecret authenticate this resource server to the
-	// endpoint. ClientID is required except with [BearerToken];
-	// ClientSecret is required with [ClientSecretBasic] and
-	// [ClientSecretPost].
+	// endpoint. ClientID is required except with "bearer";
+	// ClientSecret is required with "client_secret_basic" and
+	// "client_secret_post".
 	ClientID, ClientSecret string
-	// AuthMethod selects the client authentication. The zero value is
-	// [ClientSecretBasic].
-	AuthMethod AuthMethod
-	// PrivateKey signs the client assertions of [PrivateKeyJWT]; required
+	// AuthMethod selects how the resource server authenticates itself to
+	// the introspection endpoint (RFC 7662 §2.1 leaves the choice to the
+	// authorization server), by its RFC 7591 §2 name:
+	//   - "client_secret_basic" (also the zero value ""): ClientID and
+	//     ClientSecret with HTTP Basic authentication, each
+	//     form-urlencoded first (RFC 6749 §2.3.1).
+	//   - "client_secret_post": client_id and client_secret as form
+	//     parameters of the request body (RFC 6749 §2.3.1).
+	//   - "private_key_jwt": client_id and a client assertion signed with
+	//     PrivateKey (RFC 7523 §2.2, OpenID Connect Core §9): iss and sub
+	//     are ClientID, aud the introspection endpoint URL, a random jti,
+	//     iat now and exp 60 s later.
+	//   - "bearer": "Authorization: Bearer" with an access token from
+	//     TokenSource (RFC 6750 §2.1), for authorization servers that
+	//     protect their introspection endpoint that way, for instance with
+	//     a token obtained through the client credentials grant
+	//     ([ClientCredentials]).
+	// Any other value is a configuration error.
+	AuthMethod string
+	// PrivateKey signs the client assertions of "private_key_jwt"; required
 	// with it. Any crypto.Signer works (an HSM or KMS key too) whose public
 	// key is ECDSA (P-256/384/521), RSA (2048 bits or more) or Ed25519.
 	PrivateKey crypto.Signer
@@ -141,7 +125,7 @@ type Config struct {
 	// follows from PrivateKey: ES256, ES384 or ES512 for the ECDSA curves,
 	// RS256 for RSA, EdDSA for Ed25519. It must fit the key.
 	Algorithm jose.SignatureAlgorithm
-	// TokenSource supplies the access token of [BearerToken]; required
+	// TokenSource supplies the access token of "bearer"; required
 	// with it. It is called on every introspection request with that
 	// request's context, so it must cache its token: use
 	// [ClientCredentials] for the client credentials grant, or
@@ -210,6 +194,9 @@ type Config struct {
 // withDefaults returns a copy of c with zero values replaced by defaults.
 func (c Config) withDefaults() Config {
 	c.Audiences = slices.Clone(c.Audiences)
+	if c.AuthMethod == "" {
+		c.AuthMethod = authBasic
+	}
 	if c.Timeout == 0 {
 		c.Timeout = defaultTimeout
 	}
@@ -231,7 +218,7 @@ func (c Config) withDefaults() Config {
 	if c.MaxCacheTTL == 0 {
 		c.MaxCacheTTL = defaultMaxCacheTTL
 	}
-	if c.AuthMethod == PrivateKeyJWT && c.Algorithm == "" && c.PrivateKey != nil {
+	if c.AuthMethod == authJWT && c.Algorithm == "" && c.PrivateKey != nil {
 		c.Algorithm = defaultAlgorithm(c.PrivateKey.Public())
 	}
 	if c.HTTPClient == nil && c.Timeout > 0 {
@@ -273,23 +260,23 @@ func (c Config) check() error {
 
 func (c Config) checkAuth() error {
 	switch c.AuthMethod {
-	case ClientSecretBasic, ClientSecretPost:
+	case authBasic, authPost:
 		if c.ClientID == "" || c.ClientSecret == "" {
 			return fmt.Errorf("%w: %s needs ClientID and ClientSecret", ErrConfig, c.AuthMethod)
 		}
-	case PrivateKeyJWT:
+	case authJWT:
 		if c.ClientID == "" || c.PrivateKey == nil {
 			return fmt.Errorf("%w: private_key_jwt needs ClientID and PrivateKey", ErrConfig)
 		}
 		if err := checkKey(c.PrivateKey.Public(), c.Algorithm); err != nil {
 			return fmt.Errorf("%w: PrivateKey: %w", ErrConfig, err)
 		}
-	case BearerToken:
+	case authBearer:
 		if c.TokenSource == nil {
 			return fmt.Errorf("%w: bearer needs a TokenSource", ErrConfig)
 		}
 	default:
-		return fmt.Errorf("%w: unknown AuthMethod %d", ErrConfig, int(c.AuthMethod))
+		return fmt.Errorf("%w: unknown AuthMethod %q", ErrConfig, c.AuthMethod)
 	}
 	return nil
 }

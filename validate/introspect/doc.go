@@ -20,7 +20,7 @@
 // # What is checked
 //
 // The request is a POST of token and token_type_hint=access_token with
-// client authentication ([AuthMethod]); redirects are never followed and
+// client authentication (Config.AuthMethod); redirects are never followed and
 // the response must be 200 with a JSON media type within Config.MaxBytes
 // and Config.Timeout. The response must be a JSON object, read by the
 // module's one strict JSON reader (valid UTF-8, unique member names, no
@@ -58,7 +58,7 @@
 // and malformed responses included, is a 401 invalid_token. The README
 // section on introspection has the full table.
 //
-// The access token of [BearerToken] comes from a [TokenSource], which,
+// The access token of "bearer" comes from a [TokenSource], which,
 // unlike oauth2.TokenSource, takes the introspection request's context
 // (golang/oauth2#262); [ClientCredentials] obtains and caches one with the
 // client credentials grant.

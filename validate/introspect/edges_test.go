@@ -142,19 +142,19 @@ func TestRefusedTokenCachedLikeInactive(t *testing.T) {
 	}
 }
 
-// TestTokenSourceGetsRequestContext: the BearerToken source is called with
+// TestTokenSourceGetsRequestContext: the authBearer source is called with
 // a context that carries the request's values and ends with Config.Timeout,
 // and a hanging token endpoint cannot hold a request longer than that.
 func TestTokenSourceGetsRequestContext(t *testing.T) {
 	type key struct{}
 	s := newStub(t, jsonAnswer(activeJSON()))
 	var sawValue, sawDeadline bool
-	ts := introspect.TokenSourceFunc(func(ctx context.Context) (*oauth2.Token, error) {
+	ts := tokenSourceFunc(func(ctx context.Context) (*oauth2.Token, error) {
 		sawValue = ctx.Value(key{}) == "v"
 		_, sawDeadline = ctx.Deadline()
 		return &oauth2.Token{AccessToken: "rs"}, nil
 	})
-	in := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: introspect.BearerToken, TokenSource: ts})
+	in := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: "bearer", TokenSource: ts})
 	if _, err := in.Validate(context.WithValue(t.Context(), key{}, "v"), testToken); err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestTokenSourceGetsRequestContext(t *testing.T) {
 	t.Cleanup(hang.Close)
 	t.Cleanup(func() { close(release) }) // runs first
 	cc := introspect.ClientCredentials(clientcredentials.Config{ClientID: "rs", ClientSecret: "x", TokenURL: hang.URL + "/token"}, nil)
-	in = newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: introspect.BearerToken, TokenSource: cc, Timeout: 200 * time.Millisecond})
+	in = newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: "bearer", TokenSource: cc, Timeout: 200 * time.Millisecond})
 	start := time.Now()
 	_, err := in.Validate(t.Context(), testToken)
 	if !errors.Is(err, introspect.ErrClientAuth) || !errors.Is(err, validate.ErrKeysUnavailable) {
@@ -204,7 +204,7 @@ func TestClientCredentialsCachesToken(t *testing.T) {
 		jsonAnswer(activeJSON())(w, r)
 	})
 	cc := introspect.ClientCredentials(clientcredentials.Config{ClientID: "rs", ClientSecret: "x", TokenURL: tokSrv.URL + "/token"}, nil)
-	in := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: introspect.BearerToken, TokenSource: cc, CacheSize: -1})
+	in := newIntro(t, introspect.Config{Endpoint: s.URL(), AuthMethod: "bearer", TokenSource: cc, CacheSize: -1})
 	for range 5 {
 		if _, err := in.Validate(t.Context(), testToken); err != nil {
 			t.Fatal(err)
@@ -214,3 +214,8 @@ func TestClientCredentialsCachesToken(t *testing.T) {
 		t.Errorf("token requests = %d, want 1", tokenCalls)
 	}
 }
+
+// tokenSourceFunc adapts a function to introspect.TokenSource.
+type tokenSourceFunc func(ctx context.Context) (*oauth2.Token, error)
+
+func (f tokenSourceFunc) Token(ctx context.Context) (*oauth2.Token, error) { return f(ctx) }

@@ -22,8 +22,8 @@ var (
 	// invalid_client or unauthorized_client), refusing this
 	// resource server's own client authentication (RFC 7662 §2.1), or that
 	// authentication could not be produced (the TokenSource of
-	// [BearerToken] failed, or signing the client assertion of
-	// [PrivateKeyJWT] failed). That is a misconfiguration or an outage on
+	// "bearer" failed, or signing the client assertion of
+	// "private_key_jwt" failed). That is a misconfiguration or an outage on
 	// our side, not a bad token: it is logged at Error level and wrapped
 	// together with [validate.ErrKeysUnavailable].
 	ErrClientAuth = errors.New("introspect: client authentication rejected")

@@ -119,7 +119,7 @@ func ExampleClientCredentials() {
 		Issuer:      "https://auth.example.com",
 		Endpoint:    "https://auth.example.com/oauth2/introspect",
 		Audiences:   []string{"https://mcp.example.com/mcp"},
-		AuthMethod:  introspect.BearerToken,
+		AuthMethod:  "bearer",
 		TokenSource: ts,
 	})
 	fmt.Println(in != nil, err)

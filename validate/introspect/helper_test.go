@@ -127,10 +127,10 @@ func newIntro(t testing.TB, cfg introspect.Config) *introspect.Introspector {
 	if cfg.Audiences == nil {
 		cfg.Audiences = []string{testAud}
 	}
-	if cfg.ClientID == "" && cfg.AuthMethod != introspect.BearerToken {
+	if cfg.ClientID == "" && cfg.AuthMethod != "bearer" {
 		cfg.ClientID = testClient
 	}
-	if cfg.ClientSecret == "" && (cfg.AuthMethod == introspect.ClientSecretBasic || cfg.AuthMethod == introspect.ClientSecretPost) {
+	if cfg.ClientSecret == "" && (cfg.AuthMethod == "" || cfg.AuthMethod == "client_secret_basic" || cfg.AuthMethod == "client_secret_post") {
 		cfg.ClientSecret = testSecret
 	}
 	if cfg.Now == nil {

@@ -106,10 +106,10 @@ func New(cfg Config) (*Introspector, error) {
 	}
 	i := &Introspector{cfg: cfg, client: cfg.HTTPClient, names: responseNames(cfg.TenantClaim)}
 	switch cfg.AuthMethod {
-	case ClientSecretBasic:
+	case authBasic:
 		i.basicAuth = "Basic " + base64.StdEncoding.EncodeToString(
 			[]byte(url.QueryEscape(cfg.ClientID)+":"+url.QueryEscape(cfg.ClientSecret)))
-	case PrivateKeyJWT:
+	case authJWT:
 		s, err := newAssertionSigner(cfg)
 		if err != nil {
 			return nil, fmt.Errorf("%w: PrivateKey: %w", ErrConfig, err)
@@ -216,7 +216,7 @@ func (i *Introspector) introspect(ctx context.Context, raw string, key cacheKey)
 	header := http.Header{}
 	if err := i.authenticate(ctx, endpoint, form, header); err != nil {
 		i.cfg.Logger.ErrorContext(ctx, "introspect: cannot authenticate to the introspection endpoint; every token is refused with 503 until this is fixed",
-			"endpoint", endpoint, "auth_method", i.cfg.AuthMethod.String(), "err", err)
+			"endpoint", endpoint, "auth_method", i.cfg.AuthMethod, "err", err)
 		return nil, fmt.Errorf("%w: %w", errRejected, err)
 	}
 	resp, err := fetch.PostForm(ctx, i.client, endpoint, form, header, i.cfg.MaxBytes)
@@ -267,7 +267,7 @@ func (i *Introspector) endpointError(ctx context.Context, endpoint string, err e
 	case se.Code == http.StatusUnauthorized || se.Code == http.StatusForbidden,
 		code == codeInvalidClient || code == codeUnauthorizedClient:
 		i.cfg.Logger.ErrorContext(ctx, "introspect: the introspection endpoint rejected this resource server's client authentication; check the client credentials. Every token is refused with 503 until this is fixed",
-			"endpoint", endpoint, "status", se.Code, "error", code, "auth_method", i.cfg.AuthMethod.String(), "client_id", i.cfg.ClientID)
+			"endpoint", endpoint, "status", se.Code, "error", code, "auth_method", i.cfg.AuthMethod, "client_id", i.cfg.ClientID)
 		return fmt.Errorf("%w: %w", errRejected, err)
 	case se.Code == http.StatusBadRequest, se.Code == http.StatusRequestEntityTooLarge:
 		i.cfg.Logger.DebugContext(ctx, "introspect: the introspection endpoint refused the token; answered 401", "endpoint", endpoint, "status", se.Code, "error", code)
@@ -277,15 +277,15 @@ func (i *Introspector) endpointError(ctx context.Context, endpoint string, err e
 }
 
 // authenticate adds the client authentication of Config.AuthMethod to the
-// request's form or header. ctx bounds a token request of [BearerToken].
+// request's form or header. ctx bounds a token request of "bearer".
 func (i *Introspector) authenticate(ctx context.Context, endpoint string, form url.Values, header http.Header) error {
 	switch i.cfg.AuthMethod {
-	case ClientSecretBasic:
+	case authBasic:
 		header.Set("Authorization", i.basicAuth)
-	case ClientSecretPost:
+	case authPost:
 		form.Set("client_id", i.cfg.ClientID)
 		form.Set("client_secret", i.cfg.ClientSecret)
-	case PrivateKeyJWT:
+	case authJWT:
 		a, err := i.assertion(endpoint, i.cfg.Now())
 		if err != nil {
 			return fmt.Errorf("signing the client assertion: %w", err)
@@ -293,7 +293,7 @@ func (i *Introspector) authenticate(ctx context.Context, endpoint string, form u
 		form.Set("client_id", i.cfg.ClientID)
 		form.Set("client_assertion_type", clientAssertionType)
 		form.Set("client_assertion", a)
-	case BearerToken:
+	case authBearer:
 		t, err := i.cfg.TokenSource.Token(ctx)
 		if err != nil {
 			return fmt.Errorf("token source: %w", err)

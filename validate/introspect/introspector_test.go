@@ -51,21 +51,21 @@ func TestNewConfig(t *testing.T) {
 		{name: "negative cache size disables", cfg: base(func(c *introspect.Config) { c.CacheSize = -1 })},
 		{name: "negative leeway means none", cfg: base(func(c *introspect.Config) { c.Leeway = -1 })},
 		{name: "basic without secret", cfg: base(func(c *introspect.Config) { c.ClientSecret = "" }), wantErr: introspect.ErrConfig},
-		{name: "post without client", cfg: base(func(c *introspect.Config) { c.AuthMethod, c.ClientID = introspect.ClientSecretPost, "" }), wantErr: introspect.ErrConfig},
-		{name: "private_key_jwt", cfg: base(func(c *introspect.Config) { c.AuthMethod, c.PrivateKey = introspect.PrivateKeyJWT, ec })},
-		{name: "private_key_jwt without key", cfg: base(func(c *introspect.Config) { c.AuthMethod = introspect.PrivateKeyJWT }), wantErr: introspect.ErrConfig},
+		{name: "post without client", cfg: base(func(c *introspect.Config) { c.AuthMethod, c.ClientID = "client_secret_post", "" }), wantErr: introspect.ErrConfig},
+		{name: "private_key_jwt", cfg: base(func(c *introspect.Config) { c.AuthMethod, c.PrivateKey = "private_key_jwt", ec })},
+		{name: "private_key_jwt without key", cfg: base(func(c *introspect.Config) { c.AuthMethod = "private_key_jwt" }), wantErr: introspect.ErrConfig},
 		{name: "private_key_jwt wrong alg", cfg: base(func(c *introspect.Config) {
-			c.AuthMethod, c.PrivateKey, c.Algorithm = introspect.PrivateKeyJWT, ec, jose.RS256
+			c.AuthMethod, c.PrivateKey, c.Algorithm = "private_key_jwt", ec, jose.RS256
 		}), wantErr: introspect.ErrConfig},
 		{name: "private_key_jwt hmac", cfg: base(func(c *introspect.Config) {
-			c.AuthMethod, c.PrivateKey, c.Algorithm = introspect.PrivateKeyJWT, ec, jose.HS256
+			c.AuthMethod, c.PrivateKey, c.Algorithm = "private_key_jwt", ec, jose.HS256
 		}), wantErr: introspect.ErrConfig},
-		{name: "private_key_jwt short rsa", cfg: base(func(c *introspect.Config) { c.AuthMethod, c.PrivateKey = introspect.PrivateKeyJWT, small }), wantErr: introspect.ErrConfig},
+		{name: "private_key_jwt short rsa", cfg: base(func(c *introspect.Config) { c.AuthMethod, c.PrivateKey = "private_key_jwt", small }), wantErr: introspect.ErrConfig},
 		{name: "bearer", cfg: base(func(c *introspect.Config) {
-			c.AuthMethod, c.TokenSource = introspect.BearerToken, introspect.StaticToken(&oauth2.Token{AccessToken: "x"})
+			c.AuthMethod, c.TokenSource = "bearer", introspect.StaticToken(&oauth2.Token{AccessToken: "x"})
 		})},
-		{name: "bearer without token source", cfg: base(func(c *introspect.Config) { c.AuthMethod = introspect.BearerToken }), wantErr: introspect.ErrConfig},
-		{name: "unknown auth method", cfg: base(func(c *introspect.Config) { c.AuthMethod = 42 }), wantErr: introspect.ErrConfig},
+		{name: "bearer without token source", cfg: base(func(c *introspect.Config) { c.AuthMethod = "bearer" }), wantErr: introspect.ErrConfig},
+		{name: "unknown auth method", cfg: base(func(c *introspect.Config) { c.AuthMethod = "tls_client_auth" }), wantErr: introspect.ErrConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

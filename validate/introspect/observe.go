@@ -36,45 +36,43 @@ type CallEnd struct {
 	CallStart
 	// Duration is the wall time of the call, discovery included.
 	Duration time.Duration
-	// Outcome is a stable, low-cardinality class of the answer.
-	Outcome Outcome
+	// Outcome is a stable, low-cardinality class of the answer:
+	//   - "active": the token is active and passed every check.
+	//   - "inactive": the endpoint answered "active": false.
+	//   - "rejected": the token is active but a check refused it
+	//     (audience, issuer, lifetime, type, …), or the response is
+	//     malformed.
+	//   - "client_auth": the endpoint refused this resource server's own
+	//     credentials ([ErrClientAuth]).
+	//   - "unavailable": no answer (transport, status, discovery, timeout;
+	//     [ErrEndpoint]).
+	Outcome string
 	// Err is the call's error, nil for an active token.
 	Err error
 }
 
-// Outcome classifies an introspection call.
-type Outcome string
-
-// Outcomes.
+// The outcomes of CallEnd.Outcome.
 const (
-	// OutcomeActive: the token is active and passed every check.
-	OutcomeActive Outcome = "active"
-	// OutcomeInactive: the endpoint answered "active": false.
-	OutcomeInactive Outcome = "inactive"
-	// OutcomeRejected: the token is active but a check refused it
-	// (audience, issuer, lifetime, type, …), or the response is malformed.
-	OutcomeRejected Outcome = "rejected"
-	// OutcomeClientAuth: the endpoint refused this resource server's own
-	// credentials ([ErrClientAuth]).
-	OutcomeClientAuth Outcome = "client_auth"
-	// OutcomeUnavailable: no answer (transport, status, discovery,
-	// timeout; [ErrEndpoint]).
-	OutcomeUnavailable Outcome = "unavailable"
+	outcomeActive      = "active"
+	outcomeInactive    = "inactive"
+	outcomeRejected    = "rejected"
+	outcomeClientAuth  = "client_auth"
+	outcomeUnavailable = "unavailable"
 )
 
 // outcomeOf classifies err.
-func outcomeOf(err error) Outcome {
+func outcomeOf(err error) string {
 	switch {
 	case err == nil:
-		return OutcomeActive
+		return outcomeActive
 	case errors.Is(err, validate.Error{Reason: "inactive"}):
-		return OutcomeInactive
+		return outcomeInactive
 	case errors.Is(err, ErrClientAuth):
-		return OutcomeClientAuth
+		return outcomeClientAuth
 	case errors.Is(err, validate.ErrKeysUnavailable):
-		return OutcomeUnavailable
+		return outcomeUnavailable
 	}
-	return OutcomeRejected
+	return outcomeRejected
 }
 
 // observed is introspect, reported to Config.Observer when set.

@@ -52,14 +52,14 @@ func TestCallObserver(t *testing.T) {
 	_, _ = in.Validate(ctx, "tok-down")
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
-	var outcomes []introspect.Outcome
+	var outcomes []string
 	for i, e := range rec.ends {
 		outcomes = append(outcomes, e.Outcome)
 		if rec.parent[i] != "span" || e.Issuer != testIss || e.Duration <= 0 {
 			t.Errorf("end %d = %+v under %v", i, e, rec.parent[i])
 		}
 	}
-	want := []introspect.Outcome{introspect.OutcomeActive, introspect.OutcomeInactive, introspect.OutcomeClientAuth, introspect.OutcomeUnavailable}
+	want := []string{"active", "inactive", "client_auth", "unavailable"}
 	if len(outcomes) != len(want) {
 		t.Fatalf("outcomes = %v, want %v", outcomes, want)
 	}

@@ -23,14 +23,14 @@ type TokenSource interface {
 	Token(ctx context.Context) (*oauth2.Token, error)
 }
 
-// TokenSourceFunc adapts a function to [TokenSource].
-type TokenSourceFunc func(ctx context.Context) (*oauth2.Token, error)
+// tokenSourceFunc adapts a function to [TokenSource].
+type tokenSourceFunc func(ctx context.Context) (*oauth2.Token, error)
 
 // Token calls f(ctx).
-func (f TokenSourceFunc) Token(ctx context.Context) (*oauth2.Token, error) { return f(ctx) }
+func (f tokenSourceFunc) Token(ctx context.Context) (*oauth2.Token, error) { return f(ctx) }
 
 var (
-	_ TokenSource = TokenSourceFunc(nil)
+	_ TokenSource = tokenSourceFunc(nil)
 	_ TokenSource = (*ccSource)(nil)
 )
 
@@ -38,7 +38,7 @@ var (
 // for tokens provisioned out of band. An expired t makes every request
 // fail with [ErrClientAuth].
 func StaticToken(t *oauth2.Token) TokenSource {
-	return TokenSourceFunc(func(context.Context) (*oauth2.Token, error) {
+	return tokenSourceFunc(func(context.Context) (*oauth2.Token, error) {
 		if t == nil {
 			return nil, errors.New("introspect: nil static token")
 		}
