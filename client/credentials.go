@@ -3,14 +3,12 @@ package client
 import (
 	"context"
 	"crypto"
-	"crypto/ecdsa"
-	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/keyalg"
 	"net/http"
 	"net/url"
 	"slices"
@@ -157,26 +155,13 @@ func NewClientCredentials(cfg ClientCredentialsConfig) (*ClientCredentials, erro
 	return c, nil
 }
 
-// keyAlgorithm is the default JWS algorithm for key.
+// keyAlgorithm is the default JWS algorithm for key, "" for an RSA key
+// under 2048 bits.
 func keyAlgorithm(key crypto.Signer) jose.SignatureAlgorithm {
-	switch k := key.(type) {
-	case *ecdsa.PrivateKey:
-		switch k.Curve {
-		case elliptic.P256():
-			return jose.ES256
-		case elliptic.P384():
-			return jose.ES384
-		case elliptic.P521():
-			return jose.ES512
-		}
-	case *rsa.PrivateKey:
-		if k.N.BitLen() >= 2048 {
-			return jose.RS256
-		}
-	case ed25519.PrivateKey:
-		return jose.EdDSA
+	if k, ok := key.(*rsa.PrivateKey); ok && k.N.BitLen() < 2048 {
+		return ""
 	}
-	return ""
+	return keyalg.Default(key.Public())
 }
 
 // algorithmFits reports whether alg can be used with key.

@@ -4,7 +4,6 @@ import (
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/ed25519"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
 	"encoding/asn1"
@@ -12,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/keyalg"
 	"math/big"
 	"time"
 
@@ -30,31 +30,11 @@ var (
 	errKeyAlg  = errors.New("algorithm does not fit the key")
 )
 
-// defaultAlgorithm returns the JWS algorithm that fits pub, or "".
-func defaultAlgorithm(pub crypto.PublicKey) jose.SignatureAlgorithm {
-	switch k := pub.(type) {
-	case *ecdsa.PublicKey:
-		switch k.Curve {
-		case elliptic.P256():
-			return jose.ES256
-		case elliptic.P384():
-			return jose.ES384
-		case elliptic.P521():
-			return jose.ES512
-		}
-	case *rsa.PublicKey:
-		return jose.RS256
-	case ed25519.PublicKey:
-		return jose.EdDSA
-	}
-	return ""
-}
-
 // checkKey reports whether alg can be used with pub.
 func checkKey(pub crypto.PublicKey, alg jose.SignatureAlgorithm) error {
 	switch k := pub.(type) {
 	case *ecdsa.PublicKey:
-		if alg == "" || alg != defaultAlgorithm(k) {
+		if alg == "" || alg != keyalg.Default(k) {
 			return errKeyAlg
 		}
 	case *rsa.PublicKey:

@@ -3,6 +3,7 @@ package introspect
 import (
 	"crypto"
 	"fmt"
+	"github.com/mcpguard/mcpguard/internal/keyalg"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -219,7 +220,7 @@ func (c Config) withDefaults() Config {
 		c.MaxCacheTTL = defaultMaxCacheTTL
 	}
 	if c.AuthMethod == authJWT && c.Algorithm == "" && c.PrivateKey != nil {
-		c.Algorithm = defaultAlgorithm(c.PrivateKey.Public())
+		c.Algorithm = keyalg.Default(c.PrivateKey.Public())
 	}
 	if c.HTTPClient == nil && c.Timeout > 0 {
 		c.HTTPClient = fetch.NewClient(fetch.ClientConfig{Timeout: c.Timeout})

@@ -25,6 +25,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/internal/fairlru",     // the one fair bounded map
 			deptest.Module + "/internal/jws",         // through validate
 			deptest.Module + "/internal/jwtclaims",   // through validate
+			deptest.Module + "/internal/keyalg",      // a key's default algorithm, shared with client
 			deptest.Module + "/internal/scopetoken",  // the one scope grammar (through validate)
 			"github.com/go-json-experiment/json/...", // through internal/strictjson
 		},
