@@ -10,10 +10,10 @@ import (
 )
 
 var (
-	errOtherScheme = fmt.Errorf("%w: authorization scheme is not Bearer", ErrNoToken)
-	errNoBearer    = fmt.Errorf("%w: bearer scheme without a token", ErrMalformedHeader)
-	errBearerChars = fmt.Errorf("%w: token is not an RFC 6750 b64token", ErrMalformedHeader)
-	errBearerSep   = fmt.Errorf("%w: scheme and token must be separated by spaces", ErrMalformedHeader)
+	errOtherScheme = fmt.Errorf("%w: authorization scheme is not Bearer", errNoToken)
+	errNoBearer    = fmt.Errorf("%w: bearer scheme without a token", errMalformedHeader)
+	errBearerChars = fmt.Errorf("%w: token is not an RFC 6750 b64token", errMalformedHeader)
+	errBearerSep   = fmt.Errorf("%w: scheme and token must be separated by spaces", errMalformedHeader)
 )
 
 // BearerToken returns the access token of r's Authorization header
@@ -21,14 +21,14 @@ var (
 // Only the header is read: a form-encoded body parameter (RFC 6750 §2.2) is
 // never looked for, and the body is never consumed. It returns
 //
-//   - [ErrTokenInQuery] if the URL query has an access_token parameter
+//   - errTokenInQuery if the URL query has an access_token parameter
 //     (RFC 6750 §2.3), whether or not the header also has a token: MCP
 //     forbids tokens in the query string;
-//   - [ErrMultipleTokens] if there is more than one Authorization line;
-//   - [ErrNoToken] if there is no Authorization header, or its scheme is
+//   - errMultipleTokens if there is more than one Authorization line;
+//   - errNoToken if there is no Authorization header, or its scheme is
 //     not Bearer (Basic, DPoP, …): such a request has no bearer
 //     credentials, and gets the plain 401 challenge;
-//   - [ErrMalformedHeader] if the scheme is Bearer but the rest is not
+//   - errMalformedHeader if the scheme is Bearer but the rest is not
 //     1*SP followed by one b64token.
 func BearerToken(r *http.Request) (string, error) {
 	return bearerToken(r, true)
@@ -39,19 +39,19 @@ func BearerToken(r *http.Request) (string, error) {
 // not one (see Middleware.authenticate).
 func bearerToken(r *http.Request, checkChars bool) (string, error) {
 	if r.URL != nil && r.URL.RawQuery != "" && queryHasToken(r.URL.RawQuery) {
-		return "", ErrTokenInQuery
+		return "", errTokenInQuery
 	}
 	vals := r.Header["Authorization"]
 	switch len(vals) {
 	case 0:
-		return "", ErrNoToken
+		return "", errNoToken
 	case 1:
 		if !checkChars {
 			return splitBearer(vals[0])
 		}
 		return parseBearer(vals[0])
 	default:
-		return "", ErrMultipleTokens
+		return "", errMultipleTokens
 	}
 }
 

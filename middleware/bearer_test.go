@@ -20,25 +20,25 @@ func TestBearerToken(t *testing.T) {
 		{name: "upper-case scheme", auth: []string{"BEARER abc"}, want: "abc"},
 		{name: "several spaces (1*SP)", auth: []string{"Bearer   abc"}, want: "abc"},
 		{name: "padding", auth: []string{"Bearer abc=="}, want: "abc=="},
-		{name: "no header", wantErr: ErrNoToken},
-		{name: "empty header", auth: []string{""}, wantErr: ErrNoToken},
-		{name: "basic", auth: []string{"Basic dXNlcjpwYXNz"}, wantErr: ErrNoToken},
-		{name: "dpop", auth: []string{"DPoP abc"}, wantErr: ErrNoToken},
-		{name: "bearerx scheme", auth: []string{"Bearerx abc"}, wantErr: ErrNoToken},
-		{name: "two lines", auth: []string{"Bearer a", "Bearer b"}, wantErr: ErrMultipleTokens},
-		{name: "scheme only", auth: []string{"Bearer"}, wantErr: ErrMalformedHeader},
-		{name: "scheme and space", auth: []string{"Bearer "}, wantErr: ErrMalformedHeader},
-		{name: "tab separator", auth: []string{"Bearer\tabc"}, wantErr: ErrMalformedHeader},
-		{name: "two tokens", auth: []string{"Bearer a b"}, wantErr: ErrMalformedHeader},
-		{name: "comma", auth: []string{"Bearer a,b"}, wantErr: ErrMalformedHeader},
-		{name: "padding inside", auth: []string{"Bearer a=b"}, wantErr: ErrMalformedHeader},
-		{name: "only padding", auth: []string{"Bearer =="}, wantErr: ErrMalformedHeader},
-		{name: "quoted", auth: []string{`Bearer "abc"`}, wantErr: ErrMalformedHeader},
-		{name: "non-ASCII", auth: []string{"Bearer abcé"}, wantErr: ErrMalformedHeader},
-		{name: "query token alone", url: "/mcp?access_token=abc", wantErr: ErrTokenInQuery},
-		{name: "query token with header", url: "/mcp?access_token=abc", auth: []string{"Bearer abc"}, wantErr: ErrTokenInQuery},
-		{name: "query token percent-encoded name", url: "/mcp?access%5Ftoken=abc", auth: []string{"Bearer abc"}, wantErr: ErrTokenInQuery},
-		{name: "query token empty value", url: "/mcp?x=1&access_token=", auth: []string{"Bearer abc"}, wantErr: ErrTokenInQuery},
+		{name: "no header", wantErr: errNoToken},
+		{name: "empty header", auth: []string{""}, wantErr: errNoToken},
+		{name: "basic", auth: []string{"Basic dXNlcjpwYXNz"}, wantErr: errNoToken},
+		{name: "dpop", auth: []string{"DPoP abc"}, wantErr: errNoToken},
+		{name: "bearerx scheme", auth: []string{"Bearerx abc"}, wantErr: errNoToken},
+		{name: "two lines", auth: []string{"Bearer a", "Bearer b"}, wantErr: errMultipleTokens},
+		{name: "scheme only", auth: []string{"Bearer"}, wantErr: errMalformedHeader},
+		{name: "scheme and space", auth: []string{"Bearer "}, wantErr: errMalformedHeader},
+		{name: "tab separator", auth: []string{"Bearer\tabc"}, wantErr: errMalformedHeader},
+		{name: "two tokens", auth: []string{"Bearer a b"}, wantErr: errMalformedHeader},
+		{name: "comma", auth: []string{"Bearer a,b"}, wantErr: errMalformedHeader},
+		{name: "padding inside", auth: []string{"Bearer a=b"}, wantErr: errMalformedHeader},
+		{name: "only padding", auth: []string{"Bearer =="}, wantErr: errMalformedHeader},
+		{name: "quoted", auth: []string{`Bearer "abc"`}, wantErr: errMalformedHeader},
+		{name: "non-ASCII", auth: []string{"Bearer abcé"}, wantErr: errMalformedHeader},
+		{name: "query token alone", url: "/mcp?access_token=abc", wantErr: errTokenInQuery},
+		{name: "query token with header", url: "/mcp?access_token=abc", auth: []string{"Bearer abc"}, wantErr: errTokenInQuery},
+		{name: "query token percent-encoded name", url: "/mcp?access%5Ftoken=abc", auth: []string{"Bearer abc"}, wantErr: errTokenInQuery},
+		{name: "query token empty value", url: "/mcp?x=1&access_token=", auth: []string{"Bearer abc"}, wantErr: errTokenInQuery},
 		{name: "other query ok", url: "/mcp?x=access_tokens", auth: []string{"Bearer abc"}, want: "abc"},
 		{name: "similar query name ok", url: "/mcp?access_token_hint=1", auth: []string{"Bearer abc"}, want: "abc"},
 	}
@@ -68,8 +68,8 @@ func TestBearerToken(t *testing.T) {
 func TestBearerFormBodyIgnored(t *testing.T) {
 	r := httptest.NewRequest(http.MethodPost, "/mcp", stringsReader("access_token=abc"))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if _, err := BearerToken(r); !errors.Is(err, ErrNoToken) {
-		t.Fatalf("BearerToken() error = %v, want ErrNoToken", err)
+	if _, err := BearerToken(r); !errors.Is(err, errNoToken) {
+		t.Fatalf("BearerToken() error = %v, want errNoToken", err)
 	}
 	if r.Form != nil || r.PostForm != nil {
 		t.Errorf("BearerToken parsed the form")

@@ -77,7 +77,7 @@ type ResourceRule struct {
 	// params.uri that starts with it. An exact rule wins over prefix
 	// rules, and the longest matching prefix wins among them. While any
 	// resource rule exists, a params.uri that cannot be canonicalised is
-	// refused as [ErrInvalidMessage]: not absolute or not parsable by
+	// refused as errInvalidMessage: not absolute or not parsable by
 	// net/url, a "." or ".." segment (also percent-encoded), an empty
 	// segment ("//" in the path), a backslash (also encoded), a
 	// percent-encoded unreserved character or "/", upper case in the
@@ -124,7 +124,7 @@ type OperationPolicy struct {
 	// matches no entry of Tools, Prompts or Resources, and
 	// completion/complete requests of a prompt Prompts does not list (or
 	// without a params.ref of type ref/prompt or ref/resource): 403
-	// {"error":"access_denied"}, [ErrNotListed], with a challenge that
+	// {"error":"access_denied"}, errNotListed, with a challenge that
 	// invites no new authorization (resource_metadata only). Responses
 	// (no method) are never refused by it. Defaults to false: such
 	// requests need the base (and method) scopes, and the MCP server
@@ -188,7 +188,7 @@ type Config struct {
 	// StepUpLimit bounds the insufficient_scope challenges sent to one
 	// principal (issuer, subject, client) for one scope set within
 	// StepUpWindow; past it the answer is a terminal 403 whose challenge
-	// invites no new authorization ([ErrStepUpExhausted]). The bound is
+	// invites no new authorization (errStepUpExhausted). The bound is
 	// for loops, not users: an authorized request of the principal whose
 	// token satisfies a scope set it was challenged for resets that
 	// counter (StepUpStore.Reset), so a user who steps up successfully is

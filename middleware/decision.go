@@ -76,9 +76,9 @@ type Reason string
 const (
 	// reasonAuthorized: the request was passed to the next handler.
 	reasonAuthorized Reason = "authorized"
-	// reasonOrigin: the Origin header is not allowed ([ErrOrigin]; 403).
+	// reasonOrigin: the Origin header is not allowed (errOrigin; 403).
 	reasonOrigin Reason = "origin"
-	// reasonNoToken: no bearer credentials ([ErrNoToken]; 401).
+	// reasonNoToken: no bearer credentials (errNoToken; 401).
 	reasonNoToken Reason = "no_token"
 	// reasonNoPrincipal: [Middleware.RequireScopes] or
 	// [Middleware.Challenge] found no [Principal] in the context: a
@@ -86,8 +86,8 @@ const (
 	// It signals a routing mistake.
 	reasonNoPrincipal Reason = "no_principal"
 	// reasonMalformedRequest: several Authorization headers, a malformed
-	// Bearer header, or a token in the URL query ([ErrMultipleTokens],
-	// [ErrMalformedHeader], [ErrTokenInQuery]; 400 invalid_request).
+	// Bearer header, or a token in the URL query (errMultipleTokens,
+	// errMalformedHeader, errTokenInQuery; 400 invalid_request).
 	reasonMalformedRequest Reason = "malformed_request"
 	// reasonInvalidToken: the validator refused the token for a reason
 	// without a finer code below (malformed, too large, algorithm, client,
@@ -114,27 +114,27 @@ const (
 	// reasonKeysUnavailable: validate.ErrKeysUnavailable, or the
 	// validator's context ended (503).
 	reasonKeysUnavailable Reason = "keys_unavailable"
-	// reasonBodyTooLarge: [ErrBodyTooLarge] (413).
+	// reasonBodyTooLarge: errBodyTooLarge (413).
 	reasonBodyTooLarge Reason = "body_too_large"
-	// reasonParseError: [ErrMalformedBody], not JSON (400, -32700).
+	// reasonParseError: errMalformedBody, not JSON (400, -32700).
 	reasonParseError Reason = "parse_error"
-	// reasonInvalidMessage: [ErrInvalidMessage], JSON that is not an
+	// reasonInvalidMessage: errInvalidMessage, JSON that is not an
 	// authorizable JSON-RPC message (400, -32600).
 	reasonInvalidMessage Reason = "invalid_message"
-	// reasonBatch: [ErrBatch] (400, -32600).
+	// reasonBatch: errBatch (400, -32600).
 	reasonBatch Reason = "batch"
-	// reasonHeaderMismatch: [ErrHeaderMismatch] (400, -32020).
+	// reasonHeaderMismatch: errHeaderMismatch (400, -32020).
 	reasonHeaderMismatch Reason = "header_mismatch"
-	// reasonInvalidParams: [ErrMissingMeta], a 2026-07-28 request without
+	// reasonInvalidParams: errMissingMeta, a 2026-07-28 request without
 	// the _meta protocol version (400, -32602).
 	reasonInvalidParams Reason = "invalid_params"
-	// reasonInsufficientScope: [ErrInsufficientScope] (403 with a step-up
+	// reasonInsufficientScope: errInsufficientScope (403 with a step-up
 	// challenge).
 	reasonInsufficientScope Reason = "insufficient_scope"
-	// reasonStepUpExhausted: [ErrStepUpExhausted] (terminal 403, with a
+	// reasonStepUpExhausted: errStepUpExhausted (terminal 403, with a
 	// challenge that names no error and no scope).
 	reasonStepUpExhausted Reason = "step_up_exhausted"
-	// reasonNotListed: [ErrNotListed], OperationPolicy.DenyUnlisted
+	// reasonNotListed: errNotListed, OperationPolicy.DenyUnlisted
 	// (terminal 403).
 	reasonNotListed Reason = "not_listed"
 	// reasonTenant: [ErrNoTenant] or [ErrTenantMismatch] passed to

@@ -237,7 +237,7 @@ func TestDecisionDetails(t *testing.T) {
 		{name: "insufficient scopes", req: rpc(legacyRev, "tools/call", "delete_repo", "mcp", "tools:call"),
 			want: Decision{Status: 403, Reason: reasonInsufficientScope, Method: "tools/call", Name: "delete_repo", ProtocolVersion: legacyRev,
 				RequiredScopes: []string{"mcp", "tools:call", "repo:admin"}, MissingScopes: []string{"repo:admin"}},
-			errIs: ErrInsufficientScope},
+			errIs: errInsufficientScope},
 		{name: "unknown method is unlisted", req: rawPost(`{"jsonrpc":"2.0","id":1,"method":"x/evil-123"}`),
 			want: Decision{Reason: reasonAuthorized, Method: Unlisted, RequiredScopes: []string{"mcp"}}},
 		{name: "listed custom method is verbatim",
@@ -257,7 +257,7 @@ func TestDecisionDetails(t *testing.T) {
 			r.Header.Add("MCP-Protocol-Version", legacyRev)
 			return r
 		}, want: Decision{Status: 403, Reason: reasonInsufficientScope, ProtocolVersion: Unlisted,
-			RequiredScopes: []string{"mcp"}, MissingScopes: []string{"mcp"}}, errIs: ErrInsufficientScope},
+			RequiredScopes: []string{"mcp"}, MissingScopes: []string{"mcp"}}, errIs: errInsufficientScope},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -320,9 +320,9 @@ func TestDecisionRoutes(t *testing.T) {
 		errIs []error
 	}{
 		{"require scopes step-up", admin, rpc(modernRev, "tools/call", "get_weather", "mcp", "tools:call", "weather:read"),
-			[]Decision{authorized, stepUp}, []error{nil, ErrInsufficientScope}},
+			[]Decision{authorized, stepUp}, []error{nil, errInsufficientScope}},
 		{"require scopes exhausted", admin, rpc(modernRev, "tools/call", "get_weather", "mcp", "tools:call", "weather:read"),
-			[]Decision{authorized, exhausted}, []error{nil, ErrStepUpExhausted}},
+			[]Decision{authorized, exhausted}, []error{nil, errStepUpExhausted}},
 		{"require scopes without Handler", f.m.RequireScopes("admin:write")(echoHandler()), get(),
 			[]Decision{{Status: 401, Reason: reasonNoPrincipal}}, []error{ErrNoPrincipal}},
 		{"challenge tenant", f.m.Handler(tenantCheck), rpc(modernRev, "tools/call", "get_weather", "mcp", "tools:call", "weather:read"),

@@ -63,14 +63,14 @@ const (
 	reasonDPoPStoreUnavailable Reason = "dpop_store_unavailable"
 )
 
-// ErrBoundAsBearer: a sender-constrained token (one with "cnf") was
+// errBoundAsBearer: a sender-constrained token (one with "cnf") was
 // presented with the Bearer scheme (RFC 9449 §7.2: such a token MUST NOT
 // be accepted as a bearer token). Answered 401 invalid_token.
-var ErrBoundAsBearer = errors.New("middleware: sender-constrained token presented as Bearer")
+var errBoundAsBearer = errors.New("middleware: sender-constrained token presented as Bearer")
 
 var (
-	errBearerNotAccepted = fmt.Errorf("%w: Bearer is not accepted, DPoP is required", ErrNoToken)
-	errDPoPMalformed     = fmt.Errorf("%w: DPoP scheme without one b64token", ErrMalformedHeader)
+	errBearerNotAccepted = fmt.Errorf("%w: Bearer is not accepted, DPoP is required", errNoToken)
+	errDPoPMalformed     = fmt.Errorf("%w: DPoP scheme without one b64token", errMalformedHeader)
 )
 
 const (
@@ -233,7 +233,7 @@ func hasDPoPScheme(v string) bool {
 func (m *Middleware) checkDPoP(r *http.Request, tok string, isDPoP bool, c *validate.Claims) (*dpop.Proof, error) {
 	if !isDPoP {
 		if c.Confirmation != nil {
-			return nil, ErrBoundAsBearer
+			return nil, errBoundAsBearer
 		}
 		return nil, nil
 	}
@@ -304,7 +304,7 @@ func (m *Middleware) dpopAnswer(w http.ResponseWriter, r *http.Request, err erro
 		a, reason = &d.invalidProof, reasonDPoPReplay
 	case errors.Is(err, dpop.ErrInvalidProof):
 		a, reason = &d.invalidProof, reasonDPoPProof
-	case errors.Is(err, dpop.Error{Reason: "key_binding"}), errors.Is(err, ErrBoundAsBearer):
+	case errors.Is(err, dpop.Error{Reason: "key_binding"}), errors.Is(err, errBoundAsBearer):
 		a, reason = &tab[kindInvalidToken], reasonDPoPBinding
 	case errors.Is(err, dpop.Error{Reason: "replay_store"}):
 		a, reason = &tab[kindUnavailable], reasonDPoPStoreUnavailable

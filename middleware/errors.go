@@ -13,36 +13,36 @@ var (
 	// ErrConfig: [New] was given an unusable [Config]. Only New returns it.
 	ErrConfig = errors.New("middleware: invalid config")
 
-	// ErrNoToken: the request carries no bearer credentials: no
+	// errNoToken: the request carries no bearer credentials: no
 	// Authorization header, or one with another scheme (Basic, DPoP, …).
 	// Answered 401 with a challenge without an error code (RFC 6750 §3.1).
-	ErrNoToken = errors.New("middleware: no bearer token")
-	// ErrMultipleTokens: the request has more than one Authorization header
+	errNoToken = errors.New("middleware: no bearer token")
+	// errMultipleTokens: the request has more than one Authorization header
 	// line (RFC 6750 §2: one method, one token). Answered 400
 	// invalid_request.
-	ErrMultipleTokens = errors.New("middleware: multiple authorization headers")
-	// ErrMalformedHeader: the Authorization header names the Bearer scheme
+	errMultipleTokens = errors.New("middleware: multiple authorization headers")
+	// errMalformedHeader: the Authorization header names the Bearer scheme
 	// but is not "Bearer" 1*SP b64token (RFC 6750 §2.1). Answered 400
 	// invalid_request.
-	ErrMalformedHeader = errors.New("middleware: malformed bearer authorization header")
-	// ErrTokenInQuery: the URL query has an access_token parameter
+	errMalformedHeader = errors.New("middleware: malformed bearer authorization header")
+	// errTokenInQuery: the URL query has an access_token parameter
 	// (RFC 6750 §2.3), which MCP forbids ("MUST NOT" in the query string),
 	// with or without an Authorization header. Answered 400
 	// invalid_request.
-	ErrTokenInQuery = errors.New("middleware: access token in URL query")
+	errTokenInQuery = errors.New("middleware: access token in URL query")
 
-	// ErrOrigin: the Origin header is present and neither the resource's
+	// errOrigin: the Origin header is present and neither the resource's
 	// origin nor listed in Config.AllowedOrigins (MCP Streamable HTTP
 	// §Security Warning, DNS rebinding). Answered 403 without a challenge.
-	ErrOrigin = errors.New("middleware: origin not allowed")
+	errOrigin = errors.New("middleware: origin not allowed")
 
-	// ErrBodyTooLarge: a POST body exceeds Config.MaxBodyBytes. Answered
+	// errBodyTooLarge: a POST body exceeds Config.MaxBodyBytes. Answered
 	// 413.
-	ErrBodyTooLarge = errors.New("middleware: request body too large")
-	// ErrMalformedBody: a POST body is not valid JSON (RFC 8259), or could
+	errBodyTooLarge = errors.New("middleware: request body too large")
+	// errMalformedBody: a POST body is not valid JSON (RFC 8259), or could
 	// not be read. Answered 400 with JSON-RPC -32700.
-	ErrMalformedBody = errors.New("middleware: request body is not JSON")
-	// ErrInvalidMessage: a POST body is JSON but not a JSON-RPC message the
+	errMalformedBody = errors.New("middleware: request body is not JSON")
+	// errInvalidMessage: a POST body is JSON but not a JSON-RPC message the
 	// middleware can authorize: not an object, a member it authorizes on
 	// ("method", "params", "id", "name", "uri", "_meta", the
 	// protocolVersion key, "ref" and its "type", "name" and "uri")
@@ -51,39 +51,39 @@ var (
 	// resources/read URI that is not in canonical form while any
 	// OperationPolicy.Resources rule is configured (see
 	// [ResourceRule].Prefix). Answered 400 with JSON-RPC -32600.
-	ErrInvalidMessage = errors.New("middleware: invalid JSON-RPC message")
-	// ErrBatch: a POST body is a JSON array, a JSON-RPC batch. MCP removed
+	errInvalidMessage = errors.New("middleware: invalid JSON-RPC message")
+	// errBatch: a POST body is a JSON array, a JSON-RPC batch. MCP removed
 	// batching in 2025-06-18; the middleware refuses it for every revision.
 	// Answered 400 with JSON-RPC -32600.
-	ErrBatch = errors.New("middleware: JSON-RPC batch not supported")
-	// ErrHeaderMismatch: an MCP-Protocol-Version, Mcp-Method or Mcp-Name
+	errBatch = errors.New("middleware: JSON-RPC batch not supported")
+	// errHeaderMismatch: an MCP-Protocol-Version, Mcp-Method or Mcp-Name
 	// header is missing, repeated, has invalid characters, or differs from
 	// the body (MCP 2026-07-28 Streamable HTTP §Server Validation).
 	// Answered 400 with JSON-RPC -32020.
-	ErrHeaderMismatch = errors.New("middleware: header mismatch")
-	// ErrMissingMeta: a request of MCP 2026-07-28 or later (by its
+	errHeaderMismatch = errors.New("middleware: header mismatch")
+	// errMissingMeta: a request of MCP 2026-07-28 or later (by its
 	// MCP-Protocol-Version header) whose params._meta lacks
 	// "io.modelcontextprotocol/protocolVersion" (or has no _meta). MCP
 	// 2026-07-28 basic/index.mdx §_meta: 400 with JSON-RPC -32602 (Invalid
 	// params), not -32020.
-	ErrMissingMeta = errors.New("middleware: _meta protocol version missing")
+	errMissingMeta = errors.New("middleware: _meta protocol version missing")
 
-	// ErrInsufficientScope: the token lacks a scope the operation needs.
+	// errInsufficientScope: the token lacks a scope the operation needs.
 	// Errors carrying the scopes are [*ScopeError]. Answered 403
 	// insufficient_scope with the scopes (RFC 6750 §3.1).
-	ErrInsufficientScope = errors.New("middleware: insufficient scope")
-	// ErrStepUpExhausted: the principal was already sent Config.StepUpLimit
+	errInsufficientScope = errors.New("middleware: insufficient scope")
+	// errStepUpExhausted: the principal was already sent Config.StepUpLimit
 	// insufficient_scope challenges for the same scopes within
 	// Config.StepUpWindow without coming back with them (a success with
 	// the scopes resets the count). Answered with a terminal 403 whose
 	// challenge carries only resource_metadata: no error code and no scope,
 	// so that clients do not start a new authorization (docs/policy.md).
-	ErrStepUpExhausted = errors.New("middleware: step-up limit reached")
-	// ErrNotListed: OperationPolicy.DenyUnlisted is set and the method, or
+	errStepUpExhausted = errors.New("middleware: step-up limit reached")
+	// errNotListed: OperationPolicy.DenyUnlisted is set and the method, or
 	// the tool, prompt or resource named by the request, is not in the
 	// policy. Answered with a terminal 403 whose challenge carries only
 	// resource_metadata (RFC 6750 §3 without inviting a new authorization).
-	ErrNotListed = errors.New("middleware: operation not listed in policy")
+	errNotListed = errors.New("middleware: operation not listed in policy")
 
 	// ErrNoPrincipal: the context carries no [Principal]: the handler is not
 	// behind [Middleware.Handler]. [Middleware.Challenge] answers it 401.
@@ -98,7 +98,7 @@ var (
 
 // ScopeError reports the scopes an operation needs and the ones the token
 // lacks after scope implications (Config.ScopeImplies) are applied. It
-// matches [ErrInsufficientScope] with [errors.Is].
+// matches errInsufficientScope with [errors.Is].
 type ScopeError struct {
 	// Required is every scope the operation needs, in policy order: the
 	// base scopes, then the method's, then the tool's, prompt's or
@@ -112,5 +112,5 @@ func (e *ScopeError) Error() string {
 	return "middleware: insufficient scope: missing " + strings.Join(e.Missing, " ")
 }
 
-// Unwrap returns [ErrInsufficientScope].
-func (e *ScopeError) Unwrap() error { return ErrInsufficientScope }
+// Unwrap returns errInsufficientScope.
+func (e *ScopeError) Unwrap() error { return errInsufficientScope }

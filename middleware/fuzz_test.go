@@ -30,7 +30,7 @@ func FuzzBearerToken(f *testing.F) {
 			if tok != "" {
 				t.Fatalf("token %q with error", tok)
 			}
-			if !errors.Is(err, ErrNoToken) && !errors.Is(err, ErrMalformedHeader) {
+			if !errors.Is(err, errNoToken) && !errors.Is(err, errMalformedHeader) {
 				t.Fatalf("undocumented error %v", err)
 			}
 			return

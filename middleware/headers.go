@@ -19,13 +19,13 @@ const (
 )
 
 var (
-	errVersionRepeated = fmt.Errorf("%w: MCP-Protocol-Version repeated", ErrHeaderMismatch)
-	errVersionMismatch = fmt.Errorf("%w: MCP-Protocol-Version differs from _meta", ErrHeaderMismatch)
-	errMethodMissing   = fmt.Errorf("%w: Mcp-Method missing", ErrHeaderMismatch)
-	errMethodMismatch  = fmt.Errorf("%w: Mcp-Method differs from method", ErrHeaderMismatch)
-	errNameMissing     = fmt.Errorf("%w: Mcp-Name missing", ErrHeaderMismatch)
-	errNameMismatch    = fmt.Errorf("%w: Mcp-Name differs from params", ErrHeaderMismatch)
-	errHeaderRepeated  = fmt.Errorf("%w: Mcp-Method or Mcp-Name repeated", ErrHeaderMismatch)
+	errVersionRepeated = fmt.Errorf("%w: MCP-Protocol-Version repeated", errHeaderMismatch)
+	errVersionMismatch = fmt.Errorf("%w: MCP-Protocol-Version differs from _meta", errHeaderMismatch)
+	errMethodMissing   = fmt.Errorf("%w: Mcp-Method missing", errHeaderMismatch)
+	errMethodMismatch  = fmt.Errorf("%w: Mcp-Method differs from method", errHeaderMismatch)
+	errNameMissing     = fmt.Errorf("%w: Mcp-Name missing", errHeaderMismatch)
+	errNameMismatch    = fmt.Errorf("%w: Mcp-Name differs from params", errHeaderMismatch)
+	errHeaderRepeated  = fmt.Errorf("%w: Mcp-Method or Mcp-Name repeated", errHeaderMismatch)
 )
 
 // isModern reports whether the request's MCP-Protocol-Version names
@@ -62,7 +62,7 @@ func isModernVersion(v string) bool {
 //     a present Mcp-Name equals params.name (tools/call, prompts/get) or
 //     params.uri (resources/read) after decoding the =?base64?…?= form.
 //   - 2026-07-28 and later, for requests (a "method" and an "id"): the body
-//     has _meta protocolVersion (else [ErrMissingMeta]: 400, -32602), and
+//     has _meta protocolVersion (else errMissingMeta: 400, -32602), and
 //     Mcp-Method is present, as is Mcp-Name for tools/call, prompts/get and
 //     resources/read.
 //
@@ -92,7 +92,7 @@ func checkHeaders(h http.Header, msg *message) error {
 	if len(vers) == 1 && isModernVersion(vers[0]) && msg.method.present && (msg.id != nil) {
 		switch {
 		case !msg.version.present:
-			return ErrMissingMeta
+			return errMissingMeta
 		case len(methods) == 0:
 			return errMethodMissing
 		case needsName && len(names) == 0:

@@ -305,7 +305,7 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 			}
 			if p.Anonymous { // a public operation: scopes need a token
 				closeUnread(w, r)
-				m.refuse(w, r, &refusal{err: ErrNoToken, g: p.grant})
+				m.refuse(w, r, &refusal{err: errNoToken, g: p.grant})
 				return
 			}
 			if missing := m.missing(p.Scopes, route); missing != nil {
@@ -349,7 +349,7 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, rf *re
 		case err != nil:
 			m.log.LogAttrs(r.Context(), slog.LevelWarn, "middleware: step-up store failed", slog.String("error", err.Error()))
 		case n > m.cfg.StepUpLimit:
-			rf.err = fmt.Errorf("%w: %w", ErrStepUpExhausted, serr)
+			rf.err = fmt.Errorf("%w: %w", errStepUpExhausted, serr)
 			m.refuse(w, r, rf)
 			return
 		}
@@ -383,7 +383,7 @@ func (m *Middleware) Challenge(w http.ResponseWriter, r *http.Request, err error
 	closeUnread(w, r)
 	p, _ := PrincipalFromContext(r.Context())
 	if p != nil && p.Anonymous { // anything beyond a public operation needs a token
-		m.refuse(w, r, &refusal{err: ErrNoToken, g: p.grant})
+		m.refuse(w, r, &refusal{err: errNoToken, g: p.grant})
 		return
 	}
 	var granted []string

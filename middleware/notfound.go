@@ -10,7 +10,7 @@ import (
 // requested RPC method, it MUST respond with 404 Not Found and a JSON-RPC
 // error with code -32601 (Method not found)".
 
-// ErrMethodNotFound: a 2026-07-28 request names a method that revision
+// errMethodNotFound: a 2026-07-28 request names a method that revision
 // does not define, answered without reaching the server as the server
 // must answer it: 404 with JSON-RPC -32601 "Method not found" and the
 // request's id. The middleware answers it in two cases only: a request
@@ -23,9 +23,9 @@ import (
 // 2026-07-28 request, with or without a token (the tasks extension, SEP-2663,
 // removed it: the result is inlined in tasks/get), which the task binding
 // would otherwise answer "Task not found".
-var ErrMethodNotFound = errors.New("middleware: method not found")
+var errMethodNotFound = errors.New("middleware: method not found")
 
-// reasonMethodNotFound: [ErrMethodNotFound] (404).
+// reasonMethodNotFound: errMethodNotFound (404).
 const reasonMethodNotFound Reason = "method_not_found"
 
 const (
@@ -61,7 +61,7 @@ func (m *Middleware) unknownMethod(h http.Header, msg *message) bool {
 }
 
 // removedTaskMethod reports whether msg is a 2026-07-28 tasks/result,
-// which the tasks extension removed ([ErrMethodNotFound]).
+// which the tasks extension removed (errMethodNotFound).
 func removedTaskMethod(h http.Header, msg *message) bool {
 	return string(msg.method.v) == methodTasksResult && isModern(h)
 }

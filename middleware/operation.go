@@ -10,7 +10,7 @@ import (
 	"github.com/mcpguard/mcpguard/challenge"
 )
 
-var errNonCanonicalURI = fmt.Errorf("%w: resource URI is not in canonical form", ErrInvalidMessage)
+var errNonCanonicalURI = fmt.Errorf("%w: resource URI is not in canonical form", errInvalidMessage)
 
 // operation is the precomputed authorization of one kind of request.
 type operation struct {
@@ -205,10 +205,10 @@ func (p *policy) named(gs map[string]*grant, f field, mg, unl *grant) (*grant, e
 }
 
 // unlisted returns g for a request naming nothing the policy lists, or
-// ErrNotListed under DenyUnlisted.
+// errNotListed under DenyUnlisted.
 func (p *policy) unlisted(g *grant) (*grant, error) {
 	if p.denyUnlisted {
-		return g, ErrNotListed
+		return g, errNotListed
 	}
 	return g, nil
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/mcpguard/mcpguard/challenge"
 )
 
-var errOriginRepeated = fmt.Errorf("%w: several Origin headers", ErrOrigin)
+var errOriginRepeated = fmt.Errorf("%w: several Origin headers", errOrigin)
 
 // originPolicy is the compiled Origin check.
 type originPolicy struct {
@@ -61,7 +61,7 @@ func (p *originPolicy) check(r *http.Request) error {
 			return nil
 		}
 	}
-	return ErrOrigin
+	return errOrigin
 }
 
 // parseOrigin returns the canonical form of an RFC 6454 §7 serialized

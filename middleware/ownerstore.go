@@ -17,11 +17,11 @@ const (
 	KindTask = "task"
 )
 
-// ErrOwnersFull: [MemoryOwnerStore.Claim] found no room: the store holds
+// errOwnersFull: [MemoryOwnerStore.Claim] found no room: the store holds
 // its maximum of live records, and making room would forget a record of
 // another owner. An owner at its quota never gets this error: its own
 // least recently used record is forgotten instead.
-var ErrOwnersFull = errors.New("middleware: owner store full")
+var errOwnersFull = errors.New("middleware: owner store full")
 
 // OwnerStore records which principal ([Principal.ID]) owns an ID of a
 // kind ([KindSession], [KindTask]), so that only that principal is served
@@ -99,7 +99,7 @@ var _ OwnerStore = (*MemoryOwnerStore)(nil)
 func ownerKey(kind, id string) string { return kind + "\x00" + id }
 
 // Claim implements [OwnerStore]. A full store whose room would cost
-// another owner's live record is [ErrOwnersFull].
+// another owner's live record is errOwnersFull.
 func (s *MemoryOwnerStore) Claim(_ context.Context, kind, id, owner string, ttl time.Duration) (string, error) {
 	now := s.now().UnixNano()
 	s.mu.Lock()
@@ -279,7 +279,7 @@ func (t *ownerTable) expired(now int64, n int, out []*ownerEntry) []*ownerEntry 
 // returns the entries it removed to make room: expired ones, and the
 // owner's least recently used one when the owner is at its quota. An id of
 // another live owner is errOwned; a full table whose room would cost
-// another owner's live entry is [ErrOwnersFull].
+// another owner's live entry is errOwnersFull.
 func (t *ownerTable) add(id, owner string, next http.Handler, now, expires int64) ([]*ownerEntry, error) {
 	var out []*ownerEntry
 	if e := t.get(id, now); e != nil {
@@ -301,7 +301,7 @@ func (t *ownerTable) add(id, owner string, next http.Handler, now, expires int64
 		}
 	case len(t.byID) >= t.max:
 		if out = t.expired(now, len(t.byID), out); len(t.byID) >= t.max {
-			return out, ErrOwnersFull
+			return out, errOwnersFull
 		}
 	}
 	if q == nil {

@@ -13,13 +13,13 @@ import (
 )
 
 var (
-	errNotObject = fmt.Errorf("%w: not a JSON object", ErrInvalidMessage)
-	errDupKey    = fmt.Errorf("%w: repeated member", ErrInvalidMessage)
-	errCaseKey   = fmt.Errorf("%w: case-variant member name", ErrInvalidMessage)
-	errNotString = fmt.Errorf("%w: member is not a string", ErrInvalidMessage)
-	errBadString = fmt.Errorf("%w: invalid UTF-8 or U+FFFD", ErrInvalidMessage)
-	errNotJSON   = fmt.Errorf("%w: invalid JSON", ErrMalformedBody)
-	errReadBody  = fmt.Errorf("%w: reading body failed", ErrMalformedBody)
+	errNotObject = fmt.Errorf("%w: not a JSON object", errInvalidMessage)
+	errDupKey    = fmt.Errorf("%w: repeated member", errInvalidMessage)
+	errCaseKey   = fmt.Errorf("%w: case-variant member name", errInvalidMessage)
+	errNotString = fmt.Errorf("%w: member is not a string", errInvalidMessage)
+	errBadString = fmt.Errorf("%w: invalid UTF-8 or U+FFFD", errInvalidMessage)
+	errNotJSON   = fmt.Errorf("%w: invalid JSON", errMalformedBody)
+	errReadBody  = fmt.Errorf("%w: reading body failed", errMalformedBody)
 )
 
 // metaVersionKey is the _meta member carrying the protocol version (MCP
@@ -80,14 +80,14 @@ type ref struct {
 }
 
 // readBody reads at most limit bytes of r's body; one byte more is
-// ErrBodyTooLarge.
+// errBodyTooLarge.
 func readBody(r *http.Request, limit int64) ([]byte, error) {
 	if r.Body == nil || r.Body == http.NoBody {
 		return nil, nil
 	}
 	var buf []byte
 	if n := r.ContentLength; n > limit {
-		return nil, ErrBodyTooLarge
+		return nil, errBodyTooLarge
 	} else if n >= 0 {
 		buf = make([]byte, 0, n+1) // +1 so that a lying ContentLength does not reallocate before EOF
 	} else {
@@ -100,7 +100,7 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		n, err := r.Body.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if int64(len(buf)) > limit {
-			return nil, ErrBodyTooLarge
+			return nil, errBodyTooLarge
 		}
 		if err == io.EOF {
 			return buf, nil
@@ -108,7 +108,7 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				return nil, fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
+				return nil, fmt.Errorf("%w: %w", errBodyTooLarge, err)
 			}
 			return nil, fmt.Errorf("%w: %w", errReadBody, err)
 		}
@@ -118,7 +118,7 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 // parseMessage reads the members the middleware authorizes on from body,
 // with internal/strictjson, the module's one JSON reader, in one pass of
 // its tokenizer ([strictjson.Walk]): body must be one JSON object (a JSON
-// array is ErrBatch) in valid UTF-8, without repeated member names at any
+// array is errBatch) in valid UTF-8, without repeated member names at any
 // depth, and without two names equal under case folding in the objects
 // read here (the message, "params", "params._meta", its client
 // capabilities and their "extensions", and "params.ref"). Names are
@@ -270,9 +270,9 @@ func (f *field) readString(v *strictjson.Value) error {
 }
 
 // peekErr maps an error of strictjson to the middleware's: not JSON is
-// ErrMalformedBody (-32700); a valid JSON array at the top is ErrBatch;
+// errMalformedBody (-32700); a valid JSON array at the top is errBatch;
 // anything else (not an object, invalid UTF-8, a repeated or case-variant
-// name) is ErrInvalidMessage (-32600). Errors of this file pass unchanged.
+// name) is errInvalidMessage (-32600). Errors of this file pass unchanged.
 func peekErr(doc []byte, err error) error {
 	switch {
 	case err == nil:
@@ -282,7 +282,7 @@ func peekErr(doc []byte, err error) error {
 	case errors.Is(err, strictjson.ErrNotObject), errors.Is(err, strictjson.ErrInvalidUTF8),
 		errors.Is(err, strictjson.ErrDuplicateName), errors.Is(err, strictjson.ErrCaseVariant):
 		if t := bytes.TrimLeft(doc, " \t\r\n"); len(t) > 0 && t[0] == '[' {
-			return ErrBatch
+			return errBatch
 		}
 		switch {
 		case errors.Is(err, strictjson.ErrNotObject):

@@ -49,32 +49,32 @@ func TestParseMessage(t *testing.T) {
 		{name: "name not string", body: `{"method":"tools/call","params":{"name":1}}`, want: message{method: stringField("tools/call"), name: field{present: true}}},
 		{name: "nested same names ignored", body: `{"method":"a","params":{"arguments":{"name":"x","Name":"y","uri":"z"}}}`, want: message{method: stringField("a")}},
 		{name: "other keys in other case ok", body: `{"method":"a","JSONRPC":"2.0","Result":1}`, want: message{method: stringField("a")}},
-		{name: "empty", body: ``, wantErr: ErrMalformedBody},
-		{name: "truncated", body: `{"method":"a"`, wantErr: ErrMalformedBody},
-		{name: "trailing garbage", body: `{"method":"a"} x`, wantErr: ErrMalformedBody},
-		{name: "two objects", body: `{"method":"a"}{"method":"b"}`, wantErr: ErrMalformedBody},
-		{name: "bom", body: "\ufeff{\"method\":\"a\"}", wantErr: ErrMalformedBody},
-		{name: "batch", body: `[{"method":"a"}]`, wantErr: ErrBatch},
-		{name: "empty batch", body: ` [] `, wantErr: ErrBatch},
-		{name: "string", body: `"a"`, wantErr: ErrInvalidMessage},
-		{name: "null", body: `null`, wantErr: ErrInvalidMessage},
-		{name: "duplicate method", body: `{"method":"a","method":"b"}`, wantErr: ErrInvalidMessage},
-		{name: "duplicate id", body: `{"id":1,"method":"a","id":2}`, wantErr: ErrInvalidMessage},
-		{name: "duplicate params", body: `{"method":"a","params":{},"params":{"name":"x"}}`, wantErr: ErrInvalidMessage},
-		{name: "Method", body: `{"Method":"a"}`, wantErr: ErrInvalidMessage},
-		{name: "METHOD after method", body: `{"method":"a","METHOD":"b"}`, wantErr: ErrInvalidMessage},
-		{name: "escaped case variant", body: `{"method":"a","\u004dethod":"b"}`, wantErr: ErrInvalidMessage},
-		{name: "long s in params", body: `{"method":"a","paramſ":{}}`, wantErr: ErrInvalidMessage},
-		{name: "NAME", body: `{"method":"a","params":{"NAME":"x"}}`, wantErr: ErrInvalidMessage},
-		{name: "duplicate uri", body: `{"method":"a","params":{"uri":"x","uri":"y"}}`, wantErr: ErrInvalidMessage},
-		{name: "_META", body: `{"method":"a","params":{"_META":{}}}`, wantErr: ErrInvalidMessage},
-		{name: "duplicate version", body: `{"method":"a","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1","io.modelcontextprotocol/protocolVersion":"2"}}}`, wantErr: ErrInvalidMessage},
-		{name: "case variant version", body: `{"method":"a","params":{"_meta":{"io.modelcontextprotocol/protocolversion":"1"}}}`, wantErr: ErrInvalidMessage},
-		{name: "version not string", body: `{"method":"a","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}`, wantErr: ErrInvalidMessage},
-		{name: "method not string", body: `{"method":null}`, wantErr: ErrInvalidMessage},
-		{name: "invalid UTF-8 in method", body: "{\"method\":\"tools/call\xff\"}", wantErr: ErrInvalidMessage},
-		{name: "lone surrogate", body: `{"method":"tools/call\ud800"}`, wantErr: ErrInvalidMessage},
-		{name: "replacement char", body: `{"method":"a","params":{"name":"x\ufffd"}}`, wantErr: ErrInvalidMessage},
+		{name: "empty", body: ``, wantErr: errMalformedBody},
+		{name: "truncated", body: `{"method":"a"`, wantErr: errMalformedBody},
+		{name: "trailing garbage", body: `{"method":"a"} x`, wantErr: errMalformedBody},
+		{name: "two objects", body: `{"method":"a"}{"method":"b"}`, wantErr: errMalformedBody},
+		{name: "bom", body: "\ufeff{\"method\":\"a\"}", wantErr: errMalformedBody},
+		{name: "batch", body: `[{"method":"a"}]`, wantErr: errBatch},
+		{name: "empty batch", body: ` [] `, wantErr: errBatch},
+		{name: "string", body: `"a"`, wantErr: errInvalidMessage},
+		{name: "null", body: `null`, wantErr: errInvalidMessage},
+		{name: "duplicate method", body: `{"method":"a","method":"b"}`, wantErr: errInvalidMessage},
+		{name: "duplicate id", body: `{"id":1,"method":"a","id":2}`, wantErr: errInvalidMessage},
+		{name: "duplicate params", body: `{"method":"a","params":{},"params":{"name":"x"}}`, wantErr: errInvalidMessage},
+		{name: "Method", body: `{"Method":"a"}`, wantErr: errInvalidMessage},
+		{name: "METHOD after method", body: `{"method":"a","METHOD":"b"}`, wantErr: errInvalidMessage},
+		{name: "escaped case variant", body: `{"method":"a","\u004dethod":"b"}`, wantErr: errInvalidMessage},
+		{name: "long s in params", body: `{"method":"a","paramſ":{}}`, wantErr: errInvalidMessage},
+		{name: "NAME", body: `{"method":"a","params":{"NAME":"x"}}`, wantErr: errInvalidMessage},
+		{name: "duplicate uri", body: `{"method":"a","params":{"uri":"x","uri":"y"}}`, wantErr: errInvalidMessage},
+		{name: "_META", body: `{"method":"a","params":{"_META":{}}}`, wantErr: errInvalidMessage},
+		{name: "duplicate version", body: `{"method":"a","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"1","io.modelcontextprotocol/protocolVersion":"2"}}}`, wantErr: errInvalidMessage},
+		{name: "case variant version", body: `{"method":"a","params":{"_meta":{"io.modelcontextprotocol/protocolversion":"1"}}}`, wantErr: errInvalidMessage},
+		{name: "version not string", body: `{"method":"a","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":1}}}`, wantErr: errInvalidMessage},
+		{name: "method not string", body: `{"method":null}`, wantErr: errInvalidMessage},
+		{name: "invalid UTF-8 in method", body: "{\"method\":\"tools/call\xff\"}", wantErr: errInvalidMessage},
+		{name: "lone surrogate", body: `{"method":"tools/call\ud800"}`, wantErr: errInvalidMessage},
+		{name: "replacement char", body: `{"method":"a","params":{"name":"x\ufffd"}}`, wantErr: errInvalidMessage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,12 +125,12 @@ func TestReadBody(t *testing.T) {
 		wantErr error
 	}{
 		{name: "exact limit", body: strings.NewReader("12345"), length: 5, limit: 5, want: "12345"},
-		{name: "over limit by length", body: strings.NewReader("123456"), length: 6, limit: 5, wantErr: ErrBodyTooLarge},
+		{name: "over limit by length", body: strings.NewReader("123456"), length: 6, limit: 5, wantErr: errBodyTooLarge},
 		{name: "chunked at limit", body: strings.NewReader("12345"), length: -1, limit: 5, want: "12345"},
-		{name: "chunked over limit", body: strings.NewReader("123456"), length: -1, limit: 5, wantErr: ErrBodyTooLarge},
+		{name: "chunked over limit", body: strings.NewReader("123456"), length: -1, limit: 5, wantErr: errBodyTooLarge},
 		{name: "chunked large", body: strings.NewReader(strings.Repeat("x", 5000)), length: -1, limit: 1 << 20, want: strings.Repeat("x", 5000)},
 		{name: "one byte at a time", body: iotest.OneByteReader(strings.NewReader("abcdef")), length: -1, limit: 10, want: "abcdef"},
-		{name: "read error", body: iotest.ErrReader(errors.New("boom")), length: -1, limit: 10, wantErr: ErrMalformedBody},
+		{name: "read error", body: iotest.ErrReader(errors.New("boom")), length: -1, limit: 10, wantErr: errMalformedBody},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,8 +153,8 @@ func TestReadBodyMaxBytesReader(t *testing.T) {
 	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("123456"))
 	r.ContentLength = -1
 	r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, 3)
-	if _, err := readBody(r, 100); !errors.Is(err, ErrBodyTooLarge) {
-		t.Fatalf("readBody() error = %v, want ErrBodyTooLarge", err)
+	if _, err := readBody(r, 100); !errors.Is(err, errBodyTooLarge) {
+		t.Fatalf("readBody() error = %v, want errBodyTooLarge", err)
 	}
 }
 

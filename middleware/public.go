@@ -30,7 +30,7 @@ import (
 // -32020 (-32602 for a 2026-07-28 request without the _meta protocol
 // version), and 404 with -32601 for a 2026-07-28 request naming a method
 // that revision does not define and the policy does not name
-// ([ErrMethodNotFound]). A well-formed message whose operation is not
+// (errMethodNotFound). A well-formed message whose operation is not
 // public gets the same 401 challenge as before, so nothing protected is
 // disclosed to a client without a token. With no public operation, every request without
 // a token gets the 401 first, before its body is read. Its handler sees a [Principal]
@@ -263,7 +263,7 @@ func (s *publicSet) lookup(msg *message) *grant {
 // policy.lookup), replaced by the public grant when msg's operation is
 // public. A public operation is never refused for being unlisted.
 func (s *publicSet) apply(msg *message, g *grant, err error) (*grant, error) {
-	if s == nil || (err != nil && !errors.Is(err, ErrNotListed)) {
+	if s == nil || (err != nil && !errors.Is(err, errNotListed)) {
 		return g, err
 	}
 	if pg := s.lookup(msg); pg != nil {
@@ -277,7 +277,7 @@ func (s *publicSet) apply(msg *message, g *grant, err error) (*grant, error) {
 // request with another scheme (Basic, DPoP) or a malformed header keeps
 // its answer.
 func isAnonymous(r *http.Request, err error) bool {
-	return errors.Is(err, ErrNoToken) && len(r.Header.Values("Authorization")) == 0
+	return errors.Is(err, errNoToken) && len(r.Header.Values("Authorization")) == 0
 }
 
 // servePublic serves a request without a token when its operation is
@@ -291,14 +291,14 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 			return
 		}
 		closeUnread(w, r) // a tokenless GET or DELETE body is not read
-		m.refuse(w, r, &refusal{err: ErrNoToken})
+		m.refuse(w, r, &refusal{err: errNoToken})
 		return
 	}
 	body, err := readBody(r, m.cfg.MaxBodyBytes)
 	if err != nil {
 		closeUnread(w, r) // issue #11: the rest of the body is not read
-		if !errors.Is(err, ErrBodyTooLarge) {
-			err = ErrNoToken
+		if !errors.Is(err, errBodyTooLarge) {
+			err = errNoToken
 		}
 		m.refuse(w, r, &refusal{err: err}) // 413, as with a token
 		return
@@ -332,7 +332,7 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 		// What the server answers a method it does not have, which
 		// reveals nothing protected (notfound.go).
 		g, _ = m.policy.lookup(&msg) // labels only
-		m.refuse(w, r, &refusal{err: ErrMethodNotFound, g: g, id: msg.id})
+		m.refuse(w, r, &refusal{err: errMethodNotFound, g: g, id: msg.id})
 		return
 	case m.anonymousTaskOp(&msg):
 		// tasks/get, tasks/update, tasks/cancel (tasks/result before
@@ -342,7 +342,7 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 		g, _ = m.policy.lookup(&msg) // labels only
 	default:
 		g, _ = m.policy.lookup(&msg) // labels only
-		m.refuse(w, r, &refusal{err: ErrNoToken, g: g})
+		m.refuse(w, r, &refusal{err: errNoToken, g: g})
 		return
 	}
 	// Passed to next with the anonymous principal, once its session ID is

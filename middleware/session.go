@@ -82,35 +82,35 @@ type SessionConfig struct {
 	PassUnknown bool
 }
 
-// ErrUnknownSession: the request's Mcp-Session-Id names no session of its
+// errUnknownSession: the request's Mcp-Session-Id names no session of its
 // principal: never issued, ended, expired, evicted, issued before a
 // restart, or another principal's. Answered 404 with a JSON-RPC error,
 // the answer for an ended session, so that a client starts a new one.
-var ErrUnknownSession = errors.New("middleware: session not found")
+var errUnknownSession = errors.New("middleware: session not found")
 
-// ErrSessionHeader: the request has several Mcp-Session-Id headers, or one
+// errSessionHeader: the request has several Mcp-Session-Id headers, or one
 // that is empty, longer than 256 bytes or not visible ASCII (MCP
 // Streamable HTTP §Session Management). Answered 400.
-var ErrSessionHeader = errors.New("middleware: invalid Mcp-Session-Id header")
+var errSessionHeader = errors.New("middleware: invalid Mcp-Session-Id header")
 
-// ErrSessionsFull: the next handler created a session the middleware
+// errSessionsFull: the next handler created a session the middleware
 // cannot bind: SessionConfig.Max sessions are live and none is the
 // principal's own. Answered 503 with Retry-After; the session is closed.
-var ErrSessionsFull = errors.New("middleware: session table full")
+var errSessionsFull = errors.New("middleware: session table full")
 
-// ErrSessionStore: SessionConfig.Store failed. Answered 503 with
+// errSessionStore: SessionConfig.Store failed. Answered 503 with
 // Retry-After.
-var ErrSessionStore = errors.New("middleware: session store unavailable")
+var errSessionStore = errors.New("middleware: session store unavailable")
 
 // Reasons of the session binding.
 const (
-	// reasonUnknownSession: [ErrUnknownSession] (404).
+	// reasonUnknownSession: errUnknownSession (404).
 	reasonUnknownSession Reason = "unknown_session"
-	// reasonSessionHeader: [ErrSessionHeader] (400).
+	// reasonSessionHeader: errSessionHeader (400).
 	reasonSessionHeader Reason = "session_header"
-	// reasonSessionsFull: [ErrSessionsFull] (503).
+	// reasonSessionsFull: errSessionsFull (503).
 	reasonSessionsFull Reason = "sessions_full"
-	// reasonSessionStore: [ErrSessionStore] (503).
+	// reasonSessionStore: errSessionStore (503).
 	reasonSessionStore Reason = "session_store"
 )
 
@@ -167,18 +167,18 @@ func newSessions(c SessionConfig) *sessions {
 }
 
 // sessionID returns the request's Mcp-Session-Id ("" when it has none),
-// or [ErrSessionHeader].
+// or errSessionHeader.
 func sessionID(h http.Header) (string, error) {
 	v := h[sessionHeader]
 	switch {
 	case len(v) == 0:
 		return "", nil
 	case len(v) > 1 || len(v[0]) == 0 || len(v[0]) > maxSessionIDBytes:
-		return "", ErrSessionHeader
+		return "", errSessionHeader
 	}
 	for i := 0; i < len(v[0]); i++ {
 		if c := v[0][i]; c < 0x21 || c > 0x7e {
-			return "", ErrSessionHeader
+			return "", errSessionHeader
 		}
 	}
 	return v[0], nil
@@ -220,7 +220,7 @@ func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handle
 	if e == nil && s.pass {
 		return nil
 	}
-	return ErrUnknownSession
+	return errUnknownSession
 }
 
 // bindShared is bindSession with SessionConfig.Store: the store's record
@@ -230,7 +230,7 @@ func (m *Middleware) bindShared(ctx context.Context, sid string, p *Principal, n
 	owner, err := s.store.Owner(ctx, KindSession, sid, time.Duration(s.idle))
 	if err != nil {
 		m.storeFailed(ctx, err)
-		return ErrSessionStore
+		return errSessionStore
 	}
 	s.down.ok(m)
 	now := m.cfg.Now().UnixNano()
@@ -257,7 +257,7 @@ func (m *Middleware) bindShared(ctx context.Context, sid string, p *Principal, n
 	case owner == "" && s.pass:
 		return nil
 	case owner == "" || !p.isID(owner):
-		return ErrUnknownSession
+		return errUnknownSession
 	}
 	return nil
 }
@@ -382,16 +382,16 @@ func (m *Middleware) claimSession(ctx context.Context, sid string, p *Principal,
 	ended, err := s.t.add(sid, owner, next, now, now+s.idle)
 	s.mu.Unlock()
 	if err != nil {
-		return ended, ErrSessionsFull // the table is full, or the ID is another's
+		return ended, errSessionsFull // the table is full, or the ID is another's
 	}
 	if s.store != nil {
 		holder, serr := s.store.Claim(ctx, KindSession, sid, owner, time.Duration(s.idle))
 		switch {
-		case serr != nil && !errors.Is(serr, ErrOwnersFull):
+		case serr != nil && !errors.Is(serr, errOwnersFull):
 			m.storeFailed(ctx, serr)
-			err = ErrSessionStore
+			err = errSessionStore
 		case serr != nil || holder != owner:
-			err = ErrSessionsFull
+			err = errSessionsFull
 		default:
 			s.down.ok(m)
 		}

@@ -471,7 +471,7 @@ func TestMemoryOwnerStore(t *testing.T) {
 	claim(KindSession, "1", "b", "a", nil) // a's ID: unchanged
 	claim(KindSession, "1", "a", "a", nil) // renewed
 	claim(KindSession, "2", "a", "a", nil)
-	claim(KindSession, "3", "c", "", ErrOwnersFull)
+	claim(KindSession, "3", "c", "", errOwnersFull)
 	claim(KindSession, "4", "a", "a", nil) // a's quota: its oldest goes
 	if o, _ := s.Owner(ctx, KindSession, "1", time.Minute); o != "" {
 		t.Fatalf("a's oldest kept by %q", o)

@@ -60,7 +60,7 @@ const (
 )
 
 var (
-	// ErrUnknownTask: a task operation (tasks/get, tasks/result,
+	// errUnknownTask: a task operation (tasks/get, tasks/result,
 	// tasks/cancel, tasks/update) names a task the caller does not own:
 	// one created by another principal, one the middleware never saw
 	// created (before a restart with the in-memory store, or past
@@ -68,20 +68,20 @@ var (
 	// server, as an MCP server answers an unknown task: JSON-RPC -32602
 	// "Task not found" with the request's id, HTTP 200 (400 from
 	// 2026-07-28, SEP-2575).
-	ErrUnknownTask = errors.New("middleware: unknown task")
-	// ErrTaskStore: the task store failed, so a task's owner could not be
+	errUnknownTask = errors.New("middleware: unknown task")
+	// errTaskStore: the task store failed, so a task's owner could not be
 	// checked. Answered 503 with Retry-After (fail closed).
-	ErrTaskStore = errors.New("middleware: task store unavailable")
+	errTaskStore = errors.New("middleware: task store unavailable")
 
-	errNoTaskID     = fmt.Errorf("%w: params.taskId missing or not a string", ErrUnknownTask)
+	errNoTaskID     = fmt.Errorf("%w: params.taskId missing or not a string", errUnknownTask)
 	errTaskIDReused = errors.New("middleware: task ID already recorded for another principal")
 )
 
 // Reasons of the task binding.
 const (
-	// reasonUnknownTask: [ErrUnknownTask].
+	// reasonUnknownTask: errUnknownTask.
 	reasonUnknownTask Reason = "unknown_task"
-	// reasonTaskStore: [ErrTaskStore] (503).
+	// reasonTaskStore: errTaskStore (503).
 	reasonTaskStore Reason = "task_store_unavailable"
 )
 
@@ -132,7 +132,7 @@ func decodeTask(rec string) (owner, scopes string, ok bool) {
 func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Principal, msg *message) bool {
 	g := p.grant
 	if removedTaskMethod(r.Header, msg) {
-		m.refuse(w, r, &refusal{err: ErrMethodNotFound, p: p, g: g, id: msg.id})
+		m.refuse(w, r, &refusal{err: errMethodNotFound, p: p, g: g, id: msg.id})
 		return true
 	}
 	if !msg.taskID.str {
@@ -141,12 +141,12 @@ func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Princi
 	}
 	rec, err := m.tasks.Owner(r.Context(), KindTask, string(msg.taskID.v), defaultTaskTTL)
 	if err != nil {
-		m.refuse(w, r, &refusal{err: fmt.Errorf("%w: %w", ErrTaskStore, err), p: p, g: g})
+		m.refuse(w, r, &refusal{err: fmt.Errorf("%w: %w", errTaskStore, err), p: p, g: g})
 		return true
 	}
 	owner, scopes, valid := decodeTask(rec)
 	if !valid || owner != taskOwner(p, r.Header) {
-		m.refuse(w, r, &refusal{err: ErrUnknownTask, p: p, g: g, id: msg.id})
+		m.refuse(w, r, &refusal{err: errUnknownTask, p: p, g: g, id: msg.id})
 		return true
 	}
 	var missing []string
@@ -159,7 +159,7 @@ func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Princi
 		return false
 	}
 	if p.Anonymous {
-		m.refuse(w, r, &refusal{err: ErrNoToken, g: g})
+		m.refuse(w, r, &refusal{err: errNoToken, g: g})
 		return true
 	}
 	required := appendUnique(slices.Clone(g.op.scopes), strings.Fields(scopes)...)
@@ -347,7 +347,7 @@ func (t *taskWriter) ownsParam(obj []byte) (bool, error) {
 	}
 	rec, err := t.m.tasks.Owner(t.ctx, KindTask, id, defaultTaskTTL)
 	if err != nil {
-		return false, fmt.Errorf("%w: %w", ErrTaskStore, err)
+		return false, fmt.Errorf("%w: %w", errTaskStore, err)
 	}
 	owner, _, valid := decodeTask(rec)
 	return valid && owner == t.ownerKey(), nil
