@@ -119,8 +119,13 @@ func (c *hxOwnCleanups) Cleanup(f func()) {
 	c.mu.Unlock()
 }
 
-// run calls the registered functions, last first, once.
+// run calls the registered functions, last first, once. A nil c (an env
+// whose issuer was made with the test's own t, as TestIntrospection's)
+// has none.
 func (c *hxOwnCleanups) run() {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	fns := c.fns
 	c.fns = nil
