@@ -417,11 +417,6 @@ func TestFaultFloodRandomKids(t *testing.T) {
 			}
 			took := time.Since(start)
 			got := e.fetchSnap().stats - s.stats
-			baseline = max(baseline, slowest(t, e.batch(t, other)))
-			bound := rl + hxFaultWait + hxSlack + 6*baseline
-			if worst > bound {
-				t.Errorf("flood: slowest answer took %v, want <= %v (baseline %v)", worst, bound, baseline)
-			}
 			want := int64(1) // pinned clock: the one interval never elapses
 			if wall {
 				want = int64(took/rl) + 1
@@ -430,6 +425,14 @@ func TestFaultFloodRandomKids(t *testing.T) {
 				t.Errorf("%d waves of %d requests in %v caused %d refreshes, want 1..%d", waves, n, took, got, want)
 			}
 			e.checkFetches(t, "flood", s, got, "")
+			// The second baseline comes after the fetch counts: a deferred
+			// refresh armed by the last wave may fire during it (a clean
+			// run once counted 15 refreshes against the 14 of the flood).
+			baseline = max(baseline, slowest(t, e.batch(t, other)))
+			bound := rl + hxFaultWait + hxSlack + 6*baseline
+			if worst > bound {
+				t.Errorf("flood: slowest answer took %v, want <= %v (baseline %v)", worst, bound, baseline)
+			}
 			t.Logf("%d waves of %d concurrent requests in %v: %d refreshes, slowest answer %v (bound %v; %d requests for another audience: %v)",
 				waves, n, took.Round(time.Millisecond), got, worst.Round(time.Millisecond), bound.Round(time.Millisecond), n, baseline.Round(time.Millisecond))
 
