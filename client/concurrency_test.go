@@ -57,7 +57,7 @@ func TestConcurrentStepUp(t *testing.T) {
 				}()
 				go func() {
 					defer wg.Done()
-					_ = tr.GrantedScopes()
+					_ = tr.grantedScopes()
 				}()
 			}
 			wg.Wait()
@@ -68,10 +68,10 @@ func TestConcurrentStepUp(t *testing.T) {
 			if got := len(a.scopes()); got != tt.wantCalls {
 				t.Errorf("Authorize calls = %d (%q), want %d", got, a.scopes(), tt.wantCalls)
 			}
-			got := tr.GrantedScopes()
+			got := tr.grantedScopes()
 			slices.Sort(got)
 			if !slices.Equal(got, tt.wantHave) {
-				t.Errorf("GrantedScopes() = %q, want %q", got, tt.wantHave)
+				t.Errorf("grantedScopes() = %q, want %q", got, tt.wantHave)
 			}
 		})
 	}
@@ -189,7 +189,7 @@ func TestAuthorizerPanicReleasesLeadership(t *testing.T) {
 }
 
 // TestAuthorizerResults: unusable Authorizer results fail with
-// ErrAuthorize and leave the old token in place.
+// errAuthorize and leave the old token in place.
 func TestAuthorizerResults(t *testing.T) {
 	tests := []struct {
 		name string
@@ -210,11 +210,11 @@ func TestAuthorizerResults(t *testing.T) {
 				t.Fatal(err)
 			}
 			req, _ := http.NewRequest(http.MethodGet, f.resource+"?need=b", nil)
-			if _, err := tr.RoundTrip(req); !errors.Is(err, ErrAuthorize) {
-				t.Fatalf("error = %v, want ErrAuthorize", err)
+			if _, err := tr.RoundTrip(req); !errors.Is(err, errAuthorize) {
+				t.Fatalf("error = %v, want errAuthorize", err)
 			}
-			if got := tr.GrantedScopes(); !slices.Equal(got, []string{"a"}) {
-				t.Errorf("GrantedScopes() = %q, want [a]", got)
+			if got := tr.grantedScopes(); !slices.Equal(got, []string{"a"}) {
+				t.Errorf("grantedScopes() = %q, want [a]", got)
 			}
 		})
 	}

@@ -150,9 +150,9 @@ type Config struct {
 	// an unguarded one. New copies the struct.
 	CrossOriginHTTPClient *http.Client
 	// DenyCrossOriginMetadata refuses a resource_metadata URL on another
-	// origin with [ErrCrossOrigin] instead of fetching it, for
-	// deployments that know their resources publish metadata on their own
-	// origin. It departs from MCP, which tells clients to use the URL.
+	// origin with an [*Error] of reason "cross_origin" instead of fetching
+	// it, for deployments that know their resources publish metadata on
+	// their own origin. It departs from MCP, which tells clients to use the URL.
 	DenyCrossOriginMetadata bool
 	// MetadataTTL is how long fetched metadata is reused. Zero means one
 	// hour; negative disables caching.
@@ -232,24 +232,24 @@ func originOf(scheme, host string) (origin, bool) {
 // parseResource checks Config.Resource and returns its origin.
 func parseResource(s string) (origin, error) {
 	if s == "" {
-		return origin{}, fmt.Errorf("%w: Resource is required", ErrInvalidConfig)
+		return origin{}, fmt.Errorf("%w: Resource is required", errInvalidConfig)
 	}
 	u, err := url.Parse(s)
 	if err != nil || !u.IsAbs() || u.Opaque != "" {
-		return origin{}, fmt.Errorf("%w: Resource must be an absolute URL", ErrInvalidConfig)
+		return origin{}, fmt.Errorf("%w: Resource must be an absolute URL", errInvalidConfig)
 	}
 	o, ok := originOf(u.Scheme, u.Host)
 	switch {
 	case !ok:
-		return origin{}, fmt.Errorf("%w: Resource must be an http(s) URL with a host", ErrInvalidConfig)
+		return origin{}, fmt.Errorf("%w: Resource must be an http(s) URL with a host", errInvalidConfig)
 	case o.scheme == "http" && !isLoopback(o.host):
-		return origin{}, fmt.Errorf("%w: Resource must use https (http only for loopback hosts)", ErrInvalidConfig)
+		return origin{}, fmt.Errorf("%w: Resource must use https (http only for loopback hosts)", errInvalidConfig)
 	case u.User != nil:
-		return origin{}, fmt.Errorf("%w: Resource must not contain userinfo", ErrInvalidConfig)
+		return origin{}, fmt.Errorf("%w: Resource must not contain userinfo", errInvalidConfig)
 	case u.RawQuery != "" || u.ForceQuery:
-		return origin{}, fmt.Errorf("%w: Resource must not contain a query", ErrInvalidConfig)
+		return origin{}, fmt.Errorf("%w: Resource must not contain a query", errInvalidConfig)
 	case strings.Contains(s, "#"):
-		return origin{}, fmt.Errorf("%w: Resource must not contain a fragment", ErrInvalidConfig)
+		return origin{}, fmt.Errorf("%w: Resource must not contain a fragment", errInvalidConfig)
 	}
 	return o, nil
 }
@@ -268,11 +268,11 @@ func isLoopback(host string) bool {
 func checkEndpoint(name, s string) error {
 	u, err := url.Parse(s)
 	if err != nil || !u.IsAbs() || u.Opaque != "" || u.User != nil {
-		return fmt.Errorf("%w: %s must be an absolute URL", ErrInvalidConfig, name)
+		return fmt.Errorf("%w: %s must be an absolute URL", errInvalidConfig, name)
 	}
 	o, ok := originOf(u.Scheme, u.Host)
 	if !ok || (o.scheme == "http" && !isLoopback(o.host)) {
-		return fmt.Errorf("%w: %s must use https (http only for loopback hosts)", ErrInvalidConfig, name)
+		return fmt.Errorf("%w: %s must use https (http only for loopback hosts)", errInvalidConfig, name)
 	}
 	return nil
 }

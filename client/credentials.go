@@ -64,10 +64,10 @@ type ClientCredentialsConfig struct {
 	// (client_secret_basic, the RFC 8414 default, when it lists none).
 	AuthMethod string
 	// Issuer is the authorization server the credentials belong to. They
-	// are sent only to it: Authorize fails with [ErrAuthorize] when the
-	// resource's metadata does not list it, since a resource naming
-	// another server would otherwise receive the secret. Required unless
-	// AnyIssuer is set.
+	// are sent only to it: Authorize fails with an [*Error] of reason
+	// "authorize" when the resource's metadata does not list it, since a
+	// resource naming another server would otherwise receive the secret.
+	// Required unless AnyIssuer is set.
 	Issuer string
 	// AnyIssuer uses the first authorization server of the resource's
 	// metadata, whichever it is. Only for deployments that trust every
@@ -104,20 +104,20 @@ type ClientCredentials struct {
 var _ Authorizer = (*ClientCredentials)(nil)
 
 // NewClientCredentials returns a ClientCredentials for cfg. It fails with
-// an error wrapping [ErrInvalidConfig] if ClientID is missing, not exactly
+// an [*Error] of reason "config" if ClientID is missing, not exactly
 // one of ClientSecret and PrivateKey is set, AuthMethod does not fit the
 // credential, the key or algorithm is unusable, or neither Issuer nor
 // AnyIssuer is set.
 func NewClientCredentials(cfg ClientCredentialsConfig) (*ClientCredentials, error) {
 	switch {
 	case cfg.ClientID == "":
-		return nil, fmt.Errorf("%w: ClientID is required", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: ClientID is required", errInvalidConfig)
 	case (cfg.ClientSecret == "") == (cfg.PrivateKey == nil):
-		return nil, fmt.Errorf("%w: exactly one of ClientSecret and PrivateKey is required", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: exactly one of ClientSecret and PrivateKey is required", errInvalidConfig)
 	case cfg.Issuer == "" && !cfg.AnyIssuer:
-		return nil, fmt.Errorf("%w: Issuer is required unless AnyIssuer is set", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: Issuer is required unless AnyIssuer is set", errInvalidConfig)
 	case cfg.Issuer != "" && cfg.AnyIssuer:
-		return nil, fmt.Errorf("%w: Issuer and AnyIssuer are exclusive", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: Issuer and AnyIssuer are exclusive", errInvalidConfig)
 	}
 	c := &ClientCredentials{cfg: cfg}
 	if cfg.Now == nil {
@@ -128,12 +128,12 @@ func NewClientCredentials(cfg ClientCredentialsConfig) (*ClientCredentials, erro
 		switch cfg.AuthMethod {
 		case "", authClientSecretBasic, authClientSecretPost:
 		default:
-			return nil, fmt.Errorf("%w: AuthMethod %q does not fit a client secret", ErrInvalidConfig, cfg.AuthMethod)
+			return nil, fmt.Errorf("%w: AuthMethod %q does not fit a client secret", errInvalidConfig, cfg.AuthMethod)
 		}
 		return c, nil
 	}
 	if cfg.AuthMethod != "" && cfg.AuthMethod != authPrivateKeyJWT {
-		return nil, fmt.Errorf("%w: AuthMethod %q does not fit a private key", ErrInvalidConfig, cfg.AuthMethod)
+		return nil, fmt.Errorf("%w: AuthMethod %q does not fit a private key", errInvalidConfig, cfg.AuthMethod)
 	}
 	c.cfg.AuthMethod = authPrivateKeyJWT
 	alg := jose.SignatureAlgorithm(cfg.SigningAlgorithm)
@@ -141,7 +141,7 @@ func NewClientCredentials(cfg ClientCredentialsConfig) (*ClientCredentials, erro
 		alg = keyAlgorithm(cfg.PrivateKey)
 	}
 	if alg == "" || !algorithmFits(alg, cfg.PrivateKey) {
-		return nil, fmt.Errorf("%w: unsupported key %T or algorithm %q", ErrInvalidConfig, cfg.PrivateKey, cfg.SigningAlgorithm)
+		return nil, fmt.Errorf("%w: unsupported key %T or algorithm %q", errInvalidConfig, cfg.PrivateKey, cfg.SigningAlgorithm)
 	}
 	opts := (&jose.SignerOptions{}).WithType("JWT")
 	if cfg.KeyID != "" {
@@ -149,7 +149,7 @@ func NewClientCredentials(cfg ClientCredentialsConfig) (*ClientCredentials, erro
 	}
 	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: cfg.PrivateKey}, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
+		return nil, fmt.Errorf("%w: %w", errInvalidConfig, err)
 	}
 	c.signer = s
 	return c, nil
@@ -186,25 +186,25 @@ func (c *ClientCredentials) algorithm() string {
 // Authorize implements [Authorizer]: it discovers the authorization
 // server's metadata and returns a token source for the client credentials
 // grant, after obtaining its first token. A failed token request wraps
-// [ErrAuthorize] and the *oauth2.RetrieveError (errors.As), whose body the
-// error text does not repeat.
+// an [*Error] of reason "authorize" and the *oauth2.RetrieveError
+// (errors.As), whose body the error text does not repeat.
 func (c *ClientCredentials) Authorize(ctx context.Context, req AuthorizeRequest) (oauth2.TokenSource, error) {
 	if req.ResourceMetadata == nil || len(req.ResourceMetadata.AuthorizationServers) == 0 {
-		return nil, fmt.Errorf("%w: no authorization server", ErrAuthorize)
+		return nil, fmt.Errorf("%w: no authorization server", errAuthorize)
 	}
 	issuer := req.ResourceMetadata.AuthorizationServers[0]
 	if !c.cfg.AnyIssuer {
 		if !slices.Contains(req.ResourceMetadata.AuthorizationServers, c.cfg.Issuer) {
-			return nil, fmt.Errorf("%w: the resource does not name the configured issuer", ErrAuthorize)
+			return nil, fmt.Errorf("%w: the resource does not name the configured issuer", errAuthorize)
 		}
 		issuer = c.cfg.Issuer
 	}
 	md, err := asmeta.Discover(ctx, c.cfg.DiscoveryHTTPClient, issuer)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrAuthorize, err)
+		return nil, fmt.Errorf("%w: %w", errAuthorize, err)
 	}
 	if err := checkEndpoint("token_endpoint", md.TokenEndpoint); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrAuthorize, err)
+		return nil, fmt.Errorf("%w: %w", errAuthorize, err)
 	}
 	method, err := c.method(md)
 	if err != nil {
@@ -242,7 +242,7 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req AuthorizeRequest)
 	src := &ccSource{c: c, cc: cc, audience: md.Issuer, hc: hc, ctx: context.WithoutCancel(ctx)}
 	tok, err := src.token(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrAuthorize, err)
+		return nil, fmt.Errorf("%w: %w", errAuthorize, err)
 	}
 	return oauth2.ReuseTokenSource(tok, src), nil
 }
@@ -269,11 +269,11 @@ func (c *ClientCredentials) method(md *asmeta.Metadata) (string, error) {
 	}
 	if c.cfg.AuthMethod != "" {
 		if !slices.Contains(supported, c.cfg.AuthMethod) {
-			return "", fmt.Errorf("%w: the authorization server does not support %s", ErrAuthorize, c.cfg.AuthMethod)
+			return "", fmt.Errorf("%w: the authorization server does not support %s", errAuthorize, c.cfg.AuthMethod)
 		}
 		if c.cfg.AuthMethod == authPrivateKeyJWT && len(md.TokenEndpointAuthSigningAlgValuesSupported) > 0 &&
 			!slices.Contains(md.TokenEndpointAuthSigningAlgValuesSupported, c.algorithm()) {
-			return "", fmt.Errorf("%w: the authorization server does not accept %s assertions", ErrAuthorize, c.algorithm())
+			return "", fmt.Errorf("%w: the authorization server does not accept %s assertions", errAuthorize, c.algorithm())
 		}
 		return c.cfg.AuthMethod, nil
 	}
@@ -282,7 +282,7 @@ func (c *ClientCredentials) method(md *asmeta.Metadata) (string, error) {
 			return m, nil
 		}
 	}
-	return "", fmt.Errorf("%w: the authorization server supports no client secret method", ErrAuthorize)
+	return "", fmt.Errorf("%w: the authorization server supports no client secret method", errAuthorize)
 }
 
 // ccSource obtains client credentials tokens, with a new assertion for
@@ -340,7 +340,7 @@ func (c *ClientCredentials) assertion(aud string) (string, error) {
 	}
 	s, err := jwt.Signed(c.signer).Claims(claims).Serialize()
 	if err != nil {
-		return "", fmt.Errorf("%w: sign client assertion: %w", ErrAuthorize, err)
+		return "", fmt.Errorf("%w: sign client assertion: %w", errAuthorize, err)
 	}
 	return s, nil
 }

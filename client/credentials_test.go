@@ -97,19 +97,19 @@ func TestClientCredentials(t *testing.T) {
 		},
 		{
 			name: "issuer not named by the resource", cfg: ClientCredentialsConfig{ClientID: "c1", ClientSecret: "s", Issuer: "{as}"},
-			methods: []string{"client_secret_basic"}, otherAS: true, wantErr: ErrAuthorize,
+			methods: []string{"client_secret_basic"}, otherAS: true, wantErr: errAuthorize,
 		},
 		{
 			name: "method not supported", cfg: ClientCredentialsConfig{ClientID: "c1", ClientSecret: "s", AuthMethod: authClientSecretPost, Issuer: "{as}"},
-			methods: []string{"client_secret_basic"}, wantErr: ErrAuthorize,
+			methods: []string{"client_secret_basic"}, wantErr: errAuthorize,
 		},
 		{
 			name: "algorithm not accepted", cfg: ClientCredentialsConfig{ClientID: "c1", PrivateKey: ecKey, Issuer: "{as}"},
-			methods: []string{"private_key_jwt"}, algs: []string{"RS256"}, wantErr: ErrAuthorize,
+			methods: []string{"private_key_jwt"}, algs: []string{"RS256"}, wantErr: errAuthorize,
 		},
 		{
 			name: "no secret method", cfg: ClientCredentialsConfig{ClientID: "c1", ClientSecret: "s", Issuer: "{as}"},
-			methods: []string{"private_key_jwt"}, wantErr: ErrAuthorize,
+			methods: []string{"private_key_jwt"}, wantErr: errAuthorize,
 		},
 	}
 	for _, tt := range tests {
@@ -185,7 +185,7 @@ func TestClientCredentials(t *testing.T) {
 	}
 }
 
-// TestClientCredentialsRefused: a refused token request is ErrAuthorize
+// TestClientCredentialsRefused: a refused token request is errAuthorize
 // and the *oauth2.RetrieveError, and its text does not repeat the
 // server's answer.
 func TestClientCredentialsRefused(t *testing.T) {
@@ -207,8 +207,8 @@ func TestClientCredentialsRefused(t *testing.T) {
 	}
 	_, err = cc.Authorize(context.Background(), AuthorizeRequest{ResourceMetadata: &prm.Metadata{AuthorizationServers: []string{as.URL}}})
 	var re *oauth2.RetrieveError
-	if !errors.Is(err, ErrAuthorize) || !errors.As(err, &re) || re.ErrorCode != "invalid_client" {
-		t.Fatalf("Authorize() error = %v, want ErrAuthorize wrapping the RetrieveError", err)
+	if !errors.Is(err, errAuthorize) || !errors.As(err, &re) || re.ErrorCode != "invalid_client" {
+		t.Fatalf("Authorize() error = %v, want errAuthorize wrapping the RetrieveError", err)
 	}
 	if want := "client: authorization failed: client: token request failed: status 401"; err.Error() != want {
 		t.Errorf("error text %q, want %q", err, want)
@@ -238,7 +238,7 @@ func TestNewClientCredentials(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NewClientCredentials(tt.cfg)
-			if (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, ErrInvalidConfig)) {
+			if (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, errInvalidConfig)) {
 				t.Fatalf("NewClientCredentials() error = %v, want error %v", err, tt.wantErr)
 			}
 			if err != nil && strings.Contains(err.Error(), "s3cret") {

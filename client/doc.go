@@ -50,10 +50,10 @@
 // ([Config.CrossOriginHTTPClient], by default asmeta.NewGuardedClient:
 // public addresses on port 443 only, no redirects), because the server
 // being authorized chose it. [Config.DenyCrossOriginMetadata] refuses such
-// URLs with [ErrCrossOrigin] instead. [FetchMetadata] performs the fetch
-// and prm.Parse the §3.3 check (the document's resource must equal
-// Config.Resource, else [ErrResourceMismatch]); what a server merely
-// SHOULD NOT publish (offline_access in scopes_supported, an unknown
+// URLs with an [*Error] of reason "cross_origin" instead. [FetchMetadata]
+// performs the fetch and prm.Parse the §3.3 check (the document's resource
+// must equal Config.Resource, else an [*Error] of reason
+// "resource_mismatch"); what a server merely SHOULD NOT publish (offline_access in scopes_supported, an unknown
 // bearer method) does not make a document unusable. Metadata is cached
 // for [Config.MetadataTTL], except that a 401 for a token the resource had
 // accepted reads it again: the resource may have moved to another
@@ -65,15 +65,15 @@
 // # Loops and limits
 //
 // A 403 whose scopes are all already requested or granted fails at once
-// with [ErrStepUpLoop] (typescript-sdk#1582): the server refuses a scope
-// the authorization server did not grant, and asking again would prompt
-// the user forever. So does a 401 to a token obtained during the same
-// RoundTrip that asks for nothing new. These errors, like
-// [ErrRetriesExhausted] and [ErrCrossOrigin], are a [*ChallengeError]
-// carrying the challenge; the response body is drained and closed, and
-// RoundTrip returns no response. One RoundTrip performs at most
-// [Config.MaxRetries] authorizations and sends at most 2*MaxRetries+1
-// requests.
+// with an [*Error] of reason "step_up_loop" (typescript-sdk#1582): the
+// server refuses a scope the authorization server did not grant, and
+// asking again would prompt the user forever. So does a 401 to a token
+// obtained during the same RoundTrip that asks for nothing new. These
+// errors, like those of reasons "retries_exhausted" and "cross_origin",
+// carry the status and the challenge (Error.StatusCode, Error.Challenge);
+// the response body is drained and closed, and RoundTrip returns no
+// response. One RoundTrip performs at most [Config.MaxRetries]
+// authorizations and sends at most 2*MaxRetries+1 requests.
 //
 // # Concurrency
 //
@@ -95,7 +95,8 @@
 //
 // Tokens come from oauth2.TokenSource values wrapped in
 // oauth2.ReuseTokenSource. A token source error fails the RoundTrip with
-// [ErrTokenSource]; the transport does not re-authorize on its own then.
+// an [*Error] of reason "token_source"; the transport does not
+// re-authorize on its own then.
 // The token is always sent as "Bearer".
 //
 // # Upstream tokens

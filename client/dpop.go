@@ -11,7 +11,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -26,9 +25,6 @@ import (
 	"github.com/mcpguard/mcpguard/challenge"
 	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
-
-// ErrDPoP: a DPoP key cannot be used or a proof cannot be made.
-var ErrDPoP = errors.New("client: dpop")
 
 // DPoPKey holds the private key a client proves possession of with DPoP
 // (RFC 9449): it signs one proof per request, remembers the last server
@@ -53,7 +49,7 @@ func NewDPoPKey(key crypto.Signer, now func() time.Time) (*DPoPKey, error) {
 	if key == nil {
 		k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		if err != nil {
-			return nil, fmt.Errorf("%w: generate key: %w", ErrDPoP, err)
+			return nil, fmt.Errorf("%w: generate key: %w", errDPoP, err)
 		}
 		key = k
 	}
@@ -76,17 +72,17 @@ func NewDPoPKey(key crypto.Signer, now func() time.Time) (*DPoPKey, error) {
 		alg = jose.EdDSA
 	}
 	if alg == "" {
-		return nil, fmt.Errorf("%w: unsupported key type %T", ErrDPoP, key)
+		return nil, fmt.Errorf("%w: unsupported key type %T", errDPoP, key)
 	}
 	opts := (&jose.SignerOptions{EmbedJWK: true}).WithType("dpop+jwt")
 	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrDPoP, err)
+		return nil, fmt.Errorf("%w: %w", errDPoP, err)
 	}
 	pub := jose.JSONWebKey{Key: key.Public()}
 	tp, err := pub.Thumbprint(crypto.SHA256)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrDPoP, err)
+		return nil, fmt.Errorf("%w: %w", errDPoP, err)
 	}
 	if now == nil {
 		now = time.Now
@@ -106,7 +102,7 @@ func (k *DPoPKey) Thumbprint() string { return k.jkt }
 func (k *DPoPKey) Proof(method, target, accessToken string) (string, error) {
 	u, err := url.Parse(target)
 	if err != nil || !u.IsAbs() {
-		return "", fmt.Errorf("%w: target is not an absolute URL", ErrDPoP)
+		return "", fmt.Errorf("%w: target is not an absolute URL", errDPoP)
 	}
 	htu := *u
 	htu.RawQuery, htu.ForceQuery, htu.Fragment, htu.RawFragment, htu.User = "", false, "", "", nil
@@ -127,11 +123,11 @@ func (k *DPoPKey) Proof(method, target, accessToken string) (string, error) {
 	}
 	payload, err := json.Marshal(c)
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrDPoP, err)
+		return "", fmt.Errorf("%w: %w", errDPoP, err)
 	}
 	jws, err := k.signer.Sign(payload)
 	if err != nil {
-		return "", fmt.Errorf("%w: sign: %w", ErrDPoP, err)
+		return "", fmt.Errorf("%w: sign: %w", errDPoP, err)
 	}
 	return jws.CompactSerialize()
 }

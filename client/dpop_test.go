@@ -95,14 +95,14 @@ func TestDPoPTokenTransportNonce(t *testing.T) {
 }
 
 func TestNewDPoPKey(t *testing.T) {
-	if _, err := NewDPoPKey(badSigner{}, nil); !errors.Is(err, ErrDPoP) {
-		t.Errorf("unsupported key: err = %v, want ErrDPoP", err)
+	if _, err := NewDPoPKey(badSigner{}, nil); !errors.Is(err, errDPoP) {
+		t.Errorf("unsupported key: err = %v, want errDPoP", err)
 	}
 	k, err := NewDPoPKey(nil, nil)
 	if err != nil || len(k.Thumbprint()) != 43 {
 		t.Fatalf("generated key: %v %q", err, k.Thumbprint())
 	}
-	if _, err := k.Proof("POST", "/relative", ""); !errors.Is(err, ErrDPoP) {
+	if _, err := k.Proof("POST", "/relative", ""); !errors.Is(err, errDPoP) {
 		t.Errorf("relative target: err = %v", err)
 	}
 	_ = context.Background()

@@ -133,14 +133,12 @@ func Example_mcpClient() {
 		resp.Body.Close()
 		fmt.Println(method, resp.StatusCode)
 	}
-	fmt.Println("granted:", tr.GrantedScopes())
 	// Output:
 	// authorize (unauthorized): [files:read]
 	// initialize 200
 	// tools/list 200
 	// authorize (insufficient_scope): [files:read files:write]
 	// tools/call 200
-	// granted: [files:read files:write]
 }
 
 // A server that keeps asking for a scope the user did not grant makes the
@@ -165,12 +163,16 @@ func Example_stepUpLoop() {
 	req.Header.Set("Mcp-Method", "tools/call")
 	_, err := (&http.Client{Transport: tr}).Do(req)
 
-	var ce *client.ChallengeError
-	if errors.Is(err, client.ErrStepUpLoop) && errors.As(err, &ce) {
+	if errors.Is(err, &client.Error{Reason: "step_up_loop"}) {
+		fmt.Println("step-up loop")
+	}
+	var ce *client.Error
+	if errors.As(err, &ce) {
 		fmt.Println("server still wants:", ce.Challenge.Scope)
 	}
 	// Output:
 	// authorize: [files:read files:write]
+	// step-up loop
 	// server still wants: [files:write]
 }
 

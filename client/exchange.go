@@ -77,14 +77,16 @@ type ExchangeConfig struct {
 // issued_token_type and token_type (RFC 8693 §2.2.1). The returned token
 // has Expiry set from expires_in, and its Extra holds every member (e.g.
 // Extra("issued_token_type"), Extra("scope")). An error response
-// (RFC 8693 §2.2.2) or other status gives an [*ExchangeError]; other
-// failures wrap [ErrTokenExchange] or [ErrInvalidConfig].
+// (RFC 8693 §2.2.2) or other status gives an [*Error] with the reason
+// "token_exchange", its StatusCode and the response's Code, Description
+// and URI; other failures wrap an Error with the reason "token_exchange"
+// or "config".
 func ExchangeToken(ctx context.Context, c *http.Client, cfg ExchangeConfig, subjectToken string) (*oauth2.Token, error) {
 	if err := checkEndpoint("TokenURL", cfg.TokenURL); err != nil {
 		return nil, err
 	}
 	if subjectToken == "" {
-		return nil, fmt.Errorf("%w: empty subject token", ErrInvalidConfig)
+		return nil, fmt.Errorf("%w: empty subject token", errInvalidConfig)
 	}
 	now := time.Now
 	if cfg.Now != nil {
@@ -115,7 +117,7 @@ func ExchangeToken(ctx context.Context, c *http.Client, cfg ExchangeConfig, subj
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, cfg.TokenURL, strings.NewReader(form.Encode()))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrTokenExchange, err)
+		return nil, fmt.Errorf("%w: %w", errTokenExchange, err)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
@@ -125,20 +127,20 @@ func ExchangeToken(ctx context.Context, c *http.Client, cfg ExchangeConfig, subj
 	resp, err := tokenClient(c).Do(req)
 	if err != nil {
 		if errors.Is(err, errNoRedirect) {
-			return nil, fmt.Errorf("%w: redirect refused", ErrTokenExchange)
+			return nil, fmt.Errorf("%w: redirect refused", errTokenExchange)
 		}
-		return nil, fmt.Errorf("%w: %w", ErrTokenExchange, err)
+		return nil, fmt.Errorf("%w: %w", errTokenExchange, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenResponseBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrTokenExchange, err)
+		return nil, fmt.Errorf("%w: %w", errTokenExchange, err)
 	}
 	if len(body) > maxTokenResponseBytes {
-		return nil, fmt.Errorf("%w: response exceeds %d bytes", ErrTokenExchange, maxTokenResponseBytes)
+		return nil, fmt.Errorf("%w: response exceeds %d bytes", errTokenExchange, maxTokenResponseBytes)
 	}
 	if resp.StatusCode != http.StatusOK {
-		e := &ExchangeError{StatusCode: resp.StatusCode}
+		e := &Error{Reason: errTokenExchange.Reason, StatusCode: resp.StatusCode}
 		var eb struct {
 			Code        string `json:"error"`
 			Description string `json:"error_description"`
@@ -150,7 +152,7 @@ func ExchangeToken(ctx context.Context, c *http.Client, cfg ExchangeConfig, subj
 		return nil, e
 	}
 	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return nil, fmt.Errorf("%w: content type is not application/json", ErrTokenExchange)
+		return nil, fmt.Errorf("%w: content type is not application/json", errTokenExchange)
 	}
 	return parseExchangeResponse(body, now())
 }
@@ -161,7 +163,7 @@ func ExchangeToken(ctx context.Context, c *http.Client, cfg ExchangeConfig, subj
 func parseExchangeResponse(body []byte, now time.Time) (*oauth2.Token, error) {
 	var raw map[string]any
 	if err := strictjson.Unmarshal(body, &raw); err != nil || raw == nil {
-		return nil, fmt.Errorf("%w: malformed JSON response", ErrTokenExchange)
+		return nil, fmt.Errorf("%w: malformed JSON response", errTokenExchange)
 	}
 	str := func(k string) string { s, _ := raw[k].(string); return s }
 	tok := &oauth2.Token{
@@ -171,7 +173,7 @@ func parseExchangeResponse(body []byte, now time.Time) (*oauth2.Token, error) {
 	}
 	for _, k := range []string{"access_token", "issued_token_type", "token_type"} {
 		if str(k) == "" {
-			return nil, fmt.Errorf("%w: response lacks %s", ErrTokenExchange, k)
+			return nil, fmt.Errorf("%w: response lacks %s", errTokenExchange, k)
 		}
 	}
 	var secs int64
@@ -182,7 +184,7 @@ func parseExchangeResponse(body []byte, now time.Time) (*oauth2.Token, error) {
 	case string: // some servers send a string
 		secs, _ = strconv.ParseInt(v, 10, 64)
 	default:
-		return nil, fmt.Errorf("%w: malformed expires_in", ErrTokenExchange)
+		return nil, fmt.Errorf("%w: malformed expires_in", errTokenExchange)
 	}
 	if secs > 0 && secs < 1<<31 {
 		tok.ExpiresIn = secs

@@ -56,7 +56,7 @@ func TestExchangeToken(t *testing.T) {
 		cfg      func(tokenURL string) ExchangeConfig
 		subject  string
 		wantErr  error
-		wantCode string // ExchangeError.Code
+		wantCode string // Error.Code
 		check    func(t *testing.T, e *tokenEndpoint)
 	}{
 		{
@@ -92,62 +92,62 @@ func TestExchangeToken(t *testing.T) {
 		},
 		{
 			name: "error response", respond: jsonResponse(400, `{"error":"invalid_target","error_description":"no such audience"}`),
-			subject: "x", wantErr: ErrTokenExchange, wantCode: "invalid_target",
+			subject: "x", wantErr: errTokenExchange, wantCode: "invalid_target",
 		},
 		{
 			name: "server error without JSON", respond: func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", 500) },
-			subject: "x", wantErr: ErrTokenExchange,
+			subject: "x", wantErr: errTokenExchange,
 		},
 		{
-			name: "not JSON", subject: "x", wantErr: ErrTokenExchange,
+			name: "not JSON", subject: "x", wantErr: errTokenExchange,
 			respond: func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, exchanged) },
 		},
 		{
-			name: "missing issued_token_type", subject: "x", wantErr: ErrTokenExchange,
+			name: "missing issued_token_type", subject: "x", wantErr: errTokenExchange,
 			respond: jsonResponse(200, `{"access_token":"a","token_type":"Bearer"}`),
 		},
 		{
-			name: "missing access_token", subject: "x", wantErr: ErrTokenExchange,
+			name: "missing access_token", subject: "x", wantErr: errTokenExchange,
 			respond: jsonResponse(200, `{"issued_token_type":"t","token_type":"Bearer"}`),
 		},
 		{
-			name: "malformed JSON", subject: "x", wantErr: ErrTokenExchange, respond: jsonResponse(200, `[1,2`),
+			name: "malformed JSON", subject: "x", wantErr: errTokenExchange, respond: jsonResponse(200, `[1,2`),
 		},
 		{
-			name: "repeated access_token", subject: "x", wantErr: ErrTokenExchange,
+			name: "repeated access_token", subject: "x", wantErr: errTokenExchange,
 			respond: jsonResponse(200, `{"access_token":"a","access_token":"b","issued_token_type":"t","token_type":"Bearer"}`),
 		},
 		{
-			name: "invalid UTF-8", subject: "x", wantErr: ErrTokenExchange,
+			name: "invalid UTF-8", subject: "x", wantErr: errTokenExchange,
 			respond: jsonResponse(200, "{\"access_token\":\"a\xff\",\"issued_token_type\":\"t\",\"token_type\":\"Bearer\"}"),
 		},
 		{
-			name: "case variant is not the member", subject: "x", wantErr: ErrTokenExchange,
+			name: "case variant is not the member", subject: "x", wantErr: errTokenExchange,
 			respond: jsonResponse(200, `{"Access_Token":"a","issued_token_type":"t","token_type":"Bearer"}`),
 		},
 		{
-			name: "bad expires_in", subject: "x", wantErr: ErrTokenExchange,
+			name: "bad expires_in", subject: "x", wantErr: errTokenExchange,
 			respond: jsonResponse(200, `{"access_token":"a","issued_token_type":"t","token_type":"N_A","expires_in":{}}`),
 		},
 		{
-			name: "too large", subject: "x", wantErr: ErrTokenExchange,
+			name: "too large", subject: "x", wantErr: errTokenExchange,
 			respond: jsonResponse(200, `{"access_token":"`+strings.Repeat("a", maxTokenResponseBytes)+`"}`),
 		},
 		{
-			name: "redirect refused", subject: "x", wantErr: ErrTokenExchange,
+			name: "redirect refused", subject: "x", wantErr: errTokenExchange,
 			respond: func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
 			},
 		},
 		{
-			name: "empty subject token", respond: jsonResponse(200, exchanged), wantErr: ErrInvalidConfig,
+			name: "empty subject token", respond: jsonResponse(200, exchanged), wantErr: errInvalidConfig,
 		},
 		{
-			name: "plain http token endpoint", respond: jsonResponse(200, exchanged), subject: "x", wantErr: ErrInvalidConfig,
+			name: "plain http token endpoint", respond: jsonResponse(200, exchanged), subject: "x", wantErr: errInvalidConfig,
 			cfg: func(string) ExchangeConfig { return ExchangeConfig{TokenURL: "http://as.example.com/token"} },
 		},
 		{
-			name: "relative token endpoint", respond: jsonResponse(200, exchanged), subject: "x", wantErr: ErrInvalidConfig,
+			name: "relative token endpoint", respond: jsonResponse(200, exchanged), subject: "x", wantErr: errInvalidConfig,
 			cfg: func(string) ExchangeConfig { return ExchangeConfig{TokenURL: "/token"} },
 		},
 	}
@@ -162,9 +162,9 @@ func TestExchangeToken(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
 				t.Fatalf("error = %v, want %v", err, tt.wantErr)
 			}
-			var ee *ExchangeError
+			var ee *Error
 			if errors.As(err, &ee) && ee.Code != tt.wantCode {
-				t.Errorf("ExchangeError.Code = %q, want %q", ee.Code, tt.wantCode)
+				t.Errorf("Error.Code = %q, want %q", ee.Code, tt.wantCode)
 			}
 			if err != nil {
 				if strings.Contains(err.Error(), "no such audience") {
@@ -199,17 +199,17 @@ func TestUpstreamTokenSource(t *testing.T) {
 			wantForm: url.Values{"grant_type": {"client_credentials"}, "scope": {"a b"}, "resource": {"https://api.example.com/"}, "audience": {"api"}, "x": {"1"}},
 		},
 		{
-			name: "resource twice", wantErr: ErrInvalidConfig,
+			name: "resource twice", wantErr: errInvalidConfig,
 			cfg: func(u string) UpstreamConfig {
 				return UpstreamConfig{TokenURL: u, ClientID: "srv", Resource: "https://a/", EndpointParams: url.Values{"resource": {"https://b/"}}}
 			},
 		},
 		{
-			name: "no client id", wantErr: ErrInvalidConfig,
+			name: "no client id", wantErr: errInvalidConfig,
 			cfg: func(u string) UpstreamConfig { return UpstreamConfig{TokenURL: u} },
 		},
 		{
-			name: "plain http", wantErr: ErrInvalidConfig,
+			name: "plain http", wantErr: errInvalidConfig,
 			cfg: func(string) UpstreamConfig { return UpstreamConfig{TokenURL: "http://as.example.com/t", ClientID: "c"} },
 		},
 	}

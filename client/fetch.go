@@ -28,8 +28,8 @@ import (
 //     the §3.3 checks: "resource" identical to wantResource, at least one
 //     usable authorization server.
 //
-// A failure to obtain the document wraps [ErrMetadataFetch] (and the
-// transport, status or context error); a document that fails the checks
+// A failure to obtain the document wraps an [*Error] of reason
+// "metadata_fetch" (and the transport, status or context error); a document that fails the checks
 // wraps prm.ErrResourceMismatch or prm.ErrInvalidMetadata. If hc is nil, a
 // client with a 10 second timeout, no redirects and no environment proxies
 // is used; it has no address guard, so pass asmeta.NewGuardedClient's
@@ -48,7 +48,7 @@ func FetchMetadata(ctx context.Context, hc *http.Client, metadataURL, wantResour
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := fetch.Get(ctx, &c, metadataURL, prm.MaxMetadataBytes)
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrMetadataFetch, err)
+		return nil, fmt.Errorf("%w: %w", errMetadataFetch, err)
 	}
 	// The project's strict reader first: a repeated member name or invalid
 	// UTF-8 would leave what "resource" says to the decoder's choice.
@@ -60,4 +60,4 @@ func FetchMetadata(ctx context.Context, hc *http.Client, metadataURL, wantResour
 
 // isFetchFailure reports whether err means the document could not be
 // obtained (so the next well-known URL may be tried).
-func isFetchFailure(err error) bool { return errors.Is(err, ErrMetadataFetch) }
+func isFetchFailure(err error) bool { return errors.Is(err, errMetadataFetch) }

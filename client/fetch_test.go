@@ -112,14 +112,14 @@ func TestFetchMetadata(t *testing.T) {
 		{"resource trailing slash is a mismatch", mdURL, res + "/", prm.ErrResourceMismatch},
 		{"resource case is a mismatch", mdURL, strings.ToUpper(res[:4]) + res[4:], prm.ErrResourceMismatch},
 		{"empty want", mdURL, "", prm.ErrInvalidResource},
-		{"wrong content type", srv.URL + "/text", res, ErrMetadataFetch},
-		{"no content type", srv.URL + "/no-type", res, ErrMetadataFetch},
-		{"404", srv.URL + "/missing", res, ErrMetadataFetch},
-		{"500", srv.URL + "/error", res, ErrMetadataFetch},
-		{"oversized body", srv.URL + "/big", res, ErrMetadataFetch},
+		{"wrong content type", srv.URL + "/text", res, errMetadataFetch},
+		{"no content type", srv.URL + "/no-type", res, errMetadataFetch},
+		{"404", srv.URL + "/missing", res, errMetadataFetch},
+		{"500", srv.URL + "/error", res, errMetadataFetch},
+		{"oversized body", srv.URL + "/big", res, errMetadataFetch},
 		{"body exactly at cap", srv.URL + "/exactly-max", res, nil},
-		{"redirect same origin refused", srv.URL + "/redirect-same", res, ErrMetadataFetch},
-		{"redirect other origin refused", srv.URL + "/redirect-other", res, ErrMetadataFetch},
+		{"redirect same origin refused", srv.URL + "/redirect-same", res, errMetadataFetch},
+		{"redirect other origin refused", srv.URL + "/redirect-other", res, errMetadataFetch},
 		{"offline_access in scopes_supported accepted", srv.URL + "/offline", res, nil},
 		{"malformed JSON", srv.URL + "/malformed", res, prm.ErrInvalidMetadata},
 		{"JSON array", srv.URL + "/array", res, prm.ErrInvalidMetadata},
@@ -128,9 +128,9 @@ func TestFetchMetadata(t *testing.T) {
 		{"invalid UTF-8", srv.URL + "/bad-utf8", res, prm.ErrInvalidMetadata},
 		{"case variant of resource", srv.URL + "/case-variant", res, prm.ErrInvalidMetadata},
 		{"lone surrogate", srv.URL + "/lone-surrogate", res, prm.ErrInvalidMetadata},
-		{"http non-loopback refused", "http://example.com/.well-known/oauth-protected-resource", "http://example.com", ErrMetadataFetch},
-		{"metadata URL with fragment", mdURL + "#x", res, ErrMetadataFetch},
-		{"relative metadata URL", "/.well-known/oauth-protected-resource", res, ErrMetadataFetch},
+		{"http non-loopback refused", "http://example.com/.well-known/oauth-protected-resource", "http://example.com", errMetadataFetch},
+		{"metadata URL with fragment", mdURL + "#x", res, errMetadataFetch},
+		{"relative metadata URL", "/.well-known/oauth-protected-resource", res, errMetadataFetch},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -180,8 +180,8 @@ func TestFetchMetadataDoesNotModifyClient(t *testing.T) {
 	var called atomic.Bool
 	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { called.Store(true); return nil }}
 	_, err := FetchMetadata(context.Background(), c, srv.URL+"/redirect-same", srv.URL+"/mcp")
-	if !errors.Is(err, ErrMetadataFetch) {
-		t.Errorf("FetchMetadata() error = %v, want %v", err, ErrMetadataFetch)
+	if !errors.Is(err, errMetadataFetch) {
+		t.Errorf("FetchMetadata() error = %v, want %v", err, errMetadataFetch)
 	}
 	if called.Load() {
 		t.Error("caller's CheckRedirect was used; redirects must be refused")
@@ -196,8 +196,8 @@ func TestFetchMetadataContextCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := FetchMetadata(ctx, srv.Client(), srv.URL+"/.well-known/oauth-protected-resource/mcp", srv.URL+"/mcp")
-	if !errors.Is(err, ErrMetadataFetch) || !errors.Is(err, context.Canceled) {
-		t.Errorf("FetchMetadata() error = %v, want %v and %v", err, ErrMetadataFetch, context.Canceled)
+	if !errors.Is(err, errMetadataFetch) || !errors.Is(err, context.Canceled) {
+		t.Errorf("FetchMetadata() error = %v, want %v and %v", err, errMetadataFetch, context.Canceled)
 	}
 }
 

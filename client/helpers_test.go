@@ -196,3 +196,13 @@ func staticToken(scopes ...string) oauth2.TokenSource {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// grantedScopes returns the scopes of the current token as far as the
+// transport knows them: the "scope" member of the token response
+// (RFC 6749 §5.1) if the token carries one, else the scopes last requested
+// from the Authorizer, else Config.GrantedScopes.
+func (t *Transport) grantedScopes() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.granted)
+}

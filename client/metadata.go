@@ -45,7 +45,7 @@ func (t *Transport) metadata(ctx context.Context, metaURL string, reread bool) (
 	} else {
 		inserted, err := prm.MetadataURL(t.cfg.Resource)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrMetadata, err)
+			return nil, fmt.Errorf("%w: %w", errMetadata, err)
 		}
 		tries = []try{{inserted, t.cfg.Resource}}
 		if root, err := prm.RootMetadataURL(t.cfg.Resource); err == nil && root != inserted {
@@ -65,9 +65,9 @@ func (t *Transport) metadata(ctx context.Context, metaURL string, reread bool) (
 		}
 	}
 	if errors.Is(err, prm.ErrResourceMismatch) {
-		return nil, fmt.Errorf("%w: %w", ErrResourceMismatch, err)
+		return nil, fmt.Errorf("%w: %w", errResourceMismatch, err)
 	}
-	return nil, fmt.Errorf("%w: %w", ErrMetadata, err)
+	return nil, fmt.Errorf("%w: %w", errMetadata, err)
 }
 
 func (t *Transport) fetchCached(ctx context.Context, metaURL, want string, reread bool) (*prm.Metadata, error) {

@@ -35,7 +35,7 @@ func (a *serverAuthorizer) Authorize(_ context.Context, req AuthorizeRequest) (o
 // resource that moved to another authorization server is authorized there,
 // and tells the Authorizer that the servers changed (MCP 2026-07-28,
 // SEP-2352). On ebeaaa4 the transport asked the old server again from its
-// cached metadata and stopped with ErrStepUpLoop.
+// cached metadata and stopped with errStepUpLoop.
 func TestAuthorizationServerMigration(t *testing.T) {
 	const as1, as2 = "https://as1.example.com", "https://as2.example.com"
 	tests := []struct {

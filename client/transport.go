@@ -42,16 +42,16 @@ type Transport struct {
 
 var _ http.RoundTripper = (*Transport)(nil)
 
-// New returns a Transport for cfg. It fails with an error wrapping
-// [ErrInvalidConfig] if Resource is missing or unusable, or MaxRetries is
-// negative or above 5.
+// New returns a Transport for cfg. It fails with an [*Error] of reason
+// "config" if Resource is missing or unusable, or MaxRetries is negative
+// or above 5.
 func New(cfg Config) (*Transport, error) {
 	o, err := parseResource(cfg.Resource)
 	if err != nil {
 		return nil, err
 	}
 	if cfg.MaxRetries < 0 || cfg.MaxRetries > hardMaxRetries {
-		return nil, fmt.Errorf("%w: MaxRetries must be between 0 and %d", ErrInvalidConfig, hardMaxRetries)
+		return nil, fmt.Errorf("%w: MaxRetries must be between 0 and %d", errInvalidConfig, hardMaxRetries)
 	}
 	cfg = cfg.withDefaults()
 	return &Transport{
@@ -61,16 +61,6 @@ func New(cfg Config) (*Transport, error) {
 		requested: cfg.GrantedScopes,
 		granted:   cfg.GrantedScopes,
 	}, nil
-}
-
-// GrantedScopes returns the scopes of the current token as far as the
-// transport knows them: the "scope" member of the token response
-// (RFC 6749 §5.1) if the token carries one, else the scopes last requested
-// from the [Authorizer], else [Config.GrantedScopes].
-func (t *Transport) GrantedScopes() []string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return slices.Clone(t.granted)
 }
 
 // RoundTrip implements http.RoundTripper. It does not modify req.
@@ -114,10 +104,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if ts != nil {
 			tok, err := ts.Token()
 			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrTokenSource, err)
+				return nil, fmt.Errorf("%w: %w", errTokenSource, err)
 			}
 			if tok == nil || tok.AccessToken == "" {
-				return nil, fmt.Errorf("%w: empty access token", ErrTokenSource)
+				return nil, fmt.Errorf("%w: empty access token", errTokenSource)
 			}
 			t.noteScope(gen, tok)
 			if err := t.authorize(r2, tok); err != nil {
@@ -149,10 +139,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		discard(resp)
 		if c.ResourceMetadata != "" && t.cfg.DenyCrossOriginMetadata && !t.sameOriginURL(c.ResourceMetadata) {
-			return nil, &ChallengeError{StatusCode: resp.StatusCode, Challenge: c, Err: ErrCrossOrigin}
+			return nil, challengeError(errCrossOrigin, resp.StatusCode, c, nil)
 		}
 		if sends >= maxSends {
-			return nil, &ChallengeError{StatusCode: resp.StatusCode, Challenge: c, Err: ErrRetriesExhausted}
+			return nil, challengeError(errRetriesExhausted, resp.StatusCode, c, nil)
 		}
 		changed, err := t.lead(ctx, gen)
 		if err != nil {
@@ -298,16 +288,14 @@ func (t *Transport) stepUp(ctx context.Context, st *opState, status int, c chall
 		want = cleanScopes(md.ScopesSupported, false)
 	}
 	next := union(requested, granted, want)
-	fail := func(sentinel error) error {
-		return &ChallengeError{StatusCode: status, Challenge: c, Scopes: next, Err: sentinel}
-	}
+	fail := func(sentinel *Error) error { return challengeError(sentinel, status, c, next) }
 	// A 403 that asks for nothing new cannot be cured by re-authorizing;
 	// neither can a 401 for a token this operation just obtained.
 	if (reason == reasonInsufficientScope || st.fresh) && subset(want, requested, granted) {
-		return nil, fail(ErrStepUpLoop)
+		return nil, fail(errStepUpLoop)
 	}
 	if st.authorizations >= t.cfg.MaxRetries {
-		return nil, fail(ErrRetriesExhausted)
+		return nil, fail(errRetriesExhausted)
 	}
 	if md == nil {
 		var err error
@@ -327,18 +315,18 @@ func (t *Transport) stepUp(ctx context.Context, st *opState, status int, c chall
 		DPoP:                        t.cfg.DPoP,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrAuthorize, err)
+		return nil, fmt.Errorf("%w: %w", errAuthorize, err)
 	}
 	if ts == nil {
-		return nil, fmt.Errorf("%w: authorizer returned no token source", ErrAuthorize)
+		return nil, fmt.Errorf("%w: authorizer returned no token source", errAuthorize)
 	}
 	ts = oauth2.ReuseTokenSource(nil, ts)
 	tok, err := ts.Token()
 	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrAuthorize, err)
+		return nil, fmt.Errorf("%w: %w", errAuthorize, err)
 	}
 	if tok == nil || tok.AccessToken == "" {
-		return nil, fmt.Errorf("%w: empty access token", ErrAuthorize)
+		return nil, fmt.Errorf("%w: empty access token", errAuthorize)
 	}
 	n := &newToken{ts: ts, requested: next, granted: next, servers: now}
 	if s, ok := tok.Extra("scope").(string); ok && s != "" {

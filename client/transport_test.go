@@ -31,16 +31,16 @@ func TestNew(t *testing.T) {
 		{"localhost http", Config{Resource: "http://localhost/mcp"}, nil},
 		{"ipv6 loopback", Config{Resource: "http://[::1]:9/mcp"}, nil},
 		{"max retries 5", Config{Resource: "https://h/mcp", MaxRetries: 5}, nil},
-		{"missing resource", Config{}, ErrInvalidConfig},
-		{"relative", Config{Resource: "/mcp"}, ErrInvalidConfig},
-		{"no host", Config{Resource: "https:///mcp"}, ErrInvalidConfig},
-		{"other scheme", Config{Resource: "ftp://h/mcp"}, ErrInvalidConfig},
-		{"plain http", Config{Resource: "http://mcp.example.com/mcp"}, ErrInvalidConfig},
-		{"userinfo", Config{Resource: "https://u:p@h/mcp"}, ErrInvalidConfig},
-		{"query", Config{Resource: "https://h/mcp?x=1"}, ErrInvalidConfig},
-		{"fragment", Config{Resource: "https://h/mcp#f"}, ErrInvalidConfig},
-		{"negative retries", Config{Resource: "https://h/mcp", MaxRetries: -1}, ErrInvalidConfig},
-		{"too many retries", Config{Resource: "https://h/mcp", MaxRetries: 6}, ErrInvalidConfig},
+		{"missing resource", Config{}, errInvalidConfig},
+		{"relative", Config{Resource: "/mcp"}, errInvalidConfig},
+		{"no host", Config{Resource: "https:///mcp"}, errInvalidConfig},
+		{"other scheme", Config{Resource: "ftp://h/mcp"}, errInvalidConfig},
+		{"plain http", Config{Resource: "http://mcp.example.com/mcp"}, errInvalidConfig},
+		{"userinfo", Config{Resource: "https://u:p@h/mcp"}, errInvalidConfig},
+		{"query", Config{Resource: "https://h/mcp?x=1"}, errInvalidConfig},
+		{"fragment", Config{Resource: "https://h/mcp#f"}, errInvalidConfig},
+		{"negative retries", Config{Resource: "https://h/mcp", MaxRetries: -1}, errInvalidConfig},
+		{"too many retries", Config{Resource: "https://h/mcp", MaxRetries: 6}, errInvalidConfig},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,43 +199,43 @@ func TestStepUp(t *testing.T) {
 		{
 			name: "endless 403 for the same scope stops after one authorization", initial: staticToken("a"),
 			granted: []string{"a"}, respond: fixed(403, `Bearer error="insufficient_scope", scope="b", `+rm),
-			wantErr: ErrStepUpLoop, wantRequests: 2, wantScopes: [][]string{{"a", "b"}},
+			wantErr: errStepUpLoop, wantRequests: 2, wantScopes: [][]string{{"a", "b"}},
 		},
 		{
 			name: "403 for an already granted scope stops at once", initial: staticToken("a", "b"),
 			granted: []string{"a", "b"}, respond: fixed(403, `Bearer error="insufficient_scope", scope="b", `+rm),
-			wantErr: ErrStepUpLoop, wantRequests: 1,
+			wantErr: errStepUpLoop, wantRequests: 1,
 		},
 		{
 			name: "403 for a scope the AS declined stops (refresh cannot widen)", query: "?need=a+b",
 			initial: staticToken("a"), granted: []string{"a"},
 			authz:   &fakeAuthz{withScope: true, grant: func([]string) []string { return []string{"a"} }},
-			wantErr: ErrStepUpLoop, wantRequests: 2, wantScopes: [][]string{{"a", "b"}}, wantGranted: []string{"a"},
+			wantErr: errStepUpLoop, wantRequests: 2, wantScopes: [][]string{{"a", "b"}}, wantGranted: []string{"a"},
 		},
 		{
 			name: "403 without scope and no scopes_supported stops", initial: staticToken("a"),
 			respond: fixed(403, `Bearer error="insufficient_scope", `+rm),
 			prmDoc:  func(f *fake) string { return metadataJSON(f.resource) },
-			wantErr: ErrStepUpLoop, wantRequests: 1,
+			wantErr: errStepUpLoop, wantRequests: 1,
 		},
 		{
 			name: "endless 403 with a new scope each time exhausts retries", initial: staticToken(),
 			respond: func(f *fake, n int, w http.ResponseWriter, r *http.Request) {
 				challenge.Write(w, challenge.StepUp(f.prmURL, fmt.Sprintf("s%d", n)))
 			},
-			wantErr: ErrRetriesExhausted, wantRequests: 3, wantScopes: [][]string{{"s1"}, {"s1", "s2"}},
+			wantErr: errRetriesExhausted, wantRequests: 3, wantScopes: [][]string{{"s1"}, {"s1", "s2"}},
 		},
 		{
 			name: "endless 403 with new scopes, MaxRetries 5", initial: staticToken(), retries: 5,
 			respond: func(f *fake, n int, w http.ResponseWriter, r *http.Request) {
 				challenge.Write(w, challenge.StepUp(f.prmURL, fmt.Sprintf("s%d", n)))
 			},
-			wantErr: ErrRetriesExhausted, wantRequests: 6,
+			wantErr: errRetriesExhausted, wantRequests: 6,
 			wantScopes: [][]string{{"s1"}, {"s1", "s2"}, {"s1", "s2", "s3"}, {"s1", "s2", "s3", "s4"}, {"s1", "s2", "s3", "s4", "s5"}},
 		},
 		{
 			name: "endless 401 stops after one authorization", respond: fixed(401, `Bearer scope="files:read", `+rm),
-			wantErr: ErrStepUpLoop, wantRequests: 2, wantScopes: [][]string{{"files:read"}},
+			wantErr: errStepUpLoop, wantRequests: 2, wantScopes: [][]string{{"files:read"}},
 		},
 		{
 			name: "403 without insufficient_scope is returned", respond: fixed(403, `Bearer error="invalid_token", `+rm),
@@ -305,16 +305,16 @@ func TestStepUp(t *testing.T) {
 		{
 			name:    "resource_metadata on another origin: the default guard refuses loopback",
 			respond: fixed(401, `Bearer resource_metadata="`+other.URL+`/.well-known/oauth-protected-resource/mcp"`),
-			wantErr: ErrMetadata, wantErr2: fetch.ErrForbiddenAddress, wantRequests: 1,
+			wantErr: errMetadata, wantErr2: fetch.ErrForbiddenAddress, wantRequests: 1,
 		},
 		{
 			name:    "resource_metadata on another port of the same host: guarded",
 			respond: fixed(401, `Bearer resource_metadata="http://127.0.0.1:1/.well-known/oauth-protected-resource/mcp"`),
-			wantErr: ErrMetadata, wantErr2: fetch.ErrForbiddenAddress, wantRequests: 1,
+			wantErr: errMetadata, wantErr2: fetch.ErrForbiddenAddress, wantRequests: 1,
 		},
 		{
 			name: "relative resource_metadata", respond: fixed(401, `Bearer resource_metadata="/.well-known/oauth-protected-resource/mcp"`),
-			wantErr: ErrMetadata, wantErr2: ErrMetadataFetch, wantRequests: 1,
+			wantErr: errMetadata, wantErr2: errMetadataFetch, wantRequests: 1,
 		},
 		{
 			name: "resource_metadata on another origin is used (MCP MUST)", respond: crossMD(self), crossOK: true,
@@ -322,24 +322,24 @@ func TestStepUp(t *testing.T) {
 		},
 		{
 			name: "cross-origin document must name the resource", respond: crossMD(func(f *fake) string { return f.resource + "/other" }), crossOK: true,
-			wantErr: ErrResourceMismatch, wantErr2: prm.ErrResourceMismatch, wantRequests: 1, wantOther: 1,
+			wantErr: errResourceMismatch, wantErr2: prm.ErrResourceMismatch, wantRequests: 1, wantOther: 1,
 		},
 		{
 			name:    "cross-origin fetch failure",
 			respond: fixed(401, `Bearer resource_metadata="`+other.URL+`/x"`), crossOK: true,
-			wantErr: ErrMetadata, wantErr2: ErrMetadataFetch, wantRequests: 1, wantOther: 1,
+			wantErr: errMetadata, wantErr2: errMetadataFetch, wantRequests: 1, wantOther: 1,
 		},
 		{
 			name: "DenyCrossOriginMetadata refuses", respond: crossMD(self), crossOK: true, denyX: true,
-			wantErr: ErrCrossOrigin, wantRequests: 1,
+			wantErr: errCrossOrigin, wantRequests: 1,
 		},
 		{
 			name: "metadata names another resource", prmDoc: func(f *fake) string { return metadataJSON(f.resource + "/other") },
-			wantErr: ErrResourceMismatch, wantErr2: prm.ErrResourceMismatch, wantRequests: 1,
+			wantErr: errResourceMismatch, wantErr2: prm.ErrResourceMismatch, wantRequests: 1,
 		},
 		{
 			name: "metadata invalid", prmDoc: func(f *fake) string { return `{"resource":"` + f.resource + `"}` },
-			wantErr: ErrMetadata, wantErr2: prm.ErrInvalidMetadata, wantRequests: 1,
+			wantErr: errMetadata, wantErr2: prm.ErrInvalidMetadata, wantRequests: 1,
 		},
 		{
 			name: "no resource_metadata: well-known discovery", respond: func(f *fake, n int, w http.ResponseWriter, r *http.Request) {
@@ -353,7 +353,7 @@ func TestStepUp(t *testing.T) {
 		},
 		{
 			name: "authorizer error", authz: &fakeAuthz{err: errors.New("user declined")},
-			wantErr: ErrAuthorize, wantRequests: 1, wantScopes: [][]string{{"files:read"}},
+			wantErr: errAuthorize, wantRequests: 1, wantScopes: [][]string{{"files:read"}},
 		},
 		{
 			name: "no authorizer: 401 returned", noAuthz: true, wantStatus: 401, wantRequests: 1,
@@ -409,8 +409,8 @@ func TestStepUp(t *testing.T) {
 			if got := a.scopes(); !reflect.DeepEqual(got, tt.wantScopes) {
 				t.Errorf("Authorize scopes = %q, want %q", got, tt.wantScopes)
 			}
-			if tt.wantGranted != nil && !reflect.DeepEqual(tr.GrantedScopes(), tt.wantGranted) {
-				t.Errorf("GrantedScopes() = %q, want %q", tr.GrantedScopes(), tt.wantGranted)
+			if tt.wantGranted != nil && !reflect.DeepEqual(tr.grantedScopes(), tt.wantGranted) {
+				t.Errorf("grantedScopes() = %q, want %q", tr.grantedScopes(), tt.wantGranted)
 			}
 			if tt.wantReason != "" && a.calls[0].Reason != tt.wantReason {
 				t.Errorf("Reason = %q, want %q", a.calls[0].Reason, tt.wantReason)
@@ -420,10 +420,10 @@ func TestStepUp(t *testing.T) {
 					t.Errorf("AuthorizeRequest resource = %q, metadata %+v", c.Resource, c.ResourceMetadata)
 				}
 			}
-			var ce *ChallengeError
+			var ce *Error
 			if errors.As(err, &ce) {
-				if ce.StatusCode != 401 && ce.StatusCode != 403 {
-					t.Errorf("ChallengeError.StatusCode = %d", ce.StatusCode)
+				if challenged := ce.Reason == "step_up_loop" || ce.Reason == "retries_exhausted" || ce.Reason == "cross_origin"; challenged != (ce.StatusCode == 401 || ce.StatusCode == 403) {
+					t.Errorf("Error.StatusCode = %d", ce.StatusCode)
 				}
 				if strings.Contains(ce.Error(), "127.0.0.1") || strings.Contains(ce.Error(), "scope=") {
 					t.Errorf("error text contains server values: %v", err)
@@ -441,13 +441,13 @@ func TestChallengeErrorCarriesChallenge(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = (&http.Client{Transport: tr}).Get(f.resource)
-	var ce *ChallengeError
+	var ce *Error
 	if !errors.As(err, &ce) {
-		t.Fatalf("error = %v, want *ChallengeError", err)
+		t.Fatalf("error = %v, want *Error", err)
 	}
 	if ce.StatusCode != 403 || !reflect.DeepEqual(ce.Challenge.Scope, []string{"b"}) ||
 		ce.Challenge.ResourceMetadata != f.prmURL || !reflect.DeepEqual(ce.Scopes, []string{"a", "b"}) {
-		t.Errorf("ChallengeError = %+v", ce)
+		t.Errorf("Error = %+v", ce)
 	}
 	if got, want := err.Error(), "Get \""+f.resource+"\": client: step-up loop: challenge adds no new scope (status 403)"; got != want {
 		t.Errorf("Error() = %q, want %q", got, want)
@@ -463,8 +463,8 @@ func TestTokenSourceError(t *testing.T) {
 	}
 	req, _ := http.NewRequest(http.MethodPost, f.resource, strings.NewReader("x"))
 	_, err = tr.RoundTrip(req)
-	if !errors.Is(err, ErrTokenSource) {
-		t.Fatalf("error = %v, want ErrTokenSource", err)
+	if !errors.Is(err, errTokenSource) {
+		t.Fatalf("error = %v, want errTokenSource", err)
 	}
 	if reqs, _ := f.counts(); reqs != 0 {
 		t.Errorf("requests = %d, want 0", reqs)

@@ -62,13 +62,14 @@ type UpstreamConfig struct {
 //
 // ctx is used for every token request the source makes (an x/oauth2
 // design), so pass a long-lived context, not a request's. An invalid cfg
-// yields a source whose Token always fails with [ErrInvalidConfig].
+// yields a source whose Token always fails with an [*Error] of reason
+// "config".
 func UpstreamTokenSource(ctx context.Context, cfg UpstreamConfig) oauth2.TokenSource {
 	if err := checkEndpoint("TokenURL", cfg.TokenURL); err != nil {
 		return errSource{err}
 	}
 	if cfg.ClientID == "" {
-		return errSource{fmt.Errorf("%w: ClientID is required", ErrInvalidConfig)}
+		return errSource{fmt.Errorf("%w: ClientID is required", errInvalidConfig)}
 	}
 	params := url.Values{}
 	for k, v := range cfg.EndpointParams {
@@ -79,7 +80,7 @@ func UpstreamTokenSource(ctx context.Context, cfg UpstreamConfig) oauth2.TokenSo
 			continue
 		}
 		if params.Has(p.name) {
-			return errSource{fmt.Errorf("%w: %s set twice", ErrInvalidConfig, p.name)}
+			return errSource{fmt.Errorf("%w: %s set twice", errInvalidConfig, p.name)}
 		}
 		params.Set(p.name, p.v)
 	}
