@@ -13,7 +13,7 @@ import (
 
 // ErrNotReady: the key set of at least one issuer was not loaded in time
 // ([Guard.WaitReady], Config.WaitForKeys). The error also wraps each
-// failing source's jwks.ErrNotReady error, which names the issuer and the
+// failing source's [jwks.Source.WaitReady] error, which names the issuer and the
 // cause (jwks.Cause: "dns", "tls", "not_found", "issuer_mismatch", …).
 var ErrNotReady = errors.New("mcpguard: key sets not loaded")
 

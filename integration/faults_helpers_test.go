@@ -5,6 +5,7 @@ package integration
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,21 +50,31 @@ func hxFaultEnv(t *testing.T, before func(iss *authtest.Issuer)) *hxEnv {
 }
 
 // hxFaultCases are the faults of a JWKS endpoint that answers (or resets)
-// promptly, with the error the key source must record for each.
-var hxFaultCases = []struct {
-	fault   authtest.Fault
-	wantErr error
-}{
-	{"unavailable", fetch.ErrStatus},
-	{"server-error", fetch.ErrStatus},
-	{"too-many-requests", fetch.ErrStatus},
-	{"not-found", fetch.ErrStatus},
-	{"garbage", jwks.ErrInvalidSet},
-	{"empty", jwks.ErrInvalidSet},
-	{"empty-key-set", jwks.ErrNoUsableKeys},
-	{"huge", fetch.ErrTooLarge},
-	{"refuse", fetch.ErrTransport},
-	{"wrong-content-type", fetch.ErrContentType},
+// promptly, with the error the key source must record for each (wrapped
+// by Health.LastError) and its Health.Cause.
+var hxFaultCases = []hxFaultCase{
+	{"unavailable", fetch.ErrStatus, "http_status"},
+	{"server-error", fetch.ErrStatus, "http_status"},
+	{"too-many-requests", fetch.ErrStatus, "http_status"},
+	{"not-found", fetch.ErrStatus, "not_found"},
+	{"garbage", nil, "invalid_set"},
+	{"empty", nil, "invalid_set"},
+	{"empty-key-set", nil, "no_usable_keys"},
+	{"huge", fetch.ErrTooLarge, "invalid_set"},
+	{"refuse", fetch.ErrTransport, "connect"},
+	{"wrong-content-type", fetch.ErrContentType, "invalid_set"},
+}
+
+type hxFaultCase struct {
+	fault     authtest.Fault
+	wantErr   error      // nil: any
+	wantCause jwks.Cause // "": any
+}
+
+// recorded reports whether h records this fault as its last refresh error.
+func (tc hxFaultCase) recorded(h jwks.Health) bool {
+	return h.LastError != nil && (tc.wantErr == nil || errors.Is(h.LastError, tc.wantErr)) &&
+		(tc.wantCause == "" || h.Cause == tc.wantCause)
 }
 
 // hxResult is one request's outcome in a concurrent batch.
@@ -139,15 +150,16 @@ func checkBatch(t *testing.T, what string, res []hxResult, want hxWant, bound ti
 type fetchSnap struct{ stats, timedOut, issuer int64 }
 
 func (e *hxEnv) fetchSnap() fetchSnap {
-	return fetchSnap{stats: int64(e.keys.Stats().Fetches), timedOut: e.refreshes.timedOut.Load(), issuer: e.iss.Requests(e.iss.JWKSURL)}
+	return fetchSnap{stats: e.refreshes.started.Load(), timedOut: e.refreshes.timedOut.Load(), issuer: e.iss.Requests(e.iss.JWKSURL)}
 }
 
 // hxRefreshes is the key source's jwks.Config.Observer in the fault
-// tests: it counts the refreshes that ended, and those that ended on a
-// timeout.
-type hxRefreshes struct{ ended, timedOut atomic.Int64 }
+// tests: it counts the refreshes that started, those that ended, and those
+// that ended on a timeout.
+type hxRefreshes struct{ started, ended, timedOut atomic.Int64 }
 
 func (r *hxRefreshes) RefreshStart(ctx context.Context, _ jwks.RefreshStart) context.Context {
+	r.started.Add(1)
 	return ctx
 }
 
@@ -167,7 +179,7 @@ func (r *hxRefreshes) RefreshEnd(_ context.Context, e jwks.RefreshEnd) {
 func (e *hxEnv) settleRefreshes(t *testing.T) {
 	t.Helper()
 	deadline := time.Now().Add(e.jwksCfg.FetchTimeout + hxSlack)
-	for e.refreshes.ended.Load() != int64(e.keys.Stats().Fetches) {
+	for e.refreshes.ended.Load() != e.refreshes.started.Load() {
 		if time.Now().After(deadline) {
 			t.Errorf("a key-source refresh still running %v after the last request", e.jwksCfg.FetchTimeout+hxSlack)
 			return

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -29,10 +28,7 @@ import (
 // (and by Retry-After for 429); once the fault is cleared the server
 // recovers by itself, without a request having to trigger it.
 func TestFaultsAtStart(t *testing.T) {
-	cases := append([]struct {
-		fault   authtest.Fault
-		wantErr error
-	}{{"hang", fetch.ErrTransport}}, hxFaultCases...)
+	cases := append([]hxFaultCase{{"hang", fetch.ErrTransport, ""}}, hxFaultCases...)
 	for _, tc := range cases {
 		t.Run(string(tc.fault), func(t *testing.T) {
 			base := runtime.NumGoroutine()
@@ -82,18 +78,18 @@ func TestFaultsAtStart(t *testing.T) {
 			worst = max(worst, r.latency)
 
 			// The key source records why.
-			if !hxWaitFor(hxFaultFetch+2*hxSlack, func() bool { return e.keys.Stats().Failures > 0 }) {
-				t.Fatalf("no failed refresh recorded: %+v", e.keys.Stats())
+			if !hxWaitFor(hxFaultFetch+2*hxSlack, func() bool { return e.keys.Health().ConsecutiveFailures > 0 }) {
+				t.Fatalf("no failed refresh recorded: %+v", e.keys.Health())
 			}
-			if st := e.keys.Stats(); !errors.Is(st.LastError, tc.wantErr) || st.Keys != 0 {
-				t.Errorf("Stats = %+v, want LastError wrapping %v and no keys", st, tc.wantErr)
+			if h := e.keys.Health(); !tc.recorded(h) || h.Keys != 0 {
+				t.Errorf("Health = %+v, want LastError wrapping %v, Cause %q and no keys", h, tc.wantErr, tc.wantCause)
 			}
 
 			// Let the outage last a little, then clear it and poll with
 			// valid tokens until the background loop has recovered.
 			time.Sleep(300 * time.Millisecond)
 			outage := time.Since(start)
-			attempts := e.keys.Stats().Fetches
+			attempts := int(e.refreshes.started.Load())
 			// Loop refreshes are spaced by at least gap; on-demand ones by
 			// the rate limit, which on the pinned clock allows one.
 			if limit := int(outage/gap) + 2; attempts > limit {
@@ -143,7 +139,7 @@ func TestFaultsMidRun(t *testing.T) {
 			e := hxFaultEnv(t, nil)
 			ctx := hxContext(t, 30*time.Second)
 			e.wantOK().check(t, e.whoami(ctx, t, e.tok(t)))
-			keys := e.keys.Stats().Keys
+			keys := e.keys.Health().Keys
 			if keys != 3 {
 				t.Fatalf("served keys = %d, want the issuer's 3", keys)
 			}
@@ -155,8 +151,8 @@ func TestFaultsMidRun(t *testing.T) {
 			e.wantInvalidToken().check(t, r)
 			worst := r.latency
 			e.checkFetches(t, "first unknown kid", s, 1, tc.fault)
-			if st := e.keys.Stats(); !errors.Is(st.LastError, tc.wantErr) || st.Keys != keys {
-				t.Errorf("Stats = %+v, want LastError wrapping %v and %d keys", st, tc.wantErr, keys)
+			if h := e.keys.Health(); !tc.recorded(h) || h.Keys != keys {
+				t.Errorf("Health = %+v, want LastError wrapping %v, Cause %q and %d keys", h, tc.wantErr, tc.wantCause, keys)
 			}
 
 			// Within the rate limit: no refresh at all, answers at once.
@@ -173,8 +169,8 @@ func TestFaultsMidRun(t *testing.T) {
 			}
 			worst = max(worst, checkBatch(t, "valid tokens", e.batch(t, valid), e.wantOK(), hxFastBound))
 			e.checkFetches(t, "within the rate limit", s, 0, tc.fault)
-			if st := e.keys.Stats(); st.Keys != keys {
-				t.Errorf("served keys = %d after the fault, want %d", st.Keys, keys)
+			if h := e.keys.Health(); h.Keys != keys {
+				t.Errorf("served keys = %d after the fault, want %d", h.Keys, keys)
 			}
 
 			// Cleared: a key rotated meanwhile is found with one refresh.
@@ -332,7 +328,7 @@ func TestFaultKeyRemoval(t *testing.T) {
 	s = e.fetchSnap()
 	e.wantInvalidToken().check(t, e.do(ctx, t, hxReq{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"}))}))
 	e.checkFetches(t, "refresh", s, 1, "")
-	if n := e.keys.Stats().Keys; n != 2 {
+	if n := e.keys.Health().Keys; n != 2 {
 		t.Errorf("served keys = %d after removal, want 2", n)
 	}
 	s = e.fetchSnap()

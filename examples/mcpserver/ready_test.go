@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/authtest"
-	"github.com/mcpguard/mcpguard/validate/jwks"
 )
 
 func getReadyz(t *testing.T, ep endpoints) (int, string) {
@@ -50,8 +49,8 @@ func TestRunFailsFast(t *testing.T) {
 	defer notFound.Close()
 	start := time.Now()
 	err := run(context.Background(), []string{"-addr", "127.0.0.1:0", "-issuer", notFound.URL, "-wait-keys", "2s", "-log-level", "error"}, noEnv, io.Discard, nil)
-	if !errors.Is(err, jwks.ErrNotReady) || !strings.Contains(err.Error(), `issuer "`+notFound.URL+`": not_found:`) {
-		t.Errorf("run = %v, want jwks.ErrNotReady naming the issuer and not_found", err)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), `jwks: no key set loaded: issuer "`+notFound.URL+`": not_found:`) {
+		t.Errorf("run = %v, want the WaitReady error naming the issuer and not_found", err)
 	}
 	if el := time.Since(start); el > 8*time.Second {
 		t.Errorf("run took %v to fail", el)

@@ -37,8 +37,8 @@ func TestValidateBudgetSlowASUncached(t *testing.T) {
 	// make the AS slow: 1.8 s per answer
 	newSlow(as, 1800*time.Millisecond)
 	// wait until the loop's refresh is in flight
-	f0 := src.Stats().Fetches
-	for deadline := time.Now().Add(10 * time.Second); src.Stats().Fetches == f0; {
+	f0 := jwks.FetchesOf(src)
+	for deadline := time.Now().Add(10 * time.Second); jwks.FetchesOf(src) == f0; {
 		if time.Now().After(deadline) {
 			t.Fatal("the background refresh never started")
 		}

@@ -62,7 +62,7 @@ type Config struct {
 	// DeferredWaiters caps the calls that wait at the same time for a
 	// deferred refresh (each at most until the limit opens plus
 	// WaitTimeout, and until its context is done); the calls beyond it fail
-	// at once with [ErrRateLimited]. Zero means 64. Negative means no call
+	// at once (with [validate.Error] "unknown_key"). Zero means 64. Negative means no call
 	// waits: every call the rate limit refuses fails at once (the deferred
 	// refresh still runs).
 	DeferredWaiters int
@@ -77,15 +77,15 @@ type Config struct {
 	FetchTimeout time.Duration
 	// MaxBytes caps the JWK Set body after decompression. Zero means 512 KiB.
 	MaxBytes int64
-	// Storage receives a copy of every accepted key set (KeyReplaceAll), so
-	// the keys can be inspected or exported. It is written to, never read
-	// from, on the request path. If nil, a jwkset.NewMemoryStorage is used;
-	// see [Source.Storage].
+	// Storage, if set, receives a copy of every accepted key set
+	// (KeyReplaceAll), so the keys can be inspected or exported (pass a
+	// jwkset.NewMemoryStorage and read it). It is written to, never read
+	// from, on the request path. If nil, nothing is mirrored.
 	Storage jwkset.Storage
 	// Logger receives refresh failures, dropped keys and recoveries. If nil,
 	// nothing is logged. Tokens are never logged.
 	Logger *slog.Logger
-	// Now is the clock for rate limiting and [Stats.LastSuccess]. If nil,
+	// Now is the clock for rate limiting and [Health].LastSuccess. If nil,
 	// time.Now. Timers (refresh period, backoff, waits, the deferred
 	// refresh) use real time; a deferred refresh starts only if Now agrees
 	// that the rate limit has opened.
@@ -120,9 +120,6 @@ func (c Config) withDefaults() (Config, bool) {
 		c.DeferredWaiters = defaultDeferredWaiters
 	case c.DeferredWaiters < 0:
 		c.DeferredWaiters = 0
-	}
-	if c.Storage == nil {
-		c.Storage = jwkset.NewMemoryStorage()
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

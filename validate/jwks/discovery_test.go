@@ -56,14 +56,14 @@ func TestDiscoveryMixUpRejected(t *testing.T) {
 	s := newSource(t, discoveryConfig(t, f, newClock()))
 
 	_, err := s.Keys(t.Context(), "k1")
-	if !errors.Is(err, validate.ErrKeysUnavailable) || !errors.Is(err, ErrDiscovery) || !errors.Is(err, asmeta.ErrIssuerMismatch) {
-		t.Fatalf("Keys = %v, want %v wrapping %v and %v", err, validate.ErrKeysUnavailable, ErrDiscovery, asmeta.ErrIssuerMismatch)
+	if !errors.Is(err, validate.ErrKeysUnavailable) || !errors.Is(err, errDiscovery) || !errors.Is(err, asmeta.ErrIssuerMismatch) {
+		t.Fatalf("Keys = %v, want %v wrapping %v and %v", err, validate.ErrKeysUnavailable, errDiscovery, asmeta.ErrIssuerMismatch)
 	}
 	if got := f.hits.Load(); got != 0 {
 		t.Errorf("the JWKS named by a mixed-up document was fetched %d times", got)
 	}
-	if st := s.Stats(); !errors.Is(st.LastError, asmeta.ErrIssuerMismatch) || st.Keys != 0 {
-		t.Errorf("Stats = %+v", st)
+	if st := s.stats(); !errors.Is(st.LastError, asmeta.ErrIssuerMismatch) || st.Keys != 0 {
+		t.Errorf("stats = %+v", st)
 	}
 }
 
@@ -75,7 +75,7 @@ func TestDiscoveryRecoversByItself(t *testing.T) {
 		t.Fatalf("Keys = %v, want %v wrapping %v", err, validate.ErrKeysUnavailable, asmeta.ErrNotFound)
 	}
 	f.setMetaIssuer(f.srv.URL)
-	eventually(t, 10*time.Second, func() bool { return s.Stats().Keys == 1 })
+	eventually(t, 10*time.Second, func() bool { return s.stats().Keys == 1 })
 	if _, err := s.Keys(t.Context(), "k1"); err != nil {
 		t.Errorf("Keys after metadata appeared = %v", err)
 	}

@@ -72,5 +72,5 @@
 // [FromStorage] adapts an existing jwkset.Storage (keyfunc v3's
 // k.Storage()) to validate.KeySource with the same filters; it never calls
 // the storage's KeyRead, so keyfunc's limiter never blocks a request.
-// [Source.Storage] exposes the keys a Source serves as a jwkset.Storage.
+// Config.Storage, if set, receives a copy of the keys a Source serves.
 package jwks

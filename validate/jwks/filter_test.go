@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/MicahParks/jwkset"
 	"github.com/go-jose/go-jose/v4"
 )
 
@@ -186,14 +187,14 @@ func TestParseSetErrors(t *testing.T) {
 		body    string
 		wantErr error
 	}{
-		{name: "empty", body: "", wantErr: ErrInvalidSet},
-		{name: "not json", body: "<html>", wantErr: ErrInvalidSet},
-		{name: "array", body: "[]", wantErr: ErrInvalidSet},
-		{name: "no keys", body: "{}", wantErr: ErrInvalidSet},
-		{name: "keys null", body: `{"keys":null}`, wantErr: ErrInvalidSet},
-		{name: "keys object", body: `{"keys":{}}`, wantErr: ErrInvalidSet},
-		{name: "keys empty", body: `{"keys":[]}`, wantErr: ErrNoUsableKeys},
-		{name: "keys all bad", body: `{"keys":[1,"x",{},{"kty":"oct","kid":"a","k":"AA"}]}`, wantErr: ErrNoUsableKeys},
+		{name: "empty", body: "", wantErr: errInvalidSet},
+		{name: "not json", body: "<html>", wantErr: errInvalidSet},
+		{name: "array", body: "[]", wantErr: errInvalidSet},
+		{name: "no keys", body: "{}", wantErr: errInvalidSet},
+		{name: "keys null", body: `{"keys":null}`, wantErr: errInvalidSet},
+		{name: "keys object", body: `{"keys":{}}`, wantErr: errInvalidSet},
+		{name: "keys empty", body: `{"keys":[]}`, wantErr: errNoUsableKeys},
+		{name: "keys all bad", body: `{"keys":[1,"x",{},{"kty":"oct","kid":"a","k":"AA"}]}`, wantErr: errNoUsableKeys},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,7 +219,9 @@ func TestFilteredSetEndToEnd(t *testing.T) {
 		jwkJSON(t, good, nil),
 		jwkJSON(t, jose.JSONWebKey{Key: k.ed.Public(), KeyID: "ed", Algorithm: "EdDSA"}, nil),
 	}, ",")+`]}`))
-	s := newSource(t, testConfig(t, f, newClock()))
+	cfg := testConfig(t, f, newClock())
+	cfg.Storage = jwkset.NewMemoryStorage()
+	s := newSource(t, cfg)
 
 	ks, err := s.Keys(t.Context(), "good")
 	if err != nil || len(ks) != 1 {
@@ -238,10 +241,10 @@ func TestFilteredSetEndToEnd(t *testing.T) {
 	if err != nil || len(all) != 3 || all[0].KeyID != "" || all[1].KeyID != "good" || all[2].KeyID != "ed" {
 		t.Errorf("Keys(\"\") = %v, %v; want the kid-less key, good and ed", all, err)
 	}
-	if st := s.Stats(); st.Keys != 3 {
-		t.Errorf("Stats.Keys = %d, want 3", st.Keys)
+	if st := s.stats(); st.Keys != 3 {
+		t.Errorf("stats.Keys = %d, want 3", st.Keys)
 	}
-	stored, err := s.Storage().KeyReadAll(t.Context())
+	stored, err := cfg.Storage.KeyReadAll(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}

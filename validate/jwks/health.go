@@ -14,11 +14,6 @@ import (
 	"github.com/mcpguard/mcpguard/internal/fetch"
 )
 
-// ErrNotReady: [Source.WaitReady] ended before a first key set was
-// loaded. The error also wraps the last refresh error, if any, and names
-// the issuer and the [Cause].
-var ErrNotReady = errors.New("jwks: no key set loaded")
-
 // Health is the state of a [Source] for readiness probes and dashboards.
 type Health struct {
 	// Issuer is Config.Issuer.
@@ -51,7 +46,7 @@ type Health struct {
 
 // Cause is a stable, low-cardinality class of refresh failure, for logs,
 // metric labels and the readiness answer. Its values, tried in this order
-// by [CauseOf]: "" (no failure), "issuer_mismatch" (the metadata names
+// by causeOf: "" (no failure), "issuer_mismatch" (the metadata names
 // another issuer, RFC 8414 §3.3), "dns", "tls", "timeout", "connect"
 // (another transport failure), "not_found" (404 or 410, or no metadata at
 // any well-known URL), "http_status" (another non-200 status),
@@ -60,7 +55,7 @@ type Health struct {
 // compare with a string, e.g. h.Cause == "timeout".
 type Cause string
 
-// The causes, in the order CauseOf tries them.
+// The causes, in the order causeOf tries them.
 const (
 	causeNone        Cause = ""
 	causeMixUp       Cause = "issuer_mismatch" // asmeta.ErrIssuerMismatch: metadata names another issuer (RFC 8414 §3.3)
@@ -77,8 +72,8 @@ const (
 	causeOther       Cause = "other"
 )
 
-// CauseOf classifies a refresh error.
-func CauseOf(err error) Cause {
+// causeOf classifies a refresh error.
+func causeOf(err error) Cause {
 	if err == nil {
 		return causeNone
 	}
@@ -113,12 +108,12 @@ func CauseOf(err error) Cause {
 		return causeNotFound
 	case errors.Is(err, asmeta.ErrInvalidMetadata), errors.Is(err, asmeta.ErrInvalidIssuer):
 		return causeMetadata
-	case errors.Is(err, ErrNoUsableKeys):
+	case errors.Is(err, errNoUsableKeys):
 		return causeNoUsableKey
-	case errors.Is(err, ErrInvalidSet), errors.Is(err, fetch.ErrContentType), errors.Is(err, fetch.ErrTooLarge),
+	case errors.Is(err, errInvalidSet), errors.Is(err, fetch.ErrContentType), errors.Is(err, fetch.ErrTooLarge),
 		errors.Is(err, fetch.ErrDecode):
 		return causeInvalidSet
-	case errors.Is(err, ErrClosed), errors.Is(err, context.Canceled):
+	case errors.Is(err, errClosed), errors.Is(err, context.Canceled):
 		return causeClosed
 	}
 	return causeOther
@@ -167,7 +162,7 @@ func (s *Source) Health() Health {
 		LastSuccess:         s.lastSuccess,
 		LastAttempt:         s.health.lastAttempt,
 		LastError:           s.lastErr,
-		Cause:               CauseOf(s.lastErr),
+		Cause:               causeOf(s.lastErr),
 		ConsecutiveFailures: s.health.failures,
 		NextRefresh:         s.health.nextRefresh,
 	}
@@ -189,8 +184,9 @@ func (s *Source) Health() Health {
 //	defer cancel()
 //	if err := src.WaitReady(ctx); err != nil { log.Fatal(err) }
 //
-// The error wraps [ErrNotReady], ctx's error and the last refresh error,
-// and its text names the issuer and the [Cause] ("dns", "tls",
+// It returns nil once a key set is loaded; otherwise an error that wraps
+// ctx's error and the last refresh error, whose text ("jwks: no key set
+// loaded: issuer …") names the issuer and the [Cause] ("dns", "tls",
 // "not_found", "issuer_mismatch", …).
 func (s *Source) WaitReady(ctx context.Context) error {
 	select {
@@ -203,9 +199,9 @@ func (s *Source) WaitReady(ctx context.Context) error {
 		return nil
 	}
 	if h.LastError == nil {
-		return fmt.Errorf("%w: issuer %q: no refresh finished yet: %w", ErrNotReady, h.Issuer, context.Cause(ctx))
+		return fmt.Errorf("%w: issuer %q: no refresh finished yet: %w", errNotReady, h.Issuer, context.Cause(ctx))
 	}
-	return fmt.Errorf("%w: issuer %q: %s: %w (%w)", ErrNotReady, h.Issuer, h.Cause, h.LastError, context.Cause(ctx))
+	return fmt.Errorf("%w: issuer %q: %s: %w (%w)", errNotReady, h.Issuer, h.Cause, h.LastError, context.Cause(ctx))
 }
 
 // RefreshObserver is told about each refresh of a [Source] (Config.Observer),
@@ -239,7 +235,7 @@ type RefreshEnd struct {
 	Duration time.Duration
 	// Err is nil on success; on failure the previous set is kept.
 	Err error
-	// Cause is CauseOf(Err).
+	// Cause classifies Err ([Cause]).
 	Cause Cause
 	// Keys is the number of usable keys served after the refresh (the
 	// previous set's on failure; 0 if none).
@@ -262,7 +258,7 @@ func (s *Source) observeStart(ctx context.Context, onDemand bool) (context.Conte
 	}
 	begin := time.Now()
 	return octx, func(_ *keySet, err error) {
-		e := RefreshEnd{RefreshStart: st, Duration: time.Since(begin), Err: err, Cause: CauseOf(err)}
+		e := RefreshEnd{RefreshStart: st, Duration: time.Since(begin), Err: err, Cause: causeOf(err)}
 		s.mu.Lock()
 		e.LastSuccess = s.lastSuccess
 		s.mu.Unlock()

@@ -15,13 +15,13 @@ import (
 	"github.com/mcpguard/mcpguard/internal/fetch"
 )
 
-func TestCauseOf(t *testing.T) {
+func TestCauseClassification(t *testing.T) {
 	tests := []struct {
 		err  error
 		want Cause
 	}{
 		{nil, causeNone},
-		{fmt.Errorf("%w: %w", ErrDiscovery, asmeta.ErrIssuerMismatch), causeMixUp},
+		{fmt.Errorf("%w: %w", errDiscovery, asmeta.ErrIssuerMismatch), causeMixUp},
 		{fmt.Errorf("x: %w: %w", fetch.ErrTransport, &net.DNSError{Err: "no such host", Name: "a.invalid", IsNotFound: true}), causeDNS},
 		{fmt.Errorf("%w: %w", fetch.ErrTransport, x509.UnknownAuthorityError{}), causeTLS},
 		{fmt.Errorf("%w: %w", fetch.ErrTransport, context.DeadlineExceeded), causeTimeout},
@@ -29,17 +29,17 @@ func TestCauseOf(t *testing.T) {
 		{&fetch.StatusError{Code: http.StatusNotFound}, causeNotFound},
 		{&fetch.StatusError{Code: http.StatusGone}, causeNotFound},
 		{&fetch.StatusError{Code: http.StatusServiceUnavailable}, causeStatus},
-		{fmt.Errorf("%w: %w", ErrDiscovery, asmeta.ErrNotFound), causeNotFound},
-		{fmt.Errorf("%w: %w", ErrDiscovery, asmeta.ErrInvalidMetadata), causeMetadata},
-		{ErrNoUsableKeys, causeNoUsableKey},
-		{ErrInvalidSet, causeInvalidSet},
+		{fmt.Errorf("%w: %w", errDiscovery, asmeta.ErrNotFound), causeNotFound},
+		{fmt.Errorf("%w: %w", errDiscovery, asmeta.ErrInvalidMetadata), causeMetadata},
+		{errNoUsableKeys, causeNoUsableKey},
+		{errInvalidSet, causeInvalidSet},
 		{fetch.ErrContentType, causeInvalidSet},
-		{ErrClosed, causeClosed},
+		{errClosed, causeClosed},
 		{errors.New("odd"), causeOther},
 	}
 	for _, tt := range tests {
-		if got := CauseOf(tt.err); got != tt.want {
-			t.Errorf("CauseOf(%v) = %q, want %q", tt.err, got, tt.want)
+		if got := causeOf(tt.err); got != tt.want {
+			t.Errorf("causeOf(%v) = %q, want %q", tt.err, got, tt.want)
 		}
 	}
 }
@@ -161,7 +161,7 @@ func TestWaitReadyFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	err := s.WaitReady(ctx)
-	if !errors.Is(err, ErrNotReady) || !errors.Is(err, context.DeadlineExceeded) {
+	if !errors.Is(err, errNotReady) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("WaitReady = %v", err)
 	}
 	var se *fetch.StatusError

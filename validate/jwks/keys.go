@@ -48,8 +48,8 @@ type keySet struct {
 
 // parseSet decodes a JWK Set (RFC 7517 §5) and keeps the usable keys. One
 // bad key never spoils the others: each member of "keys" is parsed on its
-// own. It fails with [ErrInvalidSet] when the document is not a JWK Set and
-// with [ErrNoUsableKeys] when no key survives.
+// own. It fails with errInvalidSet when the document is not a JWK Set and
+// with errNoUsableKeys when no key survives.
 func parseSet(body []byte) (*keySet, []parsedKey, []droppedKey, error) {
 	// internal/strictjson is the module's one JSON reader: a set with
 	// repeated names (at any depth), a case variant of "keys", or invalid
@@ -62,11 +62,11 @@ func parseSet(body []byte) (*keySet, []parsedKey, []droppedKey, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("%w: %w", ErrInvalidSet, err)
+		return nil, nil, nil, fmt.Errorf("%w: %w", errInvalidSet, err)
 	}
 	keys, ok := strictjson.Elements(keysRaw)
 	if !ok {
-		return nil, nil, nil, fmt.Errorf("%w: no \"keys\" array", ErrInvalidSet)
+		return nil, nil, nil, fmt.Errorf("%w: no \"keys\" array", errInvalidSet)
 	}
 	var (
 		good    []parsedKey
@@ -81,7 +81,7 @@ func parseSet(body []byte) (*keySet, []parsedKey, []droppedKey, error) {
 		good = append(good, pk)
 	}
 	if len(good) == 0 {
-		return nil, nil, dropped, fmt.Errorf("%w: %d keys, none usable", ErrNoUsableKeys, len(keys))
+		return nil, nil, dropped, fmt.Errorf("%w: %d keys, none usable", errNoUsableKeys, len(keys))
 	}
 	set := &keySet{byKID: make(map[string][]jose.JSONWebKey, len(good)), all: make([]jose.JSONWebKey, 0, len(good)), n: len(good)}
 	for _, pk := range good {

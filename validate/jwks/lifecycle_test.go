@@ -35,14 +35,14 @@ func TestCloseStopsGoroutines(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatalf("second Close = %v", err)
 	}
-	fetches := s.Stats().Fetches
+	fetches := s.stats().Fetches
 	eventually(t, 10*time.Second, func() bool { return runtime.NumGoroutine() <= before })
 
 	// A request aborted by Close may still reach the server late, so the
 	// server count is read once everything has settled.
 	hits := f.hits.Load()
 	time.Sleep(100 * time.Millisecond)
-	if got := s.Stats().Fetches; got != fetches {
+	if got := s.stats().Fetches; got != fetches {
 		t.Errorf("fetches started after Close: %d -> %d", fetches, got)
 	}
 	if got := f.hits.Load(); got != hits {
@@ -51,11 +51,11 @@ func TestCloseStopsGoroutines(t *testing.T) {
 	if _, err := s.Keys(t.Context(), "k1"); err != nil {
 		t.Errorf("Keys(k1) after Close = %v; the last set is still served", err)
 	}
-	if _, err := s.Keys(t.Context(), "other"); !errors.Is(err, validate.Error{Reason: "unknown_key"}) || !errors.Is(err, ErrClosed) {
-		t.Errorf("Keys(other) after Close = %v, want %v and %v", err, validate.Error{Reason: "unknown_key"}, ErrClosed)
+	if _, err := s.Keys(t.Context(), "other"); !errors.Is(err, validate.Error{Reason: "unknown_key"}) || !errors.Is(err, errClosed) {
+		t.Errorf("Keys(other) after Close = %v, want %v and %v", err, validate.Error{Reason: "unknown_key"}, errClosed)
 	}
-	if err := s.Refresh(t.Context()); !errors.Is(err, ErrClosed) {
-		t.Errorf("Refresh after Close = %v, want %v", err, ErrClosed)
+	if err := s.Refresh(t.Context()); !errors.Is(err, errClosed) {
+		t.Errorf("Refresh after Close = %v, want %v", err, errClosed)
 	}
 }
 
@@ -124,8 +124,8 @@ func TestDefaults(t *testing.T) {
 		cfg.WaitTimeout != 2*time.Second || cfg.FetchTimeout != 10*time.Second || cfg.MaxBytes != 512<<10 {
 		t.Errorf("defaults = %+v", cfg)
 	}
-	if cfg.Storage == nil || cfg.Logger == nil || cfg.Now == nil {
-		t.Errorf("nil defaults left: %+v", cfg)
+	if cfg.Storage != nil || cfg.Logger == nil || cfg.Now == nil { // a nil Storage mirrors nothing
+		t.Errorf("defaults left nil, or a Storage made up: %+v", cfg)
 	}
 	st := jwkset.NewMemoryStorage()
 	lg := slog.New(slog.DiscardHandler)

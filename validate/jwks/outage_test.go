@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/MicahParks/jwkset"
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/mcpguard/mcpguard/internal/fetch"
@@ -28,11 +29,11 @@ func TestOutageAtStartRecoversByItself(t *testing.T) {
 	}
 
 	f.setKeys(t, k1) // the AS comes back; nobody calls Refresh
-	eventually(t, 10*time.Second, func() bool { return s.Stats().Keys == 1 })
+	eventually(t, 10*time.Second, func() bool { return s.stats().Keys == 1 })
 	if _, err := s.Keys(t.Context(), "k1"); err != nil {
 		t.Fatalf("Keys after recovery = %v", err)
 	}
-	st := s.Stats()
+	st := s.stats()
 	if st.Failures < 1 || st.LastError != nil || st.LastSuccess.IsZero() {
 		t.Errorf("Stats after recovery = %+v", st)
 	}
@@ -55,8 +56,8 @@ func TestOutageMidRun(t *testing.T) {
 	for range 100 {
 		start := time.Now()
 		_, err := s.Keys(t.Context(), "other")
-		if !errors.Is(err, validate.Error{Reason: "unknown_key"}) || !errors.Is(err, ErrRateLimited) {
-			t.Fatalf("Keys(other) = %v, want %v and %v", err, validate.Error{Reason: "unknown_key"}, ErrRateLimited)
+		if !errors.Is(err, validate.Error{Reason: "unknown_key"}) || !errors.Is(err, errRateLimited) {
+			t.Fatalf("Keys(other) = %v, want %v and %v", err, validate.Error{Reason: "unknown_key"}, errRateLimited)
 		}
 		if d := time.Since(start); d > 500*time.Millisecond {
 			t.Fatalf("rate-limited Keys took %v", d)
@@ -68,8 +69,8 @@ func TestOutageMidRun(t *testing.T) {
 	if got := f.hits.Load(); got != 2 {
 		t.Errorf("fetches = %d, want 2", got)
 	}
-	if st := s.Stats(); st.Keys != 1 || st.Failures != 1 || !errors.Is(st.LastError, fetch.ErrStatus) {
-		t.Errorf("Stats = %+v", st)
+	if st := s.stats(); st.Keys != 1 || st.Failures != 1 || !errors.Is(st.LastError, fetch.ErrStatus) {
+		t.Errorf("stats = %+v", st)
 	}
 }
 
@@ -90,17 +91,17 @@ func TestBadResponsesKeepGoodSet(t *testing.T) {
 		{name: "502", set: func(f *fakeJWKS) { f.setStatus(502, "") }, wantErr: fetch.ErrStatus},
 		{name: "429 with Retry-After", set: func(f *fakeJWKS) { f.setStatus(429, "3600") }, wantErr: fetch.ErrStatus},
 		{name: "404", set: func(f *fakeJWKS) { f.setMode(modeNotFound) }, wantErr: fetch.ErrStatus},
-		{name: "garbage", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte("\x00\xffnot json")) }, wantErr: ErrInvalidSet},
-		{name: "empty body", set: func(f *fakeJWKS) { f.setRaw("application/json", nil) }, wantErr: ErrInvalidSet},
-		{name: "null", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte("null")) }, wantErr: ErrInvalidSet},
-		{name: "array", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte("[]")) }, wantErr: ErrInvalidSet},
-		{name: "no keys member", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(`{"kays":[]}`)) }, wantErr: ErrInvalidSet},
-		{name: "keys not an array", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(`{"keys":"x"}`)) }, wantErr: ErrInvalidSet},
-		{name: "keys null", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(`{"keys":null}`)) }, wantErr: ErrInvalidSet},
-		{name: "empty set", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(`{"keys":[]}`)) }, wantErr: ErrNoUsableKeys},
+		{name: "garbage", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte("\x00\xffnot json")) }, wantErr: errInvalidSet},
+		{name: "empty body", set: func(f *fakeJWKS) { f.setRaw("application/json", nil) }, wantErr: errInvalidSet},
+		{name: "null", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte("null")) }, wantErr: errInvalidSet},
+		{name: "array", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte("[]")) }, wantErr: errInvalidSet},
+		{name: "no keys member", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(`{"kays":[]}`)) }, wantErr: errInvalidSet},
+		{name: "keys not an array", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(`{"keys":"x"}`)) }, wantErr: errInvalidSet},
+		{name: "keys null", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(`{"keys":null}`)) }, wantErr: errInvalidSet},
+		{name: "empty set", set: func(f *fakeJWKS) { f.setRaw("application/json", []byte(`{"keys":[]}`)) }, wantErr: errNoUsableKeys},
 		{name: "only unusable keys", set: func(f *fakeJWKS) {
 			f.setRaw("application/jwk-set+json", []byte(`{"keys":[`+string(encJSON)+`,{"kty":"oct","kid":"s","k":"AAAA"}]}`))
-		}, wantErr: ErrNoUsableKeys},
+		}, wantErr: errNoUsableKeys},
 		{name: "text/plain", set: func(f *fakeJWKS) { f.setRaw("text/plain", []byte(`{"keys":[]}`)) }, wantErr: fetch.ErrContentType},
 		{name: "no content type", set: func(f *fakeJWKS) { f.setRaw("", []byte(`{"keys":[]}`)) }, wantErr: fetch.ErrContentType},
 		{name: "html", set: func(f *fakeJWKS) { f.setRaw("text/html", []byte(`<html>`)) }, wantErr: fetch.ErrContentType},
@@ -113,6 +114,7 @@ func TestBadResponsesKeepGoodSet(t *testing.T) {
 			f := newFake(t, ecJWK(t, "k1"))
 			cfg := testConfig(t, f, clk)
 			cfg.MaxBytes = maxBytes
+			cfg.Storage = jwkset.NewMemoryStorage()
 			s := newSource(t, cfg)
 			waitFirst(t, s)
 
@@ -128,10 +130,10 @@ func TestBadResponsesKeepGoodSet(t *testing.T) {
 			if _, err := s.Keys(t.Context(), "k1"); err != nil {
 				t.Errorf("Keys(k1) after bad response = %v; the good set must survive", err)
 			}
-			if st := s.Stats(); st.Keys != 1 || st.Failures != 1 {
-				t.Errorf("Stats = %+v", st)
+			if st := s.stats(); st.Keys != 1 || st.Failures != 1 {
+				t.Errorf("stats = %+v", st)
 			}
-			if n, _ := s.Storage().KeyReadAll(t.Context()); len(n) != 1 {
+			if n, _ := cfg.Storage.KeyReadAll(t.Context()); len(n) != 1 {
 				t.Errorf("storage holds %d keys, want 1", len(n))
 			}
 		})
@@ -161,7 +163,7 @@ func TestRetryAfterDelaysBackgroundRetry(t *testing.T) {
 		t.Errorf("fetches within Retry-After = %d, want 1", got)
 	}
 	f.setKeys(t, ecJWK(t, "k1"))
-	eventually(t, 10*time.Second, func() bool { return s.Stats().Keys == 1 })
+	eventually(t, 10*time.Second, func() bool { return s.stats().Keys == 1 })
 }
 
 func TestNextDelay(t *testing.T) {

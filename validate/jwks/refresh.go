@@ -108,7 +108,7 @@ func (s *Source) run(parent context.Context, f *flight, onDemand bool) {
 	s.lastErr = err
 	if err == nil {
 		s.lastSuccess = s.cfg.Now()
-		s.set.Store(set) // under mu so that Stats is consistent
+		s.set.Store(set) // under mu so that Health is consistent
 	}
 	s.health.record(s.cfg.Now(), err) // health.go
 	s.running = nil
@@ -129,10 +129,10 @@ func (s *Source) refresh(ctx context.Context) (*keySet, error) {
 		if s.discovered == "" {
 			md, err := asmeta.Discover(ctx, s.cfg.HTTPClient, s.cfg.Issuer)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %w", ErrDiscovery, err)
+				return nil, fmt.Errorf("%w: %w", errDiscovery, err)
 			}
 			if md.JWKSURI == "" {
-				return nil, fmt.Errorf("%w: %w: metadata has no jwks_uri", ErrDiscovery, asmeta.ErrInvalidMetadata)
+				return nil, fmt.Errorf("%w: %w: metadata has no jwks_uri", errDiscovery, asmeta.ErrInvalidMetadata)
 			}
 			s.discovered = md.JWKSURI
 			s.log.Info("jwks: discovered jwks_uri", "jwks_uri", md.JWKSURI)
@@ -167,9 +167,12 @@ func (s *Source) refresh(ctx context.Context) (*keySet, error) {
 	return set, nil
 }
 
-// mirror writes the accepted keys to Config.Storage. Keys that jwkset cannot
+// mirror writes the accepted keys to Config.Storage, if set. Keys that jwkset cannot
 // represent are left out of the mirror only; they are still served.
 func (s *Source) mirror(ctx context.Context, good []parsedKey) {
+	if s.cfg.Storage == nil {
+		return
+	}
 	out := make([]jwkset.JWK, 0, len(good))
 	for _, pk := range good {
 		ops := make([]jwkset.KEYOPS, len(pk.ops))

@@ -58,15 +58,15 @@ func (s *Source) deferLocked(d time.Duration) {
 // awaitDeferred waits for the deferred refresh armed by a refused
 // on-demand start, and returns its error. It waits until the armed timer
 // fires plus WaitTimeout at most (the refresh goes on afterwards), or until
-// ctx is done. It fails at once with [ErrRateLimited] when no deferred
+// ctx is done. It fails at once with errRateLimited when no deferred
 // refresh is pending or Config.DeferredWaiters calls wait already, and
-// with [ErrRateLimited] and [ErrWaitTimeout] when the wait runs out.
+// with errRateLimited and errWaitTimeout when the wait runs out.
 func (s *Source) awaitDeferred(ctx context.Context) error {
 	s.mu.Lock()
 	f := s.sched.pending
 	if f == nil || s.sched.waiters >= s.cfg.DeferredWaiters {
 		s.mu.Unlock()
-		return ErrRateLimited
+		return errRateLimited
 	}
 	s.sched.waiters++
 	wait := time.Until(s.sched.fireAt) + s.cfg.WaitTimeout
@@ -82,9 +82,9 @@ func (s *Source) awaitDeferred(ctx context.Context) error {
 	case <-f.done:
 		return f.err
 	case <-t.C:
-		return fmt.Errorf("%w: %w", ErrRateLimited, ErrWaitTimeout)
+		return fmt.Errorf("%w: %w", errRateLimited, errWaitTimeout)
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %w", ErrRateLimited, ctx.Err())
+		return fmt.Errorf("%w: %w", errRateLimited, ctx.Err())
 	}
 }
 
@@ -100,7 +100,7 @@ func (s *Source) cancelDeferredLocked() {
 // one.
 // It re-checks the rate limit against Config.Now: with the real clock it
 // is open by construction; an injected clock that has not moved (a test)
-// makes it a no-op that releases its waiters with [ErrRateLimited], and
+// makes it a no-op that releases its waiters with errRateLimited, and
 // the next refused request arms it again.
 func (s *Source) fireDeferred(gen uint64) {
 	s.mu.Lock()
@@ -123,7 +123,7 @@ func (s *Source) fireDeferred(gen uint64) {
 		// Its waiters are released rather than kept until their deadline.
 		if p := s.sched.pending; p != nil {
 			s.sched.pending = nil
-			p.err = ErrRateLimited
+			p.err = errRateLimited
 			close(p.done)
 		}
 		return

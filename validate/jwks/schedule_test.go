@@ -50,8 +50,8 @@ func TestDeferredRefreshServesNewKid(t *testing.T) {
 			ks, err := s.Keys(t.Context(), "k2")
 			took := time.Since(seen)
 			if waiters < 0 {
-				if !errors.Is(err, ErrRateLimited) || took > limit/2 {
-					t.Fatalf("Keys(k2) inside the limit = %v after %v, want %v at once", err, took, ErrRateLimited)
+				if !errors.Is(err, errRateLimited) || took > limit/2 {
+					t.Fatalf("Keys(k2) inside the limit = %v after %v, want %v at once", err, took, errRateLimited)
 				}
 				eventually(t, 5*time.Second, func() bool { return f.hits.Load() == 3 && s.idle() })
 				took = time.Since(seen)
@@ -118,8 +118,8 @@ func TestDeferredWaitersBounded(t *testing.T) {
 		t.Errorf("fetches = %d, want 3 (one deferred refresh for the whole flood)", got)
 	}
 	st := time.Now()
-	if _, err := s.Keys(ctx, "late"); !errors.Is(err, ErrRateLimited) || time.Since(st) > limit/2 {
-		t.Errorf("Keys with a short context = %v after %v, want %v soon", err, time.Since(st), ErrRateLimited)
+	if _, err := s.Keys(ctx, "late"); !errors.Is(err, errRateLimited) || time.Since(st) > limit/2 {
+		t.Errorf("Keys with a short context = %v after %v, want %v soon", err, time.Since(st), errRateLimited)
 	}
 	t.Logf("%d waited, %d refused at once", waited.Load(), fast.Load())
 }
@@ -184,8 +184,8 @@ func TestDeferredRefreshCancelledByAnyRefresh(t *testing.T) {
 	s := newSource(t, cfg)
 	waitFirst(t, s)
 	_, _ = s.Keys(t.Context(), "a") // on-demand fetch 2
-	if _, err := s.Keys(t.Context(), "b"); !errors.Is(err, ErrRateLimited) {
-		t.Fatalf("Keys(b) = %v, want %v", err, ErrRateLimited)
+	if _, err := s.Keys(t.Context(), "b"); !errors.Is(err, errRateLimited) {
+		t.Fatalf("Keys(b) = %v, want %v", err, errRateLimited)
 	}
 	clk.Advance(limit)
 	_, _ = s.Keys(t.Context(), "c") // fetch 3 starts, cancels the deferred one
@@ -268,8 +268,8 @@ func TestRefreshWaitBoundAcrossAttempts(t *testing.T) {
 	s := newSource(t, cfg)
 	<-entered
 	start := time.Now()
-	if err := s.Refresh(t.Context()); !errors.Is(err, ErrWaitTimeout) {
-		t.Fatalf("Refresh = %v, want %v", err, ErrWaitTimeout)
+	if err := s.Refresh(t.Context()); !errors.Is(err, errWaitTimeout) {
+		t.Fatalf("Refresh = %v, want %v", err, errWaitTimeout)
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Refresh waited %v, want about WaitTimeout (200ms)", d)

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/MicahParks/jwkset"
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/mcpguard/mcpguard/validate"
@@ -52,23 +51,6 @@ type flight struct {
 	onDemand bool
 }
 
-// Stats is a point-in-time view of a [Source], for tests and metrics.
-type Stats struct {
-	// Fetches counts refresh attempts started (discovery, when needed, and
-	// the JWKS GET count as one).
-	Fetches int
-	// Failures counts refresh attempts that did not produce a new key set.
-	Failures int
-	// Keys is the number of usable keys being served.
-	Keys int
-	// LastSuccess is when the served set was fetched (Config.Now); zero if
-	// never.
-	LastSuccess time.Time
-	// LastError is the error of the most recent refresh, nil if it
-	// succeeded.
-	LastError error
-}
-
 // New validates cfg and starts the source. It never blocks on the network:
 // one background goroutine performs the first fetch at once and then
 // refreshes every RefreshInterval (sooner after failures). [Source.Keys]
@@ -108,7 +90,7 @@ func New(cfg Config) (*Source, error) {
 // armed for the moment the limit opens (one, however many requests were
 // refused), and the call waits for it: until the limit opens plus
 // WaitTimeout at most, and only if fewer than DeferredWaiters calls are
-// waiting already; otherwise it fails at once with [ErrRateLimited]. So a
+// waiting already; otherwise it fails at once with errRateLimited. So a
 // key the issuer published after the last refresh is served on its first
 // presentation, at most RefreshRateLimit plus one fetch later. If the
 // refresh it joined failed, it does not start another. Every waiter of one
@@ -117,8 +99,8 @@ func New(cfg Config) (*Source, error) {
 //
 // Errors wrap [validate.Error] "unknown_key" when a key set is being served, or
 // [validate.ErrKeysUnavailable] (with the last fetch error) when none has
-// ever been obtained; they may also wrap [ErrRateLimited], [ErrWaitTimeout],
-// [ErrClosed] or ctx's error.
+// ever been obtained; they may also wrap errRateLimited, errWaitTimeout,
+// errClosed or ctx's error.
 func (s *Source) Keys(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
 	set := s.set.Load()
 	if ks, ok := set.lookup(kid); ok {
@@ -147,7 +129,7 @@ func (s *Source) keysSlow(ctx context.Context, kid string, seen *keySet) ([]jose
 			}
 			continue
 		}
-		if errors.Is(err, ErrRateLimited) {
+		if errors.Is(err, errRateLimited) {
 			if err = s.awaitDeferred(ctx); err != nil {
 				return nil, s.missErr(err)
 			}
@@ -162,7 +144,7 @@ func (s *Source) keysSlow(ctx context.Context, kid string, seen *keySet) ([]jose
 		select {
 		case <-f.done:
 		case <-deadline.C:
-			return nil, s.missErr(ErrWaitTimeout)
+			return nil, s.missErr(errWaitTimeout)
 		case <-ctx.Done():
 			return nil, s.missErr(ctx.Err())
 		}
@@ -194,11 +176,11 @@ func (set *keySet) lookup(kid string) ([]jose.JSONWebKey, bool) {
 // token without a kid could use. It joins a refresh that is already
 // running; otherwise it starts one if RefreshRateLimit allows, and if not
 // it waits for the deferred refresh as [Source.Keys] does (bounded the
-// same way; [ErrRateLimited] when DeferredWaiters calls wait already). A
+// same way; errRateLimited when DeferredWaiters calls wait already). A
 // periodic refresh it joined may have fetched the set before the new key
 // was published, so after one Refresh asks once more (rate-limited or
 // deferred) before it returns. It waits at most WaitTimeout for a running
-// refresh ([ErrWaitTimeout]; the refresh goes on) or until ctx is done. It
+// refresh (errWaitTimeout; the refresh goes on) or until ctx is done. It
 // returns the refresh's error: a failed refresh keeps the previous set.
 func (s *Source) Refresh(ctx context.Context) error {
 	t := time.NewTimer(s.cfg.WaitTimeout)
@@ -208,9 +190,9 @@ func (s *Source) Refresh(ctx context.Context) error {
 		switch {
 		case err == errSetChanged:
 			return nil // a refresh completed this very moment
-		case errors.Is(err, ErrRateLimited):
+		case errors.Is(err, errRateLimited):
 			werr := s.awaitDeferred(ctx)
-			if attempt > 0 && errors.Is(werr, ErrRateLimited) {
+			if attempt > 0 && errors.Is(werr, errRateLimited) {
 				return nil // the periodic refresh joined succeeded; the deferred one follows
 			}
 			return werr
@@ -220,7 +202,7 @@ func (s *Source) Refresh(ctx context.Context) error {
 		select {
 		case <-f.done:
 		case <-t.C:
-			return ErrWaitTimeout
+			return errWaitTimeout
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -241,7 +223,7 @@ func (s *Source) Close() error {
 	s.cancelDeferredLocked()
 	if p := s.sched.pending; p != nil { // its waiters must not wait for a refresh that never comes
 		s.sched.pending = nil
-		p.err = ErrClosed
+		p.err = errClosed
 		close(p.done)
 	}
 	s.mu.Unlock()
@@ -253,36 +235,16 @@ func (s *Source) Close() error {
 	return nil
 }
 
-// Stats returns counters and the state of the served set.
-func (s *Source) Stats() Stats {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := Stats{
-		Fetches:     int(s.fetches.Load()),
-		Failures:    int(s.failures.Load()),
-		LastSuccess: s.lastSuccess,
-		LastError:   s.lastErr,
-	}
-	if set := s.set.Load(); set != nil {
-		st.Keys = set.n
-	}
-	return st
-}
-
-// Storage returns the jwkset storage that mirrors the served keys
-// (Config.Storage, or the memory storage New created).
-func (s *Source) Storage() jwkset.Storage { return s.cfg.Storage }
-
 // errSetChanged tells an on-demand caller that the snapshot it missed on
 // has been replaced since it looked; it should look again before fetching.
 var errSetChanged = errors.New("jwks: key set changed")
 
 // begin returns the running refresh, or starts one. owned reports that the
 // caller's request started it. An on-demand start is refused with
-// [ErrRateLimited] within RefreshRateLimit of the previous one (and a
+// errRateLimited within RefreshRateLimit of the previous one (and a
 // deferred refresh is armed for when the limit opens), with errSetChanged
 // if the snapshot is no longer seen (the one the caller missed on), and
-// any start with [ErrClosed] after Close. An on-demand flight gets its own
+// any start with errClosed after Close. An on-demand flight gets its own
 // goroutine, running under ctx's values (not its cancellation, so that
 // one impatient caller cannot fail the others); the loop runs its own
 // flights inline.
@@ -293,7 +255,7 @@ func (s *Source) begin(ctx context.Context, onDemand bool, seen *keySet) (f *fli
 		return s.running, false, nil
 	}
 	if s.closed {
-		return nil, false, ErrClosed
+		return nil, false, errClosed
 	}
 	if onDemand && s.set.Load() != seen {
 		return nil, false, errSetChanged
@@ -302,7 +264,7 @@ func (s *Source) begin(ctx context.Context, onDemand bool, seen *keySet) (f *fli
 		now := s.cfg.Now()
 		if since := now.Sub(s.lastDemand); !s.lastDemand.IsZero() && since < s.cfg.RefreshRateLimit {
 			s.deferLocked(s.cfg.RefreshRateLimit - since)
-			return nil, false, ErrRateLimited
+			return nil, false, errRateLimited
 		}
 		s.lastDemand = now
 	}

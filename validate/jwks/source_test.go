@@ -42,8 +42,8 @@ func TestRotationNeedsExactlyOneFetch(t *testing.T) {
 	if got := f.hits.Load(); got != 2 {
 		t.Errorf("fetches after repeated hits = %d, want 2", got)
 	}
-	if st := s.Stats(); st.Fetches != 2 || st.Failures != 0 || st.Keys != 2 || !st.LastSuccess.Equal(clk.Now()) {
-		t.Errorf("Stats = %+v", st)
+	if st := s.stats(); st.Fetches != 2 || st.Failures != 0 || st.Keys != 2 || !st.LastSuccess.Equal(clk.Now()) {
+		t.Errorf("stats = %+v", st)
 	}
 }
 
@@ -203,8 +203,8 @@ func TestHangingServer(t *testing.T) {
 		start = time.Now()
 		_, err := s.Keys(t.Context(), "k1")
 		d := time.Since(start)
-		if !errors.Is(err, validate.ErrKeysUnavailable) || !errors.Is(err, ErrWaitTimeout) {
-			t.Errorf("Keys = %v, want %v and %v", err, validate.ErrKeysUnavailable, ErrWaitTimeout)
+		if !errors.Is(err, validate.ErrKeysUnavailable) || !errors.Is(err, errWaitTimeout) {
+			t.Errorf("Keys = %v, want %v and %v", err, validate.ErrKeysUnavailable, errWaitTimeout)
 		}
 		if d > cfg.WaitTimeout+margin {
 			t.Errorf("Keys took %v, want <= %v", d, cfg.WaitTimeout+margin)
@@ -264,15 +264,15 @@ func TestRefreshRateLimit(t *testing.T) {
 		t.Fatalf("first Refresh = %v", err)
 	}
 	start := time.Now()
-	if err := s.Refresh(t.Context()); !errors.Is(err, ErrRateLimited) {
-		t.Fatalf("second Refresh = %v, want %v", err, ErrRateLimited)
+	if err := s.Refresh(t.Context()); !errors.Is(err, errRateLimited) {
+		t.Fatalf("second Refresh = %v, want %v", err, errRateLimited)
 	}
 	if d := time.Since(start); d > 500*time.Millisecond {
 		t.Errorf("refused Refresh took %v, want immediate", d)
 	}
 	clk.Advance(cfg.RefreshRateLimit - time.Nanosecond)
-	if err := s.Refresh(t.Context()); !errors.Is(err, ErrRateLimited) {
-		t.Fatalf("Refresh just before the limit = %v, want %v", err, ErrRateLimited)
+	if err := s.Refresh(t.Context()); !errors.Is(err, errRateLimited) {
+		t.Fatalf("Refresh just before the limit = %v, want %v", err, errRateLimited)
 	}
 	if got := f.hits.Load(); got != 2 {
 		t.Errorf("fetches = %d, want 2", got)

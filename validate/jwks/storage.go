@@ -10,13 +10,14 @@ import (
 	"github.com/mcpguard/mcpguard/validate"
 )
 
-var _ validate.KeySource = (*StorageSource)(nil)
+var _ validate.KeySource = (*storageSource)(nil)
 
-// StorageSource adapts a jwkset.Storage to [validate.KeySource], for
+// FromStorage adapts a jwkset.Storage to [validate.KeySource], for
 // deployments that already run keyfunc v3 or jwkset: pass k.Storage() of a
-// keyfunc.Keyfunc. Build it with [FromStorage].
+// keyfunc.Keyfunc. A nil st yields a source that always reports
+// [validate.ErrKeysUnavailable].
 //
-// It reads the storage with KeyReadAll, which does no I/O, and never with
+// The source reads the storage with KeyReadAll, which does no I/O, and never with
 // KeyRead: jwkset's HTTP storage answers KeyRead for an unknown kid by
 // waiting on its RefreshUnknownKID rate limiter, which can block for up to a
 // minute. Refreshing is left to the storage's own background goroutine, so
@@ -27,14 +28,13 @@ var _ validate.KeySource = (*StorageSource)(nil)
 //
 // Prefer [Source]: it serves hits from an immutable snapshot without
 // allocating, and it refreshes on unknown kids with a bounded wait.
-type StorageSource struct {
-	st jwkset.Storage
+func FromStorage(st jwkset.Storage) validate.KeySource {
+	return &storageSource{st: st}
 }
 
-// FromStorage returns a [validate.KeySource] over st. A nil st yields a
-// source that always reports [validate.ErrKeysUnavailable].
-func FromStorage(st jwkset.Storage) *StorageSource {
-	return &StorageSource{st: st}
+// storageSource is the [validate.KeySource] of [FromStorage].
+type storageSource struct {
+	st jwkset.Storage
 }
 
 // Keys returns the usable keys in the storage whose kid equals kid; for the
@@ -43,7 +43,7 @@ func FromStorage(st jwkset.Storage) *StorageSource {
 // storage holds no usable key at all, or cannot be read, the error wraps
 // [validate.ErrKeysUnavailable]; otherwise a missing kid wraps
 // [validate.Error] "unknown_key".
-func (s *StorageSource) Keys(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
+func (s *storageSource) Keys(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
 	if s.st == nil {
 		return nil, fmt.Errorf("%w: no storage", validate.ErrKeysUnavailable)
 	}

@@ -22,7 +22,7 @@ type noKeyRead struct {
 }
 
 func (n noKeyRead) KeyRead(context.Context, string) (jwkset.JWK, error) {
-	n.t.Error("StorageSource called KeyRead")
+	n.t.Error("FromStorage called KeyRead")
 	return jwkset.JWK{}, jwkset.ErrKeyNotFound
 }
 
@@ -135,9 +135,6 @@ func TestSourceStorageMirrorsServedKeys(t *testing.T) {
 	cfg.Storage = mem
 	s := newSource(t, cfg)
 	waitFirst(t, s)
-	if s.Storage() != mem {
-		t.Fatal("Storage() is not Config.Storage")
-	}
 	f.setKeys(t, k2)
 	if err := s.Refresh(t.Context()); err != nil {
 		t.Fatal(err)

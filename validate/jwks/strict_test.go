@@ -17,13 +17,13 @@ func TestParseSetStrictJSON(t *testing.T) {
 		dropped string
 	}{
 		{name: "valid", doc: `{"keys":[` + key + `]}`},
-		{name: "keys twice", doc: `{"keys":[],"keys":[` + key + `]}`, wantErr: ErrInvalidSet},
-		{name: "Keys case variant", doc: `{"Keys":[` + key + `]}`, wantErr: ErrInvalidSet},
-		{name: "invalid UTF-8", doc: "{\"keys\":[" + key + "],\"x\":\"\xff\"}", wantErr: ErrInvalidSet},
-		{name: "repeated member in a key", doc: `{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"a","kid":"b"}]}`, wantErr: ErrInvalidSet},
-		{name: "KID case variant in a key", doc: `{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"a","KID":"b"}]}`, wantErr: ErrNoUsableKeys, dropped: "not a JSON object with unique member names"},
-		{name: "D case variant of private member", doc: `{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"a","D":"x"}]}`, wantErr: ErrNoUsableKeys, dropped: "not a JSON object with unique member names"},
-		{name: "kid not a string", doc: `{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":1}]}`, wantErr: ErrNoUsableKeys, dropped: "malformed member: kid"},
+		{name: "keys twice", doc: `{"keys":[],"keys":[` + key + `]}`, wantErr: errInvalidSet},
+		{name: "Keys case variant", doc: `{"Keys":[` + key + `]}`, wantErr: errInvalidSet},
+		{name: "invalid UTF-8", doc: "{\"keys\":[" + key + "],\"x\":\"\xff\"}", wantErr: errInvalidSet},
+		{name: "repeated member in a key", doc: `{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"a","kid":"b"}]}`, wantErr: errInvalidSet},
+		{name: "KID case variant in a key", doc: `{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"a","KID":"b"}]}`, wantErr: errNoUsableKeys, dropped: "not a JSON object with unique member names"},
+		{name: "D case variant of private member", doc: `{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":"a","D":"x"}]}`, wantErr: errNoUsableKeys, dropped: "not a JSON object with unique member names"},
+		{name: "kid not a string", doc: `{"keys":[{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo","kid":1}]}`, wantErr: errNoUsableKeys, dropped: "malformed member: kid"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, _, dropped, err := parseSet([]byte(tt.doc))
