@@ -2,7 +2,8 @@
 // 127.0.0.1 as an independent authorization server for the example MCP
 // server, configured as a team would for MCP: RFC 8707 resource
 // indicators, RFC 9068 JWT (or opaque, introspected) access tokens,
-// RFC 7591 dynamic registration, RFC 7662 introspection. Used by
+// RFC 7591 dynamic registration, RFC 7662 introspection, RFC 7009
+// revocation. Used by
 // integration/oidcprovider_test.go; docs/providers.md shows the same
 // settings as a recipe.
 //
@@ -106,6 +107,7 @@ function newProvider(issuer) {
       devInteractions: { enabled: false },
       registration: { enabled: true }, // open RFC 7591 registration
       introspection: { enabled: true },
+      revocation: { enabled: true }, // RFC 7009, for revocation seen through introspection
       clientCredentials: { enabled: true },
       resourceIndicators: {
         enabled: true,
