@@ -20,7 +20,7 @@ import (
 // ErrConfig reports an unusable [Config]. Only [New] returns it. When a
 // package below refused its part of the configuration, the error also
 // wraps that package's sentinel (validate.ErrConfig, jwks.ErrConfig,
-// middleware.ErrConfig, prm.ErrInvalidMetadata, …).
+// middleware.Error "config", prm.ErrInvalidMetadata, …).
 var ErrConfig = errors.New("mcpguard: invalid config")
 
 // Config configures a [Guard]. [New] copies it; later changes by the

@@ -278,10 +278,10 @@ func TestNewErrors(t *testing.T) {
 		{"metadata servers not trusted", func(c *Config) { c.Metadata.AuthorizationServers = []string{"https://other.example"} }, nil},
 		{"resource not https", func(c *Config) { c.Resource = "http://mcp.example.com/mcp" }, prm.ErrInvalidMetadata},
 		{"resource path not mountable", func(c *Config) { c.Resource = "https://mcp.example.com/a%20b" }, prm.ErrInvalidResource},
-		{"offline_access in scopes", func(c *Config) { c.Scopes = []string{"offline_access"} }, middleware.ErrConfig},
+		{"offline_access in scopes", func(c *Config) { c.Scopes = []string{"offline_access"} }, middleware.Error{Reason: "config"}},
 		{"bad jwks config", func(c *Config) { c.JWKS.MaxBytes = -1 }, jwks.ErrConfig},
 		{"bad validate config", func(c *Config) { c.Validate.Algorithms = []jose.SignatureAlgorithm{} }, validate.ErrConfig},
-		{"bad middleware config", func(c *Config) { c.Middleware.MaxBodyBytes = -1 }, middleware.ErrConfig},
+		{"bad middleware config", func(c *Config) { c.Middleware.MaxBodyBytes = -1 }, middleware.Error{Reason: "config"}},
 		{"token validator fails", func(c *Config) {
 			c.TokenValidator = func(*validate.Validator) (middleware.TokenValidator, error) { return nil, errTestHook }
 		}, errTestHook},

@@ -64,7 +64,7 @@ func (a *Adapter) Handler(h http.Handler) http.Handler {
 
 // TokenInfo returns the glue alone, for chains that run
 // [middleware.Middleware.Handler] (or Guard.Handler) themselves: it must
-// run behind it, and answers 401 ([middleware.ErrNoPrincipal], through
+// run behind it, and answers 401 ([middleware.Error{Reason: "no_principal"}], through
 // Middleware.Challenge) for a request without a principal. It hands next
 // the request with the go-sdk's auth.TokenInfo of the principal
 // (UserID p.ID(), the token's Scopes and Expiration) in its context,
@@ -91,7 +91,7 @@ func (a *Adapter) TokenInfo(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := middleware.PrincipalFromContext(r.Context())
 		if !ok {
-			a.m.Challenge(w, r, middleware.ErrNoPrincipal)
+			a.m.Challenge(w, r, middleware.Error{Reason: "no_principal"})
 			return
 		}
 		if p.Anonymous || p.SenderConstrained || len(r.Header.Values("Authorization")) == 0 {
@@ -122,7 +122,7 @@ func verifyFromContext(_ context.Context, _ string, r *http.Request) (*auth.Toke
 }
 
 // tokenInfo returns the go-sdk auth.TokenInfo of p: UserID is p.ID()
-// (issuer, subject, client and tenant; [middleware.AnonymousID] for the
+// (issuer, subject, client and tenant; "anonymous" for the
 // anonymous principal), Scopes and Expiration are the token's, and Extra
 // holds p (read it with [Principal]).
 func tokenInfo(p *middleware.Principal) *auth.TokenInfo {

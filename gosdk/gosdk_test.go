@@ -126,7 +126,7 @@ func TestPrincipalPerRequest(t *testing.T) {
 			if w := f.whoami(t, "whoami", narrow, sid); !slices.Equal(w.CtxScopes, []string{"mcp"}) {
 				t.Errorf("narrow token again: %+v", w)
 			}
-			if w.UserID == "" || w.UserID == middleware.AnonymousID {
+			if w.UserID == "" || w.UserID == "anonymous" {
 				t.Errorf("TokenInfo.UserID = %q", w.UserID)
 			}
 			// Another user, statelessly or in a session of their own.
@@ -163,7 +163,7 @@ func TestPublicOperations(t *testing.T) {
 			f := newFixture(t, fixtureConfig{stateless: stateless})
 			sid := f.initialize(t, "") // initialize is public
 			w := f.whoami(t, "hello", "", sid)
-			if !w.CtxAnon || !w.ReqAnon || w.CtxSubject != "" || w.UserID != middleware.AnonymousID {
+			if !w.CtxAnon || !w.ReqAnon || w.CtxSubject != "" || w.UserID != "anonymous" {
 				t.Errorf("hello without a token = %+v, want the anonymous principal", w)
 			}
 			r := f.call(t, "whoami", "", sid)

@@ -12,7 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
-	"github.com/mcpguard/mcpguard/middleware"
+	"github.com/mcpguard/mcpguard/internal/mwdefault"
 )
 
 // TestStepUpTenSessions: a user whose client opens ten fresh sessions in a
@@ -70,8 +70,8 @@ func TestStepUpNeverGranted(t *testing.T) {
 		}
 		cs.Close()
 	}
-	if challenges != middleware.DefaultStepUpLimit {
-		t.Errorf("step-up challenges = %d, want %d", challenges, middleware.DefaultStepUpLimit)
+	if challenges != mwdefault.StepUpLimit {
+		t.Errorf("step-up challenges = %d, want %d", challenges, mwdefault.StepUpLimit)
 	}
 	if terminal == 0 {
 		t.Errorf("no terminal answer in %d sessions", sessions)
@@ -79,8 +79,8 @@ func TestStepUpNeverGranted(t *testing.T) {
 	// Each session authorizes once to connect (the 401); step-up
 	// authorizations come on top, at most one per challenge.
 	stepUps := e.authorizations() - sessions
-	if stepUps > middleware.DefaultStepUpLimit {
-		t.Errorf("step-up authorizations = %d, want at most %d", stepUps, middleware.DefaultStepUpLimit)
+	if stepUps > mwdefault.StepUpLimit {
+		t.Errorf("step-up authorizations = %d, want at most %d", stepUps, mwdefault.StepUpLimit)
 	}
 	t.Logf("%d sessions: %d challenges, %d terminal answers, %d step-up authorizations", sessions, challenges, terminal, stepUps)
 }

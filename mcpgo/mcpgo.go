@@ -85,7 +85,7 @@ func (a *Adapter) Bind(next http.Handler) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := middleware.PrincipalFromContext(r.Context()); !ok {
-			a.m.Challenge(w, r, middleware.ErrNoPrincipal)
+			a.m.Challenge(w, r, middleware.Error{Reason: "no_principal"})
 			return
 		}
 		if a.stateless && (r.Method == http.MethodGet || r.Method == http.MethodDelete) {

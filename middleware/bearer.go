@@ -16,7 +16,7 @@ var (
 	errBearerSep   = fmt.Errorf("%w: scheme and token must be separated by spaces", errMalformedHeader)
 )
 
-// BearerToken returns the access token of r's Authorization header
+// bearerToken returns the access token of r's Authorization header
 // (RFC 6750 §2.1: "Bearer" 1*SP b64token, the scheme case-insensitive).
 // Only the header is read: a form-encoded body parameter (RFC 6750 §2.2) is
 // never looked for, and the body is never consumed. It returns
@@ -30,12 +30,8 @@ var (
 //     credentials, and gets the plain 401 challenge;
 //   - errMalformedHeader if the scheme is Bearer but the rest is not
 //     1*SP followed by one b64token.
-func BearerToken(r *http.Request) (string, error) {
-	return bearerToken(r, true)
-}
-
-// bearerToken is BearerToken; with checkChars false it leaves out the
-// b64token check, for a caller whose validator refuses every token that is
+//
+// With checkChars false it leaves out the b64token check, for a caller whose validator refuses every token that is
 // not one (see Middleware.authenticate).
 func bearerToken(r *http.Request, checkChars bool) (string, error) {
 	if r.URL != nil && r.URL.RawQuery != "" && queryHasToken(r.URL.RawQuery) {

@@ -52,12 +52,12 @@ func TestBearerToken(t *testing.T) {
 			for _, a := range tt.auth {
 				r.Header.Add("Authorization", a)
 			}
-			got, err := BearerToken(r)
+			got, err := bearerToken(r, true)
 			if !errors.Is(err, tt.wantErr) || (err == nil) != (tt.wantErr == nil) {
-				t.Fatalf("BearerToken() error = %v, want %v", err, tt.wantErr)
+				t.Fatalf("bearerToken() error = %v, want %v", err, tt.wantErr)
 			}
 			if got != tt.want {
-				t.Errorf("BearerToken() = %q, want %q", got, tt.want)
+				t.Errorf("bearerToken() = %q, want %q", got, tt.want)
 			}
 		})
 	}
@@ -68,8 +68,8 @@ func TestBearerToken(t *testing.T) {
 func TestBearerFormBodyIgnored(t *testing.T) {
 	r := httptest.NewRequest(http.MethodPost, "/mcp", stringsReader("access_token=abc"))
 	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	if _, err := BearerToken(r); !errors.Is(err, errNoToken) {
-		t.Fatalf("BearerToken() error = %v, want errNoToken", err)
+	if _, err := bearerToken(r, true); !errors.Is(err, errNoToken) {
+		t.Fatalf("bearerToken() error = %v, want errNoToken", err)
 	}
 	if r.Form != nil || r.PostForm != nil {
 		t.Errorf("BearerToken parsed the form")

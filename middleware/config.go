@@ -13,21 +13,23 @@ import (
 	"github.com/mcpguard/mcpguard/prm"
 	"github.com/mcpguard/mcpguard/validate"
 
+	"github.com/mcpguard/mcpguard/internal/mwdefault"
 	"github.com/mcpguard/mcpguard/internal/scopetoken"
 )
 
-// Defaults applied by [New] to zero-valued [Config] fields.
+// Defaults applied by [New] to zero-valued [Config] fields (the field
+// comments state them).
 const (
-	// DefaultMaxBodyBytes bounds the JSON-RPC body read when
+	// defaultMaxBodyBytes bounds the JSON-RPC body read when
 	// Config.MaxBodyBytes is zero: 1 MiB.
-	DefaultMaxBodyBytes = 1 << 20
-	// DefaultStepUpLimit is the number of insufficient_scope challenges
+	defaultMaxBodyBytes = mwdefault.MaxBodyBytes
+	// defaultStepUpLimit is the number of insufficient_scope challenges
 	// per principal and scope set within the window when
 	// Config.StepUpLimit is zero.
-	DefaultStepUpLimit = 3
-	// DefaultStepUpWindow is the step-up counting window when
+	defaultStepUpLimit = mwdefault.StepUpLimit
+	// defaultStepUpWindow is the step-up counting window when
 	// Config.StepUpWindow is zero.
-	DefaultStepUpWindow = 10 * time.Minute
+	defaultStepUpWindow = mwdefault.StepUpWindow
 	// defaultRetryAfter is the Retry-After of a 503 when Config.RetryAfter
 	// is zero.
 	defaultRetryAfter = 30 * time.Second
@@ -193,13 +195,13 @@ type Config struct {
 	// token satisfies a scope set it was challenged for resets that
 	// counter (StepUpStore.Reset), so a user who steps up successfully is
 	// never refused however often it starts over. Zero means
-	// [DefaultStepUpLimit] (3); negative disables the bound.
+	// 3; negative disables the bound.
 	StepUpLimit int
 	// StepUpWindow is the fixed window of StepUpLimit, starting at the
-	// first challenge. Zero means [DefaultStepUpWindow] (10 minutes).
+	// first challenge. Zero means 10 minutes.
 	StepUpWindow time.Duration
 	// StepUpStore counts challenges. Nil means an in-memory store of
-	// 10000 keys ([NewMemoryStepUpStore]); share a store
+	// 10000 counters, shared fairly between clients; share a store
 	// between replicas to bound step-up across them.
 	//
 	// Which counters to reset is known in process: each Middleware
@@ -218,8 +220,8 @@ type Config struct {
 	StepUpStore StepUpStore
 
 	// MaxBodyBytes bounds the POST body read to find the JSON-RPC
-	// operation; larger bodies get 413. Zero means [DefaultMaxBodyBytes]
-	// (1 MiB).
+	// operation; larger bodies get 413. Zero means 1 MiB
+	// (1048576 bytes).
 	MaxBodyBytes int64
 
 	// AllowedOrigins lists the origins ("https://app.example.com") allowed
@@ -309,16 +311,16 @@ func (c Config) withDefaults() Config {
 	}
 	c.AllowedOrigins = slices.Clone(c.AllowedOrigins)
 	if c.StepUpLimit == 0 {
-		c.StepUpLimit = DefaultStepUpLimit
+		c.StepUpLimit = defaultStepUpLimit
 	}
 	if c.StepUpWindow == 0 {
-		c.StepUpWindow = DefaultStepUpWindow
+		c.StepUpWindow = defaultStepUpWindow
 	}
 	if c.StepUpStore == nil {
-		c.StepUpStore = NewMemoryStepUpStore(defaultStepUpKeys)
+		c.StepUpStore = newMemoryStepUpStore(defaultStepUpKeys)
 	}
 	if c.MaxBodyBytes == 0 {
-		c.MaxBodyBytes = DefaultMaxBodyBytes
+		c.MaxBodyBytes = defaultMaxBodyBytes
 	}
 	if c.RetryAfter == 0 {
 		c.RetryAfter = defaultRetryAfter
@@ -348,12 +350,12 @@ func cloneScopeMap(m map[string][]string) map[string][]string {
 // checked by prm.Handler in New).
 func (c Config) check() error {
 	if c.Validator == nil {
-		return fmt.Errorf("%w: no Validator", ErrConfig)
+		return fmt.Errorf("%w: no Validator", errConfig)
 	}
 	// A typed nil ((*validate.Validator)(nil)) passes == nil and would
 	// panic on the first request.
 	if rv := reflect.ValueOf(c.Validator); rv.Kind() == reflect.Pointer && rv.IsNil() {
-		return fmt.Errorf("%w: nil Validator", ErrConfig)
+		return fmt.Errorf("%w: nil Validator", errConfig)
 	}
 	if err := checkScopes("Scopes", c.Scopes); err != nil {
 		return err
@@ -365,7 +367,7 @@ func (c Config) check() error {
 	}{{"Operations.Methods", op.Methods}, {"Operations.Tools", op.Tools}, {"Operations.Prompts", op.Prompts}} {
 		for _, k := range slices.Sorted(maps.Keys(m.m)) {
 			if k == "" {
-				return fmt.Errorf("%w: %s has an empty name", ErrConfig, m.name)
+				return fmt.Errorf("%w: %s has an empty name", errConfig, m.name)
 			}
 			if err := checkScopes(m.name+"["+k+"]", m.m[k]); err != nil {
 				return err
@@ -379,20 +381,20 @@ func (c Config) check() error {
 	seen := map[ruleKey]bool{}
 	for i, r := range op.Resources {
 		if r.URI == "" {
-			return fmt.Errorf("%w: Operations.Resources[%d] has an empty URI", ErrConfig, i)
+			return fmt.Errorf("%w: Operations.Resources[%d] has an empty URI", errConfig, i)
 		}
 		k := ruleKey{r.URI, r.Prefix}
 		if seen[k] {
-			return fmt.Errorf("%w: Operations.Resources[%d] repeats a rule", ErrConfig, i)
+			return fmt.Errorf("%w: Operations.Resources[%d] repeats a rule", errConfig, i)
 		}
 		seen[k] = true
 		// Rules match the canonical form (no query, no fragment): a rule
 		// that is not in it could never match.
 		if strings.ContainsAny(r.URI, "?#") {
-			return fmt.Errorf("%w: Operations.Resources[%d] has a query or fragment, which matching ignores", ErrConfig, i)
+			return fmt.Errorf("%w: Operations.Resources[%d] has a query or fragment, which matching ignores", errConfig, i)
 		}
 		if key, ok := canonicalResource(r.URI); !r.Prefix && (!ok || key != r.URI) {
-			return fmt.Errorf("%w: Operations.Resources[%d] is not a canonical URI", ErrConfig, i)
+			return fmt.Errorf("%w: Operations.Resources[%d] is not a canonical URI", errConfig, i)
 		}
 		if err := checkScopes(fmt.Sprintf("Operations.Resources[%d]", i), r.Scopes); err != nil {
 			return err
@@ -403,30 +405,30 @@ func (c Config) check() error {
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.ScopeImplies)) {
 		if !scopetoken.Valid(k) {
-			return fmt.Errorf("%w: ScopeImplies has an invalid scope key", ErrConfig)
+			return fmt.Errorf("%w: ScopeImplies has an invalid scope key", errConfig)
 		}
 		for _, s := range c.ScopeImplies[k] {
 			if !scopetoken.Valid(s) {
-				return fmt.Errorf("%w: ScopeImplies[%s] has an invalid scope", ErrConfig, k)
+				return fmt.Errorf("%w: ScopeImplies[%s] has an invalid scope", errConfig, k)
 			}
 		}
 	}
 	switch {
 	case c.LegacyScopes != ScopeUnion && c.LegacyScopes != ScopeOperationOnly:
-		return fmt.Errorf("%w: unknown LegacyScopes strategy", ErrConfig)
+		return fmt.Errorf("%w: unknown LegacyScopes strategy", errConfig)
 	case c.Lists < ListAnnotate || c.Lists > ListOff:
-		return fmt.Errorf("%w: unknown Lists mode", ErrConfig)
+		return fmt.Errorf("%w: unknown Lists mode", errConfig)
 	case c.StepUpWindow < 0:
-		return fmt.Errorf("%w: negative StepUpWindow", ErrConfig)
+		return fmt.Errorf("%w: negative StepUpWindow", errConfig)
 	case c.MaxBodyBytes < 0:
-		return fmt.Errorf("%w: negative MaxBodyBytes", ErrConfig)
+		return fmt.Errorf("%w: negative MaxBodyBytes", errConfig)
 	case c.RetryAfter < 0:
-		return fmt.Errorf("%w: negative RetryAfter", ErrConfig)
+		return fmt.Errorf("%w: negative RetryAfter", errConfig)
 	case c.Realm != "" && !isVisible(c.Realm):
-		return fmt.Errorf("%w: Realm must be visible ASCII", ErrConfig)
+		return fmt.Errorf("%w: Realm must be visible ASCII", errConfig)
 	}
 	if err := c.Sessions.check(); err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		return fmt.Errorf("%w: %w", errConfig, err)
 	}
 	return nil
 }
@@ -437,10 +439,10 @@ func (c Config) check() error {
 func checkScopes(field string, scopes []string) error {
 	for _, s := range scopes {
 		if !scopetoken.Valid(s) {
-			return fmt.Errorf("%w: %s has an invalid scope token", ErrConfig, field)
+			return fmt.Errorf("%w: %s has an invalid scope token", errConfig, field)
 		}
 		if s == offlineAccess {
-			return fmt.Errorf("%w: %s requires offline_access, which is not a resource scope", ErrConfig, field)
+			return fmt.Errorf("%w: %s requires offline_access, which is not a resource scope", errConfig, field)
 		}
 	}
 	return nil

@@ -9,7 +9,7 @@ import (
 // Config.OnDecision for metrics, logs and traces. Every string field is
 // low-cardinality, so it can be a metric label as is: values a client
 // chooses are reported only when the configuration or the MCP
-// specification names them, and as [Unlisted] otherwise. Principal and Err
+// specification names them, and as "(unlisted)" otherwise. Principal and Err
 // are for logs, never for labels.
 //
 // The slices and the Principal are shared with the middleware and the
@@ -23,7 +23,7 @@ type Decision struct {
 
 	// Method is the JSON-RPC "method" of a POST body: a method listed in
 	// OperationPolicy.Methods or defined by MCP (the table of
-	// docs/policy.md) is reported verbatim, any other as [Unlisted]. Empty when unknown: a request other than POST, a
+	// docs/policy.md) is reported verbatim, any other as "(unlisted)". Empty when unknown: a request other than POST, a
 	// message without a method (a response), or a refusal decided before
 	// the operation was known (a bad token, a body too large or not
 	// parsable; the body is never read before the token is valid).
@@ -35,13 +35,13 @@ type Decision struct {
 	// name listed in OperationPolicy.Tools or Prompts, the URI of the
 	// matching exact OperationPolicy.Resources rule, or the URI of the
 	// matching prefix rule (the prefix, not the requested URI). A name or
-	// URI the policy does not list is reported as [Unlisted], since tool
+	// URI the policy does not list is reported as "(unlisted)", since tool
 	// names are chosen by the client. Empty for other methods and when the
 	// message names nothing.
 	Name string
 	// ProtocolVersion is the MCP-Protocol-Version header when it names a
 	// published MCP revision (2024-11-05 through 2026-07-28), "" when the
-	// header is absent, and [Unlisted] for any other value or for a
+	// header is absent, and "(unlisted)" for any other value or for a
 	// repeated header.
 	ProtocolVersion string
 
@@ -82,7 +82,7 @@ const (
 	reasonNoToken Reason = "no_token"
 	// reasonNoPrincipal: [Middleware.RequireScopes] or
 	// [Middleware.Challenge] found no [Principal] in the context: a
-	// handler is not behind [Middleware.Handler] ([ErrNoPrincipal]; 401).
+	// handler is not behind [Middleware.Handler] (Error "no_principal"; 401).
 	// It signals a routing mistake.
 	reasonNoPrincipal Reason = "no_principal"
 	// reasonMalformedRequest: several Authorization headers, a malformed
@@ -137,15 +137,15 @@ const (
 	// reasonNotListed: errNotListed, OperationPolicy.DenyUnlisted
 	// (terminal 403).
 	reasonNotListed Reason = "not_listed"
-	// reasonTenant: [ErrNoTenant] or [ErrTenantMismatch] passed to
+	// reasonTenant: Error "no_tenant" or "tenant_mismatch" passed to
 	// [Middleware.Challenge] (403).
 	reasonTenant Reason = "tenant"
 )
 
-// Unlisted is the value of [Decision.Method], [Decision.Name] and
+// unlistedLabel, "(unlisted)", is the value of [Decision.Method], [Decision.Name] and
 // [Decision.ProtocolVersion] for a client-chosen value that neither the
 // configuration nor the MCP specification names.
-const Unlisted = "(unlisted)"
+const unlistedLabel = "(unlisted)"
 
 // versionLabel returns Decision.ProtocolVersion for h.
 func versionLabel(h http.Header) string {
@@ -154,13 +154,13 @@ func versionLabel(h http.Header) string {
 	case len(v) == 0:
 		return ""
 	case len(v) > 1:
-		return Unlisted
+		return unlistedLabel
 	}
 	switch v[0] {
 	case "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28":
 		return v[0]
 	}
-	return Unlisted
+	return unlistedLabel
 }
 
 // report calls Config.OnDecision, if set, with the decision of rf. It

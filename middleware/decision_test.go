@@ -79,13 +79,13 @@ var decisionWant = map[string]wantDecision{
 	"ok_origin_any":                    {reasonAuthorized, "", ""},
 	"ok_modern_tools_call":             {reasonAuthorized, "tools/call", "get_weather"},
 	"ok_legacy_tools_call":             {reasonAuthorized, "tools/call", "get_weather"},
-	"ok_unknown_tool_method_scopes":    {reasonAuthorized, "tools/call", Unlisted},
+	"ok_unknown_tool_method_scopes":    {reasonAuthorized, "tools/call", unlistedLabel},
 	"ok_unknown_method_base_scopes":    {reasonAuthorized, "ping", ""},
 	"ok_response_message_base_scopes":  {reasonAuthorized, "", ""},
 	"ok_notification":                  {reasonAuthorized, "notifications/initialized", ""},
 	"ok_hierarchy_admin_implies_write": {reasonAuthorized, "tools/call", "push"},
 	"ok_hierarchy_all":                 {reasonAuthorized, "tools/list", ""},
-	"ok_base64_mcp_name":               {reasonAuthorized, "tools/call", Unlisted},
+	"ok_base64_mcp_name":               {reasonAuthorized, "tools/call", unlistedLabel},
 
 	"body_too_large":              {reasonBodyTooLarge, "", ""},
 	"body_batch":                  {reasonBatch, "", ""},
@@ -108,7 +108,7 @@ var decisionWant = map[string]wantDecision{
 	"body_uri_encoded_slash":      {reasonInvalidMessage, "resources/read", ""},
 	"body_uri_exact_encoded_dot":  {reasonInvalidMessage, "resources/read", ""},
 	"body_uri_upper_scheme":       {reasonInvalidMessage, "resources/read", ""},
-	"deny_unlisted_tool":          {reasonNotListed, "tools/call", Unlisted},
+	"deny_unlisted_tool":          {reasonNotListed, "tools/call", unlistedLabel},
 
 	"mismatch_method_differs":               {reasonHeaderMismatch, "tools/call", "get_weather"},
 	"mismatch_method_case":                  {reasonHeaderMismatch, "tools/list", ""},
@@ -239,24 +239,24 @@ func TestDecisionDetails(t *testing.T) {
 				RequiredScopes: []string{"mcp", "tools:call", "repo:admin"}, MissingScopes: []string{"repo:admin"}},
 			errIs: errInsufficientScope},
 		{name: "unknown method is unlisted", req: rawPost(`{"jsonrpc":"2.0","id":1,"method":"x/evil-123"}`),
-			want: Decision{Reason: reasonAuthorized, Method: Unlisted, RequiredScopes: []string{"mcp"}}},
+			want: Decision{Reason: reasonAuthorized, Method: unlistedLabel, RequiredScopes: []string{"mcp"}}},
 		{name: "listed custom method is verbatim",
 			mutate: func(c *Config) { c.Operations.Methods = map[string][]string{"x/custom": {"mcp"}} },
 			req:    rawPost(`{"jsonrpc":"2.0","id":1,"method":"x/custom"}`),
 			want:   Decision{Reason: reasonAuthorized, Method: "x/custom", RequiredScopes: []string{"mcp"}}},
 		{name: "unlisted resource", req: rawPost(`{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"file:///elsewhere/x"}}`),
-			want: Decision{Reason: reasonAuthorized, Method: "resources/read", Name: Unlisted, RequiredScopes: []string{"mcp", "res:read"}}},
+			want: Decision{Reason: reasonAuthorized, Method: "resources/read", Name: unlistedLabel, RequiredScopes: []string{"mcp", "res:read"}}},
 		{name: "unknown version", req: func(t *testing.T, f *fixture) *http.Request {
 			r := withToken([]string{"mcp"})(t, f)
 			r.Header.Set("MCP-Protocol-Version", "2099-01-01")
 			return r
-		}, want: Decision{Reason: reasonAuthorized, ProtocolVersion: Unlisted, RequiredScopes: []string{"mcp"}}},
+		}, want: Decision{Reason: reasonAuthorized, ProtocolVersion: unlistedLabel, RequiredScopes: []string{"mcp"}}},
 		{name: "repeated version", req: func(t *testing.T, f *fixture) *http.Request {
 			r := withToken([]string{"other"})(t, f)
 			r.Header.Add("MCP-Protocol-Version", legacyRev)
 			r.Header.Add("MCP-Protocol-Version", legacyRev)
 			return r
-		}, want: Decision{Status: 403, Reason: reasonInsufficientScope, ProtocolVersion: Unlisted,
+		}, want: Decision{Status: 403, Reason: reasonInsufficientScope, ProtocolVersion: unlistedLabel,
 			RequiredScopes: []string{"mcp"}, MissingScopes: []string{"mcp"}}, errIs: errInsufficientScope},
 	}
 	for _, tt := range tests {
@@ -324,10 +324,10 @@ func TestDecisionRoutes(t *testing.T) {
 		{"require scopes exhausted", admin, rpc(modernRev, "tools/call", "get_weather", "mcp", "tools:call", "weather:read"),
 			[]Decision{authorized, exhausted}, []error{nil, errStepUpExhausted}},
 		{"require scopes without Handler", f.m.RequireScopes("admin:write")(echoHandler()), get(),
-			[]Decision{{Status: 401, Reason: reasonNoPrincipal}}, []error{ErrNoPrincipal}},
+			[]Decision{{Status: 401, Reason: reasonNoPrincipal}}, []error{errNoPrincipal}},
 		{"challenge tenant", f.m.Handler(tenantCheck), rpc(modernRev, "tools/call", "get_weather", "mcp", "tools:call", "weather:read"),
 			[]Decision{authorized, {Status: 403, Reason: reasonTenant, Method: "tools/call", Name: "get_weather", ProtocolVersion: modernRev}},
-			[]error{nil, ErrTenantMismatch}},
+			[]error{nil, errTenantMismatch}},
 		{"metadata handler", f.m.MetadataHandler(), func(*testing.T, *fixture) *http.Request {
 			return httptest.NewRequest(http.MethodGet, metadataURL, nil)
 		}, nil, nil},

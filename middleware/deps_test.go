@@ -22,6 +22,7 @@ func TestDeps(t *testing.T) {
 			"github.com/go-jose/go-jose/v4/...",      // pulled in by validate (jose.JSONWebKey in its API)
 			deptest.Module + "/internal/strictjson",  // the one JSON reader
 			deptest.Module + "/internal/fairlru",     // the one fair bounded map (stdlib only)
+			deptest.Module + "/internal/mwdefault",   // the Config defaults (constants only)
 			deptest.Module + "/internal/jws",         // through validate
 			deptest.Module + "/internal/jwtclaims",   // through validate
 			deptest.Module + "/internal/answer",      // reading and rewriting answers (task binding)

@@ -102,12 +102,12 @@ func newDPoP(c *Config) (*dpopState, error) {
 	switch c.DPoP.Policy {
 	case DPoPOff:
 		if md.DPoPSigningAlgValuesSupported != nil || md.DPoPBoundAccessTokensRequired {
-			return nil, fmt.Errorf("%w: Metadata announces DPoP but DPoP.Policy is off", ErrConfig)
+			return nil, fmt.Errorf("%w: Metadata announces DPoP but DPoP.Policy is off", errConfig)
 		}
 		return nil, nil
 	case DPoPAllowed, DPoPRequired:
 	default:
-		return nil, fmt.Errorf("%w: unknown DPoP.Policy", ErrConfig)
+		return nil, fmt.Errorf("%w: unknown DPoP.Policy", errConfig)
 	}
 	pc := c.DPoP.Proof
 	if pc.Now == nil {
@@ -115,22 +115,22 @@ func newDPoP(c *Config) (*dpopState, error) {
 	}
 	v, err := dpop.New(pc)
 	if err != nil {
-		return nil, fmt.Errorf("%w: DPoP.Proof: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: DPoP.Proof: %w", errConfig, err)
 	}
 	algs := v.Algorithms()
 	switch {
 	case md.DPoPSigningAlgValuesSupported == nil:
 		md.DPoPSigningAlgValuesSupported = algs
 	case !slices.Equal(md.DPoPSigningAlgValuesSupported, algs):
-		return nil, fmt.Errorf("%w: Metadata.DPoPSigningAlgValuesSupported differs from DPoP.Proof.Algorithms", ErrConfig)
+		return nil, fmt.Errorf("%w: Metadata.DPoPSigningAlgValuesSupported differs from DPoP.Proof.Algorithms", errConfig)
 	}
 	if md.DPoPBoundAccessTokensRequired && c.DPoP.Policy != DPoPRequired {
-		return nil, fmt.Errorf("%w: Metadata.DPoPBoundAccessTokensRequired needs DPoP.Policy DPoPRequired", ErrConfig)
+		return nil, fmt.Errorf("%w: Metadata.DPoPBoundAccessTokensRequired needs DPoP.Policy DPoPRequired", errConfig)
 	}
 	md.DPoPBoundAccessTokensRequired = c.DPoP.Policy == DPoPRequired
 	u, err := url.Parse(md.Resource)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: Metadata: %w", errConfig, err)
 	}
 	origin := u.Scheme + "://" + u.Host // htu has no query (RFC 9449 §4.2)
 	return &dpopState{
@@ -195,7 +195,7 @@ func (m *Middleware) buildDPoPAnswers(base []string) {
 
 // credentials returns the access token of r and whether it came with the
 // DPoP scheme (RFC 9449 §7.1), under the policy. With DPoP off it is
-// [BearerToken].
+// bearerToken.
 func (m *Middleware) credentials(r *http.Request) (string, bool, error) {
 	tok, err := bearerToken(r, !m.syntaxAfterValidation())
 	if m.dpop == nil {

@@ -316,8 +316,8 @@ func TestDPoPMetadata(t *testing.T) {
 		cfg := f.m.cfg
 		cfg.Metadata.DPoPSigningAlgValuesSupported, cfg.Metadata.DPoPBoundAccessTokensRequired = nil, false
 		mut(&cfg)
-		if _, err := New(cfg); !errors.Is(err, ErrConfig) {
-			t.Errorf("bad config %d: err = %v, want ErrConfig", i, err)
+		if _, err := New(cfg); !errors.Is(err, errConfig) {
+			t.Errorf("bad config %d: err = %v, want errConfig", i, err)
 		}
 	}
 }

@@ -89,7 +89,7 @@ var errorKinds = []struct {
 }{
 	{errOrigin, kindOrigin, reasonOrigin},
 	{errNoToken, kindNoToken, reasonNoToken},
-	{ErrNoPrincipal, kindNoPrincipal, reasonNoPrincipal},
+	{errNoPrincipal, kindNoPrincipal, reasonNoPrincipal},
 	{errMultipleTokens, kindMultipleTokens, reasonMalformedRequest},
 	{errMalformedHeader, kindMalformedHeader, reasonMalformedRequest},
 	{errTokenInQuery, kindTokenInQuery, reasonMalformedRequest},
@@ -112,8 +112,8 @@ var errorKinds = []struct {
 	{errUnknownTask, kindUnknownTask, reasonUnknownTask},
 	{errMethodNotFound, kindMethodNotFound, reasonMethodNotFound},
 	{errTaskStore, kindUnavailable, reasonTaskStore},
-	{ErrNoTenant, kindForbidden, reasonTenant},
-	{ErrTenantMismatch, kindForbidden, reasonTenant},
+	{errNoTenant, kindForbidden, reasonTenant},
+	{errTenantMismatch, kindForbidden, reasonTenant},
 	{validate.Error{Reason: "expired"}, kindInvalidToken, reasonExpired},
 	{validate.Error{Reason: "not_yet_valid"}, kindInvalidToken, reasonNotYetValid},
 	{validate.Error{Reason: "issued_at"}, kindInvalidToken, reasonNotYetValid},
@@ -247,13 +247,22 @@ func (m *Middleware) send(w http.ResponseWriter, r *http.Request, rf *refusal) {
 	writeAnswer(w, rf.status, rf.challenge, rf.retryAfter, rf.body)
 }
 
-// scopesOf returns the scopes of a [*ScopeError] in err's chain.
+// scopesOf returns the scopes of the insufficient_scope [Error] in err's
+// chain.
 func scopesOf(err error) (required, missing []string) {
-	var se *ScopeError
-	if errors.As(err, &se) {
+	if se, ok := scopeErrorOf(err); ok {
 		return se.Required, se.Missing
 	}
 	return nil, nil
+}
+
+// scopeErrorOf returns the insufficient_scope [Error] in err's chain.
+func scopeErrorOf(err error) (Error, bool) {
+	var se Error
+	if errors.As(err, &se) && se.Reason == "insufficient_scope" {
+		return se, true
+	}
+	return Error{}, false
 }
 
 // echoID returns id if it is a JSON string or number (JSON-RPC 2.0 §4) of

@@ -35,12 +35,12 @@ func TestKindOf(t *testing.T) {
 		{errDupKey, kindInvalidMessage},
 		{errBatch, kindBatch},
 		{errNameMismatch, kindHeaderMismatch},
-		{&ScopeError{}, kindInsufficientScope},
-		{fmt.Errorf("%w: %w", errStepUpExhausted, &ScopeError{}), kindStepUpExhausted},
+		{Error{Reason: "insufficient_scope"}, kindInsufficientScope},
+		{fmt.Errorf("%w: %w", errStepUpExhausted, Error{Reason: "insufficient_scope"}), kindStepUpExhausted},
 		{errNotListed, kindForbidden},
-		{ErrTenantMismatch, kindForbidden},
-		{ErrNoTenant, kindForbidden},
-		{ErrNoPrincipal, kindNoPrincipal},
+		{errTenantMismatch, kindForbidden},
+		{errNoTenant, kindForbidden},
+		{errNoPrincipal, kindNoPrincipal},
 		// Every other validate error, and anything unknown, is invalid_token.
 		{validate.Error{Reason: "expired"}, kindInvalidToken},
 		{validate.Error{Reason: "audience"}, kindInvalidToken},
@@ -102,16 +102,16 @@ func TestChallenge(t *testing.T) {
 		wantStatus int
 		wantHeader string
 	}{
-		{"scope error modern", &ScopeError{Required: []string{"mcp", "files:write"}}, false, []string{"mcp"}, 403,
+		{"scope error modern", Error{Reason: "insufficient_scope", Required: []string{"mcp", "files:write"}}, false, []string{"mcp"}, 403,
 			`Bearer error="insufficient_scope", scope="mcp files:write", resource_metadata="` + metadataURL + `", error_description="The operation requires additional scope"`},
-		{"scope error legacy union", &ScopeError{Required: []string{"files:write"}}, true, []string{"mcp", "offline_access"}, 403,
+		{"scope error legacy union", Error{Reason: "insufficient_scope", Required: []string{"files:write"}}, true, []string{"mcp", "offline_access"}, 403,
 			`Bearer error="insufficient_scope", scope="files:write mcp", resource_metadata="` + metadataURL + `", error_description="The operation requires additional scope"`},
-		{"scope error no principal", &ScopeError{Required: []string{"files:write"}}, true, nil, 403,
+		{"scope error no principal", Error{Reason: "insufficient_scope", Required: []string{"files:write"}}, true, nil, 403,
 			`Bearer error="insufficient_scope", scope="files:write", resource_metadata="` + metadataURL + `", error_description="The operation requires additional scope"`},
 		{"bare sentinel uses base scopes", errInsufficientScope, false, []string{}, 403,
 			`Bearer error="insufficient_scope", scope="mcp", resource_metadata="` + metadataURL + `", error_description="The operation requires additional scope"`},
-		{"tenant mismatch", ErrTenantMismatch, false, []string{"mcp"}, 403, `Bearer resource_metadata="` + metadataURL + `"`},
-		{"no principal", ErrNoPrincipal, false, nil, 401, `Bearer scope="mcp", resource_metadata="` + metadataURL + `"`},
+		{"tenant mismatch", errTenantMismatch, false, []string{"mcp"}, 403, `Bearer resource_metadata="` + metadataURL + `"`},
+		{"no principal", errNoPrincipal, false, nil, 401, `Bearer scope="mcp", resource_metadata="` + metadataURL + `"`},
 		{"unknown error", errors.New("boom"), false, nil, 401,
 			`Bearer error="invalid_token", scope="mcp", resource_metadata="` + metadataURL + `", error_description="The access token is invalid"`},
 		{"header mismatch", errMethodMismatch, false, nil, 400, ""},
@@ -165,9 +165,9 @@ func TestAuthenticate(t *testing.T) {
 			if (p != nil) != tt.wantPrincipal {
 				t.Errorf("Authenticate() principal = %v, want present = %t", p, tt.wantPrincipal)
 			}
-			var se *ScopeError
+			var se Error
 			if errors.As(err, &se) && (len(se.Missing) != 1 || se.Missing[0] != "mcp") {
-				t.Errorf("ScopeError = %+v, want Missing [mcp]", se)
+				t.Errorf("Error = %+v, want Missing [mcp]", se)
 			}
 			b := make([]byte, 16)
 			if n, _ := r.Body.Read(b); string(b[:n]) != "not json" {

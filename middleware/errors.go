@@ -5,13 +5,16 @@ import (
 	"strings"
 )
 
-// Sentinel errors. Every error the package returns wraps one of these (or,
-// for token failures, the validate sentinel the [TokenValidator] returned),
-// so callers branch with [errors.Is]. The text is part of the API and never
-// contains request values.
+// The package's refusals. Those a caller meets (from [New],
+// [TenantFromContext], [CheckTenant], [Middleware.Authenticate], or to give
+// [Middleware.Challenge]) are [Error] values; the others are named by
+// [Decision].Reason only. Every error the package returns wraps one of
+// these (or, for token failures, the validate error the [TokenValidator]
+// returned), so callers branch with [errors.Is]. The text is part of the
+// API and never contains request values.
 var (
-	// ErrConfig: [New] was given an unusable [Config]. Only New returns it.
-	ErrConfig = errors.New("middleware: invalid config")
+	// errConfig: [New] was given an unusable [Config] (Error "config").
+	errConfig error = Error{Reason: "config"}
 
 	// errNoToken: the request carries no bearer credentials: no
 	// Authorization header, or one with another scheme (Basic, DPoP, …).
@@ -68,10 +71,11 @@ var (
 	// params), not -32020.
 	errMissingMeta = errors.New("middleware: _meta protocol version missing")
 
-	// errInsufficientScope: the token lacks a scope the operation needs.
-	// Errors carrying the scopes are [*ScopeError]. Answered 403
+	// errInsufficientScope: the token lacks a scope the operation needs
+	// (Error "insufficient_scope"; the errors carrying the scopes are
+	// Error values with Required and Missing set). Answered 403
 	// insufficient_scope with the scopes (RFC 6750 §3.1).
-	errInsufficientScope = errors.New("middleware: insufficient scope")
+	errInsufficientScope error = Error{Reason: "insufficient_scope"}
 	// errStepUpExhausted: the principal was already sent Config.StepUpLimit
 	// insufficient_scope challenges for the same scopes within
 	// Config.StepUpWindow without coming back with them (a success with
@@ -85,32 +89,78 @@ var (
 	// resource_metadata (RFC 6750 §3 without inviting a new authorization).
 	errNotListed = errors.New("middleware: operation not listed in policy")
 
-	// ErrNoPrincipal: the context carries no [Principal]: the handler is not
-	// behind [Middleware.Handler]. [Middleware.Challenge] answers it 401.
-	ErrNoPrincipal = errors.New("middleware: no principal in context")
-	// ErrNoTenant: the principal's token has no tenant claim
-	// (validate.Config.TenantClaim). [Middleware.Challenge] answers 403.
-	ErrNoTenant = errors.New("middleware: principal has no tenant")
-	// ErrTenantMismatch: a tenant supplied by the client differs from the
-	// principal's. [Middleware.Challenge] answers 403.
-	ErrTenantMismatch = errors.New("middleware: tenant mismatch")
+	// errNoPrincipal: the context carries no [Principal] (Error
+	// "no_principal").
+	errNoPrincipal error = Error{Reason: "no_principal"}
+	// errNoTenant: the principal's token has no tenant claim (Error
+	// "no_tenant").
+	errNoTenant error = Error{Reason: "no_tenant"}
+	// errTenantMismatch: a tenant supplied by the client differs from the
+	// principal's (Error "tenant_mismatch").
+	errTenantMismatch error = Error{Reason: "tenant_mismatch"}
 )
 
-// ScopeError reports the scopes an operation needs and the ones the token
-// lacks after scope implications (Config.ScopeImplies) are applied. It
-// matches errInsufficientScope with [errors.Is].
-type ScopeError struct {
-	// Required is every scope the operation needs, in policy order: the
-	// base scopes, then the method's, then the tool's, prompt's or
-	// resource's (and a route's, for [Middleware.RequireScopes]).
+// Error is the error a caller of this package meets: [New]'s, the tenant
+// checks', [Middleware.Authenticate]'s for a missing scope, and the one to
+// give [Middleware.Challenge] when a handler finds a scope missing. Match
+// it by reason with errors.Is(err, middleware.Error{Reason: "no_tenant"})
+// (its Is method compares Reasons only), or read it with [errors.As] into
+// an Error value. Every other refusal is named by [Decision].Reason.
+type Error struct {
+	// Reason names the error. The reasons are stable:
+	//   - "config": [New] was given an unusable [Config]; for bad
+	//     Metadata the error also wraps prm.ErrInvalidMetadata or
+	//     prm.ErrInvalidResource. Only New returns it.
+	//   - "no_principal": the context carries no [Principal]: the handler
+	//     is not behind [Middleware.Handler]. [Middleware.Challenge]
+	//     answers it 401 (Decision reason "no_principal").
+	//   - "no_tenant": the principal's token has no tenant claim
+	//     (validate.Config.TenantClaim). [Middleware.Challenge] answers 403
+	//     (Decision reason "tenant").
+	//   - "tenant_mismatch": a tenant supplied by the client differs from
+	//     the principal's. [Middleware.Challenge] answers 403 (Decision
+	//     reason "tenant").
+	//   - "insufficient_scope": the token lacks a scope the operation needs;
+	//     Required and Missing say which. [Middleware.Challenge] answers
+	//     403 insufficient_scope listing Required (all of the base scopes
+	//     when Required is empty), counted by the step-up bound.
+	Reason string
+	// Required is every scope the operation needs ("insufficient_scope"
+	// only), in policy order: the base scopes, then the method's, then
+	// the tool's, prompt's or resource's (and a route's, for
+	// [Middleware.RequireScopes]).
 	Required []string
-	// Missing is the subset of Required the token does not satisfy.
+	// Missing is the subset of Required the token does not satisfy after
+	// scope implications (Config.ScopeImplies) are applied
+	// ("insufficient_scope" only).
 	Missing []string
 }
 
-func (e *ScopeError) Error() string {
-	return "middleware: insufficient scope: missing " + strings.Join(e.Missing, " ")
+// Error returns the text of the reason ("middleware: tenant mismatch");
+// the text is part of the API.
+func (e Error) Error() string {
+	switch e.Reason {
+	case "config":
+		return "middleware: invalid config"
+	case "no_principal":
+		return "middleware: no principal in context"
+	case "no_tenant":
+		return "middleware: principal has no tenant"
+	case "tenant_mismatch":
+		return "middleware: tenant mismatch"
+	case "insufficient_scope":
+		if len(e.Missing) == 0 {
+			return "middleware: insufficient scope"
+		}
+		return "middleware: insufficient scope: missing " + strings.Join(e.Missing, " ")
+	}
+	return "middleware: " + e.Reason
 }
 
-// Unwrap returns errInsufficientScope.
-func (e *ScopeError) Unwrap() error { return errInsufficientScope }
+// Is reports whether target is an [Error] with e's Reason, so that
+// errors.Is(err, Error{Reason: "insufficient_scope"}) matches an error
+// whatever its scopes.
+func (e Error) Is(target error) bool {
+	t, ok := target.(Error)
+	return ok && t.Reason == e.Reason
+}

@@ -186,7 +186,7 @@ func ExampleCheckTenant() {
 		}
 		_ = json.NewDecoder(r.Body).Decode(&msg)
 		out, err := listInvoices(r.Context(), msg.Params.Arguments.Tenant)
-		if errors.Is(err, middleware.ErrTenantMismatch) {
+		if errors.Is(err, middleware.Error{Reason: "tenant_mismatch"}) {
 			fmt.Fprintln(w, "tool error: tenant not allowed")
 			return
 		}

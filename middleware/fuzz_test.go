@@ -45,7 +45,7 @@ func FuzzBearerToken(f *testing.F) {
 // token). Nothing panics; a request that reaches the next handler carries
 // exactly the bytes sent; anything else gets a documented status. Each
 // request gets exactly one Decision, whose labels stay within the policy,
-// the MCP methods and revisions, and Unlisted, whatever the client sends.
+// the MCP methods and revisions, and unlistedLabel, whatever the client sends.
 func FuzzPeek(f *testing.F) {
 	seeds := []string{
 		// spec-auth.md §5.8
@@ -77,12 +77,12 @@ func FuzzPeek(f *testing.F) {
 			Resources: []ResourceRule{{URI: "file:///projects/", Prefix: true, Scopes: []string{"files:read"}}},
 		}
 	})
-	methods := []string{"", Unlisted}
+	methods := []string{"", unlistedLabel}
 	for _, d := range methodDefaults {
 		methods = append(methods, d.method)
 	}
-	names := []string{"", Unlisted, "get_weather", "p1", "file:///projects/"}
-	versions := []string{"", Unlisted, "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
+	names := []string{"", unlistedLabel, "get_weather", "p1", "file:///projects/"}
+	versions := []string{"", unlistedLabel, "2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"}
 	f.Fuzz(func(t *testing.T, body []byte, version, method, name string) {
 		decisions = decisions[:0]
 		var got []byte

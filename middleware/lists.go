@@ -44,7 +44,7 @@ func (l ListMode) String() string {
 // MarshalText returns [ListMode.String], for flags and config files.
 func (l ListMode) MarshalText() ([]byte, error) {
 	if l < ListAnnotate || l > ListOff {
-		return nil, fmt.Errorf("%w: unknown ListMode %d", ErrConfig, int(l))
+		return nil, fmt.Errorf("%w: unknown ListMode %d", errConfig, int(l))
 	}
 	return []byte(l.String()), nil
 }
@@ -59,7 +59,7 @@ func (l *ListMode) UnmarshalText(b []byte) error {
 	case "off":
 		*l = ListOff
 	default:
-		return fmt.Errorf("%w: list mode must be annotate, hide or off", ErrConfig)
+		return fmt.Errorf("%w: list mode must be annotate, hide or off", errConfig)
 	}
 	return nil
 }

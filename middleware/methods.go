@@ -119,7 +119,7 @@ func (m *Middleware) compileResourceRules(cfg *Config, method string, unl *grant
 		}
 	}
 	slices.SortStableFunc(rr.prefix, func(a, b prefixRule) int { return cmp.Compare(len(b.prefix), len(a.prefix)) })
-	rr.unlisted = &grant{op: unl.op, method: method, name: Unlisted}
+	rr.unlisted = &grant{op: unl.op, method: method, name: unlistedLabel}
 	return rr
 }
 
@@ -152,7 +152,7 @@ func (m *Middleware) compileCompletion(cfg *Config, p *policy) completionRules {
 	for name, s := range op.Prompts {
 		cr.prompts[name] = &grant{op: m.newOperation(cfg.Scopes, op.Methods[methodPromptsGet], own, s), method: methodCompletion, name: name}
 	}
-	cr.unlistedPrompt = &grant{op: m.newOperation(cfg.Scopes, op.Methods[methodPromptsGet], own), method: methodCompletion, name: Unlisted}
+	cr.unlistedPrompt = &grant{op: m.newOperation(cfg.Scopes, op.Methods[methodPromptsGet], own), method: methodCompletion, name: unlistedLabel}
 	cr.template = &grant{op: m.newOperation(cfg.Scopes, op.Methods[methodResourceRead], own), method: methodCompletion}
 	cr.templates = m.compileResourceRules(cfg, methodCompletion, cr.template)
 	return cr

@@ -34,15 +34,15 @@ type Middleware struct {
 	public       *publicSet      // nil: no public operation
 	json         strictjson.Pool // the body peek's tokenizer buffers
 	sessions     *sessions       // session binding (session.go)
-	tasks        OwnerStore      // task owners, kind KindTask (tasks.go)
+	tasks        OwnerStore      // task owners, kind kindTask (tasks.go)
 	taskWriters  taskWriterPool
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
 // the metadata document and its URL (RFC 9728 §3.1), the challenges
 // (every 401, 400 and per-operation 403 header value is rendered once),
-// the scope closure and the Origin list. It returns an error wrapping
-// [ErrConfig]; for bad Metadata the error also wraps prm.ErrInvalidMetadata
+// the scope closure and the Origin list. Its errors match
+// Error{Reason: "config"}; for bad Metadata the error also wraps prm.ErrInvalidMetadata
 // or prm.ErrInvalidResource.
 func New(cfg Config) (*Middleware, error) {
 	derived := cfg.Metadata.ScopesSupported == nil
@@ -56,14 +56,14 @@ func New(cfg Config) (*Middleware, error) {
 	}
 	h, err := newPublished(cfg.Metadata, derived)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: Metadata: %w", errConfig, err)
 	}
 	m := &Middleware{cfg: cfg, metadata: h, realm: cfg.Realm, log: cfg.Logger, onDecision: cfg.OnDecision, dpop: ds}
 	if m.metadataURL, err = prm.MetadataURL(cfg.Metadata.Resource); err != nil {
-		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: Metadata: %w", errConfig, err)
 	}
 	if m.pathInserted, m.rootPath, err = prm.Paths(cfg.Metadata.Resource); err != nil {
-		return nil, fmt.Errorf("%w: Metadata: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: Metadata: %w", errConfig, err)
 	}
 	if m.origins, err = newOriginPolicy(cfg.Metadata.Resource, cfg.AllowedOrigins); err != nil {
 		return nil, err
@@ -79,7 +79,7 @@ func New(cfg Config) (*Middleware, error) {
 	}
 	m.tasks = cfg.Sessions.Store
 	if m.tasks == nil {
-		m.tasks = NewMemoryOwnerStore(MemoryOwnerConfig{Now: cfg.Now})
+		m.tasks = newMemoryOwnerStore(memoryOwnerConfig{Now: cfg.Now})
 	}
 	return m, nil
 }
@@ -90,7 +90,7 @@ func New(cfg Config) (*Middleware, error) {
 // documented in the README (Every answer a client can see):
 //
 //  1. Origin (403, no challenge);
-//  2. bearer token from the Authorization header ([BearerToken]: 401 or 400
+//  2. bearer token from the Authorization header (RFC 6750 §2.1: 401 or 400
 //     invalid_request);
 //  3. token validation (401 invalid_token; 503 when keys are unavailable);
 //  4. the base scopes (Config.Scopes), which every operation needs (403
@@ -266,7 +266,7 @@ func (m *Middleware) authenticate(r *http.Request) (*Principal, error) {
 // (Config.Scopes), as rs/cors exports OriginAllowed. It never reads the
 // body and never writes a response; answer a failure with
 // [Middleware.Challenge]. When only scopes are missing it returns the
-// principal together with a [*ScopeError]. It reports nothing to
+// principal together with an [Error] "insufficient_scope". It reports nothing to
 // Config.OnDecision.
 func (m *Middleware) Authenticate(r *http.Request) (*Principal, error) {
 	p, err := m.authenticate(r)
@@ -274,7 +274,7 @@ func (m *Middleware) Authenticate(r *http.Request) (*Principal, error) {
 		return nil, err
 	}
 	if missing := m.missing(p.Scopes, m.policy.base.scopes); missing != nil {
-		return p, &ScopeError{Required: slices.Clone(m.policy.base.scopes), Missing: missing}
+		return p, Error{Reason: "insufficient_scope", Required: slices.Clone(m.policy.base.scopes), Missing: missing}
 	}
 	return p, nil
 }
@@ -300,7 +300,7 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 			p, ok := PrincipalFromContext(r.Context())
 			if !ok {
 				closeUnread(w, r)
-				m.refuse(w, r, &refusal{err: ErrNoPrincipal})
+				m.refuse(w, r, &refusal{err: errNoPrincipal})
 				return
 			}
 			if p.Anonymous { // a public operation: scopes need a token
@@ -332,7 +332,7 @@ func (m *Middleware) RequireScopes(scopes ...string) func(http.Handler) http.Han
 // (rendered here when need has none precomputed), or the terminal 403 once
 // the principal has exhausted its step-ups for this scope set.
 func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, rf *refusal, need *operation, missing []string) {
-	serr := &ScopeError{Required: need.scopes, Missing: missing}
+	serr := Error{Reason: "insufficient_scope", Required: need.scopes, Missing: missing}
 	rf.err = serr
 	p := rf.p
 	if p != nil && !p.Anonymous && m.pending != nil {
@@ -368,8 +368,9 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, rf *re
 
 // Challenge answers r for err exactly as [Middleware.Handler] would, for
 // handlers that authenticate with [Middleware.Authenticate] or check
-// access themselves (err from [CheckTenant], a [*ScopeError], …). A
-// [*ScopeError] gets a 403 insufficient_scope listing its Required scopes
+// access themselves (err from [CheckTenant], an [Error] "insufficient_scope",
+// …). An Error "insufficient_scope" gets a 403 insufficient_scope listing
+// its Required scopes
 // (with the revision's scope strategy and the step-up bound, using the
 // [Principal] in r's context if any). An error the middleware does not
 // recognize is treated as a token failure: 401 invalid_token. The error
@@ -393,8 +394,7 @@ func (m *Middleware) Challenge(w http.ResponseWriter, r *http.Request, err error
 	}
 	if kindOf(err) == kindInsufficientScope {
 		required := m.policy.base.scopes
-		var se *ScopeError
-		if errors.As(err, &se) {
+		if se, ok := scopeErrorOf(err); ok && len(se.Required) > 0 {
 			required = se.Required
 		}
 		m.insufficient(w, r, &refusal{p: p, g: g}, scopeNeed(required), m.missing(granted, required))

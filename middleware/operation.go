@@ -65,7 +65,7 @@ func (m *Middleware) compilePolicy(cfg *Config) policy {
 	p := policy{
 		base:         base,
 		none:         &grant{op: base},
-		other:        &grant{op: base, method: Unlisted},
+		other:        &grant{op: base, method: unlistedLabel},
 		methods:      map[string]*grant{},
 		tools:        map[string]*grant{},
 		prompts:      map[string]*grant{},
@@ -95,7 +95,7 @@ func (m *Middleware) compilePolicy(cfg *Config) policy {
 	}
 	slices.SortStableFunc(p.resPrefix, func(a, b prefixRule) int { return cmp.Compare(len(b.prefix), len(a.prefix)) })
 	unlisted := func(method string) *grant {
-		return &grant{op: p.methods[method].op, method: method, name: Unlisted}
+		return &grant{op: p.methods[method].op, method: method, name: unlistedLabel}
 	}
 	p.unlistedTool = unlisted(methodToolsCall)
 	p.unlistedPrompt = unlisted(methodPromptsGet)
@@ -116,7 +116,7 @@ func (m *Middleware) newOperation(parts ...[]string) *operation {
 
 // scopeNeed is the operation needing scopes, whose challenge is rendered
 // when a refusal needs it: the need of a route (RequireScopes), a task or
-// a [*ScopeError], which New could not precompute.
+// an [Error] "insufficient_scope", which New could not precompute.
 func scopeNeed(scopes []string) *operation {
 	return &operation{scopes: scopes, key: scopeKey(scopes)}
 }

@@ -23,20 +23,20 @@ func newOriginPolicy(resource string, list []string) (originPolicy, error) {
 	p := originPolicy{allowed: map[string]struct{}{}}
 	u, err := url.Parse(resource)
 	if err != nil {
-		return p, fmt.Errorf("%w: Metadata.Resource: unparsable", ErrConfig)
+		return p, fmt.Errorf("%w: Metadata.Resource: unparsable", errConfig)
 	}
 	p.allowed[canonOrigin(u.Scheme, u.Host)] = struct{}{}
 	for i, o := range list {
 		if o == "*" {
 			if len(list) != 1 {
-				return p, fmt.Errorf("%w: AllowedOrigins: \"*\" must be the only entry", ErrConfig)
+				return p, fmt.Errorf("%w: AllowedOrigins: \"*\" must be the only entry", errConfig)
 			}
 			p.any = true
 			continue
 		}
 		c, ok := parseOrigin(o)
 		if !ok {
-			return p, fmt.Errorf("%w: AllowedOrigins[%d] is not a scheme://host[:port] origin", ErrConfig, i)
+			return p, fmt.Errorf("%w: AllowedOrigins[%d] is not a scheme://host[:port] origin", errConfig, i)
 		}
 		p.allowed[c] = struct{}{}
 	}

@@ -11,28 +11,28 @@ import (
 // Owner record kinds: the kind of ID an owner record is for. IDs of
 // different kinds never collide in a store.
 const (
-	// KindSession: an Mcp-Session-Id the server issued (session.go).
-	KindSession = "session"
-	// KindTask: a task ID the server issued (MCP tasks).
-	KindTask = "task"
+	// kindSession: an Mcp-Session-Id the server issued (session.go).
+	kindSession = "session"
+	// kindTask: a task ID the server issued (MCP tasks).
+	kindTask = "task"
 )
 
-// errOwnersFull: [MemoryOwnerStore.Claim] found no room: the store holds
+// errOwnersFull: [memoryOwnerStore.Claim] found no room: the store holds
 // its maximum of live records, and making room would forget a record of
 // another owner. An owner at its quota never gets this error: its own
 // least recently used record is forgotten instead.
 var errOwnersFull = errors.New("middleware: owner store full")
 
 // OwnerStore records which principal ([Principal.ID]) owns an ID of a
-// kind ([KindSession], [KindTask]), so that only that principal is served
+// kind ("session" or "task"), so that only that principal is served
 // for it: the middleware's session binding ([SessionConfig].Store) uses
 // it. Every record expires ttl after the last Claim or Owner call that
 // renewed it. Its methods use only standard types, so a store in another
 // package satisfies it without importing this one. Implementations must
 // be safe for concurrent use and bounded; an error means the store is
 // unavailable (or full), and the middleware then refuses the request
-// (fail closed). [MemoryOwnerStore] is the in-process one; redisstore has
-// one for replicas.
+// (fail closed). The middleware keeps them in process when
+// SessionConfig.Store is nil; redisstore has one for replicas.
 type OwnerStore interface {
 	// Claim records owner as the owner of id of kind for ttl, unless
 	// another owner holds it, and returns the owner that holds it
@@ -47,17 +47,17 @@ type OwnerStore interface {
 	Forget(ctx context.Context, kind, id string) error
 }
 
-// Defaults of [MemoryOwnerConfig].
+// Defaults of [memoryOwnerConfig].
 const (
-	// defaultMaxOwnerRecords bounds a [MemoryOwnerStore] whose Max is zero.
+	// defaultMaxOwnerRecords bounds a [memoryOwnerStore] whose Max is zero.
 	defaultMaxOwnerRecords = 10000
-	// defaultOwnerQuota is the per-owner quota of a [MemoryOwnerStore]
+	// defaultOwnerQuota is the per-owner quota of a [memoryOwnerStore]
 	// whose PerOwner is zero.
 	defaultOwnerQuota = 100
 )
 
-// MemoryOwnerConfig configures a [MemoryOwnerStore].
-type MemoryOwnerConfig struct {
+// memoryOwnerConfig configures a [memoryOwnerStore].
+type memoryOwnerConfig struct {
 	// Max bounds the records held, all kinds together. Zero means
 	// 10000.
 	Max int
@@ -70,17 +70,17 @@ type MemoryOwnerConfig struct {
 	Now func() time.Time
 }
 
-// MemoryOwnerStore is an in-process [OwnerStore]: bounded, with per-owner
+// memoryOwnerStore is an in-process [OwnerStore]: bounded, with per-owner
 // quotas, expired records dropped first. Create it with
-// [NewMemoryOwnerStore]; it is safe for concurrent use.
-type MemoryOwnerStore struct {
+// [newMemoryOwnerStore]; it is safe for concurrent use.
+type memoryOwnerStore struct {
 	mu  sync.Mutex
 	t   ownerTable
 	now func() time.Time
 }
 
-// NewMemoryOwnerStore returns an empty store.
-func NewMemoryOwnerStore(cfg MemoryOwnerConfig) *MemoryOwnerStore {
+// newMemoryOwnerStore returns an empty store.
+func newMemoryOwnerStore(cfg memoryOwnerConfig) *memoryOwnerStore {
 	if cfg.Max <= 0 {
 		cfg.Max = defaultMaxOwnerRecords
 	}
@@ -91,16 +91,16 @@ func NewMemoryOwnerStore(cfg MemoryOwnerConfig) *MemoryOwnerStore {
 		cfg.Now = time.Now
 	}
 	quota := min(cfg.PerOwner, cfg.Max)
-	return &MemoryOwnerStore{t: newOwnerTable(cfg.Max, func(string) int { return quota }), now: cfg.Now}
+	return &memoryOwnerStore{t: newOwnerTable(cfg.Max, func(string) int { return quota }), now: cfg.Now}
 }
 
-var _ OwnerStore = (*MemoryOwnerStore)(nil)
+var _ OwnerStore = (*memoryOwnerStore)(nil)
 
 func ownerKey(kind, id string) string { return kind + "\x00" + id }
 
 // Claim implements [OwnerStore]. A full store whose room would cost
 // another owner's live record is errOwnersFull.
-func (s *MemoryOwnerStore) Claim(_ context.Context, kind, id, owner string, ttl time.Duration) (string, error) {
+func (s *memoryOwnerStore) Claim(_ context.Context, kind, id, owner string, ttl time.Duration) (string, error) {
 	now := s.now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -115,7 +115,7 @@ func (s *MemoryOwnerStore) Claim(_ context.Context, kind, id, owner string, ttl 
 }
 
 // Owner implements [OwnerStore].
-func (s *MemoryOwnerStore) Owner(_ context.Context, kind, id string, ttl time.Duration) (string, error) {
+func (s *memoryOwnerStore) Owner(_ context.Context, kind, id string, ttl time.Duration) (string, error) {
 	now := s.now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,7 +128,7 @@ func (s *MemoryOwnerStore) Owner(_ context.Context, kind, id string, ttl time.Du
 }
 
 // Forget implements [OwnerStore].
-func (s *MemoryOwnerStore) Forget(_ context.Context, kind, id string) error {
+func (s *memoryOwnerStore) Forget(_ context.Context, kind, id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.t.byID[ownerKey(kind, id)]; e != nil {
@@ -139,13 +139,13 @@ func (s *MemoryOwnerStore) Forget(_ context.Context, kind, id string) error {
 
 // Len returns the number of records held, expired ones not yet dropped
 // included.
-func (s *MemoryOwnerStore) Len() int {
+func (s *memoryOwnerStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.t.byID)
 }
 
-// ownerTable is the bounded owner map of [MemoryOwnerStore] and of the
+// ownerTable is the bounded owner map of [memoryOwnerStore] and of the
 // middleware's session table: records in one list by last use (least
 // recent first) and in one list per owner, so that the oldest record, an
 // owner's oldest record and a record by ID are found in O(1). It does not

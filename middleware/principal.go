@@ -3,7 +3,6 @@ package middleware
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -26,6 +25,10 @@ type Principal struct {
 	// empty. See [TenantFromContext] and [CheckTenant].
 	Tenant string
 	// Scopes are the granted scopes ("scope"), shared with Claims.Scopes.
+	// slices.Contains(p.Scopes, s) checks one exactly (RFC 6749 §3.3
+	// scope tokens are case-sensitive), without Config.ScopeImplies; to
+	// have the middleware decide with them, use the operation policy,
+	// [Middleware.RequireScopes] or [Middleware.Permits].
 	Scopes []string
 	// Expiry is the token's "exp".
 	Expiry time.Time
@@ -54,13 +57,6 @@ type Principal struct {
 	ownerID string
 }
 
-// HasScope reports whether the token grants s exactly (RFC 6749 §3.3
-// scope tokens are case-sensitive). It ignores Config.ScopeImplies; the
-// middleware's own checks apply them.
-func (p *Principal) HasScope(s string) bool {
-	return p != nil && s != "" && slices.Contains(p.Scopes, s)
-}
-
 // newPrincipal returns the principal of c.
 func newPrincipal(c *validate.Claims) *Principal {
 	return &Principal{
@@ -87,22 +83,22 @@ func (p *Principal) stepUpID() string {
 		strconv.Itoa(len(p.Subject)) + ":" + p.Subject + "\x00" + p.ClientID
 }
 
-// AnonymousID is the [Principal.ID] of the anonymous principal. No
+// anonymousID is the [Principal.ID] of the anonymous principal. No
 // authenticated principal has it: their IDs start with a digit.
-const AnonymousID = "anonymous"
+const anonymousID = "anonymous"
 
 // ID returns a key identifying the principal, for binding state such as an
 // MCP session to it: issuer, subject, client and tenant, each
 // length-prefixed so that no two principals share a key. Two tokens of the
 // same user, client and tenant have the same ID whatever their scopes and
-// expiry. The anonymous principal's ID is [AnonymousID]; a nil principal's
+// expiry. The anonymous principal's ID is "anonymous"; a nil principal's
 // is "".
 func (p *Principal) ID() string {
 	switch {
 	case p == nil:
 		return ""
 	case p.Anonymous:
-		return AnonymousID
+		return anonymousID
 	case p.ownerID != "":
 		return p.ownerID
 	}
@@ -122,7 +118,7 @@ func (p *Principal) isID(id string) bool {
 	case p == nil:
 		return id == ""
 	case p.Anonymous:
-		return id == AnonymousID
+		return id == anonymousID
 	case p.ownerID != "":
 		return id == p.ownerID
 	}

@@ -102,13 +102,13 @@ func checkPublic(op *OperationPolicy) error {
 	for _, name := range po.Methods {
 		switch {
 		case name == "":
-			return fmt.Errorf("%w: Operations.Public.Methods has an empty name", ErrConfig)
+			return fmt.Errorf("%w: Operations.Public.Methods has an empty name", errConfig)
 		case name == methodToolsCall || name == methodPromptsGet || name == methodResourceRead:
-			return fmt.Errorf("%w: Operations.Public.Methods cannot make %s public; list names in Tools, Prompts or Resources", ErrConfig, name)
+			return fmt.Errorf("%w: Operations.Public.Methods cannot make %s public; list names in Tools, Prompts or Resources", errConfig, name)
 		case inheritsRules(name) != "":
-			return fmt.Errorf("%w: Operations.Public.Methods cannot make %s public: %s; remove it from Public.Methods (it needs a token)", ErrConfig, name, inheritsRules(name))
+			return fmt.Errorf("%w: Operations.Public.Methods cannot make %s public: %s; remove it from Public.Methods (it needs a token)", errConfig, name, inheritsRules(name))
 		case len(op.Methods[name]) > 0:
-			return fmt.Errorf("%w: Operations.Public.Methods has %s, which Operations.Methods gives scopes", ErrConfig, name)
+			return fmt.Errorf("%w: Operations.Public.Methods has %s, which Operations.Methods gives scopes", errConfig, name)
 		}
 	}
 	named := []struct {
@@ -123,19 +123,19 @@ func checkPublic(op *OperationPolicy) error {
 		for _, name := range n.names {
 			switch {
 			case name == "":
-				return fmt.Errorf("%w: Operations.Public.%s has an empty name", ErrConfig, n.field)
+				return fmt.Errorf("%w: Operations.Public.%s has an empty name", errConfig, n.field)
 			case len(n.scopes[name]) > 0:
-				return fmt.Errorf("%w: Operations.Public.%s has %q, which Operations.%s gives scopes", ErrConfig, n.field, name, n.field)
+				return fmt.Errorf("%w: Operations.Public.%s has %q, which Operations.%s gives scopes", errConfig, n.field, name, n.field)
 			}
 		}
 	}
 	for _, uri := range po.Resources {
 		if uri == "" {
-			return fmt.Errorf("%w: Operations.Public.Resources has an empty URI", ErrConfig)
+			return fmt.Errorf("%w: Operations.Public.Resources has an empty URI", errConfig)
 		}
 		for _, r := range op.Resources {
 			if !r.Prefix && r.URI == uri && len(r.Scopes) > 0 {
-				return fmt.Errorf("%w: Operations.Public.Resources has %q, which a resource rule gives scopes", ErrConfig, uri)
+				return fmt.Errorf("%w: Operations.Public.Resources has %q, which a resource rule gives scopes", errConfig, uri)
 			}
 		}
 	}

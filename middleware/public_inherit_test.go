@@ -17,8 +17,8 @@ func TestPublicMethodsThatInheritRules(t *testing.T) {
 		cfg := f.cfg
 		cfg.Operations.Public = PublicOperations{Methods: []string{"ping", method}}
 		_, err := New(cfg)
-		if !errors.Is(err, ErrConfig) {
-			t.Errorf("%s: New = %v, want ErrConfig", method, err)
+		if !errors.Is(err, errConfig) {
+			t.Errorf("%s: New = %v, want errConfig", method, err)
 			continue
 		}
 		if msg := err.Error(); !strings.Contains(msg, "cannot make "+method+" public") || !strings.Contains(msg, "remove it from Public.Methods") {

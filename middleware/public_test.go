@@ -64,11 +64,11 @@ func TestPublicOperations(t *testing.T) {
 	cases := []tc{}
 	for _, rev := range []string{legacyRev, modernRev} {
 		cases = append(cases,
-			tc{rev + " public method", post(rev, "prompts/list", "", ""), 200, "", "anonymous:" + AnonymousID},
-			tc{rev + " public initialize", post(rev, "initialize", "", ""), 200, "", "anonymous:" + AnonymousID},
-			tc{rev + " public tool", post(rev, "tools/call", "hello", ""), 200, "", "anonymous:" + AnonymousID},
-			tc{rev + " public prompt", post(rev, "prompts/get", "intro", ""), 200, "", "anonymous:" + AnonymousID},
-			tc{rev + " public resource", post(rev, "resources/read", "file:///public/readme", ""), 200, "", "anonymous:" + AnonymousID},
+			tc{rev + " public method", post(rev, "prompts/list", "", ""), 200, "", "anonymous:" + anonymousID},
+			tc{rev + " public initialize", post(rev, "initialize", "", ""), 200, "", "anonymous:" + anonymousID},
+			tc{rev + " public tool", post(rev, "tools/call", "hello", ""), 200, "", "anonymous:" + anonymousID},
+			tc{rev + " public prompt", post(rev, "prompts/get", "intro", ""), 200, "", "anonymous:" + anonymousID},
+			tc{rev + " public resource", post(rev, "resources/read", "file:///public/readme", ""), 200, "", "anonymous:" + anonymousID},
 			tc{rev + " other tool", post(rev, "tools/call", "get_weather", ""), 401, noTokenChallenge, ""},
 			tc{rev + " other method", post(rev, "tools/list", "", ""), 401, noTokenChallenge, ""},
 			tc{rev + " other prompt", post(rev, "prompts/get", "secret_prompt", ""), 401, noTokenChallenge, ""},
@@ -99,7 +99,7 @@ func TestPublicOperations(t *testing.T) {
 		tc{"query token", func() *http.Request {
 			return httptest.NewRequest(http.MethodPost, resource+"?access_token=x", strings.NewReader(rpcBody(legacyRev, "ping", "")))
 		}, 400, "", ""},
-		tc{"ping", raw(http.MethodPost, rpcBody(legacyRev, "ping", "")), 200, "", "anonymous:" + AnonymousID},
+		tc{"ping", raw(http.MethodPost, rpcBody(legacyRev, "ping", "")), 200, "", "anonymous:" + anonymousID},
 		tc{"origin refused first", raw(http.MethodPost, rpcBody(legacyRev, "ping", ""), "Origin", "https://evil.example"), 403, "", ""},
 	)
 	small := f.with(t, func(c *Config) { c.Operations.Public = testPublic; c.MaxBodyBytes = 1000 })
@@ -173,7 +173,7 @@ func TestPublicAnonymousRefusals(t *testing.T) {
 	for name, h := range map[string]http.Handler{
 		"RequireScopes": f.m.Handler(f.m.RequireScopes("admin")(principalProbe())),
 		"Challenge": f.m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			f.m.Challenge(w, r, ErrTenantMismatch)
+			f.m.Challenge(w, r, errTenantMismatch)
 		})),
 	} {
 		w := httptest.NewRecorder()
@@ -221,8 +221,8 @@ func TestPublicConfig(t *testing.T) {
 	} {
 		cfg := f.cfg
 		cfg.Operations = po
-		if _, err := New(cfg); !errors.Is(err, ErrConfig) {
-			t.Errorf("%s: New = %v, want ErrConfig", name, err)
+		if _, err := New(cfg); !errors.Is(err, errConfig) {
+			t.Errorf("%s: New = %v, want errConfig", name, err)
 		}
 	}
 }

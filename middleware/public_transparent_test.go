@@ -39,7 +39,7 @@ func TestPublicTransparent(t *testing.T) {
 		return r
 	}
 	const notFound = `{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found"}}`
-	anon := "anonymous:" + AnonymousID
+	anon := "anonymous:" + anonymousID
 	for _, c := range []struct {
 		name   string
 		r      *http.Request

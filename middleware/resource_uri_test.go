@@ -103,8 +103,8 @@ func TestResourceRuleConfig(t *testing.T) {
 			Metadata:   testConfig(nil, newFixture(t, nil).iss).Metadata,
 			Operations: OperationPolicy{Resources: []ResourceRule{r}},
 		})
-		if !errors.Is(err, ErrConfig) {
-			t.Errorf("rule %+v: New error = %v, want ErrConfig", r, err)
+		if !errors.Is(err, errConfig) {
+			t.Errorf("rule %+v: New error = %v, want errConfig", r, err)
 		}
 	}
 }

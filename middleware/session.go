@@ -66,7 +66,7 @@ type SessionConfig struct {
 	// IdleTimeout ends a session not used for this long. Zero means
 	// 1 h.
 	IdleTimeout time.Duration
-	// Store, if set, also keeps the owner records (kind [KindSession],
+	// Store, if set, also keeps the owner records (kind "session",
 	// renewed on every request for IdleTimeout) so that replicas and
 	// restarts agree on them: a session this process does not know is
 	// then served when Store names the request's principal as its owner.
@@ -158,7 +158,7 @@ type sessions struct {
 func newSessions(c SessionConfig) *sessions {
 	s := &sessions{idle: int64(c.IdleTimeout), store: c.Store, pass: c.PassUnknown}
 	s.t = newOwnerTable(c.Max, func(owner string) int {
-		if owner == AnonymousID {
+		if owner == anonymousID {
 			return c.Anonymous
 		}
 		return c.PerPrincipal
@@ -227,7 +227,7 @@ func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handle
 // decides, and this process's table follows it.
 func (m *Middleware) bindShared(ctx context.Context, sid string, p *Principal, next http.Handler) error {
 	s := m.sessions
-	owner, err := s.store.Owner(ctx, KindSession, sid, time.Duration(s.idle))
+	owner, err := s.store.Owner(ctx, kindSession, sid, time.Duration(s.idle))
 	if err != nil {
 		m.storeFailed(ctx, err)
 		return errSessionStore
@@ -271,14 +271,14 @@ func (m *Middleware) isAnonymousSession(r *http.Request) bool {
 	}
 	s := m.sessions
 	if s.store != nil {
-		owner, err := s.store.Owner(r.Context(), KindSession, sid, time.Duration(s.idle))
-		return err == nil && owner == AnonymousID
+		owner, err := s.store.Owner(r.Context(), kindSession, sid, time.Duration(s.idle))
+		return err == nil && owner == anonymousID
 	}
 	now := m.cfg.Now().UnixNano()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.t.byID[sid]
-	return e != nil && now < e.expires && e.owner == AnonymousID
+	return e != nil && now < e.expires && e.owner == anonymousID
 }
 
 // serveSession runs next for p's request r, whose session ID (if any)
@@ -385,7 +385,7 @@ func (m *Middleware) claimSession(ctx context.Context, sid string, p *Principal,
 		return ended, errSessionsFull // the table is full, or the ID is another's
 	}
 	if s.store != nil {
-		holder, serr := s.store.Claim(ctx, KindSession, sid, owner, time.Duration(s.idle))
+		holder, serr := s.store.Claim(ctx, kindSession, sid, owner, time.Duration(s.idle))
 		switch {
 		case serr != nil && !errors.Is(serr, errOwnersFull):
 			m.storeFailed(ctx, serr)
@@ -416,7 +416,7 @@ func (m *Middleware) forgetSession(ctx context.Context, sid string, shared bool)
 	}
 	s.mu.Unlock()
 	if shared && s.store != nil {
-		if err := s.store.Forget(ctx, KindSession, sid); err != nil {
+		if err := s.store.Forget(ctx, kindSession, sid); err != nil {
 			m.storeFailed(ctx, err)
 		}
 	}
@@ -441,14 +441,14 @@ func (m *Middleware) closeSession(e *ownerEntry) {
 	ctx, cancel := context.WithTimeout(context.Background(), sessionCloseTimeout)
 	defer cancel()
 	if s := m.sessions; s.store != nil && !e.unclaimed {
-		if err := s.store.Forget(ctx, KindSession, e.id); err != nil {
+		if err := s.store.Forget(ctx, kindSession, e.id); err != nil {
 			m.storeFailed(ctx, err)
 		}
 	}
 	if e.next == nil {
 		return
 	}
-	p := &Principal{Anonymous: e.owner == AnonymousID}
+	p := &Principal{Anonymous: e.owner == anonymousID}
 	if !p.Anonymous {
 		p.ownerID = e.owner
 	}

@@ -399,7 +399,7 @@ func TestSessionStoreOutage(t *testing.T) {
 // restart, another replica) keeps the binding; without, it refuses every
 // session it did not see created.
 func TestSessionSharedStore(t *testing.T) {
-	store := NewMemoryOwnerStore(MemoryOwnerConfig{})
+	store := newMemoryOwnerStore(memoryOwnerConfig{})
 	e := newSessionEnv(t, func(c *Config) { c.Sessions.Store = store })
 	alice, bob := e.tokenOf(t, "alice", "tenant-a"), e.tokenOf(t, "bob", "tenant-b")
 	sid := e.create(t, alice)
@@ -415,7 +415,7 @@ func TestSessionSharedStore(t *testing.T) {
 	if w := e2.do(t, http.MethodDelete, alice, sid, ""); w.Code != http.StatusNoContent {
 		t.Fatalf("alice DELETE after restart: %d", w.Code)
 	}
-	if o, _ := store.Owner(context.Background(), KindSession, sid, time.Minute); o != "" {
+	if o, _ := store.Owner(context.Background(), kindSession, sid, time.Minute); o != "" {
 		t.Fatalf("DELETE left the record of %q", o)
 	}
 
@@ -445,7 +445,7 @@ func TestPrincipalIsID(t *testing.T) {
 		}
 	}
 	p := ps[3]
-	for _, id := range []string{"", "010:https://as5:alice1:c1:t", "10:https://as5:alice1:c1:t1:x", "10:https://as5:alice1:c1:", "+10:https://as5:alice1:c1:t", AnonymousID} {
+	for _, id := range []string{"", "010:https://as5:alice1:c1:t", "10:https://as5:alice1:c1:t1:x", "10:https://as5:alice1:c1:", "+10:https://as5:alice1:c1:t", anonymousID} {
 		if p.isID(id) {
 			t.Errorf("isID(%q)", id)
 		}
@@ -457,7 +457,7 @@ func TestPrincipalIsID(t *testing.T) {
 
 func TestMemoryOwnerStore(t *testing.T) {
 	now := time.Unix(1000, 0)
-	s := NewMemoryOwnerStore(MemoryOwnerConfig{Max: 3, PerOwner: 2, Now: func() time.Time { return now }})
+	s := newMemoryOwnerStore(memoryOwnerConfig{Max: 3, PerOwner: 2, Now: func() time.Time { return now }})
 	ctx := context.Background()
 	claim := func(kind, id, owner, want string, wantErr error) {
 		t.Helper()
@@ -466,28 +466,28 @@ func TestMemoryOwnerStore(t *testing.T) {
 			t.Fatalf("Claim(%s, %s, %s) = %q, %v; want %q, %v", kind, id, owner, got, err, want, wantErr)
 		}
 	}
-	claim(KindSession, "1", "a", "a", nil)
-	claim(KindTask, "1", "b", "b", nil)    // kinds do not collide
-	claim(KindSession, "1", "b", "a", nil) // a's ID: unchanged
-	claim(KindSession, "1", "a", "a", nil) // renewed
-	claim(KindSession, "2", "a", "a", nil)
-	claim(KindSession, "3", "c", "", errOwnersFull)
-	claim(KindSession, "4", "a", "a", nil) // a's quota: its oldest goes
-	if o, _ := s.Owner(ctx, KindSession, "1", time.Minute); o != "" {
+	claim(kindSession, "1", "a", "a", nil)
+	claim(kindTask, "1", "b", "b", nil)    // kinds do not collide
+	claim(kindSession, "1", "b", "a", nil) // a's ID: unchanged
+	claim(kindSession, "1", "a", "a", nil) // renewed
+	claim(kindSession, "2", "a", "a", nil)
+	claim(kindSession, "3", "c", "", errOwnersFull)
+	claim(kindSession, "4", "a", "a", nil) // a's quota: its oldest goes
+	if o, _ := s.Owner(ctx, kindSession, "1", time.Minute); o != "" {
 		t.Fatalf("a's oldest kept by %q", o)
 	}
-	if o, _ := s.Owner(ctx, KindTask, "1", time.Minute); o != "b" {
+	if o, _ := s.Owner(ctx, kindTask, "1", time.Minute); o != "b" {
 		t.Fatalf("task 1: %q", o)
 	}
 	now = now.Add(2 * time.Minute)
-	claim(KindSession, "3", "c", "c", nil) // the expired make room
-	if o, _ := s.Owner(ctx, KindSession, "2", time.Minute); o != "" {
+	claim(kindSession, "3", "c", "c", nil) // the expired make room
+	if o, _ := s.Owner(ctx, kindSession, "2", time.Minute); o != "" {
 		t.Fatalf("expired record: %q", o)
 	}
-	if err := s.Forget(ctx, KindSession, "3"); err != nil {
+	if err := s.Forget(ctx, kindSession, "3"); err != nil {
 		t.Fatal(err)
 	}
-	if o, _ := s.Owner(ctx, KindSession, "3", time.Minute); o != "" {
+	if o, _ := s.Owner(ctx, kindSession, "3", time.Minute); o != "" {
 		t.Fatalf("forgotten record: %q", o)
 	}
 	if n := s.Len(); n > 3 {

@@ -48,33 +48,33 @@ type StepUpStore interface {
 	Reset(ctx context.Context, partition, key string) error
 }
 
-// MemoryStepUpStore is an in-process [StepUpStore] holding at most a fixed
+// memoryStepUpStore is an in-process [StepUpStore] holding at most a fixed
 // number of counters, shared fairly between partitions: when it is full,
 // expired counters are dropped first, then the counter of the partition
 // holding the most whose window ends first. A client minting endless
 // principals therefore loses only its own counters (which restarts them:
 // its own bound loosens), never another client's. It is safe for
 // concurrent use.
-type MemoryStepUpStore struct {
+type memoryStepUpStore struct {
 	mu sync.Mutex
 	c  *fairlru.Cache[string, *stepUpCounter]
 }
 
 type stepUpCounter struct{ n int }
 
-var _ StepUpStore = (*MemoryStepUpStore)(nil)
+var _ StepUpStore = (*memoryStepUpStore)(nil)
 
-// NewMemoryStepUpStore returns an empty store for at most maxKeys
+// newMemoryStepUpStore returns an empty store for at most maxKeys
 // counters; maxKeys < 1 means 10000.
-func NewMemoryStepUpStore(maxKeys int) *MemoryStepUpStore {
+func newMemoryStepUpStore(maxKeys int) *memoryStepUpStore {
 	if maxKeys < 1 {
 		maxKeys = defaultStepUpKeys
 	}
-	return &MemoryStepUpStore{c: fairlru.New[string, *stepUpCounter](fairlru.Config{MaxEntries: maxKeys, ByExpiry: true})}
+	return &memoryStepUpStore{c: fairlru.New[string, *stepUpCounter](fairlru.Config{MaxEntries: maxKeys, ByExpiry: true})}
 }
 
 // Incr implements [StepUpStore]. It never returns an error.
-func (s *MemoryStepUpStore) Incr(_ context.Context, partition, key string, window time.Duration, now time.Time) (int, error) {
+func (s *memoryStepUpStore) Incr(_ context.Context, partition, key string, window time.Duration, now time.Time) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.c.Peek(key, now); e != nil {
@@ -86,7 +86,7 @@ func (s *MemoryStepUpStore) Incr(_ context.Context, partition, key string, windo
 }
 
 // Reset implements [StepUpStore]. It never returns an error.
-func (s *MemoryStepUpStore) Reset(_ context.Context, _, key string) error {
+func (s *memoryStepUpStore) Reset(_ context.Context, _, key string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.c.Remove(key)
@@ -94,7 +94,7 @@ func (s *MemoryStepUpStore) Reset(_ context.Context, _, key string) error {
 }
 
 // Len returns the number of counters held, expired ones included.
-func (s *MemoryStepUpStore) Len() int {
+func (s *memoryStepUpStore) Len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.c.Len()

@@ -31,7 +31,7 @@ func TestStepUpPendingFlood(t *testing.T) {
 	weak := f.iss.Token(t, authtest.Token{Scopes: []string{"mcp", "tools:call"}, Subject: "alice", ClientID: "alice-app"})
 	strong := f.iss.Token(t, authtest.Token{Scopes: []string{"mcp", "tools:call", "repo:admin"}, Subject: "alice", ClientID: "alice-app"})
 	bot := 0
-	for cycle := range 2 * DefaultStepUpLimit {
+	for cycle := range 2 * defaultStepUpLimit {
 		rec := do(weak)
 		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Header().Get("WWW-Authenticate"), `error="insufficient_scope"`) {
 			t.Fatalf("alice's challenge %d: %d %q, want a 403 insufficient_scope challenge",

@@ -48,7 +48,7 @@ func (c *countingStore) counts() (int, int) {
 func TestStepUpSuccessResets(t *testing.T) {
 	for _, rev := range []string{legacyRev, modernRev} {
 		t.Run(rev, func(t *testing.T) {
-			store := &countingStore{StepUpStore: NewMemoryStepUpStore(0)}
+			store := &countingStore{StepUpStore: newMemoryStepUpStore(0)}
 			f := newFixture(t, func(c *Config) { c.StepUpStore = store })
 			h := f.m.Handler(echoHandler())
 			for session := 1; session <= 10; session++ {
@@ -81,13 +81,13 @@ func TestStepUpNeverGranted(t *testing.T) {
 	f := newFixture(t, nil)
 	h := f.m.Handler(echoHandler())
 	tok := f.token(t, "mcp", "tools:call", "weather:read")
-	for i := 1; i <= DefaultStepUpLimit+2; i++ {
+	for i := 1; i <= defaultStepUpLimit+2; i++ {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, rpcRequest(modernRev, "tools/call", "delete_repo", tok))
 		switch {
-		case i <= DefaultStepUpLimit && (rec.Code != http.StatusForbidden || !hasScopeParam(rec)):
+		case i <= defaultStepUpLimit && (rec.Code != http.StatusForbidden || !hasScopeParam(rec)):
 			t.Fatalf("attempt %d: got %d %q, want a step-up challenge", i, rec.Code, rec.Header().Get("WWW-Authenticate"))
-		case i > DefaultStepUpLimit && (rec.Code != http.StatusForbidden || hasScopeParam(rec) || rec.Header().Get("WWW-Authenticate") == ""):
+		case i > defaultStepUpLimit && (rec.Code != http.StatusForbidden || hasScopeParam(rec) || rec.Header().Get("WWW-Authenticate") == ""):
 			t.Fatalf("attempt %d: got %d %q, want the terminal answer", i, rec.Code, rec.Header().Get("WWW-Authenticate"))
 		}
 		// A success that does not carry the challenged scopes resets nothing.
@@ -105,7 +105,7 @@ func TestStepUpTerminalThenGranted(t *testing.T) {
 	f := newFixture(t, nil)
 	h := f.m.Handler(echoHandler())
 	weak := f.token(t, "mcp", "tools:call")
-	for range DefaultStepUpLimit + 1 {
+	for range defaultStepUpLimit + 1 {
 		h.ServeHTTP(httptest.NewRecorder(), rpcRequest(modernRev, "tools/call", "delete_repo", weak))
 	}
 	rec := httptest.NewRecorder()
@@ -132,7 +132,7 @@ func TestStepUpRequireScopesResets(t *testing.T) {
 		h.ServeHTTP(rec, r)
 		return rec
 	}
-	for session := range 2 * DefaultStepUpLimit {
+	for session := range 2 * defaultStepUpLimit {
 		if rec := get(f.token(t, "mcp")); !hasScopeParam(rec) {
 			t.Fatalf("session %d: got %d %q, want a challenge", session, rec.Code, rec.Header().Get("WWW-Authenticate"))
 		}
@@ -146,7 +146,7 @@ func TestStepUpRequireScopesResets(t *testing.T) {
 // nothing pending and with other principals' step-ups pending, and
 // allocates nothing more in either case.
 func TestStepUpHotPath(t *testing.T) {
-	store := &countingStore{StepUpStore: NewMemoryStepUpStore(0)}
+	store := &countingStore{StepUpStore: newMemoryStepUpStore(0)}
 	f := newFixture(t, func(c *Config) { c.StepUpStore = store })
 	h := f.m.Handler(noopHandler{})
 	tok := f.token(t, "mcp", "tools:read")
@@ -207,7 +207,7 @@ func contains(s, sub string) bool { return strings.Contains(s, sub) }
 // fails closed, the terminal answer comes no later than without resets.
 // The first success that reaches A resets it.
 func TestStepUpReplicas(t *testing.T) {
-	store := NewMemoryStepUpStore(0)
+	store := newMemoryStepUpStore(0)
 	f := newFixture(t, func(c *Config) { c.StepUpStore = store })
 	a := f.m.Handler(echoHandler())
 	b := f.with(t, func(c *Config) { c.StepUpStore = store }).m.Handler(echoHandler())
@@ -217,7 +217,7 @@ func TestStepUpReplicas(t *testing.T) {
 		h.ServeHTTP(rec, rpcRequest(modernRev, "tools/call", "delete_repo", tok))
 		return rec
 	}
-	for i := range DefaultStepUpLimit {
+	for i := range defaultStepUpLimit {
 		if rec := call(a, weak); !hasScopeParam(rec) {
 			t.Fatalf("A challenge %d: %d", i, rec.Code)
 		}

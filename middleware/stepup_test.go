@@ -38,13 +38,13 @@ func TestStepUp(t *testing.T) {
 				return rec.Code == http.StatusForbidden && rec.Header().Get("WWW-Authenticate") == `Bearer resource_metadata="`+metadataURL+`"` &&
 					rec.Body.String() == bodyInsufficient
 			}
-			for i := 1; i <= DefaultStepUpLimit; i++ {
+			for i := 1; i <= defaultStepUpLimit; i++ {
 				if rec := do("delete_repo"); !challenged(rec) {
 					t.Fatalf("attempt %d: got %d %q, want a 403 challenge", i, rec.Code, rec.Header().Get("WWW-Authenticate"))
 				}
 			}
 			if rec := do("delete_repo"); !terminal(rec) {
-				t.Fatalf("attempt %d: got %d %v %s, want the terminal 403", DefaultStepUpLimit+1, rec.Code, rec.Header(), rec.Body)
+				t.Fatalf("attempt %d: got %d %v %s, want the terminal 403", defaultStepUpLimit+1, rec.Code, rec.Header(), rec.Body)
 			}
 			// The bound is per principal and per scope set.
 			if rec := do("delete_repo", authtest.Token{Subject: "user-2"}); !challenged(rec) {
@@ -57,7 +57,7 @@ func TestStepUp(t *testing.T) {
 				t.Errorf("other scope set: got %d, want a challenge", rec.Code)
 			}
 			// Still terminal just before the window ends.
-			f.iss.Advance(DefaultStepUpWindow - time.Second)
+			f.iss.Advance(defaultStepUpWindow - time.Second)
 			if rec := do("delete_repo"); !terminal(rec) {
 				t.Fatalf("before window end: got %d, want the terminal 403", rec.Code)
 			}
@@ -110,7 +110,7 @@ func TestStepUpStoreError(t *testing.T) {
 func TestMemoryStepUpStore(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ctx := context.Background()
-	s := NewMemoryStepUpStore(3)
+	s := newMemoryStepUpStore(3)
 	incr := func(key string, at time.Time) int {
 		t.Helper()
 		n, err := s.Incr(ctx, "p", key, time.Minute, at)
@@ -138,7 +138,7 @@ func TestMemoryStepUpStore(t *testing.T) {
 		t.Errorf("evicted key Incr = %d, want 1", got)
 	}
 	// Expired counters are dropped before live ones.
-	s = NewMemoryStepUpStore(2)
+	s = newMemoryStepUpStore(2)
 	incr("x", t0)
 	incr("y", t0.Add(30*time.Second))
 	incr("y", t0.Add(31*time.Second))
@@ -147,7 +147,7 @@ func TestMemoryStepUpStore(t *testing.T) {
 		t.Errorf("live key after eviction of expired = %d, want 3", got)
 	}
 	// Never more than maxKeys, whatever the load.
-	s = NewMemoryStepUpStore(100)
+	s = newMemoryStepUpStore(100)
 	for i := range 1000 {
 		incr(fmt.Sprint(i), t0)
 	}
@@ -163,7 +163,7 @@ func TestMemoryStepUpStoreFair(t *testing.T) {
 	t0 := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	ctx := context.Background()
 	const bound = 16
-	s := NewMemoryStepUpStore(bound)
+	s := newMemoryStepUpStore(bound)
 	for i := range 10 * bound {
 		if i%bound == 0 {
 			if n, _ := s.Incr(ctx, "alice-app", "alice", time.Minute, t0); n != i/bound+1 {

@@ -98,14 +98,14 @@ func isTaskOp(method []byte) bool {
 func taskOwner(p *Principal, h http.Header) string {
 	if p.Anonymous {
 		if sid := h.Get(sessionHeader); sid != "" {
-			return AnonymousID + "\x00" + sid
+			return anonymousID + "\x00" + sid
 		}
 	}
 	return p.ID()
 }
 
 // encodeTask and decodeTask are the owner of a task's record
-// (KindTask): the principal's owner key, length prefixed, then the
+// (kindTask): the principal's owner key, length prefixed, then the
 // creating operation's scope key (sorted, space separated).
 func encodeTask(owner, scopes string) string {
 	return strconv.Itoa(len(owner)) + ":" + owner + scopes
@@ -139,7 +139,7 @@ func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Princi
 		m.refuse(w, r, &refusal{err: errNoTaskID, p: p, g: g, id: msg.id})
 		return true
 	}
-	rec, err := m.tasks.Owner(r.Context(), KindTask, string(msg.taskID.v), defaultTaskTTL)
+	rec, err := m.tasks.Owner(r.Context(), kindTask, string(msg.taskID.v), defaultTaskTTL)
 	if err != nil {
 		m.refuse(w, r, &refusal{err: fmt.Errorf("%w: %w", errTaskStore, err), p: p, g: g})
 		return true
@@ -345,7 +345,7 @@ func (t *taskWriter) ownsParam(obj []byte) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	rec, err := t.m.tasks.Owner(t.ctx, KindTask, id, defaultTaskTTL)
+	rec, err := t.m.tasks.Owner(t.ctx, kindTask, id, defaultTaskTTL)
 	if err != nil {
 		return false, fmt.Errorf("%w: %w", errTaskStore, err)
 	}
@@ -399,7 +399,7 @@ func (t *taskWriter) record(result []byte) error {
 		return nil
 	}
 	owner := encodeTask(t.ownerKey(), t.scopes)
-	holder, err := t.m.tasks.Claim(t.ctx, KindTask, id, owner, taskLifetime(ttl))
+	holder, err := t.m.tasks.Claim(t.ctx, kindTask, id, owner, taskLifetime(ttl))
 	if err == nil && holder != owner {
 		return errTaskIDReused
 	}

@@ -29,8 +29,8 @@ func FuzzTaskRewrite(f *testing.F) {
 	owner := encodeTask(taskOwner(p, http.Header{}), "mcp")
 	f.Fuzz(func(t *testing.T, msg []byte, create bool) {
 		// A fresh store: tasks recorded by earlier inputs are not "mine".
-		m.tasks = NewMemoryOwnerStore(MemoryOwnerConfig{})
-		if _, err := m.tasks.Claim(context.Background(), KindTask, "mine", owner, defaultTaskTTL); err != nil {
+		m.tasks = newMemoryOwnerStore(memoryOwnerConfig{})
+		if _, err := m.tasks.Claim(context.Background(), kindTask, "mine", owner, defaultTaskTTL); err != nil {
 			t.Fatal(err)
 		}
 		tw := &taskWriter{m: m, ctx: context.Background(), p: p, hdr: http.Header{}, create: create, list: !create, scopes: "mcp", reqID: []byte(`"r"`)}

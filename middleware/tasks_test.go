@@ -349,7 +349,7 @@ func TestTaskNotificationsFiltered(t *testing.T) {
 // bound never evicts another principal's task.
 func TestTaskFloodKeepsOthers(t *testing.T) {
 	f, _, h := taskFixture(t, false)
-	f.m.tasks = NewMemoryOwnerStore(MemoryOwnerConfig{Max: 20, PerOwner: 10, Now: f.m.cfg.Now})
+	f.m.tasks = newMemoryOwnerStore(memoryOwnerConfig{Max: 20, PerOwner: 10, Now: f.m.cfg.Now})
 	all := []string{"mcp", "tools:call", "weather:read"}
 	alice := taskClient{h: h, token: f.principal(t, "alice", "tenant-a", all...), rev: legacyRev}
 	bob := taskClient{h: h, token: f.principal(t, "bob", "tenant-b", all...), rev: legacyRev}

@@ -4,15 +4,15 @@ import "context"
 
 // TenantFromContext returns the tenant of the request's principal (its
 // token's tenant claim, validate.Config.TenantClaim). It returns
-// [ErrNoPrincipal] outside [Middleware.Handler], and [ErrNoTenant] when the
-// token carries no tenant.
+// an [Error] "no_principal" outside [Middleware.Handler], and "no_tenant"
+// when the token carries no tenant.
 func TenantFromContext(ctx context.Context) (string, error) {
 	p, ok := PrincipalFromContext(ctx)
 	if !ok {
-		return "", ErrNoPrincipal
+		return "", errNoPrincipal
 	}
 	if p.Tenant == "" {
-		return "", ErrNoTenant
+		return "", errNoTenant
 	}
 	return p.Tenant, nil
 }
@@ -21,9 +21,9 @@ func TenantFromContext(ctx context.Context) (string, error) {
 // argument, against the principal's tenant. The token is the authority on
 // tenancy: a client must never reach another tenant's data by naming it. An
 // empty argTenant is allowed (the handler then uses the principal's
-// tenant). Otherwise CheckTenant returns [ErrNoPrincipal] outside
-// [Middleware.Handler], [ErrNoTenant] if the token has no tenant, and
-// [ErrTenantMismatch] if the two differ (compared byte for byte).
+// tenant). Otherwise CheckTenant returns an [Error]: "no_principal"
+// outside [Middleware.Handler], "no_tenant" if the token has no tenant,
+// and "tenant_mismatch" if the two differ (compared byte for byte).
 //
 // A tool handler uses it like this:
 //
@@ -40,16 +40,16 @@ func TenantFromContext(ctx context.Context) (string, error) {
 func CheckTenant(ctx context.Context, argTenant string) error {
 	p, ok := PrincipalFromContext(ctx)
 	if !ok {
-		return ErrNoPrincipal
+		return errNoPrincipal
 	}
 	if argTenant == "" {
 		return nil
 	}
 	if p.Tenant == "" {
-		return ErrNoTenant
+		return errNoTenant
 	}
 	if argTenant != p.Tenant {
-		return ErrTenantMismatch
+		return errTenantMismatch
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpguard/mcpguard/middleware"
+	"github.com/mcpguard/mcpguard/internal/mwdefault"
 )
 
 // Describe writes the effective policy of every route, defaults applied,
@@ -99,10 +99,10 @@ func (px *Proxy) Describe(w io.Writer) {
 		fmt.Fprintf(w, "  allowed origins:   %s\n", list(append([]string{"(the resource's own)"}, r.AllowedOrigins...)))
 		limit, window := r.StepUp.Limit, r.StepUp.Window
 		if limit == 0 {
-			limit = middleware.DefaultStepUpLimit
+			limit = mwdefault.StepUpLimit
 		}
 		if window == 0 {
-			window = middleware.DefaultStepUpWindow
+			window = mwdefault.StepUpWindow
 		}
 		if limit < 0 {
 			fmt.Fprintf(w, "  step-up bound:     disabled\n")
@@ -111,7 +111,7 @@ func (px *Proxy) Describe(w io.Writer) {
 		}
 		body := r.MaxBodyBytes
 		if body == 0 {
-			body = middleware.DefaultMaxBodyBytes
+			body = mwdefault.MaxBodyBytes
 		}
 		fmt.Fprintf(w, "  max body:          %d bytes\n", body)
 		inserted, root := x.guard.Middleware().MetadataPaths()

@@ -12,7 +12,7 @@
 //     principal owns each MCP session, across replicas and restarts.
 //
 // A program that does not import this package does not link go-redis.
-// The in-process stores (middleware.MemoryStepUpStore, cimd.MemoryStore,
+// The in-process stores (the middleware's own when Config.StepUpStore is nil,
 // cimd/boltstore) stay the default for a single process.
 //
 //	rdb := redis.NewClient(&redis.Options{Addr: "redis:6379"})

@@ -35,10 +35,10 @@ func TestOwnerStore(t *testing.T) {
 			t.Fatalf("Claim(%s, %s, %s) = %q, %v; want %q", kind, id, owner, got, err, want)
 		}
 	}
-	claim(middleware.KindSession, "sid-1", "alice", "alice")
-	claim(middleware.KindSession, "sid-1", "bob", "alice") // unchanged
-	claim(middleware.KindTask, "sid-1", "bob", "bob")      // kinds do not collide
-	if o, err := s.Owner(ctx, middleware.KindSession, "sid-1", 2*time.Minute); o != "alice" || err != nil {
+	claim("session", "sid-1", "alice", "alice")
+	claim("session", "sid-1", "bob", "alice") // unchanged
+	claim("task", "sid-1", "bob", "bob")      // kinds do not collide
+	if o, err := s.Owner(ctx, "session", "sid-1", 2*time.Minute); o != "alice" || err != nil {
 		t.Fatalf("Owner = %q, %v", o, err)
 	}
 	keys := keysWithTTL(t, rdb)
@@ -54,13 +54,13 @@ func TestOwnerStore(t *testing.T) {
 	if ttl := rdb.PTTL(ctx, keys[0]).Val() + rdb.PTTL(ctx, keys[1]).Val(); ttl < 2*time.Minute+50*time.Second {
 		t.Errorf("TTLs %v: Owner did not renew", ttl)
 	}
-	if err := s.Forget(ctx, middleware.KindSession, "sid-1"); err != nil {
+	if err := s.Forget(ctx, "session", "sid-1"); err != nil {
 		t.Fatal(err)
 	}
-	if o, err := s.Owner(ctx, middleware.KindSession, "sid-1", time.Minute); o != "" || err != nil {
+	if o, err := s.Owner(ctx, "session", "sid-1", time.Minute); o != "" || err != nil {
 		t.Fatalf("after Forget: %q, %v", o, err)
 	}
-	if _, err := s.Claim(ctx, middleware.KindSession, "x", "a", time.Microsecond); err == nil {
+	if _, err := s.Claim(ctx, "session", "x", "a", time.Microsecond); err == nil {
 		t.Error("a TTL under 1ms was accepted")
 	}
 }

@@ -21,7 +21,7 @@ const stepUpPartitionKeys = 1000
 // TTL is the last window's. The INCR that creates the counter (or finds
 // one without a TTL, which this package never leaves) sets its expiry, so
 // the window starts at the first challenge, as
-// middleware.MemoryStepUpStore's does, and indexes it, evicting the
+// the middleware's in-memory store's does, and indexes it, evicting the
 // partition's counters whose windows end first beyond the cap. Both keys
 // carry the partition's hash tag, and so do the evicted counters: one
 // slot, Cluster-safe.

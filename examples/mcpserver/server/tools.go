@@ -142,9 +142,9 @@ func callerTenant(ctx context.Context, argTenant string) (string, error) {
 // the caller.
 func publicTenantError(err error) error {
 	switch {
-	case errors.Is(err, middleware.ErrTenantMismatch):
+	case errors.Is(err, middleware.Error{Reason: "tenant_mismatch"}):
 		return errTenantMismatch
-	case errors.Is(err, middleware.ErrNoTenant):
+	case errors.Is(err, middleware.Error{Reason: "no_tenant"}):
 		return errNoTenant
 	default:
 		return errNoPrincipal
