@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -141,7 +142,7 @@ func newProxied(t *testing.T, mk func(jwksURL, issuer string) string) *proxied {
 	// The proxy's issuer is its origin (the default); its JWK Set is on
 	// its listener, known before it starts.
 	proxyIss := "http://" + pxTS.Listener.Addr().String()
-	p.upstream = mk(proxyIss+proxy.DefaultJWKSPath, proxyIss)
+	p.upstream = mk(proxyIss+"/.well-known/jwks.json", proxyIss)
 	p.px = startProxy(t, pxTS, p.resource, p.upstream, issuer, envConfig{})
 	return p
 }
@@ -221,7 +222,7 @@ func checkVerifiedCaller(ctx context.Context, t *testing.T, p *proxied, cs *mcp.
 	if err := json.Unmarshal([]byte(callText(ctx, t, cs, "whoami", nil)), &who); err != nil {
 		t.Fatal(err)
 	}
-	if want := (upstreamWho{Iss: p.px.AssertionIssuer(), Sub: "alice", ClientID: "proxied-client", Tenant: "acme", Scopes: []string{baseScope}}); who.Iss != want.Iss ||
+	if want := (upstreamWho{Iss: proxyinspect.Of(p.px).AssertionIssuer, Sub: "alice", ClientID: "proxied-client", Tenant: "acme", Scopes: []string{baseScope}}); who.Iss != want.Iss ||
 		who.Sub != want.Sub || who.ClientID != want.ClientID || who.Tenant != want.Tenant || !slices.Equal(who.Scopes, want.Scopes) {
 		t.Errorf("upstream caller = %+v, want %+v", who, want)
 	}

@@ -24,10 +24,10 @@ import (
 	"github.com/mcpguard/mcpguard/middleware"
 )
 
-// AssertionType is the JOSE "typ" of an assertion: it is an access token
+// assertionType is the JOSE "typ" of an assertion: it is an access token
 // for the upstream (RFC 9068), so a resource server that insists on
 // at+jwt, mcpguard included, accepts it.
-const AssertionType = "at+jwt"
+const assertionType = "at+jwt"
 
 // maxKeyFileBytes bounds the signing key file.
 const maxKeyFileBytes = 64 << 10
@@ -178,7 +178,7 @@ func newSigner(issuer string, key crypto.Signer, publish []crypto.PublicKey) (*s
 		return nil, err
 	}
 	js, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key},
-		(&jose.SignerOptions{}).WithType(AssertionType).WithHeader("kid", pub.KeyID))
+		(&jose.SignerOptions{}).WithType(assertionType).WithHeader("kid", pub.KeyID))
 	if err != nil {
 		return nil, fmt.Errorf("%w: assertion key: %w", ErrConfig, err)
 	}
@@ -288,13 +288,13 @@ func (a *assertions) get(p *middleware.Principal) (string, error) {
 		return "", err
 	}
 	a.mu.Lock()
-	if len(a.cache) >= DefaultIdentityCacheKeys {
+	if len(a.cache) >= defaultIdentityCacheKeys {
 		for k, v := range a.cache {
 			if !now.Before(v.refresh) {
 				delete(a.cache, k)
 			}
 		}
-		if len(a.cache) >= DefaultIdentityCacheKeys {
+		if len(a.cache) >= defaultIdentityCacheKeys {
 			clear(a.cache)
 		}
 	}

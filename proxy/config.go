@@ -22,30 +22,30 @@ import (
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
 
-// ErrConfig reports an unusable [Config]: [New], [Parse] and [Load] wrap
+// ErrConfig reports an unusable [Config]: [New] and [Parse] wrap
 // it, with the field (or the file, line and key) named and the fix.
 var ErrConfig = errors.New("proxy: invalid config")
 
 // Defaults applied by [New] to zero-valued fields.
 const (
-	DefaultAssertionTTL        = 60 * time.Second
-	MaxAssertionTTL            = 5 * time.Minute
-	DefaultJWKSPath            = "/.well-known/jwks.json"
-	DefaultDialTimeout         = 5 * time.Second
-	DefaultResponseHeader      = 60 * time.Second
-	DefaultIdleStream          = 5 * time.Minute
-	DefaultStreamWrite         = 30 * time.Second
-	DefaultMaxResponseHeader   = 64 << 10
-	DefaultExchangeMargin      = 30 * time.Second
-	DefaultIdentityCacheKeys   = 10000
+	defaultAssertionTTL        = 60 * time.Second
+	maxAssertionTTL            = 5 * time.Minute
+	defaultJWKSPath            = "/.well-known/jwks.json"
+	defaultDialTimeout         = 5 * time.Second
+	defaultResponseHeader      = 60 * time.Second
+	defaultIdleStream          = 5 * time.Minute
+	defaultStreamWrite         = 30 * time.Second
+	defaultMaxResponseHeader   = 64 << 10
+	defaultExchangeMargin      = 30 * time.Second
+	defaultIdentityCacheKeys   = 10000
 	defaultExchangeMaxResponse = 64 << 10
 )
 
 // Identity modes (Identity.Mode).
 const (
-	ModeAssertion = "assertion"
-	ModeExchange  = "exchange"
-	ModeHeaders   = "headers"
+	modeAssertion = "assertion"
+	modeExchange  = "exchange"
+	modeHeaders   = "headers"
 )
 
 // Config configures a [Proxy]: the routes it serves and the key it signs
@@ -521,19 +521,19 @@ type Timeouts struct {
 
 func (t Timeouts) withDefaults() Timeouts {
 	if t.Dial == 0 {
-		t.Dial = DefaultDialTimeout
+		t.Dial = defaultDialTimeout
 	}
 	if t.ResponseHeader == 0 {
-		t.ResponseHeader = DefaultResponseHeader
+		t.ResponseHeader = defaultResponseHeader
 	}
 	if t.IdleStream == 0 {
-		t.IdleStream = DefaultIdleStream
+		t.IdleStream = defaultIdleStream
 	}
 	if t.StreamWrite == 0 {
-		t.StreamWrite = DefaultStreamWrite
+		t.StreamWrite = defaultStreamWrite
 	}
 	if t.MaxResponseHeaderBytes == 0 {
-		t.MaxResponseHeaderBytes = DefaultMaxResponseHeader
+		t.MaxResponseHeaderBytes = defaultMaxResponseHeader
 	}
 	return t
 }
@@ -679,12 +679,12 @@ func checkRoute(i int, r *Route) error {
 	}
 	id := &r.Identity
 	switch id.Mode {
-	case "", ModeAssertion:
-	case ModeHeaders:
+	case "", modeAssertion:
+	case modeHeaders:
 		if !unix && !fetch.IsLoopbackHost(u.Hostname()) {
 			return fmt.Errorf("%w: %s.identity.mode headers: plain identity headers are allowed only for a loopback or unix-socket upstream; use assertion", ErrConfig, at)
 		}
-	case ModeExchange:
+	case modeExchange:
 		ex := &id.Exchange
 		if ex.TokenEndpoint == "" || ex.ClientID == "" {
 			return fmt.Errorf("%w: %s.identity.exchange: token_endpoint and client_id are required", ErrConfig, at)
@@ -698,8 +698,8 @@ func checkRoute(i int, r *Route) error {
 	default:
 		return fmt.Errorf("%w: %s.identity.mode %q: want assertion, exchange or headers", ErrConfig, at, id.Mode)
 	}
-	if id.TTL < 0 || id.TTL > MaxAssertionTTL {
-		return fmt.Errorf("%w: %s.identity.ttl %s: at most %s", ErrConfig, at, id.TTL, MaxAssertionTTL)
+	if id.TTL < 0 || id.TTL > maxAssertionTTL {
+		return fmt.Errorf("%w: %s.identity.ttl %s: at most %s", ErrConfig, at, id.TTL, maxAssertionTTL)
 	}
 	if id.Header != "" && (http.CanonicalHeaderKey(id.Header) != http.CanonicalHeaderKey(strings.TrimSpace(id.Header)) || strings.ContainsAny(id.Header, " :\t")) {
 		return fmt.Errorf("%w: %s.identity.header %q: not a header name", ErrConfig, at, id.Header)

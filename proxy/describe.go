@@ -10,9 +10,9 @@ import (
 	"github.com/mcpguard/mcpguard/internal/mwdefault"
 )
 
-// Describe writes the effective policy of every route, defaults applied,
-// as "mcpguard proxy -check" prints it.
-func (px *Proxy) Describe(w io.Writer) {
+// describe writes the effective policy of every route, defaults applied,
+// as "mcpguard proxy -check" prints it (through internal/proxyinspect).
+func (px *Proxy) describe(w io.Writer) {
 	for _, x := range px.routes {
 		r := x.cfg
 		list := func(s []string) string {

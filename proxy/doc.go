@@ -22,4 +22,14 @@
 // event is flushed as it arrives, and request bodies are forwarded byte
 // for byte. An upstream that is down, slow or failing gets a JSON-RPC
 // shaped 502, 503 or 504 with no upstream detail.
+//
+// A YAML file (the schema of "mcpguard proxy -config") becomes a Config
+// through [Parse]: read it yourself, bounded (Parse refuses more than
+// 1 MiB), and pass its bytes and os.Getenv. Upstreams verify assertions
+// against Assertion.Issuer (default: the origin of the first route's
+// Resource) and the JWK Set at Assertion.JWKSPath (default
+// "/.well-known/jwks.json"); set both when the upstream's configuration
+// must not depend on the defaults. At shutdown, call [Proxy.EndStreams]
+// before and during http.Server.Shutdown: GET streams never end by
+// themselves.
 package proxy

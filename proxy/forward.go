@@ -38,12 +38,12 @@ var strippedPrefixes = []string{
 
 // identityHeaders are the headers of the headers mode.
 const (
-	HeaderSubject   = "X-Mcpguard-Subject"
-	HeaderIssuer    = "X-Mcpguard-Issuer"
-	HeaderClientID  = "X-Mcpguard-Client-Id"
-	HeaderTenant    = "X-Mcpguard-Tenant"
-	HeaderScopes    = "X-Mcpguard-Scopes"
-	HeaderPrincipal = "X-Mcpguard-Principal"
+	headerSubject   = "X-Mcpguard-Subject"
+	headerIssuer    = "X-Mcpguard-Issuer"
+	headerClientID  = "X-Mcpguard-Client-Id"
+	headerTenant    = "X-Mcpguard-Tenant"
+	headerScopes    = "X-Mcpguard-Scopes"
+	headerPrincipal = "X-Mcpguard-Principal"
 )
 
 // reqState is the per-request state the proxy's handlers share through
@@ -204,13 +204,13 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	}
 	if st.idHeaders && st.principal != nil && !st.principal.Anonymous {
 		p := st.principal
-		h[HeaderSubject] = []string{p.Subject}
-		h[HeaderIssuer] = []string{p.Issuer}
-		h[HeaderClientID] = []string{p.ClientID}
-		h[HeaderScopes] = []string{strings.Join(p.Scopes, " ")}
-		h[HeaderPrincipal] = []string{p.ID()}
+		h[headerSubject] = []string{p.Subject}
+		h[headerIssuer] = []string{p.Issuer}
+		h[headerClientID] = []string{p.ClientID}
+		h[headerScopes] = []string{strings.Join(p.Scopes, " ")}
+		h[headerPrincipal] = []string{p.ID()}
 		if p.Tenant != "" {
-			h[HeaderTenant] = []string{p.Tenant}
+			h[headerTenant] = []string{p.Tenant}
 		}
 	}
 }

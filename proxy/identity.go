@@ -35,7 +35,7 @@ type assertionIdentity struct {
 	bearer bool   // "Bearer " prefix (Authorization)
 }
 
-func (i *assertionIdentity) mode() string { return ModeAssertion }
+func (i *assertionIdentity) mode() string { return modeAssertion }
 
 func (i *assertionIdentity) set(_ context.Context, st *reqState, p *middleware.Principal, _ *http.Request) error {
 	if p.Anonymous {
@@ -52,7 +52,7 @@ func (i *assertionIdentity) set(_ context.Context, st *reqState, p *middleware.P
 // headersIdentity: plain identity headers (loopback upstreams only).
 type headersIdentity struct{}
 
-func (headersIdentity) mode() string { return ModeHeaders }
+func (headersIdentity) mode() string { return modeHeaders }
 
 func (headersIdentity) set(_ context.Context, st *reqState, _ *middleware.Principal, _ *http.Request) error {
 	st.idHeaders = true
@@ -76,7 +76,7 @@ type exchangeIdentity struct {
 	cache  map[string]cachedToken
 }
 
-func (e *exchangeIdentity) mode() string { return ModeExchange }
+func (e *exchangeIdentity) mode() string { return modeExchange }
 
 // RFC 8693 §2.1 and §3 identifiers.
 const (
@@ -172,9 +172,9 @@ func (e *exchangeIdentity) exchange(ctx context.Context, subject, key string) (s
 	}
 	if tr.ExpiresIn > 0 {
 		life := time.Duration(tr.ExpiresIn) * time.Second
-		margin := min(DefaultExchangeMargin, life/10)
+		margin := min(defaultExchangeMargin, life/10)
 		e.mu.Lock()
-		if len(e.cache) >= DefaultIdentityCacheKeys {
+		if len(e.cache) >= defaultIdentityCacheKeys {
 			clear(e.cache)
 		}
 		e.cache[key] = cachedToken{token: value, refresh: start.Add(life - margin)}

@@ -7,11 +7,11 @@ import (
 	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
-// JSONRPCErrorCode is the JSON-RPC error code of every answer the proxy
+// jsonrpcErrorCode is the JSON-RPC error code of every answer the proxy
 // itself gives for a failed forward (502, 503, 504): -32603, internal
 // error. The message is the HTTP status text; no upstream detail is ever
 // included.
-const JSONRPCErrorCode = -32603
+const jsonrpcErrorCode = -32603
 
 // maxEchoedID bounds the JSON-RPC id echoed in an error answer.
 const maxEchoedID = 256
@@ -32,6 +32,6 @@ func writeError(w http.ResponseWriter, body []byte, status int) {
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":` + strconv.Itoa(JSONRPCErrorCode) +
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":` + strconv.Itoa(jsonrpcErrorCode) +
 		`,"message":"` + http.StatusText(status) + `"}}` + "\n"))
 }

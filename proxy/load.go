@@ -13,20 +13,22 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// MaxConfigBytes bounds a configuration file.
-const MaxConfigBytes = 1 << 20
+// maxConfigBytes bounds a configuration file.
+const maxConfigBytes = 1 << 20
 
 // maxSecretBytes bounds a secret file.
 const maxSecretBytes = 64 << 10
 
-// Load reads the YAML configuration file at path ([Parse]).
-func Load(path string, getenv func(string) string) (Config, error) {
+// load reads the YAML configuration file at path ([Parse]); the
+// command's -config (cmd/internal/proxycmd) and the tests use it
+// through internal/proxyinspect.
+func load(path string, getenv func(string) string) (Config, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if fi.Size() > MaxConfigBytes {
-		return Config{}, fmt.Errorf("%w: %s: larger than %d bytes", ErrConfig, path, MaxConfigBytes)
+	if fi.Size() > maxConfigBytes {
+		return Config{}, fmt.Errorf("%w: %s: larger than %d bytes", ErrConfig, path, maxConfigBytes)
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -44,8 +46,8 @@ func Load(path string, getenv func(string) string) (Config, error) {
 // semantic checks are [New]'s. Errors wrap [ErrConfig].
 func Parse(name string, data []byte, getenv func(string) string) (Config, error) {
 	var c Config
-	if len(data) > MaxConfigBytes {
-		return c, fmt.Errorf("%w: %s: larger than %d bytes", ErrConfig, name, MaxConfigBytes)
+	if len(data) > maxConfigBytes {
+		return c, fmt.Errorf("%w: %s: larger than %d bytes", ErrConfig, name, maxConfigBytes)
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/internal/fetch"
+	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/prm"
 	"github.com/mcpguard/mcpguard/redisstore"
@@ -118,7 +119,7 @@ func New(cfg Config) (*Proxy, error) {
 		a.Issuer = u.Scheme + "://" + u.Host
 	}
 	if a.JWKSPath == "" {
-		a.JWKSPath = DefaultJWKSPath
+		a.JWKSPath = defaultJWKSPath
 	}
 	if !strings.HasPrefix(a.JWKSPath, "/") {
 		return fail(fmt.Errorf("%w: assertion.jwks_path %q: must start with /", ErrConfig, a.JWKSPath))
@@ -126,7 +127,7 @@ func New(cfg Config) (*Proxy, error) {
 	if _, taken := paths[a.JWKSPath]; taken {
 		return fail(fmt.Errorf("%w: assertion.jwks_path %q is a route's path", ErrConfig, a.JWKSPath))
 	}
-	needSigner := slices.ContainsFunc(cfg.Routes, func(r Route) bool { return r.Identity.Mode == "" || r.Identity.Mode == ModeAssertion })
+	needSigner := slices.ContainsFunc(cfg.Routes, func(r Route) bool { return r.Identity.Mode == "" || r.Identity.Mode == modeAssertion })
 	if needSigner {
 		key := a.Key
 		if key == nil && a.KeyFile != "" {
@@ -243,20 +244,20 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 	}
 	bearer := header == "Authorization"
 	switch r.Identity.Mode {
-	case "", ModeAssertion:
+	case "", modeAssertion:
 		ttl := r.Identity.TTL
 		if ttl == 0 {
-			ttl = DefaultAssertionTTL
+			ttl = defaultAssertionTTL
 		}
 		prefix := ""
 		if bearer {
 			prefix = "Bearer "
 		}
 		x.identity = &assertionIdentity{a: newAssertions(px.signer, audience, ttl, px.now, prefix), header: header, bearer: bearer}
-	case ModeHeaders:
+	case modeHeaders:
 		x.identity = headersIdentity{}
 		rl.Warn("proxy: identity mode headers: the upstream trusts plain X-Mcpguard-* headers; keep it reachable by the proxy only", "upstream", r.Upstream)
-	case ModeExchange:
+	case modeExchange:
 		x.identity = &exchangeIdentity{cfg: r.Identity.Exchange, audience: audience, resource: r.Upstream, header: header, bearer: bearer,
 			client: fetch.NewClient(fetch.ClientConfig{Timeout: exchangeTimeout}), now: px.now, cache: map[string]cachedToken{}}
 	}
@@ -380,6 +381,10 @@ func stripLists(extra []string, idHeader string) (exact, prefixes []string) {
 // larger than 64 KiB (the request line and header lines, each with
 // its CRLF) gets 431.
 func (px *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if v := proxyinspect.From(r.Context()); v != nil {
+		*v = proxyinspect.View{Describe: px.describe, AssertionIssuer: px.assertionIssuer(), JWKSPath: px.jwksPath(), OpenAnswers: px.openAnswers}
+		return
+	}
 	if headBytes(r) > maxRequestHeaderBytes {
 		headerTooLarge(w)
 		return
@@ -400,8 +405,8 @@ func (px *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // when shutting down, before and after http.Server.Shutdown's drain.
 func (px *Proxy) EndStreams(all bool) { px.streams.endStreams(all) }
 
-// OpenAnswers returns the number of upstream answers being forwarded.
-func (px *Proxy) OpenAnswers() int { return px.streams.count() }
+// openAnswers returns the number of upstream answers being forwarded.
+func (px *Proxy) openAnswers() int { return px.streams.count() }
 
 // Close stops the key sources and closes idle upstream connections. It
 // is idempotent.
@@ -439,17 +444,17 @@ func (px *Proxy) WaitReady(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// JWKSURL returns the path of the proxy's JWK Set, or "" when no route
+// jwksPath returns the path of the proxy's JWK Set, or "" when no route
 // uses assertions.
-func (px *Proxy) JWKSPath() string {
+func (px *Proxy) jwksPath() string {
 	if px.signer == nil {
 		return ""
 	}
 	return px.cfg.Assertion.JWKSPath
 }
 
-// AssertionIssuer returns the iss of the proxy's assertions.
-func (px *Proxy) AssertionIssuer() string { return px.cfg.Assertion.Issuer }
+// assertionIssuer returns the iss of the proxy's assertions.
+func (px *Proxy) assertionIssuer() string { return px.cfg.Assertion.Issuer }
 
 func health(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpguard/mcpguard/cmd/internal/audit"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/gosdk"
+	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/proxy"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
@@ -62,7 +63,7 @@ func startProxied(t *testing.T, kind behind) *proxied {
 
 	route := proxy.Route{Resource: p.public, Upstream: p.upstream, Issuers: []string{issuer}, Scopes: []string{baseScope}}
 	if kind == behindHeaders {
-		route.Identity.Mode = proxy.ModeHeaders
+		route.Identity.Mode = "headers"
 	}
 	px, err := proxy.New(proxy.Config{Routes: []proxy.Route{route}, Assertion: proxy.Assertion{Key: p.key}})
 	if err != nil {
@@ -95,7 +96,7 @@ func startProxied(t *testing.T, kind behind) *proxied {
 		return a.Handler(sdk)
 	}
 	proxyKeys := func() validate.KeySource {
-		k, err := jwks.New(jwks.Config{Issuer: px.AssertionIssuer(), JWKSURL: strings.TrimSuffix(p.public, "/mcp") + px.JWKSPath()})
+		k, err := jwks.New(jwks.Config{Issuer: proxyinspect.Of(px).AssertionIssuer, JWKSURL: strings.TrimSuffix(p.public, "/mcp") + proxyinspect.Of(px).JWKSPath})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,9 +106,9 @@ func startProxied(t *testing.T, kind behind) *proxied {
 	var h http.Handler
 	switch kind {
 	case behindAssertion:
-		h = guarded(px.AssertionIssuer(), proxyKeys())
+		h = guarded(proxyinspect.Of(px).AssertionIssuer, proxyKeys())
 	case behindAnyAudience:
-		h = guarded(px.AssertionIssuer(), proxyKeys(), "https://mcpguard-audit.invalid/another-upstream")
+		h = guarded(proxyinspect.Of(px).AssertionIssuer, proxyKeys(), "https://mcpguard-audit.invalid/another-upstream")
 	case behindPassthrough:
 		h = guarded(issuer, &validate.StaticKeys{Set: as.PublicKeys()}, p.public)
 	case behindOpen:

@@ -15,10 +15,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -80,7 +82,7 @@ func (f levelFlag) String() string {
 func (f levelFlag) Set(s string) error { return f.l.UnmarshalText([]byte(s)) }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
-	o := options{addr: "127.0.0.1:8080", identity: proxy.ModeAssertion, waitKeys: 10 * time.Second, shutdown: 10 * time.Second, logLevel: slog.LevelInfo}
+	o := options{addr: "127.0.0.1:8080", identity: "assertion", waitKeys: 10 * time.Second, shutdown: 10 * time.Second, logLevel: slog.LevelInfo}
 	fs := flag.NewFlagSet("mcpguard proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.addr, "addr", o.addr, "`host:port` to listen on")
@@ -150,7 +152,7 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
 	var cfg proxy.Config
 	if o.config != "" {
-		c, err := proxy.Load(o.config, getenv)
+		c, err := loadConfig(o.config, getenv)
 		if err != nil {
 			return err
 		}
@@ -215,7 +217,7 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 			return err
 		}
 		defer px.Close()
-		px.Describe(stdout)
+		proxyinspect.Of(px).Describe(stdout)
 		fmt.Fprintln(stdout, "configuration OK")
 		return nil
 	}
@@ -299,6 +301,25 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 	return err
 }
 
+// maxConfigBytes bounds the -config file; proxy.Parse refuses a larger
+// document.
+const maxConfigBytes = 1 << 20
+
+// loadConfig reads and parses the -config file, reading at most one
+// byte more than proxy.Parse accepts. Errors wrap proxy.ErrConfig.
+func loadConfig(path string, getenv func(string) string) (proxy.Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return proxy.Config{}, fmt.Errorf("%w: %w", proxy.ErrConfig, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return proxy.Config{}, fmt.Errorf("%w: %w", proxy.ErrConfig, err)
+	}
+	return proxy.Parse(path, b, getenv)
+}
+
 // policyScopes are the scopes the development server may grant: every
 // scope of the route's policy.
 func policyScopes(r proxy.Route) []string {
@@ -361,8 +382,8 @@ func printBanner(w io.Writer, addr string, cfg proxy.Config, px *proxy.Proxy, de
 	for _, r := range cfg.Routes {
 		fmt.Fprintf(w, "  %s -> %s (issuers %s)\n", r.Resource, r.Upstream, strings.Join(r.Issuers, " "))
 	}
-	if p := px.JWKSPath(); p != "" {
-		fmt.Fprintf(w, "  assertion issuer %s, public keys at http://%s%s\n", px.AssertionIssuer(), addr, p)
+	if v := proxyinspect.Of(px); v.JWKSPath != "" {
+		fmt.Fprintf(w, "  assertion issuer %s, public keys at http://%s%s\n", v.AssertionIssuer, addr, v.JWKSPath)
 	}
 	fmt.Fprintf(w, "  health: http://%s/healthz, readiness: http://%s/readyz\n", addr, addr)
 	if dev != nil {
