@@ -299,8 +299,10 @@ type Identity struct {
 
 // Exchange configures RFC 8693 token exchange.
 type Exchange struct {
-	// TokenEndpoint is the authorization server's token endpoint.
-	// Required in the exchange mode: https, or http on a loopback host.
+	// TokenEndpoint is the authorization server's token endpoint: https,
+	// or http on a loopback host. Empty means the token_endpoint of the
+	// metadata of the client token's issuer (RFC 8414, then OpenID
+	// Connect Discovery), discovered at its first exchange.
 	TokenEndpoint string `yaml:"token_endpoint"`
 	// ClientID is the proxy's client at the authorization server (HTTP
 	// Basic authentication). Required in the exchange mode.
@@ -686,10 +688,10 @@ func checkRoute(i int, r *Route) error {
 		}
 	case modeExchange:
 		ex := &id.Exchange
-		if ex.TokenEndpoint == "" || ex.ClientID == "" {
-			return fmt.Errorf("%w: %s.identity.exchange: token_endpoint and client_id are required", ErrConfig, at)
+		if ex.ClientID == "" {
+			return fmt.Errorf("%w: %s.identity.exchange: client_id is required", ErrConfig, at)
 		}
-		if _, err := fetch.CheckURL(ex.TokenEndpoint, true); err != nil {
+		if _, err := fetch.CheckURL(ex.TokenEndpoint, true); ex.TokenEndpoint != "" && err != nil {
 			return fmt.Errorf("%w: %s.identity.exchange.token_endpoint: must be https, or http on a loopback host", ErrConfig, at)
 		}
 		if ex.ClientSecret == "" {

@@ -14,7 +14,7 @@ func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Direct: true,
 		Allowed: []string{
-			deptest.Module, deptest.Module + "/middleware", deptest.Module + "/prm", deptest.Module + "/validate",
+			deptest.Module, deptest.Module + "/middleware", deptest.Module + "/prm", deptest.Module + "/asmeta", deptest.Module + "/validate",
 			deptest.Module + "/validate/jwks", deptest.Module + "/validate/dpop", deptest.Module + "/validate/introspect", deptest.Module + "/internal/fetch", deptest.Module + "/internal/strictjson", deptest.Module + "/internal/answer", deptest.Module + "/internal/mwdefault", deptest.Module + "/internal/proxyinspect",
 			deptest.Module + "/redisstore", "github.com/redis/go-redis/v9",
 			"github.com/go-jose/go-jose/v4", "github.com/go-jose/go-jose/v4/jwt",

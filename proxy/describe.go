@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -39,7 +40,7 @@ func (px *Proxy) describe(w io.Writer) {
 				px.cfg.Assertion.Issuer, id.a.audience, id.a.ttl, id.header, px.cfg.Assertion.JWKSPath)
 		case *exchangeIdentity:
 			fmt.Fprintf(w, "  identity:          exchange (RFC 8693 at %s as client %s, audience %s, header %s)\n",
-				id.cfg.TokenEndpoint, id.cfg.ClientID, id.audience, id.header)
+				cmp.Or(id.cfg.TokenEndpoint, "the token_endpoint discovered from the token's issuer"), id.cfg.ClientID, id.audience, id.header)
 		default:
 			fmt.Fprintf(w, "  identity:          headers (plain X-Mcpguard-* headers; loopback or unix-socket upstream only)\n")
 		}

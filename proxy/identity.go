@@ -70,6 +70,9 @@ type exchangeIdentity struct {
 	bearer   bool
 	client   *http.Client
 	now      func() time.Time
+	// endpoints discovers the token endpoint when cfg.TokenEndpoint is
+	// empty (exchange_discovery.go).
+	endpoints *tokenEndpoints
 
 	flight singleflight.Group
 	mu     sync.Mutex
@@ -103,7 +106,7 @@ func (e *exchangeIdentity) set(ctx context.Context, st *reqState, p *middleware.
 	}
 	v, err, _ := e.flight.Do(key, func() (any, error) {
 		// The exchange outlives a client that leaves: others may wait on it.
-		return e.exchange(context.WithoutCancel(ctx), subject, key)
+		return e.exchange(context.WithoutCancel(ctx), p.Issuer, subject, key)
 	})
 	if err != nil {
 		return err
@@ -129,7 +132,15 @@ func clientToken(r *http.Request) (string, error) {
 // exchangeTimeout bounds one token exchange.
 const exchangeTimeout = 10 * time.Second
 
-func (e *exchangeIdentity) exchange(ctx context.Context, subject, key string) (string, error) {
+func (e *exchangeIdentity) exchange(ctx context.Context, issuer, subject, key string) (string, error) {
+	endpoint := e.cfg.TokenEndpoint
+	if endpoint == "" {
+		ep, err := e.endpoints.get(ctx, issuer)
+		if err != nil {
+			return "", err
+		}
+		endpoint = ep
+	}
 	ctx, cancel := context.WithTimeout(ctx, exchangeTimeout)
 	defer cancel()
 	form := url.Values{
@@ -146,7 +157,7 @@ func (e *exchangeIdentity) exchange(ctx context.Context, subject, key string) (s
 	hdr := http.Header{}
 	hdr.Set("Authorization", "Basic "+basicAuth(e.cfg.ClientID, e.cfg.ClientSecret))
 	start := e.now()
-	resp, err := fetch.PostForm(ctx, e.client, e.cfg.TokenEndpoint, form, hdr, defaultExchangeMaxResponse)
+	resp, err := fetch.PostForm(ctx, e.client, endpoint, form, hdr, defaultExchangeMaxResponse)
 	if err != nil {
 		var se *fetch.StatusError
 		if errors.As(err, &se) && se.Code < 500 {

@@ -258,8 +258,9 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 		x.identity = headersIdentity{}
 		rl.Warn("proxy: identity mode headers: the upstream trusts plain X-Mcpguard-* headers; keep it reachable by the proxy only", "upstream", r.Upstream)
 	case modeExchange:
+		hc := fetch.NewClient(fetch.ClientConfig{Timeout: exchangeTimeout})
 		x.identity = &exchangeIdentity{cfg: r.Identity.Exchange, audience: audience, resource: r.Upstream, header: header, bearer: bearer,
-			client: fetch.NewClient(fetch.ClientConfig{Timeout: exchangeTimeout}), now: px.now, cache: map[string]cachedToken{}}
+			client: hc, now: px.now, cache: map[string]cachedToken{}, endpoints: newTokenEndpoints(hc, px.now)}
 	}
 	dp, _ := dpopPolicy(r.DPoP)
 	proof := dpop.Config{
