@@ -340,7 +340,7 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, rf *re
 		// they are challenged uncounted.
 		storeKey := p.stepUpID() + "\x00" + need.key
 		now := m.cfg.Now()
-		n, err := m.cfg.StepUpStore.Incr(r.Context(), stepUpPartition(p), storeKey, m.cfg.StepUpWindow, now)
+		n, err := m.incrStepUp(r.Context(), p, storeKey, now)
 		// Remember the challenge here, so that a later success of p with
 		// these scopes resets the counter (the terminal answer included:
 		// a principal that is granted the scope later gets its bound back).

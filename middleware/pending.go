@@ -25,8 +25,11 @@ const pendingPerPrincipal = 16
 // stepUpPartition): when it is full, a principal of the client holding
 // the most leaves, so a client minting endless subjects that are all
 // challenged evicts only its own users' entries, never those of a client
-// with fewer. Entries expire with the step-up window. Dropping an entry
-// early only means that the counter is not reset: the bound fails closed.
+// with fewer. Each principal holds one entry (at most pendingPerPrincipal
+// scope sets), so inside a client every principal weighs the same: one
+// principal cannot take more of its client's share than another. Entries
+// expire with the step-up window. Dropping an entry early only means that
+// the counter is not reset: the bound fails closed.
 //
 // The hot path of an authorized request reads one atomic counter and stops
 // there when nothing is pending; when something is pending, it looks the
@@ -68,6 +71,16 @@ func stepUpPartition(p *Principal) string {
 		return strconv.Itoa(len(p.Issuer)) + ":" + p.Issuer + "\x00s:" + p.Subject
 	}
 	return strconv.Itoa(len(p.Issuer)) + ":" + p.Issuer + "\x00c:" + p.ClientID
+}
+
+// stepUpSub is the second fairness level of p's step-up counters, inside
+// stepUpPartition: its subject when the partition is its client's (one
+// client_id, many users), "" when the partition is already its own.
+func stepUpSub(p *Principal) string {
+	if p.ClientID == "" {
+		return ""
+	}
+	return p.Subject
 }
 
 // add records that p was challenged for scopes (store key storeKey) until

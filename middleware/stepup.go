@@ -24,7 +24,9 @@ import (
 // for a token without a client). A bounded store shares its capacity
 // fairly between partitions, so that one client cannot fill it for the
 // others (as validate/dpop's ReplayStore does); the same key always comes
-// with the same partition.
+// with the same partition. The in-memory store (Config.StepUpStore nil)
+// also shares a partition fairly between its principals, so that one user
+// of a shared public client cannot evict the counters of its other users.
 type StepUpStore interface {
 	// Incr adds one to the counter of key (in partition) and returns the
 	// new count. A counter lives in a fixed window that starts at the Incr
@@ -48,13 +50,19 @@ type StepUpStore interface {
 	Reset(ctx context.Context, partition, key string) error
 }
 
-// memoryStepUpStore is an in-process [StepUpStore] holding at most a fixed
-// number of counters, shared fairly between partitions: when it is full,
-// expired counters are dropped first, then the counter of the partition
-// holding the most whose window ends first. A client minting endless
-// principals therefore loses only its own counters (which restarts them:
-// its own bound loosens), never another client's. It is safe for
-// concurrent use.
+// memoryStepUpStore is the in-process [StepUpStore] of a Config whose
+// StepUpStore is nil, holding at most a fixed number of counters, shared
+// fairly between partitions (issuer and client) and, inside a partition,
+// between its principals: when it is full, expired counters are dropped
+// first, then, of the partition holding the most, the counter of its
+// principal holding the most whose window ends first. A client minting
+// endless principals therefore loses only its own counters (which
+// restarts them: its own bound loosens), never another client's; and one
+// principal of a shared public client (one client_id, many users)
+// challenged for endless scope sets loses only its own, never those of
+// the client's other users. The middleware passes the principal through
+// incrIn; through the [StepUpStore] methods (tests), every counter of a
+// partition is the unnamed principal's. It is safe for concurrent use.
 type memoryStepUpStore struct {
 	mu sync.Mutex
 	c  *fairlru.Cache[string, *stepUpCounter]
@@ -75,14 +83,31 @@ func newMemoryStepUpStore(maxKeys int) *memoryStepUpStore {
 
 // Incr implements [StepUpStore]. It never returns an error.
 func (s *memoryStepUpStore) Incr(_ context.Context, partition, key string, window time.Duration, now time.Time) (int, error) {
+	return s.incrIn(partition, "", key, window, now), nil
+}
+
+// incrIn is Incr of a counter of principal (fairlru's subpartition) in
+// partition.
+func (s *memoryStepUpStore) incrIn(partition, principal, key string, window time.Duration, now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.c.Peek(key, now); e != nil {
 		e.Value.n++
-		return e.Value.n, nil
+		return e.Value.n
 	}
-	s.c.Add(partition, key, &stepUpCounter{n: 1}, now.Add(window), now)
-	return 1, nil
+	s.c.AddIn(partition, principal, key, &stepUpCounter{n: 1}, now.Add(window), now)
+	return 1
+}
+
+// incrStepUp counts one challenge of p for the scope set of storeKey: in
+// the in-memory store with p's subject as the second fairness level, in a
+// Config.StepUpStore with the partition alone.
+func (m *Middleware) incrStepUp(ctx context.Context, p *Principal, storeKey string, now time.Time) (int, error) {
+	part := stepUpPartition(p)
+	if s, ok := m.cfg.StepUpStore.(*memoryStepUpStore); ok {
+		return s.incrIn(part, stepUpSub(p), storeKey, m.cfg.StepUpWindow, now), nil
+	}
+	return m.cfg.StepUpStore.Incr(ctx, part, storeKey, m.cfg.StepUpWindow, now)
 }
 
 // Reset implements [StepUpStore]. It never returns an error.

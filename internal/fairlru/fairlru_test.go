@@ -151,3 +151,69 @@ func TestTiesGoAgainstTheAdder(t *testing.T) {
 		t.Fatal("victim evicted")
 	}
 }
+
+// TestSubpartitionFloodEvictsOnlyTheFlooder: one subpartition of the
+// largest partition adding 10x the bound never evicts the entries of the
+// partition's other subpartitions, nor those of another partition.
+func TestSubpartitionFloodEvictsOnlyTheFlooder(t *testing.T) {
+	for _, byExpiry := range []bool{false, true} {
+		t.Run(fmt.Sprint("byExpiry=", byExpiry), func(t *testing.T) {
+			const bound = 64
+			c := New[string, int](Config{MaxEntries: bound, ByExpiry: byExpiry})
+			for i := range 4 {
+				c.AddIn("client", fmt.Sprint("victim", i%2), fmt.Sprint("v", i), i, t0.Add(time.Minute), t0)
+				c.Add("other", fmt.Sprint("o", i), i, t0.Add(time.Minute), t0)
+			}
+			// More of the client's principals, one entry each, added
+			// after the victims: the client stays the largest partition.
+			for i := range 8 {
+				c.AddIn("client", fmt.Sprint("user", i), fmt.Sprint("u", i), i, t0.Add(time.Hour), t0)
+			}
+			for i := range 10 * bound {
+				ev, ok := c.AddIn("client", "flooder", fmt.Sprint("f", i), i, t0.Add(time.Duration(i)*time.Second+2*time.Minute), t0)
+				if !ok {
+					t.Fatalf("flood Add %d refused", i)
+				}
+				if ev != nil && (ev.Partition != "client" || ev.Sub != "flooder") {
+					t.Fatalf("flood Add %d evicted %s of %s/%s", i, ev.Key, ev.Partition, ev.Sub)
+				}
+			}
+			for _, k := range []string{"v0", "v1", "v2", "v3", "o0", "o1", "o2", "o3", "u0", "u7"} {
+				if c.Get(k, t0) == nil {
+					t.Errorf("entry %s evicted", k)
+				}
+			}
+			if c.Len() != bound || c.SubLen("client", "flooder") != bound-16 || c.PartitionLen("client") != bound-4 {
+				t.Errorf("Len %d, flooder %d, client %d; want %d, %d, %d", c.Len(), c.SubLen("client", "flooder"), c.PartitionLen("client"), bound, bound-16, bound-4)
+			}
+			if c.SubLen("client", "victim0") != 2 || c.SubLen("client", "nobody") != 0 || c.SubLen("nobody", "") != 0 {
+				t.Errorf("SubLen victim0 %d", c.SubLen("client", "victim0"))
+			}
+		})
+	}
+}
+
+// TestSubpartitionTies: among a partition's subpartitions of one entry
+// each, the entry of lowest rank leaves (as without subpartitions); the
+// adding subpartition loses its own when it holds as many as the largest.
+func TestSubpartitionTies(t *testing.T) {
+	c := New[string, int](Config{MaxEntries: 4})
+	for i := range 4 {
+		c.AddIn("p", fmt.Sprint("s", i), fmt.Sprint("k", i), i, time.Time{}, t0)
+	}
+	c.Get("k0", t0) // a second chance: k1 is the oldest unread
+	if ev, _ := c.AddIn("p", "new", "n1", 0, time.Time{}, t0); ev == nil || ev.Key != "k1" {
+		t.Fatalf("evicted %v; want k1", ev)
+	}
+	// "new" holds one, as many as every other: it loses its own.
+	if ev, _ := c.AddIn("p", "new", "n2", 0, time.Time{}, t0); ev == nil || ev.Key != "n1" {
+		t.Fatalf("evicted %v; want n1", ev)
+	}
+	c.Remove("n2")
+	c.Remove("k0")
+	c.Remove("k2")
+	c.Remove("k3")
+	if c.Len() != 0 || len(c.parts) != 0 || len(c.subs) != 0 || len(c.big) != 0 {
+		t.Fatalf("not empty: %d %d %d %d", c.Len(), len(c.parts), len(c.subs), len(c.big))
+	}
+}
