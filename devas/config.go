@@ -17,10 +17,10 @@ import (
 
 // Defaults.
 const (
-	// DefaultSubject and DefaultTenant identify the auto-approved
+	// defaultSubject and defaultTenant identify the auto-approved
 	// development user.
-	DefaultSubject = "dev-user"
-	DefaultTenant  = "tenant-a"
+	defaultSubject = "dev-user"
+	defaultTenant  = "tenant-a"
 	// defaultTokenTTL is the access token lifetime.
 	defaultTokenTTL = time.Hour
 	// defaultRefreshTokenTTL is the refresh token lifetime.
@@ -76,7 +76,7 @@ type Config struct {
 	// requested, so step-up authorization can be exercised.
 	GrantScopes func(clientID, subject string, requested []string) []string
 	// Subject and Tenant identify the development user every request is
-	// approved for. Empty means [DefaultSubject] and [DefaultTenant].
+	// approved for. Empty means "dev-user" and "tenant-a".
 	// Tokens carry them as "sub" and "tenant".
 	Subject string
 	Tenant  string
@@ -167,10 +167,10 @@ type Config struct {
 
 func (c Config) withDefaults() Config {
 	if c.Subject == "" {
-		c.Subject = DefaultSubject
+		c.Subject = defaultSubject
 	}
 	if c.Tenant == "" {
-		c.Tenant = DefaultTenant
+		c.Tenant = defaultTenant
 	}
 	if c.TokenTTL == 0 {
 		c.TokenTTL = defaultTokenTTL

@@ -19,6 +19,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/validate/dpop", // token-request proofs (RFC 9449 §5)
 			deptest.Module + "/internal/scopetoken",
 			deptest.Module + "/internal/clientrecord",
+			deptest.Module + "/internal/devmint", // the sealed minting capability
 			"github.com/go-jose/go-jose/v4/...",
 		},
 	}.Check(t, ".")

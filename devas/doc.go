@@ -49,6 +49,7 @@
 // Subject and tenant: tokens are issued for [Config.Subject] in
 // [Config.Tenant] ("dev-user", "tenant-a" by default). Tests that need
 // several users or tenants set [Config.AllowLoginHint] and add
-// login_hint=subject@tenant to the authorization URL, or mint tokens
-// directly with [Server.IssueToken].
+// login_hint=subject@tenant to the authorization URL; tests in this
+// module mint tokens directly through internal/devmint, a user's tests
+// with package authtest.
 package devas

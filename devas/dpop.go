@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"slices"
 
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/validate/dpop"
 )
 
@@ -82,13 +83,13 @@ func tokenType(g grant) string {
 	return "Bearer"
 }
 
-// IssueBoundToken is [Server.IssueToken] for a token bound to the DPoP key
+// issueBoundToken is [Server.issueToken] for a token bound to the DPoP key
 // whose RFC 7638 thumbprint is jkt (cnf.jkt, RFC 9449 §6.1), for tests.
-func (s *Server) IssueBoundToken(jkt, subject, tenant, clientID, resource string, scopes []string) (string, error) {
+func (s *Server) issueBoundToken(jkt, subject, tenant, clientID, resource string, scopes []string) (string, error) {
 	if jkt == "" || len(jkt) > maxParamBytes {
-		return "", fmt.Errorf("%w: jkt is required", ErrInvalidArgument)
+		return "", fmt.Errorf("%w: jkt is required", devmint.ErrInvalidArgument)
 	}
-	if _, err := s.IssueToken(subject, tenant, clientID, resource, scopes); err != nil { // the same checks
+	if _, err := s.issueToken(subject, tenant, clientID, resource, scopes); err != nil { // the same checks
 		return "", err
 	}
 	tok, _, err := s.mint(grant{ClientID: clientID, Subject: subject, Tenant: tenant, Resource: resource, Scopes: slices.Clone(scopes), JKT: jkt})

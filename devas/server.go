@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/cimd"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/validate/dpop"
 )
 
@@ -79,7 +80,7 @@ func New(cfg Config) (*Server, error) {
 	if secrets {
 		s.methods = append(s.methods, "client_secret_basic", "client_secret_post")
 	}
-	if s.metaJSON, err = json.Marshal(s.Metadata()); err != nil {
+	if s.metaJSON, err = json.Marshal(s.metadata()); err != nil {
 		return nil, fmt.Errorf("%w: metadata: %w", ErrConfig, err)
 	}
 	if s.jwksJSON, err = json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{s.pub}}); err != nil {
@@ -177,7 +178,7 @@ func (s *Server) issuerPath() string {
 // issuer's origin, or route these paths to it unchanged):
 //
 //   - /.well-known/oauth-authorization-server[/issuer-path] and the OpenID
-//     Connect Discovery locations: the metadata of [Server.Metadata]
+//     Connect Discovery locations: the server's RFC 8414 metadata
 //     (the same document at each; no ID tokens are issued);
 //   - issuer-path/authorize: the authorization endpoint (GET; POST from
 //     the consent page);
@@ -191,6 +192,10 @@ func (s *Server) issuerPath() string {
 // browser-based clients such as MCP Inspector's web UI can discover,
 // register and exchange codes. Anything else is 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if m := devmint.From(r.Context()); m != nil {
+		*m = devmint.Minter{IssueToken: s.issueToken, IssueBoundToken: s.issueBoundToken}
+		return
+	}
 	h, ok := s.routes[r.URL.Path]
 	if !ok {
 		http.NotFound(w, r)
@@ -199,7 +204,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h(w, r)
 }
 
-// Metadata returns the server's RFC 8414 metadata, built with
+// metadata returns the server's RFC 8414 metadata, built with
 // [cimd.ServerMetadata]: code_challenge_methods_supported ["S256"],
 // authorization_response_iss_parameter_supported (RFC 9207; every
 // authorization response carries iss), response_types_supported
@@ -213,7 +218,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // implemented. dpop_signing_alg_values_supported (RFC 9449 §5.1) lists
 // the proof algorithms of the token endpoint, which binds a token to the
 // key of any valid DPoP proof sent with its request.
-func (s *Server) Metadata() asmeta.Metadata {
+func (s *Server) metadata() asmeta.Metadata {
 	iss := s.cfg.Issuer
 	grants := []string{"authorization_code"}
 	if s.cfg.RefreshTokens {

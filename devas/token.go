@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/devmint"
 )
 
 // grant is what an access token (and a refresh token) is issued for.
@@ -35,7 +37,7 @@ type accessClaims struct {
 	Cnf       *confirmation `json:"cnf,omitempty"` // DPoP binding (dpop.go)
 }
 
-// IssueToken mints an access token directly, without any flow: for tests
+// issueToken mints an access token directly, without any flow: for tests
 // and for trying a protected MCP server with curl. The token is the same
 // as one issued by the token endpoint: a compact JWS with header typ
 // "at+jwt" and kid, and claims iss, sub, aud (resource, a string),
@@ -43,21 +45,21 @@ type accessClaims struct {
 // when empty), jti, iat, nbf and exp (RFC 9068 §2.2), valid for
 // Config.TokenTTL.
 //
-// resource must be one of Config.Resources ([ErrUnknownResource]).
+// resource must be one of Config.Resources ([devmint.ErrUnknownResource]).
 // subject and clientID must be non-empty and scopes must be scope tokens
-// ([ErrInvalidArgument]); scopes are not checked against Config.Scopes,
+// ([devmint.ErrInvalidArgument]); scopes are not checked against Config.Scopes,
 // so tests can mint tokens the flows would refuse.
-func (s *Server) IssueToken(subject, tenant, clientID, resource string, scopes []string) (string, error) {
+func (s *Server) issueToken(subject, tenant, clientID, resource string, scopes []string) (string, error) {
 	if subject == "" || clientID == "" || len(subject) > maxParamBytes || len(clientID) > maxURLBytes || len(tenant) > maxParamBytes {
-		return "", fmt.Errorf("%w: subject and clientID are required", ErrInvalidArgument)
+		return "", fmt.Errorf("%w: subject and clientID are required", devmint.ErrInvalidArgument)
 	}
 	for _, sc := range scopes {
 		if !validScopeToken(sc) {
-			return "", fmt.Errorf("%w: invalid scope", ErrInvalidArgument)
+			return "", fmt.Errorf("%w: invalid scope", devmint.ErrInvalidArgument)
 		}
 	}
 	if !slices.Contains(s.cfg.Resources, resource) {
-		return "", ErrUnknownResource
+		return "", devmint.ErrUnknownResource
 	}
 	tok, _, err := s.mint(grant{ClientID: clientID, Subject: subject, Tenant: tenant, Resource: resource, Scopes: slices.Clone(scopes)})
 	return tok, err

@@ -28,6 +28,7 @@ import (
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/proxy"
@@ -247,7 +248,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 // authorization server.
 func (e *env) token(t *testing.T, subject, tenant string, scopes ...string) string {
 	t.Helper()
-	tok, err := e.as.IssueToken(subject, tenant, rawClientID, e.mcpURL, scopes)
+	tok, err := devmint.Of(e.as).IssueToken(subject, tenant, rawClientID, e.mcpURL, scopes)
 	if err != nil {
 		t.Fatalf("IssueToken: %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
 )
 
@@ -28,8 +27,8 @@ func TestDiscoveryToWhoami(t *testing.T) {
 				var got server.WhoamiResult
 				callJSON(ctx, t, cs, server.ToolWhoami, map[string]any{}, &got)
 				want := server.WhoamiResult{
-					Subject:  devas.DefaultSubject,
-					Tenant:   devas.DefaultTenant,
+					Subject:  "dev-user",
+					Tenant:   "tenant-a",
 					ClientID: got.ClientID, // checked below
 					Scopes:   []string{baseScope},
 				}

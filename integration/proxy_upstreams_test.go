@@ -22,6 +22,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/proxy"
 )
@@ -149,7 +150,7 @@ func newProxied(t *testing.T, mk func(jwksURL, issuer string) string) *proxied {
 
 func (p *proxied) token(t *testing.T, sub string) string {
 	t.Helper()
-	tok, err := p.as.IssueToken(sub, "acme", "proxied-client", p.resource, []string{baseScope})
+	tok, err := devmint.Of(p.as).IssueToken(sub, "acme", "proxied-client", p.resource, []string{baseScope})
 	if err != nil {
 		t.Fatal(err)
 	}

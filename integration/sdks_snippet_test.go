@@ -16,6 +16,7 @@ import (
 	mcpguard "github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/gosdk"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/mcpgo"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/prm"
@@ -132,7 +133,7 @@ func newSnippetEnv(t *testing.T, mcpTS *httptest.Server) *snippetEnv {
 
 func (e *snippetEnv) token(t *testing.T, subject, tenant string, scopes ...string) string {
 	t.Helper()
-	tok, err := e.as.IssueToken(subject, tenant, "snippet-client", e.resource, scopes)
+	tok, err := devmint.Of(e.as).IssueToken(subject, tenant, "snippet-client", e.resource, scopes)
 	if err != nil {
 		t.Fatal(err)
 	}

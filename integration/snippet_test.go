@@ -10,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/prm"
 	"github.com/mcpguard/mcpguard/validate"
@@ -80,7 +81,7 @@ func TestDocSnippet(t *testing.T) {
 	if r.status != http.StatusUnauthorized {
 		t.Fatalf("without token: %d %s", r.status, r.body)
 	}
-	tok, err := as.IssueToken("snippet-user", "", "c", resource, []string{"mcp:tools"})
+	tok, err := devmint.Of(as).IssueToken("snippet-user", "", "c", resource, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -105,7 +106,7 @@ func newBenchTargets(b testing.TB, up *httptest.Server) *benchTargets {
 		FlushInterval: -1,
 	})
 	b.Cleanup(plain.Close)
-	tok, err := as.IssueToken("bench", "acme", "bench-client", resource, []string{baseScope})
+	tok, err := devmint.Of(as).IssueToken("bench", "acme", "bench-client", resource, []string{baseScope})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/gosdk"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/proxy"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
@@ -202,7 +203,7 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func (e *testEnv) token(t *testing.T, subject string, scopes ...string) string {
 	t.Helper()
-	tok, err := e.as.IssueToken(subject, "acme", testClient, e.resource, scopes)
+	tok, err := devmint.Of(e.as).IssueToken(subject, "acme", testClient, e.resource, scopes)
 	if err != nil {
 		t.Fatalf("IssueToken: %v", err)
 	}

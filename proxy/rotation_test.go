@@ -23,6 +23,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -81,7 +82,7 @@ func TestAssertionKeyRotation(t *testing.T) {
 	})
 	t.Cleanup(upTS.Close)
 
-	tok, err := as.IssueToken("alice", "acme", testClient, resource, []string{baseScope})
+	tok, err := devmint.Of(as).IssueToken("alice", "acme", testClient, resource, []string{baseScope})
 	if err != nil {
 		t.Fatal(err)
 	}

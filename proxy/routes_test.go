@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/internal/redistest"
 	"github.com/mcpguard/mcpguard/proxy"
 )
@@ -84,7 +85,7 @@ func TestRoutes(t *testing.T) {
 			Validation: proxy.Validation{TenantClaim: "tenant"}},
 	}})
 	tok := func(resource string, scopes ...string) http.Header {
-		s, err := as.IssueToken("alice", "acme", testClient, resource, scopes)
+		s, err := devmint.Of(as).IssueToken("alice", "acme", testClient, resource, scopes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -279,7 +280,7 @@ func TestReplicasShareSessions(t *testing.T) {
 	}
 	lb.Close()
 	token := func(sub string) http.Header {
-		s, err := as.IssueToken(sub, "acme", testClient, resource, nil)
+		s, err := devmint.Of(as).IssueToken(sub, "acme", testClient, resource, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

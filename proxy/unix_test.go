@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -95,7 +96,7 @@ func TestUnixSocketUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tok, err := as.IssueToken("alice", "acme", testClient, resource, []string{baseScope})
+	tok, err := devmint.Of(as).IssueToken("alice", "acme", testClient, resource, []string{baseScope})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/gosdk"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
@@ -186,7 +187,7 @@ assertion:
 	}
 
 	tok := func(sub, tenant string) string {
-		tk, err := as.IssueToken(sub, tenant, "audit-cli", resource, []string{"mcp:tools"})
+		tk, err := devmint.Of(as).IssueToken(sub, tenant, "audit-cli", resource, []string{"mcp:tools"})
 		if err != nil {
 			t.Fatal(err)
 		}

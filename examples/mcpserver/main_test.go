@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
 
@@ -328,7 +329,7 @@ func TestRunExternalIssuer(t *testing.T) {
 	if ep.DevAS || ep.Issuer != issuer || ep.MCP != resource {
 		t.Fatalf("endpoints = %+v", ep)
 	}
-	tok, err := as.IssueToken("ext-user", "ext-tenant", "ext-client", resource, []string{"mcp:tools"})
+	tok, err := devmint.Of(as).IssueToken("ext-user", "ext-tenant", "ext-client", resource, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}

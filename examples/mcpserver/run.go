@@ -16,6 +16,7 @@ import (
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
@@ -314,7 +315,7 @@ and follow the resource_metadata URL of the 401. See README.md.
 	if !o.devAutoApprove {
 		approve = "it shows a consent page for every authorization request"
 	}
-	tok, err := dev.IssueToken(devas.DefaultSubject, devas.DefaultTenant, devCLIClientID, ep.MCP,
+	tok, err := devmint.Of(dev).IssueToken("dev-user", "tenant-a", devCLIClientID, ep.MCP,
 		union(o.scopes, []string{server.ScopeNotesRead}))
 	if err != nil {
 		tok = "(could not mint a token: " + err.Error() + ")"
@@ -343,7 +344,7 @@ notes_write answers 403 insufficient_scope with that token: step-up
 authorization. README.md walks through the whole authorization code
 flow with curl (client_id %s) and through connecting a real issuer.
 
-`, devas.DefaultSubject, devas.DefaultTenant, approve, ep.Issuer, ep.MCP,
-		devas.DefaultSubject, devas.DefaultTenant, strings.Join(union(o.scopes, []string{server.ScopeNotesRead}), " "),
+`, "dev-user", "tenant-a", approve, ep.Issuer, ep.MCP,
+		"dev-user", "tenant-a", strings.Join(union(o.scopes, []string{server.ScopeNotesRead}), " "),
 		tok, ep.MCP, devCLIClientID)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/mcpguard/mcpguard/cmd/internal/audit"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/gosdk"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/proxy"
 	"github.com/mcpguard/mcpguard/validate"
@@ -130,7 +131,7 @@ func startProxied(t *testing.T, kind behind) *proxied {
 	if err := px.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady: %v", err)
 	}
-	p.token, err = as.IssueToken("alice", "t1", "cli", p.public, []string{baseScope})
+	p.token, err = devmint.Of(as).IssueToken("alice", "t1", "cli", p.public, []string{baseScope})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
 	"github.com/mcpguard/mcpguard/gosdk"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/prm"
 	"github.com/mcpguard/mcpguard/validate"
@@ -102,7 +103,7 @@ func newEnv(t *testing.T, build func(*env) http.Handler, asWrap func(http.Handle
 
 func (e *env) token(t *testing.T, sub, tenant string, scopes ...string) string {
 	t.Helper()
-	tok, err := e.as.IssueToken(sub, tenant, clientID, e.mcpURL, scopes)
+	tok, err := devmint.Of(e.as).IssueToken(sub, tenant, clientID, e.mcpURL, scopes)
 	if err != nil {
 		t.Fatalf("IssueToken: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/validate"
 )
 
@@ -53,7 +54,7 @@ func startExample(t *testing.T, wrap func(http.Handler) http.Handler) (endpoint,
 	mcpTS.Config.Handler = h
 	mcpTS.Start()
 	t.Cleanup(mcpTS.Close)
-	token, err = as.IssueToken("alice", "t1", "cli", endpoint, []string{"mcp:tools"})
+	token, err = devmint.Of(as).IssueToken("alice", "t1", "cli", endpoint, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}

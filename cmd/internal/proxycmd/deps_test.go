@@ -14,7 +14,7 @@ func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Direct: true,
 		Allowed: []string{
-			deptest.Module + "/proxy", deptest.Module + "/devas", deptest.Module + "/otelguard", deptest.Module + "/internal/proxyinspect",
+			deptest.Module + "/proxy", deptest.Module + "/devas", deptest.Module + "/otelguard", deptest.Module + "/internal/proxyinspect", deptest.Module + "/internal/devmint",
 			"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/propagation",
 			"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp", "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp",
 			"go.opentelemetry.io/otel/sdk/metric", "go.opentelemetry.io/otel/sdk/resource", "go.opentelemetry.io/otel/sdk/trace",

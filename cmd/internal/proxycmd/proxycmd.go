@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/proxy"
 )
@@ -29,7 +30,7 @@ const (
 	exitOK     = 0
 	exitError  = 1
 	exitUsage  = 2
-	devSubject = devas.DefaultSubject
+	devSubject = "dev-user"
 )
 
 // Server bounds. An authorized answer gets its read deadline cleared and
@@ -388,7 +389,7 @@ func printBanner(w io.Writer, addr string, cfg proxy.Config, px *proxy.Proxy, de
 	fmt.Fprintf(w, "  health: http://%s/healthz, readiness: http://%s/readyz\n", addr, addr)
 	if dev != nil {
 		r := cfg.Routes[0]
-		tok, err := dev.IssueToken(devSubject, devas.DefaultTenant, "mcpguard-dev-cli", r.Resource, r.Scopes)
+		tok, err := devmint.Of(dev).IssueToken(devSubject, "tenant-a", "mcpguard-dev-cli", r.Resource, r.Scopes)
 		if err != nil {
 			tok = "(none: " + err.Error() + ")"
 		}
