@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 )
 
 // TestExchangeDiscoveredTokenEndpoint (issue 23 item 3, the exchange
@@ -105,7 +106,7 @@ func TestExchangeDiscoveredTokenEndpoint(t *testing.T) {
 	afterStart := metadataGets // the key discovery's
 	mu.Unlock()
 
-	tok, err := as.IssueToken("alice", "tenant-a", e2eClientID, resource, []string{"mcp:tools"})
+	tok, err := devmint.Of(as).IssueToken("alice", "tenant-a", e2eClientID, resource, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestExchangeDiscoveredTokenEndpoint(t *testing.T) {
 	// called, no exchange sent.
 	startProxyCmd(t, addr2, cfg(resource2), env)
 	metadataDown.Store(true)
-	tok2, err := as.IssueToken("bob", "tenant-b", e2eClientID, resource2, []string{"mcp:tools"})
+	tok2, err := devmint.Of(as).IssueToken("bob", "tenant-b", e2eClientID, resource2, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}
