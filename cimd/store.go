@@ -11,7 +11,7 @@ import (
 
 // Store persists dynamically registered clients. It is the consumer-side
 // interface [Registry] and [DCRHandler] need; cimd/boltstore (embedded
-// and persistent, one process) and redisstore.ClientStore (shared by
+// and persistent, one process) and redisstore.NewClientStore (shared by
 // replicas) implement it.
 // Implementations must be safe for concurrent use. Persist a Client as
 // JSON (encoding/json with SetEscapeHTML(false): plain json.Marshal

@@ -16,20 +16,29 @@ import (
 // Config.ClientTTL is zero.
 const defaultClientTTL = 90 * 24 * time.Hour
 
-// ClientStore is a cimd.Store in Redis: registrations made on one
-// replica are known to every replica. Records are the clients' JSON, not HTML-escaped
-// (secret hashes, never secrets), each at most 32 KiB.
-// Create it with [NewClientStore]. It is safe for concurrent use.
-type ClientStore struct {
+// clientStore is the cimd.Store of [NewClientStore].
+type clientStore struct {
 	b   base
 	ttl time.Duration
 	now func() time.Time
 }
 
-var _ cimd.Store = (*ClientStore)(nil)
+var _ cimd.Store = (*clientStore)(nil)
 
-// NewClientStore returns a ClientStore. Errors wrap [ErrConfig].
-func NewClientStore(cfg Config) (*ClientStore, error) {
+// NewClientStore returns a cimd.Store in Redis: registrations made on one
+// replica are known to every replica. Records are the clients' JSON, not
+// HTML-escaped (secret hashes, never secrets), each at most 32 KiB, under
+// a key with a TTL (see [Config.ClientTTL]). It is safe for concurrent
+// use. An unusable cfg is an error whose text starts "redisstore: invalid
+// config".
+//
+// Put is SET with the TTL. A record over 32 KiB is refused with an error
+// wrapping cimd.ErrRecordTooLarge, a client whose secret has already
+// expired with "redisstore: invalid config". Get of an absent client is an
+// error wrapping cimd.ErrUnknownClient, of a record that is not a client
+// "redisstore: corrupt value". Redis failures of either wrap
+// [ErrUnavailable] (and never cimd.ErrUnknownClient).
+func NewClientStore(cfg Config) (cimd.Store, error) {
 	b, err := newBase(cfg, "client:")
 	if err != nil {
 		return nil, err
@@ -37,21 +46,18 @@ func NewClientStore(cfg Config) (*ClientStore, error) {
 	ttl, now := cfg.ClientTTL, cfg.Now
 	switch {
 	case ttl < 0:
-		return nil, fmt.Errorf("%w: negative ClientTTL", ErrConfig)
+		return nil, fmt.Errorf("%w: negative ClientTTL", errConfig)
 	case ttl == 0:
 		ttl = defaultClientTTL
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &ClientStore{b: b, ttl: ttl, now: now}, nil
+	return &clientStore{b: b, ttl: ttl, now: now}, nil
 }
 
-// Put implements cimd.Store: SET with a TTL (see Config.ClientTTL). A
-// record over 32 KiB is refused with an error wrapping
-// cimd.ErrRecordTooLarge, a client whose secret has already expired with
-// [ErrConfig]; Redis errors wrap [ErrUnavailable].
-func (s *ClientStore) Put(ctx context.Context, c *cimd.Client) error {
+// Put implements cimd.Store (see NewClientStore).
+func (s *clientStore) Put(ctx context.Context, c *cimd.Client) error {
 	v, err := clientrecord.Marshal(c)
 	if err != nil {
 		return fmt.Errorf("redisstore: encode client: %w", err)
@@ -63,7 +69,7 @@ func (s *ClientStore) Put(ctx context.Context, c *cimd.Client) error {
 	if !c.SecretExpiresAt.IsZero() {
 		left := c.SecretExpiresAt.Sub(s.now())
 		if left < time.Millisecond {
-			return fmt.Errorf("%w: client secret already expired", ErrConfig)
+			return fmt.Errorf("%w: client secret already expired", errConfig)
 		}
 		ttl = min(ttl, left)
 	}
@@ -75,10 +81,8 @@ func (s *ClientStore) Put(ctx context.Context, c *cimd.Client) error {
 	return nil
 }
 
-// Get implements cimd.Store. An absent client is an error wrapping
-// cimd.ErrUnknownClient; a Redis failure wraps [ErrUnavailable] (and not
-// ErrUnknownClient), a record that is not a client "redisstore: corrupt value".
-func (s *ClientStore) Get(ctx context.Context, id string) (*cimd.Client, error) {
+// Get implements cimd.Store (see NewClientStore).
+func (s *clientStore) Get(ctx context.Context, id string) (*cimd.Client, error) {
 	ctx, cancel := s.b.ctx(ctx)
 	defer cancel()
 	v, err := s.b.rdb.Get(ctx, s.b.readableKey(id)).Bytes()

@@ -39,14 +39,15 @@ type Config struct {
 	// Timeout bounds each operation, within the caller's context. Zero
 	// means 250 ms; negative is a configuration error.
 	Timeout time.Duration
-	// ClientTTL is how long [ClientStore] keeps a registration after its
-	// last Put; it is the Redis counterpart of boltstore.Store.Prune, so
-	// no registration is kept for ever (registration is unauthenticated).
+	// ClientTTL is how long [NewClientStore]'s store keeps a registration
+	// after its last Put; it is the Redis counterpart of
+	// boltstore.Store.Prune, so no registration is kept for ever
+	// (registration is unauthenticated).
 	// A client whose secret expires sooner is kept until then. Zero means
 	// 90 days; negative is a configuration error. The other stores ignore
 	// it.
 	ClientTTL time.Duration
-	// Now is [ClientStore]'s clock for SecretExpiresAt. Nil means
+	// Now is [NewClientStore]'s clock for SecretExpiresAt. Nil means
 	// time.Now. The other stores ignore it (they take the time from their
 	// caller or from Redis).
 	Now func() time.Time
@@ -64,16 +65,16 @@ func (c Config) withDefaults() Config {
 
 func (c Config) check() error {
 	if c.Client == nil {
-		return fmt.Errorf("%w: Client is required", ErrConfig)
+		return fmt.Errorf("%w: Client is required", errConfig)
 	}
 	if rv := reflect.ValueOf(c.Client); rv.Kind() == reflect.Pointer && rv.IsNil() {
-		return fmt.Errorf("%w: Client is nil", ErrConfig)
+		return fmt.Errorf("%w: Client is nil", errConfig)
 	}
 	if len(c.Prefix) > maxPrefixBytes {
-		return fmt.Errorf("%w: Prefix longer than %d bytes", ErrConfig, maxPrefixBytes)
+		return fmt.Errorf("%w: Prefix longer than %d bytes", errConfig, maxPrefixBytes)
 	}
 	if c.Timeout < 0 {
-		return fmt.Errorf("%w: negative Timeout", ErrConfig)
+		return fmt.Errorf("%w: negative Timeout", errConfig)
 	}
 	return nil
 }

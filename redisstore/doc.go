@@ -4,9 +4,9 @@
 //
 //   - [StepUpStore], a middleware.StepUpStore: one step-up bound across
 //     replicas;
-//   - [ClientStore], a cimd.Store: dynamic registrations every replica
+//   - [NewClientStore], a cimd.Store: dynamic registrations every replica
 //     knows;
-//   - [ReplayStore]: the DPoP proof replay cache (validate/dpop's
+//   - [NewReplayStore]: the DPoP proof replay cache (validate/dpop's
 //     ReplayStore);
 //   - [OwnerStore], a middleware.OwnerStore (SessionConfig.Store): which
 //     principal owns each MCP session, across replicas and restarts.
@@ -38,7 +38,7 @@
 //     counters, by window end), in one Lua script; Reset is DEL and ZREM;
 //   - replay: one Lua script over the partition's sorted set of proofs
 //     by expiry (at most 10 000, TTL its latest expiry) and its floor (see
-//     [ReplayStore]);
+//     [NewReplayStore]);
 //   - owners: GET and SET PX idle timeout (Claim), GET and PEXPIRE idle
 //     timeout (Owner, on every request of the session), each one Lua
 //     script; Forget is DEL. The value is the owner's Principal.ID;
@@ -55,7 +55,7 @@
 //     with 503 and Retry-After, and logs the outage once per reason
 //     (until a call succeeds again). Requests without a session ID
 //     (stateless servers) are not affected.
-//   - [ReplayStore.Claim] fails closed: it returns an error and
+//   - The replay store's Claim fails closed: it returns an error and
 //     fresh=false, and the proof is refused (a 401 the client can retry).
 //     Accepting a proof that might be a replay would defeat DPoP.
 //   - [StepUpStore.Incr] returns an error; the middleware then sends the
@@ -65,7 +65,7 @@
 //     request is refused (403) either way, and failing closed would turn
 //     a Redis outage into terminal refusals of every legitimate step-up.
 //     A failed Reset leaves the counter to expire with its window.
-//   - [ClientStore.Get] returns an error that does not wrap
+//   - The client store's Get returns an error that does not wrap
 //     cimd.ErrUnknownClient, so the registry answers it as a server error
 //     rather than as "unknown client"; Put fails, so registration fails
 //     (500) and nothing half-registered remains.

@@ -2,10 +2,12 @@ package redisstore
 
 import "errors"
 
+// errConfig: a constructor was given an unusable Config, or a store a
+// TTL or window under 1 ms. The text is part of the API.
+var errConfig = errors.New("redisstore: invalid config")
+
 // Sentinel errors; the text is part of the API.
 var (
-	// ErrConfig: a constructor was given an unusable Config.
-	ErrConfig = errors.New("redisstore: invalid config")
 	// ErrUnavailable: Redis did not answer (connection, timeout, server
 	// error). The error also wraps go-redis's error.
 	ErrUnavailable = errors.New("redisstore: redis unavailable")

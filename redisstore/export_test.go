@@ -5,4 +5,7 @@ package redisstore
 func SetPartitionKeys(s *StepUpStore, n int) { s.maxKeys = n }
 
 // SetReplayPartitionKeys lowers a replay store's per-partition bound.
-func SetReplayPartitionKeys(s *ReplayStore, n int) { s.maxKeys = n }
+func SetReplayPartitionKeys(s any, n int) { s.(*replayStore).maxKeys = n }
+
+// ErrConfig is the unexported configuration error, for errors.Is.
+var ErrConfig = errConfig

@@ -45,7 +45,8 @@ return false
 // refuses the request with 503 (fail closed).
 type OwnerStore struct{ b base }
 
-// NewOwnerStore returns an OwnerStore. Errors wrap [ErrConfig].
+// NewOwnerStore returns an OwnerStore. An unusable cfg is an error whose
+// text starts "redisstore: invalid config".
 func NewOwnerStore(cfg Config) (*OwnerStore, error) {
 	b, err := newBase(cfg, "owner:")
 	if err != nil {
@@ -61,7 +62,7 @@ func (s *OwnerStore) key(kind, id string) string {
 func ttlMillis(ttl time.Duration) (int64, error) {
 	ms := ttl.Milliseconds()
 	if ms < 1 {
-		return 0, fmt.Errorf("%w: owner TTL %v is under 1ms", ErrConfig, ttl)
+		return 0, fmt.Errorf("%w: owner TTL %v is under 1ms", errConfig, ttl)
 	}
 	return ms, nil
 }

@@ -54,44 +54,51 @@ end
 return 1
 `)
 
-// ReplayStore is a replay cache in Redis, shared by replicas: the
-// ReplayStore of validate/dpop (a proof's jti, or any other one-time
-// value). Each partition (the Verifier's Request.Partition: a token's
-// principal, or the proof key) holds at most 10 000 entries, about 100
-// bytes each, so one principal flooding fresh proofs cannot fill Redis
-// for the others: 10 000 is a proof every 30 ms throughout the default
-// window. Beyond it, the partition's proof that expires first is
-// forgotten early, and the partition's floor (that proof's expiry)
-// refuses, as a possible replay, every later proof of the partition that
-// would expire no later: only proofs older than those it already dropped,
-// and only for the partition that filled its share;
-// an entry lives exactly its ttl (which the Verifier measures on the
-// server's clock: until the proof could no longer be accepted). Create it
-// with [NewReplayStore]. It is safe for concurrent use.
-type ReplayStore struct {
+// replayStore is the replay cache of [NewReplayStore].
+type replayStore struct {
 	b       base
 	maxKeys int
 }
 
-// NewReplayStore returns a ReplayStore. Errors wrap [ErrConfig].
-func NewReplayStore(cfg Config) (*ReplayStore, error) {
+// NewReplayStore returns a replay cache in Redis, shared by replicas:
+// the ReplayStore of validate/dpop (a proof's jti, or any other one-time
+// value), which this package satisfies without importing it. It is safe
+// for concurrent use. An unusable cfg is an error whose text starts
+// "redisstore: invalid config".
+//
+// Claim records key in partition for ttl (rounded up to the millisecond)
+// and reports fresh=true only to the first caller, across every replica,
+// in one round trip (a Lua script over the partition's sorted set and
+// floor). It fails closed: on any error (Redis down or out of memory,
+// timeout, ttl under 1 ms) it returns fresh=false and an error wrapping
+// [ErrUnavailable] (or "redisstore: invalid config"), and the proof must
+// be refused.
+//
+// Each partition (the Verifier's Request.Partition: a token's principal,
+// or the proof key) holds at most 10 000 entries, about 100 bytes each,
+// so one principal flooding fresh proofs cannot fill Redis for the
+// others: 10 000 is a proof every 30 ms throughout the default window.
+// Beyond it, the partition's proof that expires first is forgotten early,
+// and the partition's floor (that proof's expiry) refuses, as a possible
+// replay, every later proof of the partition that would expire no later:
+// only proofs older than those it already dropped, and only for the
+// partition that filled its share. An entry lives exactly its ttl (which
+// the Verifier measures on the server's clock: until the proof could no
+// longer be accepted).
+func NewReplayStore(cfg Config) (interface {
+	Claim(ctx context.Context, partition, key string, ttl time.Duration) (fresh bool, err error)
+}, error) {
 	b, err := newBase(cfg, "replay:")
 	if err != nil {
 		return nil, err
 	}
-	return &ReplayStore{b: b, maxKeys: replayPartitionKeys}, nil
+	return &replayStore{b: b, maxKeys: replayPartitionKeys}, nil
 }
 
-// Claim records key in partition for ttl (rounded up to the millisecond)
-// and reports fresh=true only to the first caller, across every replica,
-// in one round trip (a Lua script over the partition's sorted set and
-// floor). It fails closed: on any error (Redis
-// down or out of memory, timeout, ttl under 1 ms) it returns fresh=false
-// and an error wrapping [ErrUnavailable] or [ErrConfig], and the proof
-// must be refused.
-func (s *ReplayStore) Claim(ctx context.Context, partition, key string, ttl time.Duration) (fresh bool, err error) {
+// Claim implements validate/dpop's ReplayStore (see NewReplayStore).
+func (s *replayStore) Claim(ctx context.Context, partition, key string, ttl time.Duration) (fresh bool, err error) {
 	if ttl.Milliseconds() < 1 {
-		return false, fmt.Errorf("%w: replay ttl %v is under 1ms", ErrConfig, ttl)
+		return false, fmt.Errorf("%w: replay ttl %v is under 1ms", errConfig, ttl)
 	}
 	ms := (ttl + time.Millisecond - 1) / time.Millisecond
 	ctx, cancel := s.b.ctx(ctx)

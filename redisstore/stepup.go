@@ -61,7 +61,8 @@ type StepUpStore struct {
 	maxKeys int
 }
 
-// NewStepUpStore returns a StepUpStore. Errors wrap [ErrConfig].
+// NewStepUpStore returns a StepUpStore. An unusable cfg is an error whose
+// text starts "redisstore: invalid config".
 func NewStepUpStore(cfg Config) (*StepUpStore, error) {
 	b, err := newBase(cfg, "stepup:")
 	if err != nil {
@@ -89,7 +90,7 @@ func (s *StepUpStore) keys(partition, key string) (counter, index string) {
 func (s *StepUpStore) Incr(ctx context.Context, partition, key string, window time.Duration, _ time.Time) (int, error) {
 	ms := window.Milliseconds()
 	if ms < 1 {
-		return 0, fmt.Errorf("%w: step-up window %v is under 1ms", ErrConfig, window)
+		return 0, fmt.Errorf("%w: step-up window %v is under 1ms", errConfig, window)
 	}
 	ctx, cancel := s.b.ctx(ctx)
 	defer cancel()

@@ -17,7 +17,7 @@ var _ cimd.Store = (*Store)(nil)
 
 // Store is a persistent cimd.Store in a single bbolt file, the embedded
 // store for dynamic registrations of one process (for several replicas,
-// see redisstore.ClientStore). Clients are kept as the JSON
+// see redisstore.NewClientStore). Clients are kept as the JSON
 // internal/clientrecord produces from a cimd.Client (secret hashes, never secrets), each
 // at most 32 KiB. It never removes a client by itself:
 // bound it with [Store.Prune]. Close it when done.

@@ -8,5 +8,5 @@
 //	// cimd.DCRConfig{Store: store}, cimd.RegistryConfig{Store: store}
 //
 // One process holds the file. For several replicas of an authorization
-// server, share registrations with redisstore.ClientStore instead.
+// server, share registrations with redisstore.NewClientStore instead.
 package boltstore
