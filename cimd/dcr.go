@@ -90,10 +90,16 @@ type DCRConfig struct {
 	// for it. Zero means 100 per 24 hours. Set NetworkClientWindow to the
 	// age at which you Prune to bound what one network holds in the store
 	// to NetworkClients; with a longer retention it holds at most
-	// NetworkClients per window of it. The count is this handler's (one
-	// process, since it started), over at most MaxTrackedIPs networks.
+	// NetworkClients per window of it. The count is kept by NetworkQuota.
 	NetworkClients      int
 	NetworkClientWindow time.Duration
+	// NetworkQuota counts the registrations per network for
+	// NetworkClients. If nil, Store's when Store implements [NetworkQuota]
+	// (redisstore.NewClientStore's does: replicas sharing the store share
+	// the quota), else a count in this handler's process, since it
+	// started, over at most MaxTrackedIPs networks (N replicas with their
+	// own counts would let a network store N times the quota).
+	NetworkQuota NetworkQuota
 	// ClientIP returns the address to rate-limit a request by. If nil, the
 	// host of r.RemoteAddr. X-Forwarded-For and similar headers are never
 	// read unless this function does so: set it only behind a proxy you
@@ -138,6 +144,13 @@ func (c DCRConfig) withDefaults() DCRConfig {
 	if c.NetworkClientWindow == 0 {
 		c.NetworkClientWindow = defaultNetworkClientWindow
 	}
+	if c.NetworkQuota == nil {
+		if q, ok := c.Store.(NetworkQuota); ok {
+			c.NetworkQuota = q
+		} else {
+			c.NetworkQuota = newQuota(c.MaxTrackedIPs)
+		}
+	}
 	if c.ClientIP == nil {
 		c.ClientIP = remoteHost
 	}
@@ -170,7 +183,6 @@ type DCRHandler struct {
 	cfg    DCRConfig
 	pol    policy
 	limits *limiter
-	quota  *quota
 }
 
 // NewDCRHandler returns a DCRHandler for cfg (copied). It fails with
@@ -205,7 +217,6 @@ func NewDCRHandler(cfg DCRConfig) (*DCRHandler, error) {
 			allowPrivateUse:   cfg.AllowPrivateUseSchemes,
 		},
 		limits: newLimiter(cfg.GlobalRate, cfg.GlobalBurst, cfg.IPRate, cfg.IPBurst, cfg.MaxTrackedIPs, ipPartition),
-		quota:  newQuota(cfg.NetworkClients, cfg.NetworkClientWindow, cfg.MaxTrackedIPs),
 	}, nil
 }
 
@@ -227,7 +238,9 @@ type registration struct {
 // "invalid_client_metadata" (§3.2.2), the latter also when the Store
 // refuses the client with [ErrRecordTooLarge]; 405, 413, 415 and 429 with
 // a JSON error body (429 also when the client's network holds
-// NetworkClients registrations); 500 "server_error" if the Store fails otherwise.
+// NetworkClients registrations); 503 "temporarily_unavailable" with
+// Retry-After when the NetworkQuota fails (fail closed); 500
+// "server_error" if the Store fails otherwise.
 // Every answer has Cache-Control: no-store and the Deprecation header.
 func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	hdr := w.Header()
@@ -275,7 +288,14 @@ func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	network := ipPartition(key)
-	if ok, wait := h.quota.take(network, now); !ok {
+	ok, wait, err := h.cfg.NetworkQuota.Take(r.Context(), network, h.cfg.NetworkClients, h.cfg.NetworkClientWindow, now)
+	if err != nil {
+		h.cfg.Logger.ErrorContext(r.Context(), "cimd: dynamic registration: network quota unavailable", "err", err)
+		hdr.Set("Retry-After", "1")
+		writeError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "registration is unavailable")
+		return
+	}
+	if !ok {
 		h.cfg.Logger.DebugContext(r.Context(), "cimd: dynamic registration refused: the network's quota is full", "network", network)
 		setRetryAfter(hdr, wait)
 		writeError(w, http.StatusTooManyRequests, "temporarily_unavailable", "too many registrations from this network")
@@ -283,7 +303,9 @@ func (h *DCRHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	c, resp := h.newClient(d, now)
 	if err := h.cfg.Store.Put(r.Context(), c); err != nil {
-		h.quota.give(network, now)
+		if err := h.cfg.NetworkQuota.Give(r.Context(), network, now); err != nil {
+			h.cfg.Logger.ErrorContext(r.Context(), "cimd: dynamic registration: network quota give-back failed", "err", err)
+		}
 		if errors.Is(err, ErrRecordTooLarge) {
 			h.cfg.Logger.DebugContext(r.Context(), "cimd: dynamic registration refused", "err", err)
 			writeError(w, http.StatusBadRequest, "invalid_client_metadata", "the client metadata is too large")

@@ -1,11 +1,35 @@
 package cimd
 
 import (
+	"context"
 	"sync"
 	"time"
 
 	"github.com/mcpguard/mcpguard/internal/fairlru"
 )
+
+// NetworkQuota counts the registrations each network (an IPv4 /24, an
+// IPv6 /48) stored within a window, for [DCRConfig.NetworkClients]. It is
+// the consumer-side interface [DCRHandler] needs; the default counts in
+// the handler's process, and redisstore.NewClientStore's store implements
+// it too, so that replicas sharing the registrations share the quota
+// (docs/registration.md, "Replicas"). Implementations must be safe for
+// concurrent use and bounded: every network's count holds at most max
+// registrations, and forgets each one window after it was taken.
+type NetworkQuota interface {
+	// Take counts one registration of network at now, unless network
+	// already has max registrations taken within the window before now
+	// (a registration taken at t counts while now is before t+window);
+	// then it counts nothing and returns ok=false and how long until the
+	// oldest of them leaves the window. An error means the count is
+	// unavailable: the handler then refuses the registration with 503
+	// (fail closed).
+	Take(ctx context.Context, network string, max int, window time.Duration, now time.Time) (ok bool, wait time.Duration, err error)
+	// Give takes back one registration of network that Take counted at
+	// now, which was not stored after all. An error is logged; the
+	// registration then keeps counting until it leaves the window.
+	Give(ctx context.Context, network string, now time.Time) error
+}
 
 // quota bounds how many registrations one network (ipPartition) may have
 // issued within a window: it keeps, per network, the issue times of the
@@ -18,25 +42,34 @@ import (
 // networks than the map holds) starts again at zero, which loosens only
 // its own bound.
 type quota struct {
-	max    int
-	window time.Duration
-
 	mu   sync.Mutex
 	logs *fairlru.Cache[string, *[]time.Time]
 }
 
-func newQuota(maxPerNetwork int, window time.Duration, maxNetworks int) *quota {
+var _ NetworkQuota = (*quota)(nil)
+
+func newQuota(maxNetworks int) *quota {
 	return &quota{
-		max:    maxPerNetwork,
-		window: window,
-		logs:   fairlru.New[string, *[]time.Time](fairlru.Config{MaxEntries: maxNetworks}),
+		logs: fairlru.New[string, *[]time.Time](fairlru.Config{MaxEntries: maxNetworks}),
 	}
+}
+
+// Take implements [NetworkQuota]; it never fails.
+func (q *quota) Take(_ context.Context, part string, max int, window time.Duration, now time.Time) (ok bool, wait time.Duration, err error) {
+	ok, wait = q.take(part, max, window, now)
+	return ok, wait, nil
+}
+
+// Give implements [NetworkQuota]; it never fails.
+func (q *quota) Give(_ context.Context, part string, issued time.Time) error {
+	q.give(part, issued)
+	return nil
 }
 
 // take counts one registration of network part at now. If the network
 // already holds max registrations younger than the window it counts
 // nothing and returns how long until the oldest leaves the window.
-func (q *quota) take(part string, now time.Time) (ok bool, wait time.Duration) {
+func (q *quota) take(part string, max int, window time.Duration, now time.Time) (ok bool, wait time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	var log *[]time.Time
@@ -46,15 +79,15 @@ func (q *quota) take(part string, now time.Time) (ok bool, wait time.Duration) {
 		log = new([]time.Time)
 	}
 	cut := 0
-	for cut < len(*log) && !now.Before((*log)[cut].Add(q.window)) {
+	for cut < len(*log) && !now.Before((*log)[cut].Add(window)) {
 		cut++
 	}
 	*log = (*log)[cut:]
-	if len(*log) >= q.max {
-		return false, (*log)[0].Add(q.window).Sub(now)
+	if len(*log) >= max {
+		return false, (*log)[0].Add(window).Sub(now)
 	}
 	*log = append(*log, now)
-	q.logs.Add(part, part, log, now.Add(q.window), now)
+	q.logs.Add(part, part, log, now.Add(window), now)
 	return true, 0
 }
 

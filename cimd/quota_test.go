@@ -94,3 +94,64 @@ func TestDCRQuotaCountsOnlyStored(t *testing.T) {
 		}
 	}
 }
+
+// quotaStore is a Store that is also a NetworkQuota, as
+// redisstore.NewClientStore's is: a shared count every handler over the
+// store uses. fail makes Take fail, as a store whose backend is down.
+type quotaStore struct {
+	*memoryStore
+	q     *quota
+	fail  bool
+	takes int
+}
+
+func (s *quotaStore) Take(ctx context.Context, network string, max int, window time.Duration, now time.Time) (bool, time.Duration, error) {
+	s.takes++
+	if s.fail {
+		return false, 0, errors.New("backend down")
+	}
+	return s.q.Take(ctx, network, max, window, now)
+}
+
+func (s *quotaStore) Give(ctx context.Context, network string, now time.Time) error {
+	return s.q.Give(ctx, network, now)
+}
+
+// TestDCRSharedNetworkQuota: two handlers over a Store that is a
+// NetworkQuota count one network's registrations together (the quota is
+// not multiplied by the number of handlers); an explicit
+// DCRConfig.NetworkQuota is used instead; and a failing quota refuses
+// registration with 503 (fail closed) without storing anything or naming
+// the backend.
+func TestDCRSharedNetworkQuota(t *testing.T) {
+	store := &quotaStore{memoryStore: newMemoryStore(), q: newQuota(16)}
+	mod := func(c *DCRConfig) { c.Store, c.NetworkClients = store, 2 }
+	a, b := newDCR(t, mod), newDCR(t, mod)
+	body := `{"redirect_uris":["https://app.example/cb"]}`
+	for i, want := range []int{201, 201, 429, 429} {
+		f := a
+		if i%2 == 1 {
+			f = b
+		}
+		if rec := f.post(body, "application/json", fmt.Sprintf("198.51.100.%d:1", i+1)); rec.Code != want {
+			t.Fatalf("registration %d: %d %s, want %d", i, rec.Code, rec.Body, want)
+		}
+	}
+	if rec := b.post(body, "application/json", "192.0.2.1:1"); rec.Code != 201 {
+		t.Fatalf("another network: %d %s, want 201", rec.Code, rec.Body)
+	}
+
+	explicit := &quotaStore{memoryStore: newMemoryStore(), q: newQuota(16), fail: true}
+	c := newDCR(t, func(c *DCRConfig) { c.Store, c.NetworkQuota = store, explicit })
+	before := len(store.m)
+	rec := c.post(body, "application/json", "203.0.113.1:1")
+	if rec.Code != 503 || rec.Header().Get("Retry-After") != "1" {
+		t.Fatalf("failing quota: %d (Retry-After %q) %s, want 503 with Retry-After 1", rec.Code, rec.Header().Get("Retry-After"), rec.Body)
+	}
+	if got, want := rec.Body.String(), `{"error":"temporarily_unavailable","error_description":"registration is unavailable"}`; got != want {
+		t.Errorf("body %s, want %s", got, want)
+	}
+	if explicit.takes != 1 || len(store.m) != before {
+		t.Errorf("explicit quota takes = %d, stored %d new clients; want 1 and 0", explicit.takes, len(store.m)-before)
+	}
+}

@@ -2,6 +2,8 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
@@ -18,12 +20,16 @@ const defaultClientTTL = 90 * 24 * time.Hour
 
 // clientStore is the cimd.Store of [NewClientStore].
 type clientStore struct {
-	b   base
-	ttl time.Duration
-	now func() time.Time
+	b     base
+	quota base // the DCR network quota's keys
+	ttl   time.Duration
+	now   func() time.Time
 }
 
-var _ cimd.Store = (*clientStore)(nil)
+var (
+	_ cimd.Store        = (*clientStore)(nil)
+	_ cimd.NetworkQuota = (*clientStore)(nil)
+)
 
 // NewClientStore returns a cimd.Store in Redis: registrations made on one
 // replica are known to every replica. Records are the clients' JSON, not
@@ -38,8 +44,21 @@ var _ cimd.Store = (*clientStore)(nil)
 // error wrapping cimd.ErrUnknownClient, of a record that is not a client
 // "redisstore: corrupt value". Redis failures of either wrap
 // [ErrUnavailable] (and never cimd.ErrUnknownClient).
+//
+// The store is also a cimd.NetworkQuota, which a cimd.DCRHandler over it
+// uses: the registrations per network (DCRConfig.NetworkClients) are
+// counted in Redis, so replicas share one quota instead of each allowing
+// it. Each network's count is one sorted set of at most NetworkClients
+// registration times (key: the prefix, "dcrquota:" and the SHA-256 of the
+// network), whose TTL is the window, updated in one Lua script; its
+// times are the handlers' clocks. With Redis down, Take fails and the
+// handler refuses registration with 503 (fail closed).
 func NewClientStore(cfg Config) (cimd.Store, error) {
 	b, err := newBase(cfg, "client:")
+	if err != nil {
+		return nil, err
+	}
+	q, err := newBase(cfg, "dcrquota:")
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +72,7 @@ func NewClientStore(cfg Config) (cimd.Store, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &clientStore{b: b, ttl: ttl, now: now}, nil
+	return &clientStore{b: b, quota: q, ttl: ttl, now: now}, nil
 }
 
 // Put implements cimd.Store (see NewClientStore).
@@ -102,4 +121,65 @@ func (s *clientStore) Get(ctx context.Context, id string) (*cimd.Client, error) 
 		return nil, fmt.Errorf("%w: record of another client", errCorrupt)
 	}
 	return c, nil
+}
+
+// quotaTakeScript counts a registration (member ARGV[4]) of the network
+// whose sorted set of registration times is KEYS[1], at ARGV[1] ms,
+// unless the set holds ARGV[3] registrations younger than the window
+// (ARGV[2] ms); then it returns {0, ms until the oldest leaves it}. The
+// set's TTL is the window after its latest registration.
+var quotaTakeScript = redis.NewScript(`
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+  local old = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, tonumber(old[2]) + window - now}
+end
+redis.call('ZADD', KEYS[1], now, ARGV[4])
+if redis.call('PTTL', KEYS[1]) < window then
+  redis.call('PEXPIRE', KEYS[1], window)
+end
+return {1, 0}
+`)
+
+// quotaGiveScript removes one registration taken at ARGV[1] ms from
+// KEYS[1].
+var quotaGiveScript = redis.NewScript(`
+local m = redis.call('ZRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[1], 'LIMIT', 0, 1)
+if m[1] then
+  redis.call('ZREM', KEYS[1], m[1])
+end
+return 0
+`)
+
+// Take implements cimd.NetworkQuota (see NewClientStore).
+func (s *clientStore) Take(ctx context.Context, network string, limit int, window time.Duration, now time.Time) (bool, time.Duration, error) {
+	if limit < 1 {
+		return false, window, nil
+	}
+	window = max(window, time.Millisecond)
+	member := make([]byte, 12)
+	_, _ = rand.Read(member)
+	ctx, cancel := s.quota.ctx(ctx)
+	defer cancel()
+	res, err := quotaTakeScript.Run(ctx, s.quota.rdb, []string{s.quota.hashedKey(network)},
+		now.UnixMilli(), window.Milliseconds(), limit, base64.RawURLEncoding.EncodeToString(member)).Int64Slice()
+	if err != nil {
+		return false, 0, unavailable("dcr quota take", err)
+	}
+	if len(res) != 2 {
+		return false, 0, fmt.Errorf("%w: dcr quota answer of %d values", errCorrupt, len(res))
+	}
+	return res[0] == 1, time.Duration(res[1]) * time.Millisecond, nil
+}
+
+// Give implements cimd.NetworkQuota (see NewClientStore).
+func (s *clientStore) Give(ctx context.Context, network string, now time.Time) error {
+	ctx, cancel := s.quota.ctx(ctx)
+	defer cancel()
+	if err := quotaGiveScript.Run(ctx, s.quota.rdb, []string{s.quota.hashedKey(network)}, now.UnixMilli()).Err(); err != nil {
+		return unavailable("dcr quota give", err)
+	}
+	return nil
 }

@@ -23,7 +23,7 @@
 // # Keys, TTLs and atomicity
 //
 // Every key starts with Config.Prefix ("mcpguard:" by default) and a
-// store name ("stepup:", "replay:", "client:", "owner:"). Step-up,
+// store name ("stepup:", "replay:", "client:", "dcrquota:", "owner:"). Step-up,
 // replay and owner keys are the base64url SHA-256 of the caller's key (for
 // owners: the kind and the session or task ID), so they are 43 bytes
 // whatever the principal and hold no subject; step-up and replay keys
@@ -43,7 +43,11 @@
 //     timeout (Owner, on every request of the session), each one Lua
 //     script; Forget is DEL. The value is the owner's Principal.ID;
 //   - clients: SET key record PX ttl (Config.ClientTTL, 90 days by
-//     default, or the secret's expiry when sooner); GET.
+//     default, or the secret's expiry when sooner); GET;
+//   - the DCR per-network quota of the client store (a
+//     cimd.NetworkQuota): one Lua script over the network's sorted set of
+//     registration times (hashed key, at most DCRConfig.NetworkClients
+//     members, TTL the window).
 //
 // Each operation has its own deadline (Config.Timeout, 250 ms) inside the
 // caller's context.
@@ -68,7 +72,8 @@
 //   - The client store's Get returns an error that does not wrap
 //     cimd.ErrUnknownClient, so the registry answers it as a server error
 //     rather than as "unknown client"; Put fails, so registration fails
-//     (500) and nothing half-registered remains.
+//     (500) and nothing half-registered remains. Its network quota fails
+//     closed: a cimd.DCRHandler over it answers 503 and stores nothing.
 //
 // Authorized requests touch Redis only with the OwnerStore (one round
 // trip per request carrying a session ID): the middleware calls the
