@@ -71,9 +71,11 @@
 //     A failed Reset leaves the counter to expire with its window.
 //   - The client store's Get returns an error that does not wrap
 //     cimd.ErrUnknownClient, so the registry answers it as a server error
-//     rather than as "unknown client"; Put fails, so registration fails
-//     (500) and nothing half-registered remains. Its network quota fails
-//     closed: a cimd.DCRHandler over it answers 503 and stores nothing.
+//     rather than as "unknown client". Registration fails closed: the
+//     store's network quota (checked before Put) fails, so a
+//     cimd.DCRHandler over it answers 503 with Retry-After and stores
+//     nothing; a Put that fails on its own answers 500, and nothing
+//     half-registered remains.
 //
 // Authorized requests touch Redis only with the OwnerStore (one round
 // trip per request carrying a session ID): the middleware calls the

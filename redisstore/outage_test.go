@@ -85,7 +85,8 @@ func TestRedisDown(t *testing.T) {
 		t.Errorf("log = %q, want a warning about the step-up store", logs.String())
 	}
 
-	// DCR: registration fails with 500, lookups are not "unknown client".
+	// DCR: registration fails closed with 503 (the network quota, counted
+	// in Redis, is unavailable), lookups are not "unknown client".
 	dcr, err := cimd.NewDCRHandler(cimd.DCRConfig{Store: clients, IPRate: rate.Inf, GlobalRate: rate.Inf})
 	if err != nil {
 		t.Fatal(err)
@@ -95,8 +96,8 @@ func TestRedisDown(t *testing.T) {
 	req.Header.Set("Content-Type", "application/json")
 	rec := httptest.NewRecorder()
 	dcr.ServeHTTP(rec, req)
-	if rec.Code != http.StatusInternalServerError {
-		t.Errorf("register with Redis down: %d %s, want 500", rec.Code, rec.Body)
+	if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") != "1" {
+		t.Errorf("register with Redis down: %d %s, want 503 with Retry-After 1", rec.Code, rec.Body)
 	}
 	reg, _ := cimd.NewRegistry(cimd.RegistryConfig{Store: clients})
 	if _, err := reg.Lookup(ctx, "dcr_1"); errors.Is(err, cimd.ErrUnknownClient) || err == nil {
