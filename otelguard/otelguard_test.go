@@ -68,6 +68,17 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = g.Close() })
+	// WaitForKeys returns once the first key set is published; the
+	// refresh observer hears of it just after (jwks.RefreshObserver), so
+	// the tests wait, bounded, until the key-set gauges report it.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, ok := e.collect(t)["mcpguard.jwks.keys"]; ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the first key refresh was not observed within 10 s")
+		}
+	}
 	e.mux = http.NewServeMux()
 	tel.Mount(e.mux, g, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	return e
@@ -193,11 +204,17 @@ func TestMetrics(t *testing.T) {
 	if n != 6 {
 		t.Errorf("validation.duration count = %d, want 6", n)
 	}
-	keys := m["mcpguard.jwks.keys"].(metricdata.Gauge[int64])
+	keys, ok := m["mcpguard.jwks.keys"].(metricdata.Gauge[int64])
+	if !ok {
+		t.Fatalf("jwks.keys: %T", m["mcpguard.jwks.keys"])
+	}
 	if len(keys.DataPoints) != 1 || keys.DataPoints[0].Value < 1 {
 		t.Errorf("jwks.keys = %+v", keys.DataPoints)
 	}
-	age := m["mcpguard.jwks.age"].(metricdata.Gauge[float64])
+	age, ok := m["mcpguard.jwks.age"].(metricdata.Gauge[float64])
+	if !ok {
+		t.Fatalf("jwks.age: %T", m["mcpguard.jwks.age"])
+	}
 	if len(age.DataPoints) != 1 || age.DataPoints[0].Value != 0 {
 		t.Errorf("jwks.age = %+v, want 0 on the pinned clock", age.DataPoints)
 	}
