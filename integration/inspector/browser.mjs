@@ -60,9 +60,23 @@ page.on('request', (r) => {
 const step = (name) => out.steps.push(name);
 const xText = (tag, text) => `xpath/.//${tag}[normalize-space(.)=${JSON.stringify(text)}]`;
 const bodyHas = (text) => page.waitForFunction((t) => document.body.innerText.includes(t), {}, text);
+// React may replace an element between finding and clicking it; puppeteer
+// then refuses the click before it is sent ("Node is detached from
+// document", seen in CI right after the page opened), so the element is
+// looked up again, a bounded number of times. A click that was sent is
+// never repeated here.
+const detached = (e) => /detached|not clickable|not an Element|Cannot find context/i.test(String(e && e.message || e));
 async function click(selector) {
-  const el = await page.waitForSelector(selector, { visible: true });
-  await el.click();
+  for (let i = 0; ; i++) {
+    const el = await page.waitForSelector(selector, { visible: true });
+    try {
+      await el.click();
+      return;
+    } catch (e) {
+      if (i >= 4 || !detached(e)) throw e;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
 }
 // fill replaces the value of the input labelled label: it selects and
 // deletes what is there (a field the UI restored after the redirect is
@@ -72,7 +86,12 @@ async function click(selector) {
 async function fill(label, text) {
   for (let i = 0; i < 5; i++) {
     const el = await page.waitForSelector(`::-p-aria(${label})`, { visible: true });
-    await el.click();
+    try {
+      await el.click();
+    } catch (e) {
+      if (!detached(e)) throw e;
+      continue;
+    }
     await page.keyboard.down('Control');
     await page.keyboard.press('KeyA');
     await page.keyboard.up('Control');
