@@ -28,14 +28,21 @@ var ErrConfig = errors.New("proxy: invalid config")
 
 // Defaults applied by [New] to zero-valued fields.
 const (
-	defaultAssertionTTL        = 60 * time.Second
-	maxAssertionTTL            = 5 * time.Minute
-	defaultJWKSPath            = "/.well-known/jwks.json"
-	defaultDialTimeout         = 5 * time.Second
-	defaultResponseHeader      = 60 * time.Second
-	defaultIdleStream          = 5 * time.Minute
-	defaultStreamWrite         = 30 * time.Second
-	defaultMaxResponseHeader   = 64 << 10
+	defaultAssertionTTL      = 60 * time.Second
+	maxAssertionTTL          = 5 * time.Minute
+	defaultJWKSPath          = "/.well-known/jwks.json"
+	defaultDialTimeout       = 5 * time.Second
+	defaultResponseHeader    = 60 * time.Second
+	defaultIdleStream        = 5 * time.Minute
+	defaultStreamWrite       = 30 * time.Second
+	defaultMaxResponseHeader = 64 << 10
+	// upstreamIdleConn is how long a connection to an upstream stays
+	// idle in the pool before the proxy closes it: below the 5 s after
+	// which Node.js (http.Server keepAliveTimeout) and uvicorn close an
+	// idle keep-alive connection, so that a request never goes out on a
+	// connection the upstream is closing (the transport does not retry a
+	// POST that fails so: the client would get a 502).
+	upstreamIdleConn           = 4 * time.Second
 	defaultExchangeMargin      = 30 * time.Second
 	defaultIdentityCacheKeys   = 10000
 	defaultExchangeMaxResponse = 64 << 10

@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -72,6 +73,8 @@ type envOptions struct {
 	upstream func(t *testing.T, jwksURL, issuer, audience string) http.Handler
 	// stateless serves the go-sdk upstream statelessly.
 	stateless bool
+	// listener, if set, wraps the upstream's listener.
+	listener func(net.Listener) net.Listener
 }
 
 func newTestEnv(t *testing.T, o envOptions) *testEnv {
@@ -124,6 +127,9 @@ func newTestEnv(t *testing.T, o envOptions) *testEnv {
 		mk = func(t *testing.T, jwksURL, issuer, audience string) http.Handler {
 			return goSDKUpstream(t, jwksURL, issuer, audience, o.stateless)
 		}
+	}
+	if o.listener != nil {
+		upTS.Listener = o.listener(upTS.Listener)
 	}
 	upTS.Config.Handler = e.upstream.wrap(mk(t, e.proxyURL+px.JWKSPath(), px.AssertionIssuer(), e.upstreamURL))
 	upTS.Start()

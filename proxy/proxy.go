@@ -203,7 +203,9 @@ func New(cfg Config) (*Proxy, error) {
 
 // newTransport is the transport to upstreams: no proxy from the
 // environment, bounded dial, handshake, answer headers and header size,
-// no transparent decompression (bodies pass byte for byte).
+// idle connections closed before common servers close them
+// (upstreamIdleConn), no transparent decompression (bodies pass byte for
+// byte).
 func newTransport(t Timeouts) *http.Transport {
 	return &http.Transport{
 		Proxy:                  nil,
@@ -213,7 +215,7 @@ func newTransport(t Timeouts) *http.Transport {
 		MaxResponseHeaderBytes: t.MaxResponseHeaderBytes,
 		MaxIdleConns:           512,
 		MaxIdleConnsPerHost:    128,
-		IdleConnTimeout:        90 * time.Second,
+		IdleConnTimeout:        upstreamIdleConn,
 		DisableCompression:     true,
 		WriteBufferSize:        2 << 10, // requests are small; an idle stream holds the buffers
 		ForceAttemptHTTP2:      true,
