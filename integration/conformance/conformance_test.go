@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -134,6 +135,7 @@ func differences(d, o outcome) string {
 type run struct {
 	server, rev, way string
 	target           string // the MCP endpoint the suite is pointed at
+	upstream, proxy  *proc  // the run's processes (proxy nil but for the proxy ways)
 	results          map[string]outcome
 	order            []string
 	err              error
@@ -175,26 +177,34 @@ func TestConformance(t *testing.T) {
 			}
 		}
 	}
-	// Every upstream's port is chosen while the others are held, so no
-	// two runs get the same one.
-	held := make([]net.Listener, len(runs))
-	for i := range runs {
-		held[i] = listen(t)
-	}
+	// No port is chosen and released for another process to bind, so
+	// that no process can take another's (a proxy forwarding to another
+	// proxy or guard answers 502 to everything). The TypeScript upstreams
+	// and the token ways' proxies bind port 0 and say which port they got;
+	// the go-sdk upstreams and the token-less proxies, whose address must
+	// be known before they start, get one that the test holds until just
+	// before it starts them, outside the range the system gives port 0
+	// and outgoing connections (ports).
+	ports := newPorts(t, len(runs))
 	upstreams := make([]*proc, len(runs))
 	for i, r := range runs {
-		addr := held[i].Addr().String()
-		_ = held[i].Close() // the server binds it
+		name := fmt.Sprintf("%s %s %s upstream", r.server, r.rev, r.way)
 		if r.server == "go-sdk" {
-			upstreams[i] = startProc(t, "", nil, "http://"+addr+"/mcp", es, "-http", addr, fmt.Sprintf("-stateless=%t", r.rev != "2025-11-25"))
+			addr := ports.take()
+			upstreams[i] = startProc(t, name, "", nil, es, "-http", addr, fmt.Sprintf("-stateless=%t", r.rev != "2025-11-25"))
+			upstreams[i].addr = addr
 		} else {
-			_, port, _ := net.SplitHostPort(addr)
-			upstreams[i] = startProc(t, upstreamsDir, []string{"PORT=" + port}, "http://"+addr+"/mcp", node, host)
+			upstreams[i] = startProc(t, name, upstreamsDir, []string{"PORT=0"}, node, host)
+			upstreams[i].listening = everythingListening
 		}
+	}
+	// Every upstream answers before anything is put in front of it.
+	for _, p := range upstreams {
+		p.wait(t, "/mcp", nil)
 	}
 	var proxies []*proc
 	for i, r := range runs {
-		up := upstreams[i].url
+		up := upstreams[i].url("/mcp")
 		switch r.way {
 		case "direct":
 			r.target = up
@@ -202,12 +212,18 @@ func TestConformance(t *testing.T) {
 			r.target = startLibrary(t, up, r.way == "library+token")
 		case "proxy", "proxy+token":
 			var p *proc
-			r.target, p = startProxy(t, bin, dir, fmt.Sprintf("%s-%s-%s", r.server, r.rev, r.way), up, r.way == "proxy+token")
+			r.target, p = startProxy(t, bin, dir, fmt.Sprintf("%s-%s-%s", r.server, r.rev, r.way), up, r.way == "proxy+token", ports)
+			r.proxy = p
 			proxies = append(proxies, p)
 		}
+		r.upstream = upstreams[i]
 	}
-	for _, p := range append(upstreams, proxies...) {
-		p.wait(t)
+	// Every proxy is ready (keys loaded, upstream reachable) and forwards
+	// to its upstream, through its front for the token way, before the
+	// runs start.
+	for _, p := range proxies {
+		p.wait(t, "/readyz", nil)
+		p.wait(t, "", throughProxy)
 	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, parallel)
@@ -221,6 +237,7 @@ func TestConformance(t *testing.T) {
 	wg.Wait()
 	for _, r := range runs {
 		if r.err != nil {
+			r.dump(t)
 			t.Fatalf("%s %s %s: %v", r.server, r.rev, r.way, r.err)
 		}
 	}
@@ -254,6 +271,13 @@ func TestConformance(t *testing.T) {
 				if differs {
 					again = append(again, rerun{s.name, rev, sc})
 				}
+				for _, way := range ways[1:] {
+					o := byKey[s.name+" "+rev+" "+way]
+					if !same(s.name+" "+rev+" "+sc+" ", d.results[sc], o.results[sc], map[string]bool{}) {
+						t.Logf("%s %s %s %s differs from direct in the first run: %s", s.name, rev, way, sc, differences(d.results[sc], o.results[sc]))
+						o.dump(t)
+					}
+				}
 			}
 		}
 	}
@@ -273,6 +297,7 @@ func TestConformance(t *testing.T) {
 				defer mu.Unlock()
 				if err != nil {
 					rerunErr = append(rerunErr, fmt.Sprintf("%s %s %s %s again: %v", a.server, a.rev, way, a.scenario, err))
+					r.dump(t)
 					return
 				}
 				r.results[a.scenario] = res[a.scenario]
@@ -295,6 +320,7 @@ func TestConformance(t *testing.T) {
 						diff := fmt.Sprintf("%s %s %s: %s %v, direct %v: %s", s.name, rev, sc, way, o, d.results[sc], differences(d.results[sc], o))
 						diffs = append(diffs, diff)
 						t.Error(diff)
+						byKey[s.name+" "+rev+" "+way].dump(t)
 					}
 				}
 				key := s.name + " " + rev + " " + sc
@@ -330,38 +356,72 @@ func suiteVersion(t *testing.T) string {
 	return p.Version
 }
 
-// proc is a server process started for the test, ready once url answers.
+// proc is a server process started for the test.
 type proc struct {
-	url, ready string
-	logs       *bytes.Buffer
-	mu         *sync.Mutex
-	exited     chan struct{}
+	name   string
+	addr   string  // host:port it listens on, once known
+	target string  // a proxy's MCP endpoint (its front's for the token way)
+	out    *output // what it wrote to stdout and stderr
+	exited chan struct{}
+	// listening, when set, matches the line of its output that gives the
+	// address it bound (port 0); onAddr are called with it, once.
+	listening *regexp.Regexp
+	onAddr    []func(addr string)
+	once      sync.Once
+	dumped    sync.Once
 }
 
-type lockedWriter struct {
-	mu *sync.Mutex
-	b  *bytes.Buffer
+// everythingListening is the line everything-host.mjs prints once bound.
+var everythingListening = regexp.MustCompile(`everything-host listening on (127\.0\.0\.1:\d+)`)
+
+// proxyListening is the mcpguard proxy's banner line.
+var proxyListening = regexp.MustCompile(`mcpguard proxy listening on (127\.0\.0\.1:\d+)`)
+
+// output keeps the first and the last outputKeep bytes a process writes.
+type output struct {
+	mu         sync.Mutex
+	head, tail []byte
+	dropped    int
 }
 
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.b.Len() > 64<<10 {
-		return len(p), nil
+const outputKeep = 32 << 10
+
+func (o *output) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	n := len(p)
+	if room := outputKeep - len(o.head); room > 0 {
+		k := min(room, len(p))
+		o.head = append(o.head, p[:k]...)
+		p = p[k:]
 	}
-	return w.b.Write(p)
+	o.tail = append(o.tail, p...)
+	if over := len(o.tail) - outputKeep; over > 0 {
+		o.dropped += over
+		o.tail = append(o.tail[:0], o.tail[over:]...)
+	}
+	return n, nil
+}
+
+func (o *output) String() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.dropped == 0 {
+		return string(o.head) + string(o.tail)
+	}
+	return fmt.Sprintf("%s\n[… %d bytes left out …]\n%s", o.head, o.dropped, o.tail)
 }
 
 // startProc starts name in dir (the test's directory if "") until the
-// test ends; wait blocks until url answers HTTP.
-func startProc(t *testing.T, dir string, env []string, url, name string, args ...string) *proc {
+// test ends.
+func startProc(t *testing.T, name, dir string, env []string, bin string, args ...string) *proc {
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := exec.CommandContext(ctx, name, args...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
-	p := &proc{url: url, ready: url, logs: &bytes.Buffer{}, mu: &sync.Mutex{}, exited: make(chan struct{})}
-	cmd.Stdout = lockedWriter{p.mu, p.logs}
-	cmd.Stderr = cmd.Stdout
+	p := &proc{name: name, out: &output{}, exited: make(chan struct{})}
+	cmd.Stdout = p.out
+	cmd.Stderr = p.out
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatal(err)
@@ -371,28 +431,165 @@ func startProc(t *testing.T, dir string, env []string, url, name string, args ..
 	return p
 }
 
-func (p *proc) wait(t *testing.T) {
-	c := &http.Client{Timeout: 2 * time.Second}
-	for deadline := time.Now().Add(60 * time.Second); ; {
+// startupTimeout bounds a process's start (the machine may be loaded).
+const startupTimeout = 90 * time.Second
+
+// started blocks until p's address is known: at once unless it bound
+// port 0, else from its output.
+func (p *proc) started(t *testing.T) {
+	t.Helper()
+	if p.listening != nil && p.addr == "" {
+		for deadline := time.Now().Add(startupTimeout); p.addr == ""; time.Sleep(50 * time.Millisecond) {
+			if m := p.listening.FindStringSubmatch(p.out.String()); m != nil {
+				p.addr = m[1]
+				break
+			}
+			select {
+			case <-p.exited:
+				t.Fatalf("%s exited before listening:\n%s", p.name, p.out)
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s did not say where it listens within %v:\n%s", p.name, startupTimeout, p.out)
+			}
+		}
+	}
+	p.once.Do(func() {
+		for _, f := range p.onAddr {
+			f(p.addr)
+		}
+	})
+}
+
+// url is p's address with path.
+func (p *proc) url(path string) string { return "http://" + p.addr + path }
+
+// wait blocks until p has started and probe passes: by default, a GET of
+// path answers, and 200 for /readyz.
+func (p *proc) wait(t *testing.T, path string, probe func(*proc) error) {
+	t.Helper()
+	p.started(t)
+	if probe == nil {
+		probe = func(p *proc) error { return get(p.url(path), path == "/readyz") }
+	}
+	for deadline := time.Now().Add(startupTimeout); ; time.Sleep(100 * time.Millisecond) {
 		select {
 		case <-p.exited:
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			t.Fatalf("%s exited:\n%s", p.url, p.logs)
+			t.Fatalf("%s exited:\n%s", p.name, p.out)
 		default:
 		}
-		resp, err := c.Get(p.ready)
+		err := probe(p)
 		if err == nil {
-			resp.Body.Close()
 			return
 		}
 		if time.Now().After(deadline) {
-			p.mu.Lock()
-			defer p.mu.Unlock()
-			t.Fatalf("%s did not answer within 60 s: %v\n%s", p.url, err, p.logs)
+			t.Fatalf("%s not ready within %v: %v\n%s", p.name, startupTimeout, err, p.out)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+var probeClient = &http.Client{Timeout: 5 * time.Second}
+
+// get GETs u: any answer will do, a 200 with ok200.
+func get(u string, ok200 bool) error {
+	resp, err := probeClient.Get(u)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if ok200 && resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	return nil
+}
+
+// throughProxy POSTs a ping to a proxy's target: the upstream's answer
+// (a refusal without a session will do), not the proxy's 502, 503 or 504
+// for an upstream it cannot reach.
+func throughProxy(p *proc) error {
+	req, _ := http.NewRequest(http.MethodPost, p.target, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := probeClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return fmt.Errorf("POST %s: %s", p.target, resp.Status)
+	}
+	return nil
+}
+
+// dump writes p's output to the test log, once.
+func (p *proc) dump(t *testing.T) {
+	if p == nil {
+		return
+	}
+	p.dumped.Do(func() { t.Logf("output of %s (%s):\n%s", p.name, p.addr, p.out) })
+}
+
+// dump writes the output of r's processes to the test log, once each.
+func (r *run) dump(t *testing.T) {
+	r.upstream.dump(t)
+	r.proxy.dump(t)
+}
+
+// ports hands out loopback ports that the system gives neither to port
+// 0 nor to outgoing connections (below or above
+// net.ipv4.ip_local_port_range), each held by the test until taken.
+type ports struct {
+	t    *testing.T
+	held []net.Listener
+}
+
+func newPorts(t *testing.T, n int) *ports {
+	lo, hi := 32768, 60999 // Linux's default range
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		_, _ = fmt.Sscan(string(b), &lo, &hi)
+	}
+	var free [][2]int // candidate ranges, [from, to)
+	if lo-10000 >= 2*n {
+		free = append(free, [2]int{10000, lo})
+	}
+	if 65535-hi >= 2*n {
+		free = append(free, [2]int{hi + 1, 65536})
+	}
+	if len(free) == 0 {
+		t.Fatalf("no loopback ports outside the ephemeral range %d-%d", lo, hi)
+	}
+	ps := &ports{t: t}
+	t.Cleanup(func() {
+		for _, l := range ps.held {
+			_ = l.Close()
+		}
+	})
+	r := free[0]
+	for port, tries := r[0]+rand.IntN(r[1]-r[0]), 0; len(ps.held) < n; port, tries = port+1, tries+1 {
+		if tries == r[1]-r[0] {
+			t.Fatalf("only %d free loopback ports in %d-%d", len(ps.held), r[0], r[1]-1)
+		}
+		if port >= r[1] {
+			port = r[0]
+		}
+		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			ps.held = append(ps.held, l)
+		}
+	}
+	return ps
+}
+
+// take releases a held port for the process about to be started on it.
+func (ps *ports) take() string {
+	if len(ps.held) == 0 {
+		ps.t.Fatal("no held port left")
+	}
+	l := ps.held[0]
+	ps.held = ps.held[1:]
+	addr := l.Addr().String()
+	_ = l.Close()
+	return addr
 }
 
 // publicOperations makes every operation of both everything-servers
@@ -441,32 +638,36 @@ func serve(t *testing.T, l net.Listener, h http.Handler) {
 	t.Cleanup(func() { _ = srv.Close() })
 }
 
-// tokenFront starts, when withToken, a small front that adds a valid
-// token of a new issuer to every request and forwards it to the listener
-// it returns; the resource is the front's URL, since it is the address
-// clients use (and the Origin the suite sends). Without withToken, the
-// front is the guard itself.
-func tokenFront(t *testing.T, withToken bool) (resource string, guard net.Listener, iss *authtest.Issuer) {
-	guard = listen(t)
-	resource = "http://" + guard.Addr().String() + "/mcp"
+// newIssuer is a new issuer of tokens for resource.
+func newIssuer(t *testing.T, resource string) *authtest.Issuer {
+	return authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource, Now: time.Now})
+}
+
+// serveFront serves on front, for the token ways, a small front that adds
+// a valid token of iss to every request and forwards it to guard
+// (host:port); the resource is the front's URL, since it is the address
+// clients use (and the Origin the suite sends).
+func serveFront(t *testing.T, front net.Listener, iss *authtest.Issuer, guard string) {
+	tok := iss.Token(t, authtest.Token{Claims: map[string]any{"exp": time.Now().Add(time.Hour).Unix()}})
+	u, _ := url.Parse("http://" + guard + "/mcp")
+	serve(t, front, forward(u, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }))
+}
+
+// startLibrary puts upstream behind mcpguard's library (Guard.Mount, every
+// operation public), behind a token front when withToken, and returns the
+// MCP endpoint's URL.
+func startLibrary(t *testing.T, upstream string, withToken bool) string {
+	l := listen(t)
+	resource := "http://" + l.Addr().String() + "/mcp"
 	var front net.Listener
 	if withToken {
 		front = listen(t)
 		resource = "http://" + front.Addr().String() + "/mcp"
 	}
-	iss = authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource, Now: time.Now})
+	iss := newIssuer(t, resource)
 	if withToken {
-		tok := iss.Token(t, authtest.Token{Claims: map[string]any{"exp": time.Now().Add(time.Hour).Unix()}})
-		u, _ := url.Parse("http://" + guard.Addr().String() + "/mcp")
-		serve(t, front, forward(u, func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }))
+		serveFront(t, front, iss, l.Addr().String())
 	}
-	return resource, guard, iss
-}
-
-// startLibrary puts upstream behind mcpguard's library (Guard.Mount, every
-// operation public) and returns the MCP endpoint's URL.
-func startLibrary(t *testing.T, upstream string, withToken bool) string {
-	resource, l, iss := tokenFront(t, withToken)
 	g, err := mcpguard.New(mcpguard.Config{
 		Resource:   resource,
 		Issuers:    []string{iss.URL},
@@ -485,12 +686,26 @@ func startLibrary(t *testing.T, upstream string, withToken bool) string {
 }
 
 // startProxy starts the mcpguard binary's proxy in front of upstream with
-// a configuration file that makes every operation public, and returns the
-// MCP endpoint's URL and the process.
-func startProxy(t *testing.T, bin, dir, name, upstream string, withToken bool) (string, *proc) {
-	resource, l, iss := tokenFront(t, withToken)
-	addr := l.Addr().String()
-	_ = l.Close() // the proxy binds it
+// a configuration file that makes every operation public, behind a token
+// front when withToken, and returns the MCP endpoint's URL and the
+// process. With the front, the proxy binds port 0 and its banner says
+// which port (the front forwards there once it is known, proc.started);
+// without, its URL is the resource, so it gets a held port. It logs at
+// warn: every failed forward, with the upstream's error, and no line per
+// request.
+func startProxy(t *testing.T, bin, dir, name, upstream string, withToken bool, ports *ports) (string, *proc) {
+	addr := "127.0.0.1:0"
+	var front net.Listener
+	if withToken {
+		front = listen(t)
+	} else {
+		addr = ports.take() // bound by the proxy at once
+	}
+	resource := "http://" + addr + "/mcp"
+	if withToken {
+		resource = "http://" + front.Addr().String() + "/mcp"
+	}
+	iss := newIssuer(t, resource)
 	po := publicOperations()
 	cfg := map[string]any{"routes": []any{map[string]any{
 		"resource": resource, "upstream": upstream, "issuers": []string{iss.URL},
@@ -506,8 +721,14 @@ func startProxy(t *testing.T, bin, dir, name, upstream string, withToken bool) (
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startProc(t, "", nil, resource, bin, "proxy", "-addr", addr, "-config", file, "-log-level", "error")
-	p.ready = "http://" + addr + "/healthz"
+	p := startProc(t, "proxy "+name, "", nil, bin, "proxy", "-addr", addr, "-config", file, "-log-level", "warn")
+	p.target = resource
+	if withToken {
+		p.listening = proxyListening
+		p.onAddr = append(p.onAddr, func(a string) { serveFront(t, front, iss, a) })
+	} else {
+		p.addr = addr
+	}
 	return resource, p
 }
 
