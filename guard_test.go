@@ -94,6 +94,10 @@ func do(t *testing.T, req *http.Request) (int, string, string) {
 	return resp.StatusCode, resp.Header.Get("WWW-Authenticate"), string(b)
 }
 
+// wellKnown is the RFC 9728 §3 well-known path of protected-resource
+// metadata.
+const wellKnown = "/.well-known/oauth-protected-resource"
+
 // TestGuard drives a Guard mounted on http.ServeMux (Mount) and on
 // gorilla/mux (Routes), with keys discovered from an authtest issuer.
 func TestGuard(t *testing.T) {
@@ -118,7 +122,7 @@ func TestGuard(t *testing.T) {
 		t.Run(rtr.name, func(t *testing.T) {
 			iss := authtest.NewIssuer(t, authtest.IssuerConfig{})
 			srv, resource := testServer(t, iss, rtr.mount)
-			rm := srv.URL + prm.WellKnownPath + "/mcp"
+			rm := srv.URL + wellKnown + "/mcp"
 			tok := func(tk authtest.Token) string {
 				if tk.Audience == nil {
 					tk.Audience = []string{resource}
@@ -127,7 +131,7 @@ func TestGuard(t *testing.T) {
 			}
 
 			// Metadata at both paths, without a token.
-			for _, c := range []struct{ url, resource string }{{rm, resource}, {srv.URL + prm.WellKnownPath, srv.URL}} {
+			for _, c := range []struct{ url, resource string }{{rm, resource}, {srv.URL + wellKnown, srv.URL}} {
 				req, _ := http.NewRequest(http.MethodGet, c.url, nil)
 				status, _, body := do(t, req)
 				var md prm.Metadata

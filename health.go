@@ -17,13 +17,13 @@ import (
 // cause (jwks.Cause: "dns", "tls", "not_found", "issuer_mismatch", …).
 var ErrNotReady = errors.New("mcpguard: key sets not loaded")
 
-// HealthReporter is a key source that reports its health: [*jwks.Source]
-// implements it.
-type HealthReporter interface {
+// healthReporter is a key source that reports its health, as
+// [*jwks.Source] does.
+type healthReporter interface {
 	Health() jwks.Health
 }
 
-var _ HealthReporter = (*jwks.Source)(nil)
+var _ healthReporter = (*jwks.Source)(nil)
 
 // readyWaiter is a key source that can wait for its first key set.
 type readyWaiter interface {
@@ -31,13 +31,13 @@ type readyWaiter interface {
 }
 
 // Health returns the health of each issuer's key source, in the order of
-// Config.Issuers. A source from Config.Keys that does not implement
-// [HealthReporter] (validate.StaticKeys, …) is reported Ready, since
+// Config.Issuers. A source from Config.Keys without a Health method like
+// [jwks.Source.Health] (validate.StaticKeys, …) is reported Ready, since
 // nothing is fetched. It never does I/O.
 func (g *Guard) Health() []jwks.Health {
 	out := make([]jwks.Health, len(g.issuers))
 	for i, is := range g.issuers {
-		if hr, ok := is.Keys.(HealthReporter); ok {
+		if hr, ok := is.Keys.(healthReporter); ok {
 			out[i] = hr.Health()
 			out[i].Issuer = is.Issuer
 			continue
@@ -67,7 +67,8 @@ func (g *Guard) WaitReady(ctx context.Context) error {
 }
 
 // ReadyHandler returns a readiness probe for the Guard: [ReadyHandler] of
-// every issuer's key source.
+// every issuer's key source, with the sources without health (static
+// keys) ready.
 func (g *Guard) ReadyHandler() http.Handler {
 	return readyHandler{health: g.Health, now: g.now}
 }
@@ -80,7 +81,7 @@ func (g *Guard) ReadyHandler() http.Handler {
 // material, only the stable jwks.Cause codes, so the probe may be
 // reachable by the load balancer. Other methods get 405. Mount it
 // outside the authorization middleware, for example at /readyz.
-func ReadyHandler(sources ...HealthReporter) http.Handler {
+func ReadyHandler(sources ...*jwks.Source) http.Handler {
 	return readyHandler{health: func() []jwks.Health {
 		out := make([]jwks.Health, len(sources))
 		for i, s := range sources {

@@ -10,15 +10,12 @@ import (
 	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
-// MaxMetadataBytes caps a metadata document's (decompressed) size.
-const MaxMetadataBytes = 256 << 10
-
 // Discover fetches the authorization server metadata for issuer, trying
 // [WellKnownURLs] in order, and returns the first document whose "issuer"
 // member is byte-identical to issuer (RFC 8414 §3.3, OIDC Discovery §4.3).
 //
 // A URL that answers with a non-200 status, a non-JSON media type, a body
-// over [MaxMetadataBytes] or invalid JSON is skipped. A document naming a
+// over 256 KiB (decompressed) or invalid JSON is skipped. A document naming a
 // different issuer is never used (mix-up defence, RFC 8414 §3.3); Discover
 // then goes on to the next URL rather than failing at once. That is as safe
 // as failing hard: a mismatched document is discarded either way, and an
@@ -81,7 +78,7 @@ func Discover(ctx context.Context, c *http.Client, issuer string) (*Metadata, er
 // UTF-8, no repeated member name at any depth, members matched to fields
 // case-sensitively (internal/strictjson).
 func getMetadata(ctx context.Context, c *http.Client, u string, m *Metadata) error {
-	resp, err := fetch.Get(ctx, c, u, MaxMetadataBytes)
+	resp, err := fetch.Get(ctx, c, u, fetch.MaxServerMetadataBytes)
 	if err != nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func TestDiscover(t *testing.T) {
 		},
 		{
 			name:     "too large skipped",
-			docs:     map[string]doc{oauthRoot: {body: `{"x":"` + strings.Repeat("a", MaxMetadataBytes) + `"}`}},
+			docs:     map[string]doc{oauthRoot: {body: `{"x":"` + strings.Repeat("a", fetch.MaxServerMetadataBytes) + `"}`}},
 			wantErr:  ErrNotFound,
 			wantHits: []string{oauthRoot, oidcRoot},
 		},

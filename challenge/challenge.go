@@ -34,7 +34,7 @@ const offlineAccess = "offline_access"
 // auth-param, for a request without credentials typically
 // resource_metadata (RFC 9728 §5.1) and scope.
 type Challenge struct {
-	// Scheme is the auth-scheme. "" renders as "Bearer". Parse reports
+	// Scheme is the auth-scheme. "" renders as "Bearer". ParseAll reports
 	// "Bearer" for any spelling of that scheme (schemes are
 	// case-insensitive, RFC 9110 §11.1) and other schemes as received.
 	Scheme string
@@ -56,7 +56,7 @@ type Challenge struct {
 	// metadata document; "" omits it.
 	ResourceMetadata string
 	// Params holds extension auth-params (RFC 6750 §3 allows them; for
-	// example error_uri). Names are case-insensitive: Parse reports them in
+	// example error_uri). Names are case-insensitive: ParseAll reports them in
 	// lower case and rendering lower-cases them. Names that are not RFC 9110
 	// tokens, or that name one of the fields above, are ignored when
 	// rendering. Rendered after the standard parameters, sorted by name.

@@ -235,21 +235,21 @@ func TestParse(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Parse(tt.header)
+			got, err := parse(tt.header)
 			if !errors.Is(err, tt.wantErr) {
-				t.Fatalf("Parse() error = %v, want %v", err, tt.wantErr)
+				t.Fatalf("parse() error = %v, want %v", err, tt.wantErr)
 			}
 			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("Parse()\n got %#v\nwant %#v", got, tt.want)
+				t.Errorf("parse()\n got %#v\nwant %#v", got, tt.want)
 			}
 		})
 	}
 }
 
 func TestParseErrorHidesInput(t *testing.T) {
-	_, err := Parse(`Bearer realm="secret-token-value`)
+	_, err := parse(`Bearer realm="secret-token-value`)
 	if err == nil || strings.Contains(err.Error(), "secret") {
-		t.Errorf("Parse() error = %v, want an ErrSyntax without the input", err)
+		t.Errorf("parse() error = %v, want an ErrSyntax without the input", err)
 	}
 }
 
@@ -276,7 +276,7 @@ func TestParseAll(t *testing.T) {
 }
 
 // roundTripCases are valid, already-normalized challenges; each must come
-// back unchanged from Parse(c.String()).
+// back unchanged from parse(c.String()).
 var roundTripCases = []Challenge{
 	{Scheme: "Bearer", ResourceMetadata: rm, Scope: []string{"files:read"}},
 	{Scheme: "Bearer", Error: InvalidToken, ErrorDescription: "The token expired", Realm: "mcp", ResourceMetadata: rm},
@@ -295,12 +295,12 @@ func TestRoundTrip(t *testing.T) {
 			if n := c.normalize(); !reflect.DeepEqual(n, c) {
 				t.Fatalf("case is not normalized: %#v", n)
 			}
-			got, err := Parse(c.String())
+			got, err := parse(c.String())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if want := []Challenge{c}; !reflect.DeepEqual(got, want) {
-				t.Errorf("Parse(String())\n got %#v\nwant %#v", got, want)
+				t.Errorf("parse(String())\n got %#v\nwant %#v", got, want)
 			}
 		})
 	}

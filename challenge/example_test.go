@@ -46,8 +46,8 @@ func ExampleWrite() {
 	// {"error":"unauthorized"}
 }
 
-func ExampleParse() {
-	cs, err := challenge.Parse(`Basic realm="legacy", Bearer error="insufficient_scope", scope="files:read files:write", resource_metadata="` + metadataURL + `"`)
+func ExampleParseAll_oneValue() {
+	cs, err := challenge.ParseAll([]string{`Basic realm="legacy", Bearer error="insufficient_scope", scope="files:read files:write", resource_metadata="` + metadataURL + `"`})
 	if err != nil {
 		panic(err)
 	}

@@ -7,7 +7,7 @@ import (
 )
 
 // FuzzRoundTrip renders a challenge built from fuzzed fields and checks the
-// round-trip property Parse(c.String()) == []Challenge{c.normalize()}, that
+// round-trip property parse(c.String()) == []Challenge{c.normalize()}, that
 // normalize is idempotent, and that no control byte is ever rendered.
 func FuzzRoundTrip(f *testing.F) {
 	f.Add("", "", "", "", "", "", "", "", "", "")
@@ -47,12 +47,12 @@ func FuzzRoundTrip(f *testing.F) {
 		if c.Err() != nil || strings.TrimSpace(s) == n.Scheme {
 			t.Fatalf("String() = %q, Err() = %v: a bare scheme", s, c.Err())
 		}
-		got, err := Parse(s)
+		got, err := parse(s)
 		if err != nil {
-			t.Fatalf("Parse(%q): %v", s, err)
+			t.Fatalf("parse(%q): %v", s, err)
 		}
 		if want := []Challenge{n}; !reflect.DeepEqual(got, want) {
-			t.Fatalf("Parse(%q)\n got %#v\nwant %#v", s, got, want)
+			t.Fatalf("parse(%q)\n got %#v\nwant %#v", s, got, want)
 		}
 	})
 }
@@ -76,7 +76,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, header string) {
-		cs, err := Parse(header)
+		cs, err := parse(header)
 		if err != nil {
 			return
 		}
@@ -99,7 +99,7 @@ func FuzzParse(f *testing.F) {
 		if !reflect.DeepEqual(got, want) {
 			t.Fatalf("unstable:\ninput %q\n got %#v\nwant %#v", header, got, want)
 		}
-		joined, err := Parse(strings.Join(rendered, ", "))
+		joined, err := parse(strings.Join(rendered, ", "))
 		if err != nil || !reflect.DeepEqual(joined, want) {
 			t.Fatalf("joined re-parse of %q: %v\n got %#v\nwant %#v", rendered, err, joined, want)
 		}

@@ -3,21 +3,39 @@ package challenge
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/httptoken"
 )
 
-// Parse parses one WWW-Authenticate field value: an RFC 9110 §11.6.1
-// comma-separated list of challenges, each an auth-scheme followed by either
-// a token68 or a list of auth-params whose values are tokens or
-// quoted-strings (backslash escapes are removed). Scheme and parameter names
-// are case-insensitive; parameter names are reported in lower case and the
-// Bearer scheme as "Bearer". Empty list elements are ignored (RFC 9110
-// §5.6.1). A parameter repeated within one challenge is an error (RFC 9110
-// §11.2). The RFC 6750 and RFC 9728 parameters are mapped to their fields for
-// every scheme (DPoP uses the same names); other parameters go to Params.
-// Values are reported as received, without the rendering rules of
-// [Challenge.String]; scope is split on spaces. An empty or all-comma value
-// yields no challenges and no error. Errors wrap [ErrSyntax].
-func Parse(header string) ([]Challenge, error) {
+// ParseAll parses the WWW-Authenticate field lines of a response, as
+// returned by resp.Header.Values("WWW-Authenticate"), and concatenates the
+// challenges in order; pass []string{v} for a single field value. Each
+// line is an RFC 9110 §11.6.1 comma-separated list of challenges, each an
+// auth-scheme followed by either a token68 or a list of auth-params whose
+// values are tokens or quoted-strings (backslash escapes are removed).
+// Scheme and parameter names are case-insensitive; parameter names are
+// reported in lower case and the Bearer scheme as "Bearer". Empty list
+// elements are ignored (RFC 9110 §5.6.1). A parameter repeated within one
+// challenge is an error (RFC 9110 §11.2). The RFC 6750 and RFC 9728
+// parameters are mapped to their fields for every scheme (DPoP uses the
+// same names); other parameters go to Params. Values are reported as
+// received, without the rendering rules of [Challenge.String]; scope is
+// split on spaces. Empty or all-comma lines yield no challenges and no
+// error. Errors wrap [ErrSyntax].
+func ParseAll(values []string) ([]Challenge, error) {
+	var out []Challenge
+	for _, v := range values {
+		cs, err := parse(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
+	}
+	return out, nil
+}
+
+// parse parses one WWW-Authenticate field value (see [ParseAll]).
+func parse(header string) ([]Challenge, error) {
 	p := parser{s: header}
 	var out []Challenge
 	for {
@@ -31,21 +49,6 @@ func Parse(header string) ([]Challenge, error) {
 		}
 		out = append(out, c)
 	}
-}
-
-// ParseAll parses every WWW-Authenticate field line of a response, as
-// returned by resp.Header.Values("WWW-Authenticate"), and concatenates the
-// challenges in order. Errors wrap [ErrSyntax].
-func ParseAll(values []string) ([]Challenge, error) {
-	var out []Challenge
-	for _, v := range values {
-		cs, err := Parse(v)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, cs...)
-	}
-	return out, nil
 }
 
 type parser struct {
@@ -77,7 +80,7 @@ func (p *parser) skipListSep() {
 
 func (p *parser) token() string {
 	start := p.pos
-	for p.pos < len(p.s) && isTchar(p.s[p.pos]) {
+	for p.pos < len(p.s) && httptoken.ValidByte(p.s[p.pos]) {
 		p.pos++
 	}
 	return p.s[start:p.pos]

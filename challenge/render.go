@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/httptoken"
 )
 
 // String renders c as one WWW-Authenticate field value (RFC 9110 §11.6.1),
@@ -137,7 +139,7 @@ func standardDescription(e ErrorCode) string {
 }
 
 // normalize returns the challenge exactly as String renders it, so that
-// Parse(c.String()) == []Challenge{c.normalize()} for every c.
+// parse(c.String()) == []Challenge{c.normalize()} for every c.
 func (c Challenge) normalize() Challenge {
 	var n Challenge
 	switch {
@@ -254,31 +256,8 @@ func isErrorChars(s string) bool {
 	return true
 }
 
-// isTchar reports whether c is an RFC 9110 §5.6.2 tchar.
-func isTchar(c byte) bool {
-	switch {
-	case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		return true
-	}
-	return strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0
-}
-
-// IsToken reports whether s is an RFC 9110 §5.6.2 token, the syntax of an
-// authentication scheme, an auth-param name and an HTTP field name.
-func IsToken(s string) bool { return isToken(s) }
-
 // isToken reports whether s is an RFC 9110 §5.6.2 token.
-func isToken(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if !isTchar(s[i]) {
-			return false
-		}
-	}
-	return true
-}
+func isToken(s string) bool { return httptoken.Valid(s) }
 
 // isToken68Char reports whether c may appear in an RFC 9110 §11.2 token68
 // before the trailing '=' padding.

@@ -19,7 +19,7 @@ import (
 //   - one GET accepting JSON; redirects are never followed (a 3xx is an
 //     error), whatever hc's policy, and hc is not modified;
 //   - the answer must be 200 with a JSON media type and at most
-//     prm.MaxMetadataBytes of body, read within hc's timeout and ctx;
+//     64 KiB of body, read within hc's timeout and ctx;
 //   - the body must be one JSON value without repeated member names or
 //     invalid UTF-8 (internal/strictjson, the project's one JSON reader),
 //     else prm.ErrInvalidMetadata;
@@ -46,7 +46,7 @@ func FetchMetadata(ctx context.Context, hc *http.Client, metadataURL, wantResour
 		c = *fetch.NewClient(fetch.ClientConfig{})
 	}
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := fetch.Get(ctx, &c, metadataURL, prm.MaxMetadataBytes)
+	resp, err := fetch.Get(ctx, &c, metadataURL, fetch.MaxResourceMetadataBytes)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errMetadataFetch, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/mcpguard/mcpguard/internal/fetch"
 	"github.com/mcpguard/mcpguard/prm"
 )
 
@@ -49,12 +50,12 @@ func fixtureServer(t *testing.T) (srv *httptest.Server, other *httptest.Server) 
 			_, _ = w.Write([]byte(doc("full.json")))
 		case "/big":
 			w.Header().Set("Content-Type", "application/json")
-			pad := strings.Repeat(" ", prm.MaxMetadataBytes)
+			pad := strings.Repeat(" ", fetch.MaxResourceMetadataBytes)
 			_, _ = w.Write([]byte(pad + doc("full.json")))
 		case "/exactly-max":
 			w.Header().Set("Content-Type", "application/json")
 			d := doc("full.json")
-			_, _ = w.Write([]byte(d + strings.Repeat(" ", prm.MaxMetadataBytes-len(d))))
+			_, _ = w.Write([]byte(d + strings.Repeat(" ", fetch.MaxResourceMetadataBytes-len(d))))
 		case "/redirect-same":
 			http.Redirect(w, r, "/.well-known/oauth-protected-resource/mcp", http.StatusFound)
 		case "/redirect-other":
@@ -163,7 +164,7 @@ func TestFetchMetadataNilClientAndHandlerTogether(t *testing.T) {
 		t.Fatal(err)
 	}
 	ins, _ := prm.MetadataURL(res)
-	root, _ := prm.RootMetadataURL(res)
+	root, _ := prm.MetadataURL(srv.URL)
 	if _, err := FetchMetadata(context.Background(), nil, ins, res); err != nil {
 		t.Errorf("path-inserted: %v", err)
 	}

@@ -48,9 +48,10 @@ func (t *Transport) metadata(ctx context.Context, metaURL string, reread bool) (
 			return nil, fmt.Errorf("%w: %w", errMetadata, err)
 		}
 		tries = []try{{inserted, t.cfg.Resource}}
-		if root, err := prm.RootMetadataURL(t.cfg.Resource); err == nil && root != inserted {
-			u, _ := url.Parse(t.cfg.Resource) // checked by New
-			tries = append(tries, try{root, strings.ToLower(u.Scheme + "://" + u.Host)})
+		u, _ := url.Parse(t.cfg.Resource) // checked by New
+		origin := strings.ToLower(u.Scheme + "://" + u.Host)
+		if root, err := prm.MetadataURL(origin); err == nil && root != inserted { // the root well-known URL
+			tries = append(tries, try{root, origin})
 		}
 	}
 	var err error

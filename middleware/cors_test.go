@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpguard/mcpguard/challenge"
+	"github.com/mcpguard/mcpguard/internal/httptoken"
 )
 
 // TestCORS: a browser client of an allowed origin gets CORS answers: a
@@ -108,7 +108,7 @@ func FuzzParamHeaders(f *testing.F) {
 			t.Fatalf("%d names", len(names))
 		}
 		for _, n := range names {
-			if !strings.HasPrefix(n, "Mcp-Param-") || len(n) > corsMaxParamLen || !challenge.IsToken(n) || textproto.CanonicalMIMEHeaderKey(n) != n {
+			if !strings.HasPrefix(n, "Mcp-Param-") || len(n) > corsMaxParamLen || !httptoken.Valid(n) || textproto.CanonicalMIMEHeaderKey(n) != n {
 				t.Fatalf("allowed %q", n)
 			}
 		}

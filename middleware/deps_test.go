@@ -19,6 +19,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/challenge",
 			deptest.Module + "/prm",
 			deptest.Module + "/internal/scopetoken",  // stdlib-only scope grammar
+			deptest.Module + "/internal/httptoken",   // stdlib-only token grammar (RFC 9110)
 			"github.com/go-jose/go-jose/v4/...",      // pulled in by validate (jose.JSONWebKey in its API)
 			deptest.Module + "/internal/strictjson",  // the one JSON reader
 			deptest.Module + "/internal/fairlru",     // the one fair bounded map (stdlib only)

@@ -65,7 +65,7 @@ func TestWriteMatchesChallengeWrite(t *testing.T) {
 		if a.challenge == "" {
 			continue
 		}
-		cs, err := challenge.Parse(a.challenge)
+		cs, err := challenge.ParseAll([]string{a.challenge})
 		if err != nil || len(cs) != 1 {
 			t.Fatalf("kind %d: Parse(%q) = %v, %v", k, a.challenge, cs, err)
 		}

@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/mcpguard/mcpguard/challenge"
+	"github.com/mcpguard/mcpguard/internal/httptoken"
 )
 
 var errOriginRepeated = fmt.Errorf("%w: several Origin headers", errOrigin)
@@ -151,7 +151,7 @@ func paramHeaders(lines []string) string {
 		for name := range strings.SplitSeq(line, ",") {
 			name = strings.TrimSpace(name)
 			if len(name) <= len(corsParamPrefix) || len(name) > corsMaxParamLen ||
-				!strings.EqualFold(name[:len(corsParamPrefix)], corsParamPrefix) || !challenge.IsToken(name) {
+				!strings.EqualFold(name[:len(corsParamPrefix)], corsParamPrefix) || !httptoken.Valid(name) {
 				continue
 			}
 			if n++; n > corsMaxParams {

@@ -25,7 +25,7 @@ func TestEveryRefusalForAuthorizationChallenges(t *testing.T) {
 			if !needs {
 				continue
 			}
-			cs, err := challenge.Parse(a.challenge)
+			cs, err := challenge.ParseAll([]string{a.challenge})
 			if err != nil || len(cs) != 1 || cs[0].Scheme != "Bearer" || cs[0].Err() != nil {
 				t.Errorf("realm %q kind %d (%d): WWW-Authenticate %q is not a Bearer challenge with parameters", realm, k, a.status, a.challenge)
 			}

@@ -10,8 +10,8 @@ var (
 	// object.
 	ErrInvalidMetadata = errors.New("prm: invalid metadata")
 	// ErrInvalidResource: a resource identifier passed to [MetadataURL],
-	// [RootMetadataURL], [Paths] or [Parse] is not an absolute http(s) URL
-	// of the required form.
+	// [Paths] or [Parse] is not an absolute http(s) URL of the required
+	// form.
 	ErrInvalidResource = errors.New("prm: invalid resource identifier")
 	// ErrResourceMismatch: a fetched document's "resource" is not identical
 	// to the expected resource identifier (RFC 9728 §3.3).

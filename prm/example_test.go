@@ -17,7 +17,7 @@ func ExampleMetadataURL() {
 		u, _ := prm.MetadataURL(res)
 		fmt.Println(u)
 	}
-	root, _ := prm.RootMetadataURL("https://example.com/public/mcp")
+	root, _ := prm.MetadataURL("https://example.com") // the root form: the origin's
 	fmt.Println(root)
 	// Output:
 	// https://example.com/.well-known/oauth-protected-resource/public/mcp

@@ -5,10 +5,6 @@ import (
 	"fmt"
 )
 
-// MaxMetadataBytes is the largest metadata document a client should read:
-// 64 KiB. The client package's fetch applies it.
-const MaxMetadataBytes = 64 << 10
-
 // Parse decodes body, a protected-resource metadata response (RFC 9728
 // §3.2), on the client side, and applies the checks RFC 9728 §3.3 makes a
 // client apply, and no others:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -120,9 +121,15 @@ func TestMetadataURL(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) || got != tt.want {
 				t.Errorf("MetadataURL() = %q, %v; want %q, %v", got, err, tt.want, tt.wantErr)
 			}
-			root, err := RootMetadataURL(tt.resource)
-			if !errors.Is(err, tt.wantErr) || root != tt.wantRoot {
-				t.Errorf("RootMetadataURL() = %q, %v; want %q, %v", root, err, tt.wantRoot, tt.wantErr)
+			if err != nil {
+				return
+			}
+			// The root-form URL, as MetadataURL's doc says: the
+			// MetadataURL of the origin.
+			u, _ := url.Parse(tt.resource)
+			root, err := MetadataURL(strings.ToLower(u.Scheme + "://" + u.Host))
+			if err != nil || root != tt.wantRoot {
+				t.Errorf("MetadataURL(origin) = %q, %v; want %q", root, err, tt.wantRoot)
 			}
 		})
 	}
@@ -152,8 +159,8 @@ func TestPaths(t *testing.T) {
 			if !errors.Is(err, tt.wantErr) || ins != tt.wantInserted {
 				t.Fatalf("Paths() = %q, %v; want %q, %v", ins, err, tt.wantInserted, tt.wantErr)
 			}
-			if err == nil && root != WellKnownPath {
-				t.Errorf("root = %q, want %q", root, WellKnownPath)
+			if err == nil && root != wellKnownPath {
+				t.Errorf("root = %q, want %q", root, wellKnownPath)
 			}
 		})
 	}
@@ -281,7 +288,7 @@ func TestHandlerOriginResource(t *testing.T) {
 				t.Fatal(err)
 			}
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, httptest.NewRequest("GET", WellKnownPath, nil))
+			h.ServeHTTP(rec, httptest.NewRequest("GET", wellKnownPath, nil))
 			var got Metadata
 			if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got.Resource != res {
 				t.Errorf("root resource = %q, %v; want %q", got.Resource, err, res)
@@ -298,7 +305,7 @@ func TestHandlerRootKeepsConfiguredSpelling(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", WellKnownPath, nil))
+	h.ServeHTTP(rec, httptest.NewRequest("GET", wellKnownPath, nil))
 	var got Metadata
 	if err := json.Unmarshal(rec.Body.Bytes(), &got); err != nil || got.Resource != "https://MCP.example.com:8443" {
 		t.Errorf("root resource = %q, %v", got.Resource, err)

@@ -6,19 +6,25 @@ import (
 	"strings"
 )
 
-// WellKnownPath is the RFC 9728 §3 well-known URI path for protected-resource
+// wellKnownPath is the RFC 9728 §3 well-known URI path for protected-resource
 // metadata, registered in RFC 9728 §8.3.
-const WellKnownPath = "/.well-known/oauth-protected-resource"
+const wellKnownPath = "/.well-known/oauth-protected-resource"
 
 // MetadataURL returns the RFC 9728 §3.1 metadata URL of a resource
-// identifier: WellKnownPath is inserted between the host and the path, after
-// removing a terminating slash that directly follows the host. Port, path
+// identifier: the well-known path "/.well-known/oauth-protected-resource"
+// is inserted between the host and the path, after removing a terminating
+// slash that directly follows the host. Port, path
 // (with its original escaping and any trailing slash) and query are kept;
 // scheme and host are lower-cased:
 //
 //	https://example.com/public/mcp -> https://example.com/.well-known/oauth-protected-resource/public/mcp
 //	https://example.com/           -> https://example.com/.well-known/oauth-protected-resource
 //	https://example.com:8443/mcp?t=1 -> https://example.com:8443/.well-known/oauth-protected-resource/mcp?t=1
+//
+// The root-form URL, the MCP fallback probe after the path-inserted one, is
+// the MetadataURL of the resource's origin (scheme://host[:port]); a client
+// probing it must expect the document's resource to be that origin
+// (RFC 9728 §3.3), not the full resource.
 //
 // The resource must be an absolute http or https URL with a host and without
 // userinfo or fragment; otherwise the error wraps [ErrInvalidResource].
@@ -32,7 +38,7 @@ func MetadataURL(resource string) (string, error) {
 	}
 	var b strings.Builder
 	b.WriteString(origin(u))
-	b.WriteString(WellKnownPath)
+	b.WriteString(wellKnownPath)
 	if p := u.EscapedPath(); p != "" && p != "/" {
 		b.WriteString(p)
 	}
@@ -43,23 +49,10 @@ func MetadataURL(resource string) (string, error) {
 	return b.String(), nil
 }
 
-// RootMetadataURL returns the root-form metadata URL of a resource
-// identifier, origin + [WellKnownPath] (the MCP fallback probe after the
-// path-inserted URL). It accepts what [MetadataURL] accepts. A client
-// probing it must expect the document's resource to be the origin
-// (RFC 9728 §3.3), e.g. "https://example.com", not the full resource.
-func RootMetadataURL(resource string) (string, error) {
-	u, err := parseResource(resource)
-	if err != nil {
-		return "", err
-	}
-	return origin(u) + WellKnownPath, nil
-}
-
 // Paths returns the two URL paths at which [Handler] serves the metadata of
 // resource, for mounting on a router: the RFC 9728 §3.1 path-inserted path
-// and the root path [WellKnownPath]. They are equal when the resource has no
-// path (or just "/"); mount once in that case.
+// and the root path "/.well-known/oauth-protected-resource". They are equal
+// when the resource has no path (or just "/"); mount once in that case.
 //
 // The resource must satisfy the resource rules of [Metadata.Validate], and
 // its path must also be usable verbatim as an http.ServeMux or gorilla/mux
@@ -81,7 +74,7 @@ func Paths(resource string) (pathInserted, root string, err error) {
 			return "", "", fmt.Errorf("%w: path must not need percent-encoding", ErrInvalidResource)
 		}
 	}
-	return insertedPath(u), WellKnownPath, nil
+	return insertedPath(u), wellKnownPath, nil
 }
 
 // isMountable reports whether c is an RFC 3986 pchar other than
@@ -94,13 +87,13 @@ func isMountable(c byte) bool {
 	return strings.IndexByte("-._~!$&'()*+,;=:@/", c) >= 0
 }
 
-// insertedPath is WellKnownPath followed by the resource's decoded path,
+// insertedPath is wellKnownPath followed by the resource's decoded path,
 // without a lone terminating slash.
 func insertedPath(u *url.URL) string {
 	if u.Path == "" || u.Path == "/" {
-		return WellKnownPath
+		return wellKnownPath
 	}
-	return WellKnownPath + u.Path
+	return wellKnownPath + u.Path
 }
 
 // parseResource applies the lenient MetadataURL rules.

@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		dev     *devas.Server
 		devLn   net.Listener
 		closers []io.Closer
-		health  []mcpguard.HealthReporter // for /readyz
+		health  []*jwks.Source // for /readyz
 	)
 	defer func() {
 		for _, c := range closers {

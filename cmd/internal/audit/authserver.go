@@ -107,7 +107,7 @@ func (a *Auditor) fetchASMetadata(ctx context.Context, issuer string, judge bool
 		x := a.do(ctx, req)
 		ev := a.evidence(x)
 		evs = append(evs, ev)
-		if x.status != http.StatusOK || !fetch.IsJSONMediaType(x.header.Get("Content-Type")) || x.truncated || len(x.body) > asmeta.MaxMetadataBytes {
+		if x.status != http.StatusOK || !fetch.IsJSONMediaType(x.header.Get("Content-Type")) || x.truncated || len(x.body) > fetch.MaxServerMetadataBytes {
 			continue
 		}
 		var m asmeta.Metadata

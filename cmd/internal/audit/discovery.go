@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcpguard/mcpguard/challenge"
+	"github.com/mcpguard/mcpguard/internal/fetch"
 	"github.com/mcpguard/mcpguard/internal/strictjson"
 	"github.com/mcpguard/mcpguard/prm"
 )
@@ -156,7 +157,7 @@ func (a *Auditor) fetchPRM(ctx context.Context, rawURL string) prmFetch {
 	case mt != "application/json":
 		f.problem = "content type is not application/json"
 		return f
-	case x.truncated || len(x.body) > prm.MaxMetadataBytes:
+	case x.truncated || len(x.body) > fetch.MaxResourceMetadataBytes:
 		f.problem = "document larger than 64 KiB"
 		return f
 	}
@@ -182,8 +183,9 @@ func (a *Auditor) fetchPRM(ctx context.Context, rawURL string) prmFetch {
 // checkMetadata runs PRM-DISCOVERY … PRM-NO-OFFLINE-ACCESS.
 func (a *Auditor) checkMetadata(ctx context.Context) {
 	endpoint := a.endpoint.String()
+	origin := strings.ToLower(a.endpoint.Scheme + "://" + a.endpoint.Host)
 	inserted, err1 := prm.MetadataURL(endpoint)
-	root, err2 := prm.RootMetadataURL(endpoint)
+	root, err2 := prm.MetadataURL(origin) // the root well-known URL
 	if err1 != nil || err2 != nil {
 		a.fail(PRMDiscovery, "the endpoint URL has no well-known metadata URL")
 		return
@@ -233,7 +235,6 @@ func (a *Auditor) checkMetadata(ctx context.Context) {
 	if root != inserted {
 		fr := get(root)
 		evr := a.evidence(fr.x)
-		origin := strings.TrimSuffix(root, prm.WellKnownPath)
 		switch {
 		case fr.x.status != http.StatusOK:
 			a.pass(PRMRoot, "not served", evr)

@@ -447,7 +447,7 @@ func hostDerived(e *env, next http.Handler) http.Handler {
 				rec.Header().Add("WWW-Authenticate", strings.ReplaceAll(v, real, host))
 			}
 		}
-		if strings.HasPrefix(r.URL.Path, prm.WellKnownPath) {
+		if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") {
 			setBody(rec, strings.ReplaceAll(rec.Body.String(), real, host))
 		}
 	})
@@ -479,7 +479,7 @@ func advertiseOffline(_ *env, next http.Handler) http.Handler {
 		if v := rec.Header().Get("WWW-Authenticate"); v != "" {
 			rec.Header().Set("WWW-Authenticate", strings.Replace(v, `scope="`+baseScope, `scope="`+baseScope+" "+"offline_access", 1))
 		}
-		if strings.HasPrefix(r.URL.Path, prm.WellKnownPath) {
+		if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") {
 			setBody(rec, strings.Replace(rec.Body.String(), `"scopes_supported":["`+baseScope+`"`, `"scopes_supported":["`+baseScope+`","offline_access"`, 1))
 		}
 	})
@@ -574,7 +574,7 @@ func protoDerived(e *env, next http.Handler) http.Handler {
 		if v := rec.Header().Get("WWW-Authenticate"); v != "" {
 			rec.Header().Set("WWW-Authenticate", strings.ReplaceAll(v, origin, up))
 		}
-		if strings.HasPrefix(r.URL.Path, prm.WellKnownPath) {
+		if strings.HasPrefix(r.URL.Path, "/.well-known/oauth-protected-resource") {
 			setBody(rec, strings.ReplaceAll(rec.Body.String(), origin, up))
 		}
 	})
