@@ -25,7 +25,7 @@ func TestDeps(t *testing.T) {
 			"github.com/go-json-experiment/json/...", // the strict JSON reader (jsontext)
 			deptest.Module + "/internal/scopetoken",
 			deptest.Module + "/internal/httptoken", // through challenge: the RFC 9110 token grammar
-			deptest.Module + "/internal/keyalg", // the default algorithm of a key, shared with introspect
+			deptest.Module + "/internal/keyalg",    // the default algorithm of a key, shared with introspect
 			"golang.org/x/oauth2",
 			"github.com/go-jose/go-jose/v4/...", // DPoP proofs (dpop.go)
 			"golang.org/x/oauth2/internal",
