@@ -330,7 +330,7 @@ func (w *sessionWriter) WriteHeader(status int) {
 	h := w.ResponseWriter.Header()
 	switch {
 	case w.sid == "":
-		if created := h.Get(sessionHeader); created != "" {
+		if created := headerValue(h, sessionHeader); created != "" {
 			var err error
 			if w.ended, err = w.m.claimSession(w.r.Context(), created, w.p, w.next); err != nil {
 				w.refused, w.discard = created, true

@@ -330,10 +330,11 @@ func (v *Validator) checkTimes(c *Claims, now time.Time) error {
 	if !now.Before(c.Expiry.Add(lw)) {
 		return errExpired
 	}
-	if !c.NotBefore.IsZero() && now.Add(lw).Before(c.NotBefore) {
+	late := now.Add(lw)
+	if !c.NotBefore.IsZero() && late.Before(c.NotBefore) {
 		return errNotYetValid
 	}
-	if !c.IssuedAt.IsZero() && now.Add(lw).Before(c.IssuedAt) {
+	if !c.IssuedAt.IsZero() && late.Before(c.IssuedAt) {
 		return errIssuedAt
 	}
 	if v.cfg.MaxTokenLifetime > 0 && c.Expiry.Sub(c.IssuedAt) > v.cfg.MaxTokenLifetime {

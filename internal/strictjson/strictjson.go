@@ -158,8 +158,14 @@ type nameSet struct {
 
 // reset empties s for another document, keeping its storage.
 func (s *nameSet) reset() {
-	clear(s.small[:])
-	clear(s.names)
+	// Up to maxPairwise names, names is small's prefix; past it, a copy
+	// of small followed by the rest.
+	if n := len(s.names); n <= maxPairwise {
+		clear(s.small[:n])
+	} else {
+		clear(s.small[:])
+		clear(s.names)
+	}
 	s.names = s.small[:0]
 	s.seen = nil
 	s.err = nil

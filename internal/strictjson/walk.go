@@ -168,7 +168,11 @@ func (r *reader) object(doc []byte, depth int, read []string, fn func(v *Value, 
 			return r.err
 		}
 		if !v.read {
-			if err := dec.SkipValue(); err != nil {
+			// ReadValue, not SkipValue: the same checks (SkipValue is
+			// ReadValue without keeping the result), in one call of the
+			// tokenizer where SkipValue reads an object token by token;
+			// the document is read in place, so nothing is copied.
+			if _, err := dec.ReadValue(); err != nil {
 				return classify(doc, err)
 			}
 		}
