@@ -77,6 +77,14 @@ func (e *hxEnv) wantUnavailable() hxWant {
 	return hxWant{status: http.StatusServiceUnavailable, body: `{"error":"temporarily_unavailable"}`, retryAfter: "30"}
 }
 
+// wantProxyHostRefused is mcpguard proxy's own 403 for a foreign Host on
+// a loopback listener, before any token check (docs/proxy.md, "DNS
+// rebinding: the Host check"): its JSON-RPC error shape, id null (the
+// body is not read), no challenge, no-store.
+func (e *hxEnv) wantProxyHostRefused() hxWant {
+	return hxWant{status: http.StatusForbidden, body: `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Forbidden"}}` + "\n"}
+}
+
 // check compares got with w exactly, reporting every difference.
 func (w hxWant) check(t testing.TB, got hxResp) {
 	t.Helper()

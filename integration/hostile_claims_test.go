@@ -93,6 +93,7 @@ func hxIssuerAudienceCases(fx *hxHostile) []hxCase {
 	e, es := fx.e, fx.es
 	hdr, signed, bearer, tokReq, expired := fx.hdr, fx.signed, fx.bearer, fx.tokReq, fx.expired
 	ok, invalid, noTok := fx.ok, fx.invalid, fx.noTok
+	hostRefused := e.wantProxyHostRefused()
 	return []hxCase{
 		{class: "issuer_audience", name: "iss_scheme_uppercase", want: invalid, wantErr: validate.Error{Reason: "issuer"},
 			req: func(t *testing.T) hxReq {
@@ -159,10 +160,6 @@ func hxIssuerAudienceCases(fx *hxHostile) []hxCase {
 		{class: "issuer_audience", name: "aud_empty_array", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.Token{Audience: []string{}})},
 		{class: "issuer_audience", name: "aud_missing", want: invalid, wantErr: validate.Error{Reason: "missing_claim"}, req: tokReq(authtest.Token{Claims: map[string]any{"aud": nil}})},
 		{class: "issuer_audience", name: "aud_not_a_string", want: invalid, wantErr: validate.Error{Reason: "malformed"}, req: tokReq(authtest.Token{Claims: map[string]any{"aud": 1}})},
-		{class: "issuer_audience", name: "host_spoofed_invalid_token", want: invalid, wantErr: validate.Error{Reason: "expired"},
-			req: func(t *testing.T) hxReq { return hxReq{authz: hxBearer(expired(t)), host: "evil.example"} }},
-		{class: "issuer_audience", name: "host_spoofed_no_token", want: noTok,
-			req: func(t *testing.T) hxReq { return hxReq{host: "evil.example:443"} }},
 		{class: "issuer_audience", name: "x_forwarded_host_proto_spoofed", want: invalid, wantErr: validate.Error{Reason: "expired"},
 			req: func(t *testing.T) hxReq {
 				return hxReq{authz: hxBearer(expired(t)), header: map[string]string{
@@ -170,17 +167,27 @@ func hxIssuerAudienceCases(fx *hxHostile) []hxCase {
 					"Forwarded": "host=evil.example;proto=https", "X-Forwarded-Prefix": "/evil",
 				}}
 			}},
-		// A valid token passes the middleware whatever the Host; on a
-		// loopback listener the go-sdk's DNS-rebinding protection then
-		// refuses the foreign Host, so the tool does not run either.
-		// Through the proxy the token is all that counts: the proxy takes
-		// no URL from Host (its resource is configured), the upstream
-		// gets its own Host, and a bearer token is no ambient credential
-		// a rebound browser page could send.
+		// A foreign Host on a loopback listener (DNS rebinding). The
+		// library answers the token first, and a valid token then meets
+		// the go-sdk's Host check, which names the Host in its plain-text
+		// 403. mcpguard proxy checks the Host first, as the go-sdk does
+		// in front of everything (docs/proxy.md, "DNS rebinding: the Host
+		// check"): the same 403 for every token, in the proxy's JSON-RPC
+		// shape, nothing of the Host in it, nothing to the upstream. Either
+		// way the tool does not run.
+		{class: "issuer_audience", name: "host_spoofed_invalid_token", want: invalid, wantErr: validate.Error{Reason: "expired"},
+			proxied: &hostRefused,
+			req:     func(t *testing.T) hxReq { return hxReq{authz: hxBearer(expired(t)), host: "evil.example"} }},
+		{class: "issuer_audience", name: "host_spoofed_no_token", want: noTok,
+			proxied: &hostRefused,
+			req:     func(t *testing.T) hxReq { return hxReq{host: "evil.example:443"} }},
 		{class: "issuer_audience", name: "host_spoofed_valid_token",
 			want:    hxWant{status: http.StatusForbidden, body: "Forbidden: invalid Host header \"evil.example\"\n", notMiddleware: true},
-			proxied: &ok,
+			proxied: &hostRefused,
 			req:     func(t *testing.T) hxReq { return hxReq{authz: hxBearer(e.tok(t)), host: "evil.example"} }},
+		// A loopback name other than the resource's host passes both.
+		{class: "issuer_audience", name: "host_localhost_valid_token", want: ok,
+			req: func(t *testing.T) hxReq { return hxReq{authz: hxBearer(e.tok(t)), host: "localhost"} }},
 	}
 }
 

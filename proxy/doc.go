@@ -21,7 +21,10 @@
 // or SSE, GET streams, DELETE and Last-Event-ID pass through, every SSE
 // event is flushed as it arrives, and request bodies are forwarded byte
 // for byte. An upstream that is down, slow or failing gets a JSON-RPC
-// shaped 502, 503 or 504 with no upstream detail.
+// shaped 502, 503 or 504 with no upstream detail. On a loopback listener,
+// an MCP request whose Host is neither a loopback name nor the route's
+// resource host gets 403 before any other check (DNS rebinding, as the
+// go-sdk's Streamable HTTP handler has it; docs/proxy.md).
 //
 // A YAML file (the schema of "mcpguard proxy -config") becomes a Config
 // through [Parse]: read it yourself, bounded (Parse refuses more than

@@ -60,6 +60,7 @@ type reqState struct {
 	body            []byte // the POST body, for the JSON-RPC id of an error answer
 	upstreamStatus  int
 	proxyErr        string                   // the class of a proxy error answer, for the log
+	refused         int                      // the status of a refusal before the middleware (the Host check)
 	rc              *http.ResponseController // the client's, for per-write deadlines
 }
 

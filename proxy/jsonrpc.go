@@ -8,9 +8,9 @@ import (
 )
 
 // jsonrpcErrorCode is the JSON-RPC error code of every answer the proxy
-// itself gives for a failed forward (502, 503, 504): -32603, internal
-// error. The message is the HTTP status text; no upstream detail is ever
-// included.
+// itself gives (a failed forward's 502, 503, 504, a rate limit's 429, the
+// Host check's 403): -32603, internal error. The message is the HTTP
+// status text; no upstream or request detail is ever included.
 const jsonrpcErrorCode = -32603
 
 // maxEchoedID bounds the JSON-RPC id echoed in an error answer.

@@ -17,6 +17,8 @@ func (px *Proxy) logRequest(r *http.Request, st *reqState) {
 	status := d.Status
 	outcome := string(d.Reason)
 	switch {
+	case st.refused != 0: // before the middleware: no decision
+		outcome, status = st.proxyErr, st.refused
 	case !st.decided:
 		outcome = "not_decided"
 	case st.proxyErr != "":

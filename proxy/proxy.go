@@ -64,6 +64,7 @@ type route struct {
 	upstream *url.URL
 	unix     *unixUpstream // nil: a TCP upstream
 	limits   *limiter      // nil: no rate limit
+	host     hostRule      // the DNS-rebinding check (host.go)
 }
 
 // New checks cfg and builds the proxy: one key source per distinct
@@ -226,7 +227,8 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 	at := fmt.Sprintf("routes[%d]", i)
 	up, _ := url.Parse(r.Upstream)
 	rl := px.log.With("route", r.Resource)
-	x := &route{cfg: *r, log: rl, upstream: up}
+	res, _ := url.Parse(r.Resource) // checked by checkRoute
+	x := &route{cfg: *r, log: rl, upstream: up, host: newHostRule(res)}
 	if up.Scheme == "unix" {
 		x.unix, _ = parseUnixUpstream(up) // checked by checkRoute
 		up = x.unix.target
@@ -352,10 +354,20 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 	return x, nil
 }
 
-// ServeHTTP marks the request as the route's, then runs the middleware.
+// ServeHTTP marks the request as the route's, refuses a foreign Host on
+// a loopback listener (host.go) with 403 before anything reads the
+// request, then runs the middleware.
 func (x *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if st := stateFrom(r.Context()); st != nil {
+	st := stateFrom(r.Context())
+	if st != nil {
 		st.route = x
+	}
+	if !x.host.allows(r) {
+		if st != nil {
+			st.proxyErr, st.refused = "host_not_allowed", http.StatusForbidden
+		}
+		refuseHost(w, r)
+		return
 	}
 	x.handler.ServeHTTP(w, r)
 }
