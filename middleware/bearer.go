@@ -81,15 +81,14 @@ func parseBearer(v string) (string, error) {
 
 // splitBearer is parseBearer without the b64token check.
 func splitBearer(v string) (string, error) {
-	i := strings.IndexAny(v, " \t")
-	scheme := v
-	if i >= 0 {
-		scheme = v[:i]
+	i := 0
+	for i < len(v) && v[i] != ' ' && v[i] != '\t' {
+		i++
 	}
-	if !strings.EqualFold(scheme, "Bearer") {
+	if !isBearerScheme(v[:i]) {
 		return "", errOtherScheme
 	}
-	if i < 0 {
+	if i == len(v) {
 		return "", errNoBearer
 	}
 	rest := v[i:]
@@ -105,6 +104,14 @@ func splitBearer(v string) (string, error) {
 		return "", errNoBearer
 	}
 	return tok, nil
+}
+
+// isBearerScheme reports whether s is "Bearer" in any case, as
+// strings.EqualFold(s, "Bearer") does: no rune outside ASCII folds to one
+// of its letters (only U+017F and U+212A fold into ASCII, to s and k).
+func isBearerScheme(s string) bool {
+	return len(s) == 6 && s[0]|0x20 == 'b' && s[1]|0x20 == 'e' && s[2]|0x20 == 'a' &&
+		s[3]|0x20 == 'r' && s[4]|0x20 == 'e' && s[5]|0x20 == 'r'
 }
 
 // isB64Token reports whether s is an RFC 6750 §2.1 b64token:

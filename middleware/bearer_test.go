@@ -4,7 +4,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"unicode"
 )
 
 func TestBearerToken(t *testing.T) {
@@ -78,5 +80,25 @@ func TestBearerFormBodyIgnored(t *testing.T) {
 	n, _ := r.Body.Read(b)
 	if got := string(b[:n]); got != "access_token=abc" {
 		t.Errorf("body after BearerToken = %q, want it untouched", got)
+	}
+}
+
+// TestIsBearerScheme checks the byte-wise scheme match against
+// strings.EqualFold for every rune in every position of "Bearer", and for
+// a few lengths around it.
+func TestIsBearerScheme(t *testing.T) {
+	const want = "Bearer"
+	for i := range len(want) {
+		for r := rune(0); r <= unicode.MaxRune; r++ {
+			s := want[:i] + string(r) + want[i+1:]
+			if got, exp := isBearerScheme(s), strings.EqualFold(s, want); got != exp {
+				t.Fatalf("isBearerScheme(%q) = %v, strings.EqualFold %v", s, got, exp)
+			}
+		}
+	}
+	for _, s := range []string{"", "B", "Beare", "Bearerr", "bearer", "BEARER", "bEaReR", "Bearer\x00", "DPoP"} {
+		if got, exp := isBearerScheme(s), strings.EqualFold(s, want); got != exp {
+			t.Errorf("isBearerScheme(%q) = %v, strings.EqualFold %v", s, got, exp)
+		}
 	}
 }

@@ -131,10 +131,11 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 }
 
 func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	if _, ok := r.Header["Origin"]; ok && m.origins.cors(w, r) {
+	origin, hasOrigin := r.Header["Origin"]
+	if hasOrigin && m.origins.cors(w, r) {
 		return // a CORS preflight of an allowed origin (origin.go)
 	}
-	p, err := m.authenticate(r)
+	p, err := m.authenticateOrigin(r, origin)
 	if err != nil {
 		if m.public != nil && isAnonymous(r, err) {
 			m.servePublic(w, r, next)
@@ -185,12 +186,16 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 		return
 	}
 	op := g.op
-	if missing := m.missing(p.Scopes, op.scopes); missing != nil {
-		if !post {
-			closeUnread(w, r)
+	// Without public operations the base scopes were checked above: an
+	// operation needing exactly them (every GET) is not checked again.
+	if m.public != nil || op != m.policy.base {
+		if missing := m.missing(p.Scopes, op.scopes); missing != nil {
+			if !post {
+				closeUnread(w, r)
+			}
+			m.insufficient(w, r, &refusal{p: p, g: g}, op, missing)
+			return
 		}
-		m.insufficient(w, r, &refusal{p: p, g: g}, op, missing)
-		return
 	}
 	if m.pending != nil && !m.pending.empty() {
 		m.steppedUp(r.Context(), p)
@@ -205,7 +210,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 // context and the POST body replayed byte for byte, after reporting the
 // decision.
 func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, msg *message) {
-	if err := m.bindSession(r, p, next); err != nil {
+	sid, err := m.bindSession(r, p, next)
+	if err != nil {
 		if r.Method != http.MethodPost {
 			closeUnread(w, r) // a GET or DELETE body is not read
 		}
@@ -227,6 +233,7 @@ func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Han
 		r2.TransferEncoding = nil
 	}
 	m.reportPass(r2.Context(), r.Header, p)
+	msg.sid = sid
 	m.serveNext(w, r2, next, p, msg)
 }
 
@@ -234,7 +241,12 @@ var errNilClaims = errors.New("middleware: validator returned no claims")
 
 // authenticate runs the checks that need no body: Origin, bearer, token.
 func (m *Middleware) authenticate(r *http.Request) (*Principal, error) {
-	if err := m.origins.check(r); err != nil {
+	return m.authenticateOrigin(r, r.Header["Origin"])
+}
+
+// authenticateOrigin is authenticate given r's Origin header values.
+func (m *Middleware) authenticateOrigin(r *http.Request, origin []string) (*Principal, error) {
+	if err := m.origins.checkValues(origin); err != nil {
 		return nil, err
 	}
 	tok, isDPoP, err := m.credentials(r)

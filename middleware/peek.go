@@ -55,6 +55,9 @@ type message struct {
 	// extension (io.modelcontextprotocol/tasks, 2026-07-28: the server may
 	// answer with a task).
 	task, tasksExt bool
+	// sid is not read from the body: it is the request's Mcp-Session-Id
+	// as bindSession accepted it ("" for none), for serveSession.
+	sid string
 }
 
 // field is one member the peek reads: whether it is present, whether it is
@@ -307,7 +310,8 @@ func stringValue(v []byte) ([]byte, error) {
 	}
 	raw := v[1 : len(v)-1]
 	if bytes.IndexByte(raw, '\\') < 0 {
-		if bytes.ContainsRune(raw, utf8.RuneError) {
+		// ASCII holds no U+FFFD (bytes.ContainsRune decodes rune by rune).
+		if !strictjson.IsASCII(raw) && bytes.ContainsRune(raw, utf8.RuneError) {
 			return nil, errBadString
 		}
 		return raw, nil

@@ -185,12 +185,18 @@ func sessionID(h http.Header) (string, error) {
 }
 
 // bindSession checks the request's session ID, if any, against p before
-// next runs. It returns the error to refuse the request with.
-func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handler) error {
+// next runs. It returns the ID ("" for none), or the error to refuse the
+// request with.
+func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handler) (string, error) {
 	sid, err := sessionID(r.Header)
 	if sid == "" || err != nil {
-		return err
+		return "", err
 	}
+	return sid, m.bindID(r, sid, p, next)
+}
+
+// bindID is bindSession for the request's session ID sid.
+func (m *Middleware) bindID(r *http.Request, sid string, p *Principal, next http.Handler) error {
 	s := m.sessions
 	if s.store != nil {
 		return m.bindShared(r.Context(), sid, p, next)
@@ -281,11 +287,10 @@ func (m *Middleware) isAnonymousSession(r *http.Request) bool {
 	return e != nil && now < e.expires && e.owner == anonymousID
 }
 
-// serveSession runs next for p's request r, whose session ID (if any)
-// bindSession accepted. An answer to a request without one that creates a
+// serveSession runs next for p's request r, whose session ID sid ("" for
+// none) bindSession accepted and returned. An answer to a request without one that creates a
 // session records it; a DELETE accepted, or a 404, for the ID forgets it.
-func (m *Middleware) serveSession(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal) {
-	sid, _ := sessionID(r.Header) // checked by bindSession
+func (m *Middleware) serveSession(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, sid string) {
 	sw, _ := m.sessions.pool.Get().(*sessionWriter)
 	if sw == nil {
 		sw = &sessionWriter{}

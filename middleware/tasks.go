@@ -174,11 +174,13 @@ func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Princi
 // carries only the response and passes untouched). The per-request writer
 // comes from a free list, so an ordinary request allocates nothing here.
 //
-// It then runs the session binding's serveSession. p.grant is the
+// It then runs the session binding's serveSession with msg.sid, the
+// session ID bindSession accepted. p.grant is the
 // request's operation.
 func (m *Middleware) serveNext(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, msg *message) {
+	sid := msg.sid
 	if r.Method != http.MethodPost && r.Method != http.MethodGet {
-		m.serveSession(w, r, next, p)
+		m.serveSession(w, r, next, p, sid)
 		return
 	}
 	tw := m.taskWriters.get()
@@ -203,7 +205,7 @@ func (m *Middleware) serveNext(w http.ResponseWriter, r *http.Request, next http
 		}
 	}
 	tw.aw.Reset(w, tw, opts)
-	m.serveSession(&tw.aw, r, next, p)
+	m.serveSession(&tw.aw, r, next, p, sid)
 	if err := tw.aw.Finish(); err != nil {
 		m.log.LogAttrs(r.Context(), slog.LevelWarn, "middleware: answer filtered for task binding",
 			slog.String("error", err.Error()), slog.String("path", r.URL.Path))

@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"hash/maphash"
 	"io"
@@ -262,6 +263,22 @@ func caseVariantOf(name []byte, ascii bool, read []string) bool {
 
 func isASCII[T ~string | ~[]byte](s T) bool {
 	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+// IsASCII reports whether s has only ASCII bytes (eight at a time).
+func IsASCII(s []byte) bool {
+	i := 0
+	for ; i+8 <= len(s); i += 8 {
+		if binary.LittleEndian.Uint64(s[i:])&0x8080808080808080 != 0 {
+			return false
+		}
+	}
+	for ; i < len(s); i++ {
 		if s[i] >= utf8.RuneSelf {
 			return false
 		}
