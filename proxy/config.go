@@ -521,7 +521,8 @@ type Timeouts struct {
 	// Zero means 5m.
 	IdleStream time.Duration `yaml:"idle_stream"`
 	// StreamWrite bounds each write of an authorized answer to the
-	// client (a slow reader is cut after it). Zero means 30s.
+	// client (a slow reader is cut after it; a write gets between 15/16
+	// of it and all of it). Zero means 30s.
 	StreamWrite time.Duration `yaml:"stream_write"`
 	// MaxResponseHeaderBytes bounds an upstream's answer headers. Zero
 	// means 64 KiB.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpguard/mcpguard/middleware"
@@ -312,8 +314,8 @@ func newStreamSet() *streamSet { return &streamSet{open: map[*streamBody]struct{
 // wrap returns body bounded by idle (a read waiting longer ends it
 // cleanly) with each read extending the client write deadline by write.
 func (s *streamSet) wrap(body io.ReadCloser, idle, write time.Duration, rc *http.ResponseController, sse, get bool) io.ReadCloser {
-	b := &streamBody{rc: body, set: s, write: write, w: rc, sse: sse, get: get, idle: idle}
-	b.timer = time.AfterFunc(idle, func() { b.end() })
+	b := &streamBody{rc: body, set: s, write: write, w: rc, sse: sse, get: get, idle: idle, base: time.Now(), deadline: math.MinInt64 / 2}
+	b.timer = time.AfterFunc(idle, b.idleCheck)
 	s.mu.Lock()
 	closing := s.closing
 	if !closing {
@@ -353,6 +355,12 @@ func (s *streamSet) count() int {
 // streamBody is an upstream answer's body, ended cleanly (io.EOF) when
 // idle too long or at shutdown, so that the client sees a complete HTTP
 // answer and resumes the stream (Last-Event-ID).
+//
+// A Read costs one clock reading: the idle timer is not reset on every
+// read but checks, when it fires, when the last byte came (and waits for
+// the rest); the client's write deadline is moved to the read's time plus
+// write only once 1/16 of write has passed since it was last set, so a
+// write after a read gets between 15/16 of write and all of it.
 type streamBody struct {
 	rc    io.ReadCloser
 	set   *streamSet
@@ -363,6 +371,10 @@ type streamBody struct {
 	sse   bool
 	get   bool
 
+	base     time.Time    // the clock readings below are relative to it (monotonic)
+	last     atomic.Int64 // when the last byte was read
+	deadline int64        // when the write deadline was last set (Read only)
+
 	mu    sync.Mutex
 	ended bool
 	done  bool
@@ -371,9 +383,11 @@ type streamBody struct {
 func (b *streamBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if n > 0 {
-		b.timer.Reset(b.idle)
-		if b.w != nil {
-			_ = b.w.SetWriteDeadline(time.Now().Add(b.write))
+		now := int64(time.Since(b.base))
+		b.last.Store(now)
+		if b.w != nil && now-b.deadline >= int64(b.write/16) {
+			b.deadline = now
+			_ = b.w.SetWriteDeadline(b.base.Add(time.Duration(now) + b.write))
 		}
 	}
 	if err != nil && err != io.EOF {
@@ -385,6 +399,21 @@ func (b *streamBody) Read(p []byte) (int, error) {
 		}
 	}
 	return n, err
+}
+
+// idleCheck runs when the idle timer fires: it ends the answer when no
+// byte came for idle, and otherwise waits until idle after the last one.
+func (b *streamBody) idleCheck() {
+	quiet := time.Since(b.base) - time.Duration(b.last.Load())
+	if quiet < b.idle {
+		b.mu.Lock()
+		if !b.done && !b.ended {
+			b.timer.Reset(b.idle - quiet)
+		}
+		b.mu.Unlock()
+		return
+	}
+	b.end()
 }
 
 // end closes the upstream body so that a blocked Read returns, which Read
@@ -401,10 +430,10 @@ func (b *streamBody) end() {
 }
 
 func (b *streamBody) Close() error {
-	b.timer.Stop()
 	b.mu.Lock()
 	b.done = true
 	b.mu.Unlock()
+	b.timer.Stop() // after done: idleCheck no longer resets it
 	b.set.mu.Lock()
 	delete(b.set.open, b)
 	b.set.mu.Unlock()

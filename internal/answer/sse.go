@@ -44,7 +44,19 @@ func (w *Writer) emit(b []byte, leadingBOM bool) error {
 // and every complete event is rewritten and written on.
 func (w *Writer) feed(p []byte) error {
 	s := &w.sse
+	fast := true
 	for len(p) > 0 {
+		if fast && s.bom < 0 && !s.cr && !s.skipping && len(w.body) == 0 && s.lineLen == 0 {
+			n, done, err := w.feedEvents(p)
+			if err != nil {
+				return err
+			}
+			p = p[n:]
+			if !done {
+				fast = false // the rest goes line by line, this write
+			}
+			continue
+		}
 		if s.bom >= 0 {
 			if p[0] == bom[s.bom] {
 				w.add(p[:1])
@@ -75,7 +87,7 @@ func (w *Writer) feed(p []byte) error {
 			continue
 		}
 		s.cr = false
-		i := bytes.IndexAny(p, "\r\n")
+		i := indexEOL(p)
 		if i < 0 {
 			w.add(p)
 			s.lineLen += len(p)
@@ -113,6 +125,53 @@ func (w *Writer) add(b []byte) {
 	w.body = append(w.body, b...)
 }
 
+// feedEvents is feed's fast path, for a Writer between two events
+// (nothing held, at the start of a line, no CR pending): it takes the
+// complete events at the start of p that end with LF only and fit the
+// bound, judges each in place (no copy), and writes each run of events
+// kept as read in one Write (a read that brought several events is
+// written as it came). It returns the bytes it consumed and done, true
+// when it stopped only because p was consumed; the rest of p (an event
+// with a CR, over the bound or incomplete) is for feed's general path.
+func (w *Writer) feedEvents(p []byte) (n int, done bool, err error) {
+	s := &w.sse
+	run := 0 // the start of the run of kept events not yet written
+	for n < len(p) {
+		rest := p[n:]
+		end := 1 // a blank line at once: an empty event
+		if rest[0] != '\n' {
+			j := bytes.Index(rest, lflf)
+			if j < 0 {
+				break
+			}
+			end = j + 2
+		}
+		if end > w.max || bytes.IndexByte(rest[:end], '\r') >= 0 {
+			break
+		}
+		ev := rest[:end]
+		s.first = true
+		v, out := w.judge(ev)
+		s.rewrote = v != keepEvent
+		if v != keepEvent {
+			if err := w.emit(p[run:n], false); err != nil {
+				return n, false, err
+			}
+			if err := w.writeJudged(v, ev, out); err != nil {
+				return n, false, err
+			}
+			run = n + end
+		}
+		n += end
+	}
+	if err := w.emit(p[run:n], false); err != nil {
+		return n, false, err
+	}
+	return n, n == len(p), nil
+}
+
+var lflf = []byte("\n\n")
+
 // endEvent rewrites the complete event in w.body and writes the result.
 func (w *Writer) endEvent() error {
 	s := &w.sse
@@ -126,15 +185,36 @@ func (w *Writer) endEvent() error {
 		return nil
 	}
 	lines := ev
-	if first && s.hadBOM {
+	leading := first && s.hadBOM
+	if leading {
 		lines = ev[len(bom):]
 	}
-	data, n := w.eventData(lines)
+	v, out := w.judge(lines)
+	if v == keepEvent {
+		s.rewrote = false
+		return w.emit(ev, leading)
+	}
+	return w.writeJudged(v, lines, out)
+}
+
+// verdict is what becomes of an event.
+type verdict uint8
+
+const (
+	keepEvent    verdict = iota // written as read
+	dropEvent                   // only its id and retry fields are written
+	replaceEvent                // its data is replaced
+)
+
+// judge passes the data of the complete event ev (its lines, a leading
+// BOM excluded) through the Rewriter, recording its error. It returns
+// the verdict and, for replaceEvent, the new data.
+func (w *Writer) judge(ev []byte) (verdict, []byte) {
+	data, n := w.eventData(ev)
 	if n == 0 || len(data) == 0 {
 		// No data (a comment, an id, a retry), or empty data, which
 		// clients do not dispatch.
-		s.rewrote = false
-		return w.emit(ev, first && s.hadBOM)
+		return keepEvent, nil
 	}
 	out, err := w.rw.Rewrite(data)
 	switch {
@@ -142,14 +222,22 @@ func (w *Writer) endEvent() error {
 		if w.err == nil {
 			w.err = err
 		}
-		return w.writeKept(lines)
+		return dropEvent, nil
 	case out == nil:
-		return w.writeKept(lines)
+		return dropEvent, nil
 	case sameBytes(out, data):
-		s.rewrote = false
-		return w.emit(ev, first && s.hadBOM)
+		return keepEvent, nil
 	}
-	return w.writeReplaced(lines, out)
+	return replaceEvent, out
+}
+
+// writeJudged writes what is left of the event ev (its lines) dropped or
+// replaced by msg.
+func (w *Writer) writeJudged(v verdict, ev, msg []byte) error {
+	if v == dropEvent {
+		return w.writeKept(ev)
+	}
+	return w.writeReplaced(ev, msg)
 }
 
 func sameBytes(a, b []byte) bool {
@@ -238,7 +326,7 @@ func (w *Writer) writeReplaced(ev, msg []byte) error {
 // nextLine splits b at its first line ending (CRLF, LF or CR): the line
 // without it, and the rest.
 func nextLine(b []byte) (line, rest []byte) {
-	i := bytes.IndexAny(b, "\r\n")
+	i := indexEOL(b)
 	if i < 0 {
 		return b, nil
 	}
@@ -263,4 +351,17 @@ func field(line []byte) (name, value []byte) {
 		value = value[1:]
 	}
 	return name, value
+}
+
+// indexEOL is bytes.IndexAny(b, "\r\n"), with two IndexByte scans
+// (vectorized) instead of a byte-by-byte set lookup.
+func indexEOL(b []byte) int {
+	i := bytes.IndexByte(b, '\n')
+	if i < 0 {
+		return bytes.IndexByte(b, '\r')
+	}
+	if j := bytes.IndexByte(b[:i], '\r'); j >= 0 {
+		return j
+	}
+	return i
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -345,5 +346,57 @@ func TestMemberSpliceFilter(t *testing.T) {
 	}
 	if _, _, err := FilterArray([]byte(`{}`), nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("not an array: %v", err)
+	}
+}
+
+// writeLog records the writes to the underlying writer.
+type writeLog struct {
+	*httptest.ResponseRecorder
+	writes []string
+}
+
+func (l *writeLog) Write(p []byte) (int, error) {
+	l.writes = append(l.writes, string(p))
+	return l.ResponseRecorder.Write(p)
+}
+
+// TestSSEWritesCoalesced checks that the events of one write kept as read
+// go on in one write, around a dropped or a rebuilt one, and that events
+// with a CR, an incomplete one or one split across writes still come out
+// whole.
+func TestSSEWritesCoalesced(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		in     []string
+		writes []string
+	}{
+		{"kept run", []string{"data: a\n\ndata: b\n\n: c\n\n\n"}, []string{"data: a\n\ndata: b\n\n: c\n\n\n"}},
+		{"around a dropped one", []string{"data: a\n\nid: 7\ndata: secret\n\ndata: b\n\ndata: c\n\n"},
+			[]string{"data: a\n\n", "id: 7\n\n", "data: b\n\ndata: c\n\n"}},
+		{"a CR", []string{"data: a\n\ndata: b\r\n\r\ndata: c\n\n"}, []string{"data: a\n\n", "data: b\r\n\r", "\n", "data: c\n\n"}},
+		{"split", []string{"data: a\n\ndata: ", "b\n\ndata: c\n\ndata: d"}, []string{"data: a\n\n", "data: b\n\n", "data: c\n\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := &writeLog{ResponseRecorder: httptest.NewRecorder()}
+			var w Writer
+			w.Reset(rec, dropSecret, Options{})
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			// The stream's first line is read byte-wise (a BOM).
+			if _, err := io.WriteString(&w, ": hi\n\n"); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range tc.in {
+				if _, err := io.WriteString(&w, s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := w.Finish(); err != nil {
+				t.Fatal(err)
+			}
+			if want := append([]string{": hi\n\n"}, tc.writes...); !slices.Equal(rec.writes, want) {
+				t.Errorf("writes %q, want %q", rec.writes, want)
+			}
+		})
 	}
 }
