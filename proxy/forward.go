@@ -95,7 +95,6 @@ type forwarder struct {
 	strip    []string // exact, canonical
 	prefixes []string // canonical prefixes
 	write    time.Duration
-	idle     time.Duration
 	streams  *streamSet
 }
 
@@ -262,7 +261,7 @@ func (f *forwarder) modifyResponse(resp *http.Response) error {
 		rc = st.rc
 	}
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	resp.Body = f.streams.wrap(resp.Body, f.idle, f.write, rc, sse, resp.Request.Method == http.MethodGet)
+	resp.Body = f.streams.wrap(resp.Body, rc, sse, resp.Request.Method == http.MethodGet)
 	return nil
 }
 
@@ -304,18 +303,24 @@ func (f *forwarder) errorHandler(w http.ResponseWriter, r *http.Request, err err
 
 // streamSet tracks the open upstream answers, to end them at shutdown.
 type streamSet struct {
+	idle, write time.Duration // the timeouts IdleStream and StreamWrite
+	base        time.Time     // the answers' clock readings are relative to it (monotonic)
+
 	mu      sync.Mutex
 	open    map[*streamBody]struct{}
 	closing bool
 }
 
-func newStreamSet() *streamSet { return &streamSet{open: map[*streamBody]struct{}{}} }
+func newStreamSet(idle, write time.Duration) *streamSet {
+	return &streamSet{idle: idle, write: write, base: time.Now(), open: map[*streamBody]struct{}{}}
+}
 
-// wrap returns body bounded by idle (a read waiting longer ends it
-// cleanly) with each read extending the client write deadline by write.
-func (s *streamSet) wrap(body io.ReadCloser, idle, write time.Duration, rc *http.ResponseController, sse, get bool) io.ReadCloser {
-	b := &streamBody{rc: body, set: s, write: write, w: rc, sse: sse, get: get, idle: idle, base: time.Now(), deadline: math.MinInt64 / 2}
-	b.timer = time.AfterFunc(idle, b.idleCheck)
+// wrap returns body bounded by the idle timeout (a read waiting longer
+// ends it cleanly) with each read extending the client write deadline.
+func (s *streamSet) wrap(body io.ReadCloser, rc *http.ResponseController, sse, get bool) io.ReadCloser {
+	b := &streamBody{rc: body, set: s, w: rc, sse: sse, get: get, deadline: math.MinInt64 / 2}
+	b.last.Store(int64(time.Since(s.base)))
+	b.timer = time.AfterFunc(s.idle, b.idleCheck)
 	s.mu.Lock()
 	closing := s.closing
 	if !closing {
@@ -365,14 +370,12 @@ type streamBody struct {
 	rc    io.ReadCloser
 	set   *streamSet
 	timer *time.Timer
-	idle  time.Duration
-	write time.Duration
 	w     *http.ResponseController
 	sse   bool
 	get   bool
 
-	base     time.Time    // the clock readings below are relative to it (monotonic)
-	last     atomic.Int64 // when the last byte was read
+	// Clock readings, since set.base.
+	last     atomic.Int64 // when the last byte was read (or the answer began)
 	deadline int64        // when the write deadline was last set (Read only)
 
 	mu    sync.Mutex
@@ -383,11 +386,12 @@ type streamBody struct {
 func (b *streamBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	if n > 0 {
-		now := int64(time.Since(b.base))
+		s := b.set
+		now := int64(time.Since(s.base))
 		b.last.Store(now)
-		if b.w != nil && now-b.deadline >= int64(b.write/16) {
+		if b.w != nil && now-b.deadline >= int64(s.write/16) {
 			b.deadline = now
-			_ = b.w.SetWriteDeadline(b.base.Add(time.Duration(now) + b.write))
+			_ = b.w.SetWriteDeadline(s.base.Add(time.Duration(now) + s.write))
 		}
 	}
 	if err != nil && err != io.EOF {
@@ -404,11 +408,12 @@ func (b *streamBody) Read(p []byte) (int, error) {
 // idleCheck runs when the idle timer fires: it ends the answer when no
 // byte came for idle, and otherwise waits until idle after the last one.
 func (b *streamBody) idleCheck() {
-	quiet := time.Since(b.base) - time.Duration(b.last.Load())
-	if quiet < b.idle {
+	idle := b.set.idle
+	quiet := time.Since(b.set.base) - time.Duration(b.last.Load())
+	if quiet < idle {
 		b.mu.Lock()
 		if !b.done && !b.ended {
-			b.timer.Reset(b.idle - quiet)
+			b.timer.Reset(idle - quiet)
 		}
 		b.mu.Unlock()
 		return

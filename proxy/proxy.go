@@ -107,7 +107,7 @@ func New(cfg Config) (*Proxy, error) {
 	if err := checkIssuers(&cfg); err != nil {
 		return nil, err
 	}
-	px := &Proxy{cfg: cfg, mux: http.NewServeMux(), streams: newStreamSet(), log: logger, now: now}
+	px := &Proxy{cfg: cfg, mux: http.NewServeMux(), streams: newStreamSet(cfg.Timeouts.IdleStream, cfg.Timeouts.StreamWrite), log: logger, now: now}
 	fail := func(err error) (*Proxy, error) {
 		_ = px.Close()
 		return nil, err
@@ -329,7 +329,7 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 	}
 	x.guard = g
 	x.limits = newLimiter(r.RateLimit, px.counter, px.now)
-	x.fwd = &forwarder{rt: x, target: up, write: px.cfg.Timeouts.StreamWrite, idle: px.cfg.Timeouts.IdleStream, streams: px.streams}
+	x.fwd = &forwarder{rt: x, target: up, write: px.cfg.Timeouts.StreamWrite, streams: px.streams}
 	x.fwd.strip, x.fwd.prefixes = stripLists(px.cfg.StripHeaders, header)
 	x.fwd.rp = &httputil.ReverseProxy{
 		Rewrite:        x.fwd.rewrite,
