@@ -137,21 +137,33 @@ func (w *Writer) feedEvents(p []byte) (n int, done bool, err error) {
 	s := &w.sse
 	run := 0 // the start of the run of kept events not yet written
 	for n < len(p) {
+		// One pass over the event's lines finds its end (the first
+		// blank line) and its data; a CR anywhere voids the reading.
 		rest := p[n:]
-		end := 1 // a blank line at once: an empty event
-		if rest[0] != '\n' {
-			j := bytes.Index(rest, lflf)
-			if j < 0 {
+		end, complete := 0, false
+		var data []byte
+		nd := 0
+		for end < len(rest) && end <= w.max {
+			i := bytes.IndexByte(rest[end:], '\n')
+			if i < 0 {
 				break
 			}
-			end = j + 2
+			line := rest[end : end+i]
+			end += i + 1
+			if i == 0 {
+				complete = true
+				break
+			}
+			if name, value := field(line); string(name) == "data" {
+				data, nd = w.addData(data, nd, value)
+			}
 		}
-		if end > w.max || bytes.IndexByte(rest[:end], '\r') >= 0 {
+		if !complete || end > w.max || bytes.IndexByte(rest[:end], '\r') >= 0 {
 			break
 		}
 		ev := rest[:end]
 		s.first = true
-		v, out := w.judge(ev)
+		v, out := w.judgeData(data, nd)
 		s.rewrote = v != keepEvent
 		if v != keepEvent {
 			if err := w.emit(p[run:n], false); err != nil {
@@ -169,8 +181,6 @@ func (w *Writer) feedEvents(p []byte) (n int, done bool, err error) {
 	}
 	return n, n == len(p), nil
 }
-
-var lflf = []byte("\n\n")
 
 // endEvent rewrites the complete event in w.body and writes the result.
 func (w *Writer) endEvent() error {
@@ -210,7 +220,12 @@ const (
 // BOM excluded) through the Rewriter, recording its error. It returns
 // the verdict and, for replaceEvent, the new data.
 func (w *Writer) judge(ev []byte) (verdict, []byte) {
-	data, n := w.eventData(ev)
+	return w.judgeData(w.eventData(ev))
+}
+
+// judgeData is judge for an event whose data and number of data lines
+// are known.
+func (w *Writer) judgeData(data []byte, n int) (verdict, []byte) {
 	if n == 0 || len(data) == 0 {
 		// No data (a comment, an id, a retry), or empty data, which
 		// clients do not dispatch.
@@ -253,23 +268,25 @@ func (w *Writer) eventData(ev []byte) (data []byte, n int) {
 	for rest := ev; len(rest) > 0; {
 		var line []byte
 		line, rest = nextLine(rest)
-		name, value := field(line)
-		if string(name) != "data" {
-			continue
-		}
-		switch n++; n {
-		case 1:
-			data = value
-		case 2:
-			w.scratch = append(w.scratch[:0], data...)
-			fallthrough
-		default:
-			w.scratch = append(w.scratch, '\n')
-			w.scratch = append(w.scratch, value...)
-			data = w.scratch
+		if name, value := field(line); string(name) == "data" {
+			data, n = w.addData(data, n, value)
 		}
 	}
 	return data, n
+}
+
+// addData adds the value of an event's data line to its data so far
+// (n lines, joined with LF in w.scratch from the second one on).
+func (w *Writer) addData(data []byte, n int, value []byte) ([]byte, int) {
+	switch n++; n {
+	case 1:
+		return value, n
+	case 2:
+		w.scratch = append(w.scratch[:0], data...)
+	}
+	w.scratch = append(w.scratch, '\n')
+	w.scratch = append(w.scratch, value...)
+	return w.scratch, n
 }
 
 // writeKept writes what is left of a dropped event: its id and retry
