@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 	"github.com/mcpguard/mcpguard/validate"
 )
 
@@ -28,6 +29,8 @@ import (
 //     peek, header checks, tool scopes).
 //   - .../op=get_discard and op=tools_call_discard: the same with a
 //     reusable ResponseWriter, to show the middleware's own cost.
+//   - BenchmarkPeek: the tools/call body peek alone, beside
+//     strictjson.Valid of the same body (the least a strict read costs).
 //
 // The target is op=get (cache=off) within 10% of op=validate (cache=off).
 // Each also reports cpu-ns/op, the process CPU time per operation, which
@@ -163,6 +166,34 @@ func BenchmarkFloor(b *testing.B) {
 		}
 	}
 	reportCPU(b, start)
+}
+
+// BenchmarkPeek is the body peek of the cached tools/call of
+// BenchmarkMiddleware (op=peek) beside the least any strict read of that
+// body costs with the module's one JSON reader (op=valid:
+// strictjson.Valid, go-json-experiment's jsontext checking the whole
+// document, which reads no member): the floor of issue #26 item 4's
+// tools/call target (docs/performance.md).
+func BenchmarkPeek(b *testing.B) {
+	body := []byte(rpcBody(modernRev, "tools/call", "get_weather"))
+	var pool strictjson.Pool
+	b.Run("op=valid", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := strictjson.Valid(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("op=peek", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var msg message
+			if err := parseMessageWith(&pool, body, &msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // TestHotPathAllocs pins the allocations of an authorized request whose
