@@ -219,6 +219,12 @@ func (a *Auditor) record(id string, v Verdict, detail string, ev ...string) {
 		}
 	}
 	ev = slices.DeleteFunc(slices.Clone(ev), func(e string) bool { return e == "" })
+	// The audited server controls much of this text: no control or
+	// format character reaches a terminal or a published report.
+	detail = printable(detail)
+	for i := range ev {
+		ev[i] = printable(ev[i])
+	}
 	r, ok := a.results[id]
 	switch {
 	case !ok:

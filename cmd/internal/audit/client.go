@@ -247,19 +247,12 @@ func shortErr(err error) string {
 	if errors.Is(err, fetch.ErrForbiddenAddress) {
 		return "refused by the SSRF guard: not a public address, nor one of the audited endpoint's address class"
 	}
-	s := err.Error()
-	if len(s) > 120 {
-		s = s[:120] + "…"
-	}
-	return s
+	return cut(err.Error(), 120)
 }
 
 // excerpt returns up to n bytes of body as printable text.
 func excerpt(body []byte, n int) string {
-	s := strings.TrimSpace(string(body))
-	if len(s) > n {
-		s = s[:n] + "…"
-	}
+	s := cut(strings.TrimSpace(string(body)), n)
 	return strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return ' '

@@ -119,7 +119,7 @@ func (a *Auditor) tokenEndpoint(ctx context.Context) (string, error) {
 	}
 	iss, _ := url.Parse(cc.Issuer)
 	if origin(te) != origin(iss) {
-		return "", fmt.Errorf("%w: the token_endpoint of -issuer's metadata is on %s, not on the metadata's origin %s: set -token-url to send the client secret there", ErrCredentials, origin(te), origin(iss))
+		return "", fmt.Errorf("%w: the token_endpoint of -issuer's metadata is on %s, not on the metadata's origin %s: set -token-url to send the client secret there", ErrCredentials, printable(origin(te)), printable(origin(iss)))
 	}
 	if _, err := checkCredentialURL(m.TokenEndpoint); err != nil {
 		return "", fmt.Errorf("%w: token_endpoint of -issuer's metadata: %w", ErrCredentials, err)

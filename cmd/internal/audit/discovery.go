@@ -331,15 +331,8 @@ func (a *Auditor) quoteFrom(x *exchange, s string) string {
 	return "another value (not quoted: the answer of another host)"
 }
 
-// quote renders an untrusted value for a detail line, bounded.
+// quote renders an untrusted value for a detail line, bounded, with its
+// unprintable runes escaped.
 func quote(s string) string {
-	if len(s) > 120 {
-		s = s[:120] + "…"
-	}
-	return `"` + strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return '?'
-		}
-		return r
-	}, s) + `"`
+	return `"` + printable(cut(s, 120)) + `"`
 }

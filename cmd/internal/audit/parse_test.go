@@ -134,3 +134,24 @@ func TestHeaderValue(t *testing.T) {
 		}
 	}
 }
+
+func TestPrintable(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"plain → text…", "plain → text…"},
+		{"\x1b]0;pwned\a\x1b[2J", `\x1b]0;pwned\x07\x1b[2J`},
+		{"a\u009b2J", `a\u009b2J`},
+		{"\u202eevil", `\u202eevil`},
+		{"zero\u200bwidth\ufeff", `zero\u200bwidth\ufeff`},
+		{"line\u2028sep", `line\u2028sep`},
+		{"bad\xffbyte", `bad\xffbyte`},
+		{"tag\U000e0041", `tag\U000e0041`},
+		{"tab\tnl\n", `tab\x09nl\x0a`},
+	} {
+		if got := printable(tt.in); got != tt.want {
+			t.Errorf("printable(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	if got := cut("ab→c", 3); got != "ab…" {
+		t.Errorf("cut splits a rune: %q", got)
+	}
+}

@@ -36,8 +36,8 @@ func WriteTable(w io.Writer, rep *Report, verbose bool) error {
 			ev = ev[:1]
 		}
 		for _, e := range ev {
-			if r.Verdict != Fail && !verbose && len(e) > maxLine {
-				e = e[:maxLine] + "…"
+			if r.Verdict != Fail && !verbose {
+				e = cut(e, maxLine)
 			}
 			fmt.Fprintf(w, "    | %s\n", e)
 		}
