@@ -176,10 +176,15 @@ func (a *Auditor) redact(s string) string {
 	return secretRe.ReplaceAllString(s, "<jwt>")
 }
 
-// secret registers a token so that evidence never shows it.
+// secret registers a token so that evidence never shows it: as it is, as
+// the URL query of TR-QUERY-TOKEN encodes it ("+" is %2B, "/" %2F, "="
+// %3D) and with "/" escaped as some JSON encoders echo it ("\/").
 func (a *Auditor) secret(tok, label string) {
-	if tok != "" {
-		a.secrets[tok] = label
+	if tok == "" {
+		return
+	}
+	for _, s := range []string{tok, url.QueryEscape(tok), url.PathEscape(tok), strings.ReplaceAll(tok, "/", `\/`)} {
+		a.secrets[s] = label
 	}
 }
 

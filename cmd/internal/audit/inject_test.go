@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -104,7 +105,7 @@ func walkStrings(v any, f func(string)) {
 // hostileMCP is a server that puts the payloads in its tool names, its
 // metadata and its challenge, and refuses every tool call with a 401
 // insufficient_scope (which the audit reports by tool name).
-func hostileMCP(t *testing.T) *httptest.Server {
+func hostileMCP(t *testing.T, token string) *httptest.Server {
 	t.Helper()
 	evil := escPayload + c1Payload + bidiPayload
 	var s *httptest.Server
@@ -115,8 +116,15 @@ func hostileMCP(t *testing.T) *httptest.Server {
 			_, _ = w.Write(b)
 			return
 		}
-		if r.Header.Get("Authorization") != "Bearer hostile-test-token" {
+		if r.Header.Get("Authorization") != "Bearer "+token {
 			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+s.URL+`/.well-known/oauth-protected-resource/mcp", scope="a`+c1Payload+bidiPayload+`"`)
+			if q := r.URL.Query().Get("access_token"); q != "" {
+				// Echo it the way PHP's json_encode writes "/".
+				w.Header().Set("Content-Type", "application/json")
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = io.WriteString(w, `{"error":"invalid_request","error_description":"token `+strings.ReplaceAll(q, "/", `\/`)+` not accepted in the query"}`)
+				return
+			}
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
@@ -148,7 +156,7 @@ func hostileMCP(t *testing.T) *httptest.Server {
 // TestServerStringsCannotInjectIntoReport: tool names, metadata members,
 // challenge parameters and error messages of a hostile server.
 func TestServerStringsCannotInjectIntoReport(t *testing.T) {
-	s := hostileMCP(t)
+	s := hostileMCP(t, "hostile-test-token")
 	rep, _ := runRaw(t, audit.Config{Endpoint: s.URL + "/mcp", Token: "hostile-test-token", CallTools: true})
 	found := false
 	for _, r := range rep.Results {
@@ -200,4 +208,41 @@ func dumpDetails(rep *audit.Report) string {
 		fmt.Fprintf(&b, "%s %s %q\n", r.ID, r.Verdict, r.Detail)
 	}
 	return b.String()
+}
+
+// TestEncodedTokenNotInOutput: an opaque token with "+", "/" and "=" (standard
+// base64, as some authorization servers issue) is percent-encoded when
+// TR-QUERY-TOKEN puts it in the URL query, and a server may echo it with
+// "/" escaped as in PHP's JSON. Neither spelling may reach the report.
+func TestEncodedTokenNotInOutput(t *testing.T) {
+	const tok = "opaque+Token/with=base64+chars/0123456789=="
+	s := hostileMCP(t, tok)
+	rep, _ := runRaw(t, audit.Config{Endpoint: s.URL + "/mcp", Token: tok, CallTools: false})
+	if r := result(rep, audit.TRQueryToken); !strings.Contains(strings.Join(r.Evidence, " "), "access_token=") {
+		t.Fatalf("TR-QUERY-TOKEN evidence %q has no query token; the test no longer reaches that path", r.Evidence)
+	}
+	var table, js bytes.Buffer
+	if err := audit.WriteTable(&table, rep, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := audit.WriteJSON(&js, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, out := range []string{table.String(), js.String()} {
+		for _, spelling := range []string{tok, url.QueryEscape(tok), strings.ReplaceAll(tok, "/", `\/`), "opaque%2BToken", "opaque+Token"} {
+			if strings.Contains(out, spelling) {
+				t.Errorf("output contains the token as %q:\n%s", spelling, grepLines(out, "opaque"))
+			}
+		}
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
