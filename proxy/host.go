@@ -7,7 +7,6 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
-	"time"
 )
 
 // hostRule is a route's DNS-rebinding check (issue #23), the one of the
@@ -96,11 +95,5 @@ func loopbackListener(ctx context.Context) bool {
 // a body gets "Connection: close" (HTTP/1.x) and a read deadline of now,
 // so that a trickled body cannot hold the connection.
 func refuseHost(w http.ResponseWriter, r *http.Request) {
-	if r.Body != nil && r.Body != http.NoBody && r.ContentLength != 0 {
-		if r.ProtoMajor < 2 {
-			w.Header().Set("Connection", "close")
-		}
-		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
-	}
-	writeError(w, nil, http.StatusForbidden)
+	refuseUnread(w, r, http.StatusForbidden)
 }

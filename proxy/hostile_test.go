@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -213,5 +214,80 @@ func trickle(t *testing.T, addr, head string, chunked bool, status int) {
 	var ne net.Error
 	if err == nil || errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("connection still open %v after the answer: %v", time.Since(start), err)
+	}
+}
+
+// TestBodylessMethods: a method other than POST, GET and DELETE gets 405,
+// and a GET or DELETE with a body 400, with "Connection: close"; neither
+// reaches the upstream (one that does not read a GET's body would parse
+// it as a request that never went through the proxy:
+// integration's TestProxyBodylessMethodsSmuggling). A GET with an empty
+// chunked body passes, without one.
+func TestBodylessMethods(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string
+	e, auth := rawEnv(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, r.Method+" "+strconv.Itoa(len(b))+" "+strconv.FormatInt(r.ContentLength, 10))
+		mu.Unlock()
+		w.WriteHeader(http.StatusAccepted)
+	}, nil)
+	addr := strings.TrimPrefix(e.proxyURL, "http://")
+	smuggled := "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n"
+	tests := []struct {
+		name, method, framing, body string
+		status                      int
+		allow, upstream             string
+	}{
+		{"GET", "GET", "", "", 202, "", "GET 0 0"},
+		{"GET, empty Content-Length", "GET", "Content-Length: 0\r\n", "", 202, "", "GET 0 0"},
+		{"GET, empty chunked", "GET", "Transfer-Encoding: chunked\r\n", "0\r\n\r\n", 202, "", "GET 0 0"},
+		{"DELETE", "DELETE", "", "", 202, "", "DELETE 0 0"},
+		{"GET with a body", "GET", "Content-Length: " + strconv.Itoa(len(smuggled)) + "\r\n", smuggled, 400, "", ""},
+		{"GET with a chunked body", "GET", "Transfer-Encoding: chunked\r\n", strconv.FormatInt(int64(len(smuggled)), 16) + "\r\n" + smuggled + "\r\n0\r\n\r\n", 400, "", ""},
+		{"DELETE with a body", "DELETE", "Content-Length: 2\r\n", "{}", 400, "", ""},
+		{"PUT", "PUT", "Content-Length: " + strconv.Itoa(len(callBody)) + "\r\n", callBody, 405, "GET, POST, DELETE", ""},
+		{"PATCH", "PATCH", "Content-Length: " + strconv.Itoa(len(callBody)) + "\r\n", callBody, 405, "GET, POST, DELETE", ""},
+		{"lower-case post", "post", "Content-Length: " + strconv.Itoa(len(callBody)) + "\r\n", callBody, 405, "GET, POST, DELETE", ""},
+		{"HEAD", "HEAD", "", "", 405, "GET, POST, DELETE", ""},
+		{"OPTIONS without Origin", "OPTIONS", "", "", 405, "GET, POST, DELETE", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			_, _ = io.WriteString(c, tt.method+" /mcp HTTP/1.1\r\nHost: "+addr+"\r\nAuthorization: "+auth.Get("Authorization")+
+				"\r\nAccept: text/event-stream\r\n"+tt.framing+"\r\n"+tt.body)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, &http.Request{Method: tt.method})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.status || resp.Header.Get("Allow") != tt.allow {
+				t.Errorf("answer = %d (Allow %q) %q, want %d (Allow %q)", resp.StatusCode, resp.Header.Get("Allow"), b, tt.status, tt.allow)
+			}
+			if want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"` + http.StatusText(tt.status) + `"}}` + "\n"; tt.status >= 400 && tt.method != "HEAD" && string(b) != want {
+				t.Errorf("body = %q, want %q", b, want)
+			}
+			if tt.status >= 400 && tt.body != "" && !resp.Close {
+				t.Error("refused with its body unread, without Connection: close")
+			}
+			mu.Lock()
+			got := strings.Join(seen, "; ")
+			mu.Unlock()
+			if got != tt.upstream {
+				t.Errorf("upstream received %q, want %q", got, tt.upstream)
+			}
+		})
 	}
 }
