@@ -235,6 +235,14 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 		delete(h, k)
 	}
 	for k := range h {
+		// A name with "_" is dropped, as nginx does by default: CGI-style
+		// servers (WSGI, Rack, Django) fold "_" and "-" into one name, so
+		// X_Mcpguard_Subject or Mcp_Session_Id would be an unchecked copy
+		// of a header the proxy strips, sets or binds.
+		if strings.IndexByte(k, '_') >= 0 {
+			delete(h, k)
+			continue
+		}
 		for _, p := range f.prefixes {
 			if strings.HasPrefix(k, p) {
 				delete(h, k)
@@ -294,6 +302,12 @@ func (f *forwarder) modifyResponse(resp *http.Response) error {
 			}
 		}
 		return e
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		// Streamable HTTP has no redirects. Passed on, one would send the
+		// client to the upstream's own address (its Location, named after
+		// the Host the proxy sent), where some clients resend their token
+		// (Go's http.Client keeps Authorization for the same host name).
+		return &errUpstreamStatus{status: resp.StatusCode}
 	case resp.StatusCode == http.StatusUnauthorized:
 		// The upstream refused the proxy's identity: a misconfiguration
 		// (audience, JWKS URL, clock) the client cannot fix.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpguard/mcpguard/proxy"
 )
 
 // bodyLog is an upstream that records the exact body of every request it
@@ -289,5 +291,103 @@ func TestBodylessMethods(t *testing.T) {
 				t.Errorf("upstream received %q, want %q", got, tt.upstream)
 			}
 		})
+	}
+}
+
+// TestUpstreamRedirect: an upstream's redirect (Starlette's
+// redirect_slashes answers /mcp with 307 to /mcp/ on the Host it was sent,
+// the upstream's own) reaches the client as the proxy's 502, with no
+// Location: a client must never be sent to the upstream's address, where
+// Go's http.Client (the go-sdk's) would resend the client's own token, as
+// it keeps Authorization on a redirect to the same host name on another
+// port.
+func TestUpstreamRedirect(t *testing.T) {
+	for _, status := range []int{301, 302, 303, 307, 308} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			var mu sync.Mutex
+			var direct []string // the Authorization of requests that came to /mcp/
+			var self string
+			e, auth := rawEnv(t, func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				if r.URL.Path == "/mcp/" {
+					mu.Lock()
+					direct = append(direct, r.Header.Get("Authorization"))
+					mu.Unlock()
+					w.Header().Set("Content-Type", "application/json")
+					io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{}}`)
+					return
+				}
+				w.Header().Set("Location", self+"/")
+				w.WriteHeader(status)
+			}, nil)
+			self = e.upstreamURL
+			resp := do(t, "POST", e.resource, callBody, auth)
+			body := readAll(t, resp)
+			if want := `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"Bad Gateway"}}` + "\n"; resp.StatusCode != 502 || body != want {
+				t.Errorf("answer = %d %q, want 502 %q", resp.StatusCode, body, want)
+			}
+			if loc := resp.Header.Get("Location"); loc != "" {
+				t.Errorf("Location = %q", loc)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, a := range direct {
+				if a == auth.Get("Authorization") {
+					t.Errorf("the upstream received the client's own token at %s/", e.upstreamURL)
+				}
+			}
+			if len(direct) != 0 {
+				t.Errorf("the client was sent to the upstream %d time(s)", len(direct))
+			}
+		})
+	}
+}
+
+// TestUnderscoreHeaders: no request header whose name has an underscore
+// reaches the upstream. CGI-style servers fold "_" and "-" into one name
+// (Python's wsgiref: X_Mcpguard_Subject and X-Mcpguard-Subject are both
+// HTTP_X_MCPGUARD_SUBJECT, joined with a comma; Django's request.META;
+// Rack), so such a header would be a second copy of a header the proxy
+// strips or sets (the identity headers, X-Forwarded-*, Mcp-Session-Id,
+// which the session binding checks) that no check of the proxy saw.
+func TestUnderscoreHeaders(t *testing.T) {
+	var mu sync.Mutex
+	var seen http.Header
+	e, auth := rawEnv(t, func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = r.Header.Clone()
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{}}`)
+	}, func(c *proxy.Config) { c.Routes[0].Identity = proxy.Identity{Mode: proxy.ModeHeaders} })
+	addr := strings.TrimPrefix(e.proxyURL, "http://")
+	forged := "X_Mcpguard_Subject: root\r\nX_MCPGUARD_SCOPES: mcp:admin\r\nMcp_Session_Id: bobs-session\r\nX_Forwarded_For: 10.0.0.1\r\n" +
+		"Remote_User: root\r\nX-Mcpguard_Principal: root\r\nAuthorization_: x\r\nX-Kept: yes\r\n"
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+	_, _ = io.WriteString(c, "POST /mcp HTTP/1.1\r\nHost: "+addr+"\r\nAuthorization: "+auth.Get("Authorization")+
+		"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+forged+
+		"Content-Length: "+strconv.Itoa(len(callBody))+"\r\n\r\n"+callBody)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status = %d, want 200", resp.StatusCode)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k, v := range seen {
+		if strings.Contains(k, "_") {
+			t.Errorf("the upstream received %s: %v", k, v)
+		}
+	}
+	if seen.Get("X-Kept") != "yes" || seen.Get(proxy.HeaderSubject) != "alice" {
+		t.Errorf("upstream headers = %v", seen)
 	}
 }
