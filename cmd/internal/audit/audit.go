@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -62,9 +63,11 @@ func (r *Report) Failed(min Severity) []Result {
 type Auditor struct {
 	cfg      Config
 	endpoint *url.URL
-	upstream *url.URL     // Config.Proxy.Upstream, or nil
-	client   *http.Client // for the origins the operator named
-	guarded  *http.Client // for every URL the audited server hands the audit, set by Run
+	upstream *url.URL      // Config.Proxy.Upstream, or nil
+	client   *http.Client  // for the origins the operator named
+	dialer   *pinnedDialer // client's dialer: the endpoint's host at its pinned addresses
+	lookup   lookupFunc    // the resolver of the endpoint's host
+	guarded  *http.Client  // for every URL the audited server hands the audit, set by Run
 
 	// trustedOrigins are the endpoint's origin and those of -issuer and
 	// -token-url.
@@ -129,11 +132,14 @@ func New(cfg Config) (*Auditor, error) {
 	if up != nil {
 		trusted = append(trusted, origin(up))
 	}
+	dialer := &pinnedDialer{}
 	a := &Auditor{
 		cfg:            cfg,
 		endpoint:       u,
 		upstream:       up,
-		client:         newClient(newTransport(cfg.Timeout, cfg.RootCAs), cfg.Timeout),
+		dialer:         dialer,
+		lookup:         systemLookup,
+		client:         newClient(newTransport(cfg.Timeout, cfg.RootCAs, dialer), cfg.Timeout),
 		trustedOrigins: trusted,
 		perHost:        map[string]int{},
 		asDocs:         map[string]*asmeta.Metadata{},
@@ -154,7 +160,11 @@ func (a *Auditor) Run(parent context.Context) (*Report, error) {
 	ctx, cancel := context.WithTimeout(parent, a.cfg.Deadline)
 	defer cancel()
 	a.runErr = ctx.Err
-	a.guarded = newGuardedClient(a.endpoint, resolveEndpoint(ctx, a.endpoint.Hostname(), a.cfg.Timeout), a.cfg)
+	addrs := resolveEndpoint(ctx, a.lookup, a.endpoint.Hostname(), a.cfg.Timeout)
+	if _, err := netip.ParseAddr(a.endpoint.Hostname()); err != nil && len(addrs) > 0 {
+		a.dialer.host, a.dialer.pins = strings.ToLower(a.endpoint.Hostname()), addrs
+	}
+	a.guarded = newGuardedClient(a.endpoint, addrs, a.cfg)
 	var credErr error
 	reachable := a.discover(ctx)
 	if reachable {

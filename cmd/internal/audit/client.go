@@ -40,9 +40,10 @@ func (x *exchange) ok() bool { return x.err == nil }
 func (x *exchange) is2xx() bool { return x.err == nil && x.status >= 200 && x.status < 300 }
 
 // newTransport is the default transport: no proxies, TLS 1.2 or later,
-// bounded handshakes and headers.
-func newTransport(timeout time.Duration, roots *x509.CertPool) *http.Transport {
-	d := &net.Dialer{Timeout: 5 * time.Second}
+// bounded handshakes and headers, the endpoint's host dialled by d at
+// its pinned addresses.
+func newTransport(timeout time.Duration, roots *x509.CertPool, d *pinnedDialer) *http.Transport {
+	d.d.Timeout = 5 * time.Second
 	return &http.Transport{
 		TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots},
 		Proxy:                  nil,

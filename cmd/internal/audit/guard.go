@@ -63,7 +63,10 @@ var localClasses = []netip.Prefix{
 // endpointPrefixes returns the address ranges opened to handed URLs for
 // an endpoint at addrs: the local class of each address, or the address
 // itself when it is non-public and in none (link-local, for instance).
-// Public addresses need nothing.
+// Public addresses need nothing, and one public address among them opens
+// nothing at all: a name whose DNS answers with a public and a loopback
+// address reaches the public server when the loopback dial is refused,
+// and that server must not be able to hand out loopback URLs.
 func endpointPrefixes(addrs []netip.Addr) []netip.Prefix {
 	public := ssrf.New(ssrf.WithAnyPort())
 	var out []netip.Prefix
@@ -77,25 +80,67 @@ func endpointPrefixes(addrs []netip.Addr) []netip.Prefix {
 			}
 		case public.SafeAddr(a) != nil:
 			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+		default:
+			return nil
 		}
 	}
 	return out
 }
 
+// lookupFunc resolves a host name to its addresses.
+type lookupFunc func(ctx context.Context, host string) ([]netip.Addr, error)
+
+// systemLookup is the resolver of a run: net.DefaultResolver.
+func systemLookup(ctx context.Context, host string) ([]netip.Addr, error) {
+	return net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+}
+
 // resolveEndpoint returns the addresses of the endpoint's host: the
-// literal, or what the resolver says (bounded by timeout). Nil when it
-// does not resolve: handed URLs are then held to public addresses.
-func resolveEndpoint(ctx context.Context, host string, timeout time.Duration) []netip.Addr {
+// literal, or what lookup says (bounded by timeout). Nil when it does not
+// resolve: handed URLs are then held to public addresses.
+func resolveEndpoint(ctx context.Context, lookup lookupFunc, host string, timeout time.Duration) []netip.Addr {
 	if a, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{a}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	addrs, err := lookup(ctx, host)
 	if err != nil {
 		return nil
 	}
 	return addrs
+}
+
+// pinnedDialer dials the endpoint's host only at the addresses that
+// resolveEndpoint found, which decided what handed URLs may reach: a name
+// that answers with a public address at that check and with loopback (or
+// the other way round) at the next lookup cannot lead the audit's own
+// requests elsewhere. Other hosts, and the endpoint's when it did not
+// resolve then (handed URLs are held to public addresses), are dialled as
+// they resolve.
+type pinnedDialer struct {
+	d    net.Dialer
+	host string       // the endpoint's host name, lower case; "" before Run
+	pins []netip.Addr // its addresses
+}
+
+// DialContext is the plain transport's dial.
+func (p *pinnedDialer) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
+	host, port, err := net.SplitHostPort(address)
+	if err != nil || p.host == "" || !strings.EqualFold(host, p.host) {
+		return p.d.DialContext(ctx, network, address)
+	}
+	var first error
+	for _, a := range p.pins {
+		c, err := p.d.DialContext(ctx, network, net.JoinHostPort(a.Unmap().String(), port))
+		if err == nil {
+			return c, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return nil, first
 }
 
 // newGuardedClient is the client of every URL the audited server hands
