@@ -8,6 +8,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
 	"strconv"
@@ -314,8 +315,17 @@ func (f *forwarder) modifyResponse(resp *http.Response) error {
 		return &errUpstreamStatus{status: resp.StatusCode}
 	}
 	// The proxy owns the authorization conversation: an upstream
-	// challenge names the upstream's URL and metadata, not the resource.
+	// challenge names the upstream's URL and metadata, not the resource;
+	// DPoP nonces are the proxy's. Cookies never reach the upstream, so
+	// its own are of no use to a client.
 	resp.Header.Del("Www-Authenticate")
+	resp.Header.Del("Dpop-Nonce")
+	resp.Header.Del("Set-Cookie")
+	// Nor trailers: ReverseProxy copies them into the answer's header map
+	// after the body, past these filters, and a writer that holds the
+	// header until the body is read (a list being rewritten) sends them
+	// as headers. streamBody.Close drops those that arrive.
+	resp.Trailer = nil
 	// And CORS: the middleware answers allowed origins itself; an
 	// upstream's own (often "*") would widen or duplicate it.
 	for k := range resp.Header {
@@ -328,8 +338,43 @@ func (f *forwarder) modifyResponse(resp *http.Response) error {
 		rc = st.rc
 	}
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	resp.Body = f.streams.wrap(resp.Body, rc, sse, resp.Request.Method == http.MethodGet)
+	resp.Body = f.streams.wrap(resp, rc, sse, resp.Request.Method == http.MethodGet)
 	return nil
+}
+
+// no1xx is the upstream transport as ReverseProxy uses it, without
+// ReverseProxy's Got1xxResponse hook: an upstream's 1xx answers (103
+// Early Hints) are read and dropped by the transport, within
+// timeouts.max_response_header_bytes for all of them and the final
+// answer's header. Forwarded, as ReverseProxy does, a 1xx carries every
+// header of the upstream past modifyResponse, clears the headers the
+// middleware set for the answer (CORS), and is taken by the session
+// binding for the answer, so that the session of the answer after it is
+// never bound (and with the hook, the transport bounds neither their
+// number nor their size in sum).
+type no1xx struct{ rt http.RoundTripper }
+
+func (t no1xx) RoundTrip(r *http.Request) (*http.Response, error) {
+	if tr := httptrace.ContextClientTrace(r.Context()); tr != nil && tr.Got1xxResponse != nil {
+		c := *tr
+		c.Got1xxResponse = nil
+		r = r.WithContext(&traceCtx{Context: r.Context(), trace: &c})
+	}
+	return t.rt.RoundTrip(r)
+}
+
+// traceCtx answers the client trace of its context with trace.
+type traceCtx struct {
+	context.Context
+	trace *httptrace.ClientTrace
+}
+
+func (c *traceCtx) Value(key any) any {
+	v := c.Context.Value(key)
+	if _, ok := v.(*httptrace.ClientTrace); ok {
+		return c.trace
+	}
+	return v
 }
 
 // errorHandler answers a failed forward with a JSON-RPC-shaped error and
@@ -384,8 +429,8 @@ func newStreamSet(idle, write time.Duration) *streamSet {
 
 // wrap returns body bounded by the idle timeout (a read waiting longer
 // ends it cleanly) with each read extending the client write deadline.
-func (s *streamSet) wrap(body io.ReadCloser, rc *http.ResponseController, sse, get bool) io.ReadCloser {
-	b := &streamBody{rc: body, set: s, w: rc, sse: sse, get: get, deadline: math.MinInt64 / 2}
+func (s *streamSet) wrap(resp *http.Response, rc *http.ResponseController, sse, get bool) io.ReadCloser {
+	b := &streamBody{rc: resp.Body, resp: resp, set: s, w: rc, sse: sse, get: get, deadline: math.MinInt64 / 2}
 	b.last.Store(int64(time.Since(s.base)))
 	b.timer = time.AfterFunc(s.idle, b.idleCheck)
 	s.mu.Lock()
@@ -435,11 +480,10 @@ func (s *streamSet) count() int {
 // write after a read gets between 15/16 of write and all of it.
 type streamBody struct {
 	rc    io.ReadCloser
+	resp  *http.Response // its trailers are dropped at Close
 	set   *streamSet
 	timer *time.Timer
 	w     *http.ResponseController
-	sse   bool
-	get   bool
 
 	// Clock readings, since set.base.
 	last     atomic.Int64 // when the last byte was read (or the answer began)
@@ -448,6 +492,8 @@ type streamBody struct {
 	mu    sync.Mutex
 	ended bool
 	done  bool
+	sse   bool // immutable, beside mu's fields to keep the struct at 80 bytes
+	get   bool
 }
 
 func (b *streamBody) Read(p []byte) (int, error) {
@@ -509,5 +555,7 @@ func (b *streamBody) Close() error {
 	b.set.mu.Lock()
 	delete(b.set.open, b)
 	b.set.mu.Unlock()
-	return b.rc.Close()
+	err := b.rc.Close()
+	b.resp.Trailer = nil // read by ReverseProxy after Close
+	return err
 }

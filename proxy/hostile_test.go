@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -389,5 +390,138 @@ func TestUnderscoreHeaders(t *testing.T) {
 	}
 	if seen.Get("X-Kept") != "yes" || seen.Get(proxy.HeaderSubject) != "alice" {
 		t.Errorf("upstream headers = %v", seen)
+	}
+}
+
+// TestUpstreamInformational: an upstream's 1xx answers (103 Early Hints)
+// are dropped. ReverseProxy forwards them with every header of the
+// upstream, past the proxy's filters (its Set-Cookie, WWW-Authenticate,
+// "Access-Control-Allow-Origin: *"), clears the headers the middleware had
+// set (CORS for an allowed origin), and the session binding takes the 103
+// for the answer, so the session of the 200 after it is never bound and
+// its owner's next request gets 404. Endless 1xx answers are bounded by
+// timeouts.max_response_header_bytes, with the final answer's (502).
+func TestUpstreamInformational(t *testing.T) {
+	var endless atomic.Bool
+	e, auth := rawEnv(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		h := w.Header()
+		if r.Header.Get("Mcp-Session-Id") == "" {
+			for i := 0; i == 0 || endless.Load() && i < 100; i++ {
+				h.Set("Set-Cookie", "evil=1")
+				h.Set("Www-Authenticate", `Bearer resource_metadata="http://evil.example/x"`)
+				h.Set("Access-Control-Allow-Origin", "*")
+				h.Set("X-Pad", strings.Repeat("p", 4<<10))
+				w.WriteHeader(http.StatusEarlyHints)
+				clear(h)
+			}
+			h.Set("Mcp-Session-Id", "s1")
+		}
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(200)
+		io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{}}`)
+	}, nil)
+	addr := strings.TrimPrefix(e.proxyURL, "http://")
+	post := func(extra string) string {
+		t.Helper()
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		_, _ = io.WriteString(c, "POST /mcp HTTP/1.1\r\nHost: "+addr+"\r\nAuthorization: "+auth.Get("Authorization")+
+			"\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nConnection: close\r\n"+extra+
+			"Content-Length: "+strconv.Itoa(len(callBody))+"\r\n\r\n"+callBody)
+		b, _ := io.ReadAll(c)
+		return string(b)
+	}
+	raw := post("Origin: " + e.proxyURL + "\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(strings.NewReader(raw)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Access-Control-Allow-Origin") != e.proxyURL || resp.Header.Get("Mcp-Session-Id") != "s1" {
+		t.Errorf("answer = %d %v, want 200 with the proxy's CORS headers and the session", resp.StatusCode, resp.Header)
+	}
+	for _, bad := range []string{" 103 ", "evil", "Access-Control-Allow-Origin: *"} {
+		if strings.Contains(raw, bad) {
+			t.Errorf("the client received %q:\n%.600s", bad, raw)
+		}
+	}
+	if raw := post("Mcp-Session-Id: s1\r\n"); !strings.HasPrefix(raw, "HTTP/1.1 200 ") {
+		t.Errorf("the owner's next request in its session:\n%s", raw)
+	}
+	endless.Store(true)
+	if raw := post(""); !strings.HasPrefix(raw, "HTTP/1.1 502 ") || strings.Contains(raw, "evil") {
+		t.Errorf("after 100 answers 103 of 4 KiB:\n%.300s", raw)
+	}
+}
+
+// TestUpstreamAnswerHeaders: whatever the answer (passed through, a list
+// rewritten, an SSE stream), the client gets none of the upstream's
+// WWW-Authenticate, CORS headers, DPoP-Nonce or Set-Cookie, and no
+// trailer. ReverseProxy copies trailers into the header map after the
+// body: a list answer, whose header is held until its body is rewritten,
+// sent them as headers ("Access-Control-Allow-Origin: *", a Set-Cookie,
+// an Mcp-Session-Id), and a passed-through one as trailers.
+func TestUpstreamAnswerHeaders(t *testing.T) {
+	bad := map[string]string{
+		"Www-Authenticate":            `Bearer resource_metadata="http://evil.example/x"`,
+		"Access-Control-Allow-Origin": "*",
+		"Dpop-Nonce":                  "evil-nonce",
+		"Set-Cookie":                  "evil=1",
+	}
+	e, auth := rawEnv(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		h := w.Header()
+		for k, v := range bad {
+			h.Set(k, v)
+		}
+		h.Set("Trailer", "Www-Authenticate, Access-Control-Allow-Origin, Dpop-Nonce, Set-Cookie, Mcp-Session-Id, X-Trailer")
+		result := `{}`
+		if strings.Contains(string(b), "tools/list") {
+			result = `{"tools":[{"name":"whoami","inputSchema":{"type":"object"}}]}`
+		}
+		msg := `{"jsonrpc":"2.0","id":7,"result":` + result + `}`
+		if strings.Contains(string(b), `"sse"`) {
+			h.Set("Content-Type", "text/event-stream")
+			msg = "event: message\ndata: " + msg + "\n\n"
+		} else {
+			h.Set("Content-Type", "application/json")
+		}
+		w.WriteHeader(200)
+		io.WriteString(w, msg)
+		for k, v := range bad {
+			h.Set(k, v)
+		}
+		h.Set("Mcp-Session-Id", "trailer-session")
+		h.Set("X-Trailer", "x")
+	}, nil)
+	for _, tc := range []struct{ name, body string }{
+		{"tools/call", callBody},
+		{"tools/list", `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`},
+		{"tools/call as SSE", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"whoami","arguments":{"sse":true}}}`},
+		{"tools/list as SSE", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"sse":true}}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := do(t, "POST", e.resource, tc.body, auth)
+			body := readAll(t, resp)
+			if resp.StatusCode != 200 || !strings.Contains(body, `"id":7`) {
+				t.Fatalf("answer = %d %q", resp.StatusCode, body)
+			}
+			for _, hh := range []http.Header{resp.Header, resp.Trailer} {
+				for k := range bad {
+					if v := hh.Values(k); len(v) > 0 {
+						t.Errorf("the client received %s: %q", k, v)
+					}
+				}
+				for _, k := range []string{"Trailer", "Mcp-Session-Id", "X-Trailer"} {
+					if v := hh.Values(k); len(v) > 0 {
+						t.Errorf("the client received %s: %q", k, v)
+					}
+				}
+			}
+		})
 	}
 }

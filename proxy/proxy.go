@@ -333,7 +333,7 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 	x.fwd.strip, x.fwd.prefixes = stripLists(px.cfg.StripHeaders, header)
 	x.fwd.rp = &httputil.ReverseProxy{
 		Rewrite:        x.fwd.rewrite,
-		Transport:      rt,
+		Transport:      no1xx{rt},
 		FlushInterval:  -1, // every SSE event as it arrives
 		ModifyResponse: x.fwd.modifyResponse,
 		ErrorHandler:   x.fwd.errorHandler,
