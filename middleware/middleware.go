@@ -36,6 +36,7 @@ type Middleware struct {
 	sessions     *sessions       // session binding (session.go)
 	tasks        OwnerStore      // task owners, kind kindTask (tasks.go)
 	taskWriters  taskWriterPool
+	inflight     *inflightTable // requests being served, for cancellation (inflight.go)
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -72,6 +73,7 @@ func New(cfg Config) (*Middleware, error) {
 	m.policy = m.compilePolicy(&cfg)
 	m.public = m.newPublicSet(cfg.Operations.Public)
 	m.sessions = newSessions(cfg.Sessions)
+	m.inflight = newInflightTable()
 	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
 	m.buildDPoPAnswers(cfg.Scopes)
 	if cfg.StepUpLimit > 0 {
@@ -234,6 +236,15 @@ func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	m.reportPass(r2.Context(), r.Header, p)
 	msg.sid = sid
+	if string(msg.method.v) == methodCancelled && !m.inflight.mayCancel(r.Header, p, msg) {
+		// Another principal's request, or none in flight (inflight.go):
+		// answered as the server answers a notification.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if k, ok := m.inflight.start(r.Header, p, msg); ok {
+		defer m.inflight.end(k)
+	}
 	m.serveNext(w, r2, next, p, msg)
 }
 
