@@ -31,6 +31,10 @@ var alwaysStripped = []string{
 	"Forwarded", "X-Real-Ip", "X-Client-Ip", "True-Client-Ip", "Cf-Connecting-Ip",
 	"Remote-User", "X-Remote-User", "X-User", "X-User-Id", "X-Email", "X-Groups",
 	"Upgrade", // MCP needs no protocol switch; ReverseProxy would honour one
+	// Overrides of the method and path some frameworks honour (Express's
+	// method-override, IIS, old Symfony): the upstream would route
+	// elsewhere than the request the proxy authorized.
+	"X-Http-Method-Override", "X-Http-Method", "X-Method-Override", "X-Original-Url", "X-Rewrite-Url",
 }
 
 // strippedPrefixes are header name prefixes never forwarded.
@@ -303,6 +307,11 @@ func (f *forwarder) modifyResponse(resp *http.Response) error {
 			}
 		}
 		return e
+	case resp.StatusCode == http.StatusSwitchingProtocols:
+		// The proxy never asks for one (Upgrade is stripped), so
+		// ReverseProxy refuses it after this, but without closing its
+		// body: wrapped, it would stay open and counted forever.
+		return &errUpstreamStatus{status: resp.StatusCode}
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		// Streamable HTTP has no redirects. Passed on, one would send the
 		// client to the upstream's own address (its Location, named after

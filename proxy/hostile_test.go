@@ -525,3 +525,41 @@ func TestUpstreamAnswerHeaders(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamSwitchingProtocols: an upstream answering 101 to a request
+// that asked for no upgrade gets the client 502, and its connection is
+// closed: no answer stays open. ReverseProxy refuses the switch, but
+// without closing the answer's body, which the proxy had wrapped to track
+// it: every such answer stayed counted, its upstream connection open until
+// the idle timeout.
+func TestUpstreamSwitchingProtocols(t *testing.T) {
+	gone := make(chan struct{}, 3)
+	e, auth := rawEnv(t, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		c, brw, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n")
+		brw.Flush()
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		if _, err := brw.ReadByte(); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			gone <- struct{}{} // the proxy closed the connection
+		}
+	}, nil)
+	for range 3 {
+		resp := do(t, "POST", e.resource, callBody, auth)
+		if body := readAll(t, resp); resp.StatusCode != 502 || !strings.Contains(body, `"Bad Gateway"`) {
+			t.Errorf("answer = %d %q, want 502", resp.StatusCode, body)
+		}
+	}
+	for range 3 {
+		select {
+		case <-gone:
+		case <-time.After(3 * time.Second):
+			t.Fatal("the upstream connection of a 101 answer is still open")
+		}
+	}
+	waitFor(t, "no open answer", func() bool { return e.px.OpenAnswers() == 0 })
+}

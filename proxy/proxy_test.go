@@ -115,17 +115,22 @@ func TestNothingOfTheClientUpstream(t *testing.T) {
 	ctx := testContext(t)
 	tok := e.token(t, "alice", baseScope)
 	forged := http.Header{
-		"Cookie":              {"session=secret-cookie"},
-		"Dpop":                {"forged.dpop.proof"},
-		"Proxy-Authorization": {"Basic c2VjcmV0"},
-		"X-Mcpguard-Subject":  {"root"},
-		"X-Mcpguard-Tenant":   {"other"},
-		"X-Forwarded-User":    {"root"},
-		"X-Forwarded-For":     {"10.0.0.1"},
-		"X-Auth-Request-User": {"root"},
-		"Forwarded":           {"for=10.0.0.1"},
-		"X-Remote-User":       {"root"},
-		"X-Custom":            {"kept"},
+		"Cookie":                 {"session=secret-cookie"},
+		"Dpop":                   {"forged.dpop.proof"},
+		"Proxy-Authorization":    {"Basic c2VjcmV0"},
+		"X-Mcpguard-Subject":     {"root"},
+		"X-Mcpguard-Tenant":      {"other"},
+		"X-Forwarded-User":       {"root"},
+		"X-Forwarded-For":        {"10.0.0.1"},
+		"X-Auth-Request-User":    {"root"},
+		"Forwarded":              {"for=10.0.0.1"},
+		"X-Remote-User":          {"root"},
+		"X-Original-Url":         {"/root/admin"},
+		"X-Rewrite-Url":          {"/root/admin"},
+		"X-Http-Method-Override": {"DELETE"},
+		"X-Http-Method":          {"DELETE"},
+		"X-Method-Override":      {"DELETE"},
+		"X-Custom":               {"kept"},
 	}
 	cs := e.connect(ctx, t, tok, forged)
 	callWhoami(ctx, t, cs, "whoami")
@@ -141,7 +146,8 @@ func TestNothingOfTheClientUpstream(t *testing.T) {
 				}
 			}
 		}
-		for _, k := range []string{"Cookie", "Dpop", "Proxy-Authorization", "X-Mcpguard-Subject", "X-Mcpguard-Tenant", "X-Forwarded-User", "X-Forwarded-For", "X-Auth-Request-User", "Forwarded", "X-Remote-User"} {
+		for _, k := range []string{"Cookie", "Dpop", "Proxy-Authorization", "X-Mcpguard-Subject", "X-Mcpguard-Tenant", "X-Forwarded-User", "X-Forwarded-For", "X-Auth-Request-User", "Forwarded", "X-Remote-User",
+			"X-Original-Url", "X-Rewrite-Url", "X-Http-Method-Override", "X-Http-Method", "X-Method-Override"} {
 			if _, ok := h[k]; ok {
 				t.Errorf("request %d: upstream received %s", i, k)
 			}
