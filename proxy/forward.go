@@ -37,6 +37,10 @@ var alwaysStripped = []string{
 	"X-Http-Method-Override", "X-Http-Method", "X-Method-Override", "X-Original-Url", "X-Rewrite-Url",
 }
 
+// decidedHeaders are the request headers the middleware's decision
+// read, forwarded even when the client's Connection header names them.
+var decidedHeaders = []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", "Last-Event-Id", "Content-Type", "Accept"}
+
 // strippedPrefixes are header name prefixes never forwarded.
 var strippedPrefixes = []string{
 	"X-Forwarded-", "X-Mcpguard-", "X-Auth-Request-", "X-Pomerium-", "X-Mcp-User", "X-Ms-Client-Principal",
@@ -257,6 +261,18 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	}
 	if c := h["Connection"]; len(c) > 0 && strings.EqualFold(c[0], "Upgrade") {
 		delete(h, "Connection")
+	}
+	if len(pr.In.Header["Connection"]) > 0 {
+		// ReverseProxy removed the headers the client's Connection header
+		// names; those the middleware decided on go upstream anyway, as
+		// they were authorized (an initialize whose bound Mcp-Session-Id
+		// was named there reached the upstream without it and created a
+		// session the binding never saw, past sessions.per_principal).
+		for _, k := range decidedHeaders {
+			if v, ok := pr.In.Header[k]; ok {
+				h[k] = v
+			}
+		}
 	}
 	// Answers are read (lists, tasks, sessions): ask for them
 	// uncompressed, for every request, since whether an answer must be
