@@ -107,6 +107,7 @@ var errorKinds = []struct {
 	{errNotListed, kindForbidden, reasonNotListed},
 	{errUnknownSession, kindUnknownSession, reasonUnknownSession},
 	{errSessionHeader, kindSessionHeader, reasonSessionHeader},
+	{errUnknownEventID, kindSessionHeader, reasonUnknownEventID},
 	{errSessionsFull, kindSessionUnavailable, reasonSessionsFull},
 	{errSessionStore, kindSessionUnavailable, reasonSessionStore},
 	{errUnknownTask, kindUnknownTask, reasonUnknownTask},

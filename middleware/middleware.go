@@ -37,6 +37,7 @@ type Middleware struct {
 	tasks        OwnerStore      // task owners, kind kindTask (tasks.go)
 	taskWriters  taskWriterPool
 	inflight     *inflightTable // requests being served, for cancellation (inflight.go)
+	events       *eventTable    // event IDs sent without a session, for Last-Event-ID (events.go)
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:
@@ -74,6 +75,7 @@ func New(cfg Config) (*Middleware, error) {
 	m.public = m.newPublicSet(cfg.Operations.Public)
 	m.sessions = newSessions(cfg.Sessions)
 	m.inflight = newInflightTable()
+	m.events = newEventTable(cfg.Sessions.Max, cfg.Sessions.IdleTimeout, cfg.Now)
 	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
 	m.buildDPoPAnswers(cfg.Scopes)
 	if cfg.StepUpLimit > 0 {
@@ -213,6 +215,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 // decision.
 func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, msg *message) {
 	sid, err := m.bindSession(r, p, next)
+	if sid == "" && err == nil {
+		err = m.checkResume(r, p)
+	}
 	if err != nil {
 		if r.Method != http.MethodPost {
 			closeUnread(w, r) // a GET or DELETE body is not read

@@ -53,8 +53,9 @@ type SessionConfig struct {
 	// Max bounds the sessions bound at once in this process. When it is
 	// reached and no session has expired, a new session of a principal
 	// below its quota is refused with 503 (and closed in the next
-	// handler): live sessions of others are never evicted. Zero means
-	// 10000.
+	// handler): live sessions of others are never evicted. It also bounds
+	// the event IDs recorded for Last-Event-ID without a session
+	// (docs/sessions.md, "Resumption"). Zero means 10000.
 	Max int
 	// PerPrincipal is each authenticated principal's quota. Zero means
 	// 32; it is capped at Max.
@@ -63,8 +64,9 @@ type SessionConfig struct {
 	// client of a public operation shares. Zero means
 	// 1000; it is capped at Max.
 	Anonymous int
-	// IdleTimeout ends a session not used for this long. Zero means
-	// 1 h.
+	// IdleTimeout ends a session not used for this long, and forgets an
+	// event ID sent without a session this long after it was last sent.
+	// Zero means 1 h.
 	IdleTimeout time.Duration
 	// Store, if set, also keeps the owner records (kind "session",
 	// renewed on every request for IdleTimeout) so that replicas and

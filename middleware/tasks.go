@@ -204,6 +204,11 @@ func (m *Middleware) serveNext(w http.ResponseWriter, r *http.Request, next http
 			r.Header.Del("Accept-Encoding")
 		}
 	}
+	if sid == "" {
+		// Without a session, the IDs of its events are bound here
+		// (events.go).
+		opts.EventIDs, tw.path = tw, r.URL.Path
+	}
 	tw.aw.Reset(w, tw, opts)
 	m.serveSession(&tw.aw, r, next, p, sid)
 	if err := tw.aw.Finish(); err != nil {
@@ -226,7 +231,14 @@ type taskWriter struct {
 	list   bool   // tasks/list: its answer must be read
 	scopes string // the creating request's scope key
 	reqID  []byte
+	path   string // the request's path, when its event IDs are recorded
 	env    rpcanswer.Message
+}
+
+// EventID implements rpcanswer.EventIDRecorder: the answer to a request
+// without a session sends an event with this ID (events.go).
+func (t *taskWriter) EventID(id []byte) {
+	t.m.events.record(t.path, id, t.ownerKey())
 }
 
 // taskWriterPool is a short free list of taskWriters.
@@ -249,7 +261,7 @@ func (tp *taskWriterPool) get() *taskWriter {
 func (tp *taskWriterPool) put(tw *taskWriter) {
 	// Keep the answer writer's buffers, drop the request's state.
 	tw.m, tw.ctx, tw.p, tw.hdr, tw.reqID = nil, nil, nil, nil, nil
-	tw.owner, tw.scopes, tw.known, tw.create, tw.list = "", "", false, false, false
+	tw.owner, tw.scopes, tw.path, tw.known, tw.create, tw.list = "", "", "", false, false, false
 	tw.env = rpcanswer.Message{}
 	tp.mu.Lock()
 	defer tp.mu.Unlock()

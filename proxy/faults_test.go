@@ -177,35 +177,55 @@ func readEvent(t *testing.T, br *bufio.Reader) string {
 
 // TestStreaming: each SSE event reaches the client as soon as the
 // upstream sends it (the upstream sends the next only after the client
-// read the previous one), Last-Event-ID and DELETE pass, and the body
-// arrives byte for byte.
+// read the previous one), Last-Event-ID of an event the client was sent
+// and DELETE pass (one it was not sent is 400: docs/sessions.md,
+// "Resumption"), and the body arrives byte for byte.
 func TestStreaming(t *testing.T) {
 	u := &sseUpstream{next: make(chan struct{}), gone: make(chan struct{})}
 	e, auth := rawEnv(t, u.ServeHTTP, nil)
+	stream := func(lastID string) {
+		t.Helper()
+		hdr := auth.Clone()
+		hdr.Set("Accept", "text/event-stream")
+		if lastID != "" {
+			hdr.Set("Last-Event-ID", lastID)
+		}
+		resp := do(t, "GET", e.resource, "", hdr)
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+			t.Fatalf("GET = %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		br := bufio.NewReader(resp.Body)
+		for i := 1; i <= 3; i++ {
+			select {
+			case u.next <- struct{}{}:
+			case <-time.After(5 * time.Second):
+				t.Fatal("upstream not waiting")
+			}
+			if ev, want := readEvent(t, br), fmt.Sprintf("id: %d\ndata: {\"n\":%d}\n", i, i); ev != want {
+				t.Fatalf("event %d = %q, want %q", i, ev, want)
+			}
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Errorf("after the last event: %v, want EOF", err)
+		}
+		if got := u.lastID.Load(); got != lastID {
+			t.Errorf("upstream Last-Event-ID = %v, want %q", got, lastID)
+		}
+	}
+	stream("")
+	// Resuming after an event the proxy sent this principal passes; after
+	// one it never sent, the upstream is not asked.
+	stream("2")
 	hdr := auth.Clone()
 	hdr.Set("Accept", "text/event-stream")
 	hdr.Set("Last-Event-ID", "41")
 	resp := do(t, "GET", e.resource, "", hdr)
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
-		t.Fatalf("GET = %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	if body, want := readAll(t, resp), `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`; resp.StatusCode != 400 || body != want {
+		t.Errorf("GET with an unsent Last-Event-ID = %d %q, want 400 %q", resp.StatusCode, body, want)
 	}
-	br := bufio.NewReader(resp.Body)
-	for i := 1; i <= 3; i++ {
-		select {
-		case u.next <- struct{}{}:
-		case <-time.After(5 * time.Second):
-			t.Fatal("upstream not waiting")
-		}
-		if ev, want := readEvent(t, br), fmt.Sprintf("id: %d\ndata: {\"n\":%d}\n", i, i); ev != want {
-			t.Fatalf("event %d = %q, want %q", i, ev, want)
-		}
-	}
-	if _, err := br.ReadByte(); err != io.EOF {
-		t.Errorf("after the last event: %v, want EOF", err)
-	}
-	if got := u.lastID.Load(); got != "41" {
-		t.Errorf("upstream Last-Event-ID = %v", got)
+	if got := u.lastID.Load(); got != "2" {
+		t.Errorf("upstream Last-Event-ID = %v after a refused resumption", got)
 	}
 	// A body with whitespace, key order and escapes no encoder would
 	// produce, forwarded as is.

@@ -72,12 +72,60 @@ func refParse(s string) (events []refEvent, lastID string) {
 	}
 }
 
+// refIDs is the client's last event ID after each complete event of s,
+// where it is not empty: the IDs a client reading s may resume from. It
+// reads s as refParse does.
+func refIDs(s string) []string {
+	s = strings.TrimPrefix(s, "\uFEFF")
+	var ids []string
+	var id string
+	for {
+		i := strings.IndexAny(s, "\r\n")
+		if i < 0 {
+			return ids
+		}
+		line := s[:i]
+		switch {
+		case s[i] == '\r' && i+1 < len(s) && s[i+1] == '\n':
+			s = s[i+2:]
+		case s[i] == '\r' && i+1 == len(s):
+			s = ""
+		default:
+			s = s[i+1:]
+		}
+		if line == "" {
+			if id != "" {
+				ids = append(ids, id)
+			}
+			continue
+		}
+		if name, value, found := strings.Cut(line, ":"); name == "id" {
+			if found {
+				value = strings.TrimPrefix(value, " ")
+			}
+			if !strings.ContainsRune(value, 0) {
+				id = value
+			}
+		}
+	}
+}
+
+// idLog is an EventIDRecorder that keeps what it is told.
+type idLog map[string]bool
+
+func (l idLog) EventID(id []byte) { l[string(id)] = true }
+
 // run passes in through a Writer with rw, written in pieces of the
 // lengths in cuts (cycled), and returns the output.
 func run(in []byte, cuts []byte, rw Rewriter, max int) (string, error) {
+	return runWith(in, cuts, rw, Options{MaxMessageBytes: max})
+}
+
+// runWith is run with opts.
+func runWith(in []byte, cuts []byte, rw Rewriter, opts Options) (string, error) {
 	rec := httptest.NewRecorder()
 	var w Writer
-	w.Reset(rec, rw, Options{MaxMessageBytes: max})
+	w.Reset(rec, rw, opts)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	for i, k := 0, 0; i < len(in); k++ {
@@ -160,6 +208,27 @@ func FuzzSSE(f *testing.F) {
 		for _, e := range evs {
 			if e.data != "X" {
 				t.Fatalf("replaced event %q, want X", e.data)
+			}
+		}
+
+		// Every event ID a client may resume from was reported, kept,
+		// replaced, dropped or over the bound, and none that the input
+		// does not hold.
+		for _, tc := range []struct {
+			rw  Rewriter
+			max int
+		}{{identity, 1 << 20}, {dropAll, 1 << 20}, {replaceX, 1 << 20}, {identity, 24}} {
+			ids := idLog{}
+			out, _ := runWith(in, cuts, tc.rw, Options{MaxMessageBytes: tc.max, EventIDs: ids})
+			for _, id := range refIDs(out) {
+				if !ids[id] {
+					t.Fatalf("event ID %q reached the client unreported (reported %v)", id, ids)
+				}
+			}
+			for id := range ids {
+				if !strings.Contains(string(in), id) {
+					t.Fatalf("reported event ID %q is not in the input", id)
+				}
 			}
 		}
 

@@ -141,7 +141,7 @@ func (w *Writer) feedEvents(p []byte) (n int, done bool, err error) {
 		// blank line) and its data; a CR anywhere voids the reading.
 		rest := p[n:]
 		end, complete := 0, false
-		var data []byte
+		var data, id []byte
 		nd := 0
 		for end < len(rest) && end <= w.max {
 			i := bytes.IndexByte(rest[end:], '\n')
@@ -154,8 +154,11 @@ func (w *Writer) feedEvents(p []byte) (n int, done bool, err error) {
 				complete = true
 				break
 			}
-			if name, value := field(line); string(name) == "data" {
+			switch name, value := field(line); string(name) {
+			case "data":
 				data, nd = w.addData(data, nd, value)
+			case "id":
+				id = eventID(id, value)
 			}
 		}
 		if !complete || end > w.max || bytes.IndexByte(rest[:end], '\r') >= 0 {
@@ -163,6 +166,7 @@ func (w *Writer) feedEvents(p []byte) (n int, done bool, err error) {
 		}
 		ev := rest[:end]
 		s.first = true
+		w.noteID(id)
 		v, out := w.judgeData(data, nd)
 		s.rewrote = v != keepEvent
 		if v != keepEvent {
@@ -220,7 +224,26 @@ const (
 // BOM excluded) through the Rewriter, recording its error. It returns
 // the verdict and, for replaceEvent, the new data.
 func (w *Writer) judge(ev []byte) (verdict, []byte) {
-	return w.judgeData(w.eventData(ev))
+	data, n, id := w.eventData(ev)
+	w.noteID(id)
+	return w.judgeData(data, n)
+}
+
+// eventID is the event's ID after a line "id" with value v, the ID being
+// id before it: v, unless v holds U+0000 (clients ignore such a field).
+func eventID(id, v []byte) []byte {
+	if bytes.IndexByte(v, 0) >= 0 {
+		return id
+	}
+	return v
+}
+
+// noteID reports the ID of an event about to be written on, if it has
+// one and the caller asked (Options.EventIDs).
+func (w *Writer) noteID(id []byte) {
+	if len(id) > 0 && w.ids != nil {
+		w.ids.EventID(id)
+	}
 }
 
 // judgeData is judge for an event whose data and number of data lines
@@ -264,15 +287,18 @@ func sameBytes(a, b []byte) bool {
 
 // eventData returns the data of the event ev (its "data" values joined
 // with LF) and the number of its data lines.
-func (w *Writer) eventData(ev []byte) (data []byte, n int) {
+func (w *Writer) eventData(ev []byte) (data []byte, n int, id []byte) {
 	for rest := ev; len(rest) > 0; {
 		var line []byte
 		line, rest = nextLine(rest)
-		if name, value := field(line); string(name) == "data" {
+		switch name, value := field(line); string(name) {
+		case "data":
 			data, n = w.addData(data, n, value)
+		case "id":
+			id = eventID(id, value)
 		}
 	}
-	return data, n
+	return data, n, id
 }
 
 // addData adds the value of an event's data line to its data so far

@@ -61,6 +61,21 @@ type Options struct {
 	// event streams. For callers that only filter what a stream can carry
 	// besides the response (notifications), at no cost for JSON answers.
 	SSEOnly bool
+	// EventIDs, if set, is told the ID of every event of an SSE answer that
+	// the Writer writes on (kept, replaced, or dropped with its id and
+	// retry fields kept), so that its caller can bind Last-Event-ID to the
+	// answer's recipient. Nil: event IDs are not reported.
+	EventIDs EventIDRecorder
+}
+
+// EventIDRecorder is told the event IDs of an SSE answer ([Options]).
+// EventID is called, for each event written on, with the value of its
+// last "id" field when that is not empty: the ID a client resuming after
+// that event sends as Last-Event-ID (an "id" field holding U+0000, which
+// clients ignore, is ignored). id is valid only during the call. It is
+// called before the event is written, never concurrently for one Writer.
+type EventIDRecorder interface {
+	EventID(id []byte)
 }
 
 type mode uint8
@@ -86,6 +101,7 @@ type Writer struct {
 	max      int
 	refuse   bool
 	sseOnly  bool
+	ids      EventIDRecorder
 	mode     mode
 	status   int
 	finished bool
@@ -106,7 +122,7 @@ func (w *Writer) Reset(dst http.ResponseWriter, rw Rewriter, opts Options) {
 	if w.max <= 0 {
 		w.max = DefaultMaxMessageBytes
 	}
-	w.refuse, w.sseOnly = opts.RefuseOther, opts.SSEOnly
+	w.refuse, w.sseOnly, w.ids = opts.RefuseOther, opts.SSEOnly, opts.EventIDs
 	w.mode, w.status, w.finished, w.err = modeUndecided, 0, false, nil
 	w.body, w.scratch, w.obuf = keep(w.body), keep(w.scratch), keep(w.obuf)
 	w.sse = sseState{}

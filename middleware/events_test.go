@@ -1,0 +1,189 @@
+package middleware
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/authtest"
+)
+
+// sharedEventStore is a stateless server with one event store for every
+// stream, as mcp-go's WithStateLess and WithEventStore: a POST is answered
+// as SSE with two events carrying the caller's Authorization (its
+// secret), their IDs numbered across all callers (a request with
+// "X-Send-ID" gets that ID for its first event instead); a GET with
+// Last-Event-ID replays the events after it on the stream that sent it,
+// whoever that stream went to, as mcp-go's InMemoryEventStore does.
+type sharedEventStore struct {
+	mu      sync.Mutex
+	seq     int
+	streams [][][2]string     // per stream, its events: ID, data
+	index   map[string][2]int // event ID -> stream, position
+	reached int               // requests served
+}
+
+func (s *sharedEventStore) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reached++
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	if r.Method == http.MethodGet {
+		if at, ok := s.index[r.Header.Get("Last-Event-ID")]; ok {
+			for _, ev := range s.streams[at[0]][at[1]+1:] {
+				fmt.Fprintf(w, "id: %s\ndata: %s\n\n", ev[0], ev[1])
+			}
+		}
+		return
+	}
+	if s.index == nil {
+		s.index = map[string][2]int{}
+	}
+	var stream [][2]string
+	for i := range 2 {
+		s.seq++
+		id := strconv.Itoa(s.seq)
+		if v := r.Header.Get("X-Send-ID"); v != "" && i == 0 {
+			id = v
+		}
+		data := fmt.Sprintf(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":%q,"n":%d}}`, r.Header.Get("Authorization"), i)
+		s.index[id] = [2]int{len(s.streams), i}
+		stream = append(stream, [2]string{id, data})
+		fmt.Fprintf(w, "id: %s\ndata: %s\n\n", id, data)
+	}
+	s.streams = append(s.streams, stream)
+}
+
+func (s *sharedEventStore) reachedCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reached
+}
+
+// TestResumeBoundToRecipient: without a session, a Last-Event-ID is
+// passed only on the path it was sent on, to the principal it was sent
+// to alone; every other resumption is 400 before the server, which would
+// replay another principal's answers.
+func TestResumeBoundToRecipient(t *testing.T) {
+	f := newFixture(t, nil)
+	srv := &sharedEventStore{}
+	h := f.m.Handler(srv)
+	token := func(sub string) string {
+		return f.iss.Token(t, authtest.Token{Subject: sub, Tenant: "tenant-" + sub, Scopes: []string{"mcp", "tools:read"}})
+	}
+	alice, bob, carol := token("alice"), token("bob"), token("carol")
+	do := func(method, tok string, hdr map[string][]string) *httptest.ResponseRecorder {
+		var body io.Reader
+		if method == http.MethodPost {
+			body = strings.NewReader(rpcBody(legacyRev, "tools/list", ""))
+		}
+		r := httptest.NewRequest(method, resource, body)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("MCP-Protocol-Version", legacyRev)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		for k, v := range hdr {
+			r.Header[k] = v
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	post := func(tok, id string) {
+		t.Helper()
+		var hdr map[string][]string
+		if id != "" {
+			hdr = map[string][]string{"X-Send-Id": {id}}
+		}
+		if w := do(http.MethodPost, tok, hdr); w.Code != 200 || !strings.Contains(w.Body.String(), "id: ") {
+			t.Fatalf("POST: %d %q", w.Code, w.Body)
+		}
+	}
+	post(alice, "") // ids 1, 2
+	post(bob, "")   // ids 3, 4
+	post(alice, "shared")
+	post(carol, "shared")
+
+	for _, tc := range []struct {
+		name   string
+		tok    string
+		ids    []string
+		want   int
+		secret string // in the answer, when 200
+	}{
+		{"own ID", alice, []string{"1"}, 200, alice},
+		{"own last ID", bob, []string{"4"}, 200, ""},
+		{"another principal's ID", bob, []string{"1"}, 400, ""},
+		{"another principal's last ID", alice, []string{"4"}, 400, ""},
+		{"never sent", alice, []string{"99"}, 400, ""},
+		{"ID sent to two principals", alice, []string{"shared"}, 400, ""},
+		{"two headers", alice, []string{"1", "1"}, 400, ""},
+		{"empty: nothing to resume after", bob, []string{""}, 200, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := srv.reachedCount()
+			w := do(http.MethodGet, tc.tok, map[string][]string{"Last-Event-Id": tc.ids})
+			if w.Code != tc.want {
+				t.Fatalf("status %d, want %d: %s", w.Code, tc.want, w.Body)
+			}
+			reached := srv.reachedCount() - before
+			if tc.want == 400 {
+				if got := w.Body.String(); got != bodyInvalidMessage || reached != 0 {
+					t.Errorf("body %s, server reached %d times", got, reached)
+				}
+				return
+			}
+			if reached != 1 || (tc.secret != "" && !strings.Contains(w.Body.String(), tc.secret)) {
+				t.Errorf("server reached %d times, answer %s", reached, w.Body)
+			}
+		})
+	}
+}
+
+// TestResumeExpires: an event ID is resumable for the session idle
+// timeout after it was last sent.
+func TestResumeExpires(t *testing.T) {
+	now := time.Unix(1_700_000_000, 0)
+	f := newFixture(t, func(c *Config) {
+		c.Sessions.IdleTimeout = time.Minute
+		c.Now = func() time.Time { return now }
+	})
+	srv := &sharedEventStore{}
+	h := f.m.Handler(srv)
+	tok := f.iss.Token(t, authtest.Token{Subject: "alice", Scopes: []string{"mcp", "tools:read"}})
+	req := func(method string, lastID string) int {
+		var body io.Reader
+		if method == http.MethodPost {
+			body = strings.NewReader(rpcBody(legacyRev, "tools/list", ""))
+		}
+		r := httptest.NewRequest(method, resource, body)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("MCP-Protocol-Version", legacyRev)
+		r.Header.Set("Authorization", "Bearer "+tok)
+		if lastID != "" {
+			r.Header.Set("Last-Event-ID", lastID)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w.Code
+	}
+	if code := req(http.MethodPost, ""); code != 200 {
+		t.Fatalf("POST: %d", code)
+	}
+	now = now.Add(59 * time.Second)
+	if code := req(http.MethodGet, "1"); code != 200 {
+		t.Fatalf("resume within the timeout: %d", code)
+	}
+	now = now.Add(2 * time.Second)
+	if code := req(http.MethodGet, "1"); code != 400 {
+		t.Fatalf("resume after the timeout: %d, want 400", code)
+	}
+}
