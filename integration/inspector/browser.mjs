@@ -59,7 +59,33 @@ page.on('request', (r) => {
 
 const step = (name) => out.steps.push(name);
 const xText = (tag, text) => `xpath/.//${tag}[normalize-space(.)=${JSON.stringify(text)}]`;
-const bodyHas = (text) => page.waitForFunction((t) => document.body.innerText.includes(t), {}, text);
+// until evaluates fn(arg) in the page every 250 ms until it returns a
+// truthy value, which it returns, or fails after timeout. Each check is a
+// fresh page.evaluate: a navigation (the OAuth redirects) that destroys the
+// page's context between two checks costs one check, where a single
+// waitForFunction task was seen in CI to stop resolving across the redirect
+// back ("Connected" on the page, 90 s without an answer).
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+async function until(fn, arg, timeout = stepTimeout) {
+  const deadline = Date.now() + timeout;
+  let last = '';
+  for (;;) {
+    try {
+      const v = await Promise.race([
+        page.evaluate(fn, arg),
+        sleep(10000).then(() => { throw new Error('page.evaluate took more than 10 s'); }),
+      ]);
+      if (v) return v;
+    } catch (e) {
+      last = String(e && e.message || e);
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(`waited ${timeout} ms for ${fn}${last ? ` (last error: ${last})` : ''}`);
+    }
+    await sleep(250);
+  }
+}
+const bodyHas = (text) => until((t) => document.body.innerText.includes(t), text);
 // React may replace an element between finding and clicking it; puppeteer
 // then refuses the click before it is sent ("Node is detached from
 // document", seen in CI right after the page opened), so the element is
@@ -117,8 +143,7 @@ try {
   // authorization server's /authorize (it approves at once) and back to
   // the Inspector's /oauth/callback with the code.
   await click('input[role=switch]');
-  await page.waitForFunction(() => /\bConnected\b/.test(document.body.innerText) && /MCP \d{4}-\d{2}-\d{2}/.test(document.body.innerText));
-  out.version = await page.evaluate(() => document.body.innerText.match(/MCP (\d{4}-\d{2}-\d{2})/)[1]);
+  out.version = await until(() => /\bConnected\b/.test(document.body.innerText) && document.body.innerText.match(/MCP (\d{4}-\d{2}-\d{2})/)?.[1]);
   step('connected');
 
   // The Tools tab: a click that lands while React re-renders the page
@@ -128,7 +153,7 @@ try {
   for (let i = 0; ; i++) {
     await click(xText('*', 'Tools'));
     try {
-      await page.waitForFunction((t) => document.body.innerText.includes(t), { timeout: 15000 }, 'Tools (');
+      await until((t) => document.body.innerText.includes(t), 'Tools (', 15000);
       break;
     } catch (e) {
       if (i >= 4) throw e;
@@ -140,7 +165,7 @@ try {
   // The protocol view shows each request and answer; its editors hold
   // the tools/list answer as the UI received it.
   await click(xText('*', 'Protocol'));
-  await page.waitForFunction(() => [...document.querySelectorAll('.ace_editor textarea')]
+  await until(() => [...document.querySelectorAll('.ace_editor textarea')]
     .some((t) => (t.getAttribute('aria-label') ?? '').startsWith('tools/list response JSON')));
   out.protocol = await page.evaluate(() => {
     const m = document.body.innerText.match(/Messages\s+(LEGACY|MODERN)/);
@@ -182,9 +207,9 @@ try {
   await fill('text', noteText);
   await click(xText('button', 'Execute Tool'));
   await bodyHas('Results');
-  await page.waitForFunction((t) => document.body.innerText.includes(t), {}, JSON.stringify(noteText));
+  await bodyHas(JSON.stringify(noteText));
   // The answer as the protocol view holds it (newest first).
-  await page.waitForFunction(() => [...document.querySelectorAll('.ace_editor textarea')]
+  await until(() => [...document.querySelectorAll('.ace_editor textarea')]
     .some((t) => (t.getAttribute('aria-label') ?? '').startsWith('tools/call response JSON')));
   const [answer] = await editorValues('tools/call response JSON');
   out.result = JSON.parse(answer).result;
