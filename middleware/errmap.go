@@ -110,6 +110,7 @@ var errorKinds = []struct {
 	{errUnknownEventID, kindSessionHeader, reasonUnknownEventID},
 	{errSessionsFull, kindSessionUnavailable, reasonSessionsFull},
 	{errSessionStore, kindSessionUnavailable, reasonSessionStore},
+	{errSessionCreated, kindSessionUnavailable, reasonSessionCreated},
 	{errUnknownTask, kindUnknownTask, reasonUnknownTask},
 	{errMethodNotFound, kindMethodNotFound, reasonMethodNotFound},
 	{errTaskStore, kindUnavailable, reasonTaskStore},

@@ -28,14 +28,6 @@ var (
 	errHeaderRepeated  = fmt.Errorf("%w: Mcp-Method or Mcp-Name repeated", errHeaderMismatch)
 )
 
-// headerValue is h.Get(key) for a canonical key, without canonicalizing it
-// again.
-func headerValue(h http.Header, key string) string {
-	if v := h[key]; len(v) > 0 {
-		return v[0]
-	}
-	return ""
-}
 
 // isModern reports whether the request's MCP-Protocol-Version names
 // 2026-07-28 or a later date. An absent or older version is legacy; an

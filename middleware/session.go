@@ -104,6 +104,12 @@ var errSessionsFull = errors.New("middleware: session table full")
 // Retry-After.
 var errSessionStore = errors.New("middleware: session store unavailable")
 
+// errSessionCreated: the next handler's answer to a request without a
+// session created one with an Mcp-Session-Id the middleware cannot bind
+// (several values, empty, longer than 256 bytes, not visible ASCII).
+// Answered 503 with Retry-After, as errSessionsFull; the answer is dropped.
+var errSessionCreated = errors.New("middleware: next handler created an invalid Mcp-Session-Id")
+
 // Reasons of the session binding.
 const (
 	// reasonUnknownSession: errUnknownSession (404).
@@ -114,6 +120,8 @@ const (
 	reasonSessionsFull Reason = "sessions_full"
 	// reasonSessionStore: errSessionStore (503).
 	reasonSessionStore Reason = "session_store"
+	// reasonSessionCreated: errSessionCreated (503).
+	reasonSessionCreated Reason = "session_created"
 )
 
 const bodySessionNotFound = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}`
@@ -333,27 +341,62 @@ func (w *sessionWriter) WriteHeader(status int) {
 		}
 		return
 	}
-	w.done = true
 	h := w.ResponseWriter.Header()
+	if status >= 100 && status < 200 && status != http.StatusSwitchingProtocols {
+		// An informational answer (100, 103) is sent with the header map
+		// as it is now, before the final one: it passes, without the
+		// session header, which is decided on the final status only.
+		v, ok := h[sessionHeader]
+		delete(h, sessionHeader)
+		w.ResponseWriter.WriteHeader(status)
+		if ok {
+			h[sessionHeader] = v
+		}
+		return
+	}
+	w.done = true
 	switch {
 	case w.sid == "":
-		if created := headerValue(h, sessionHeader); created != "" {
-			var err error
-			if w.ended, err = w.m.claimSession(w.r.Context(), created, w.p, w.next); err != nil {
-				w.refused, w.discard = created, true
-				for _, k := range [...]string{sessionHeader, "Content-Length", "Content-Encoding", "Content-Type"} {
-					h.Del(k)
-				}
-				w.m.refuse(w.ResponseWriter, w.r, &refusal{err: err, p: w.p, g: w.p.grant})
-				return
-			}
+		if _, ok := h[sessionHeader]; !ok {
+			break
 		}
+		created, err := sessionID(h)
+		if err != nil {
+			err = errSessionCreated // not recorded, and not closed: no ID to close it by
+		} else if w.ended, err = w.m.claimSession(w.r.Context(), created, w.p, w.next); err != nil {
+			w.refused = created
+		}
+		if err != nil {
+			w.discard = true
+			for _, k := range [...]string{sessionHeader, "Content-Length", "Content-Encoding", "Content-Type"} {
+				h.Del(k)
+			}
+			w.m.refuse(w.ResponseWriter, w.r, &refusal{err: err, p: w.p, g: w.p.grant})
+			return
+		}
+	default:
+		if v, ok := h[sessionHeader]; ok && (len(v) != 1 || v[0] != w.sid) {
+			// An answer in session sid naming another session (or
+			// several): the client never learns an ID the middleware did
+			// not bind; the answer passes without it. Nothing is closed
+			// in the server: the other ID may be another principal's
+			// live session.
+			delete(h, sessionHeader)
+		}
+		w.forget(status)
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+// forget forgets the request's session sid when status ends it: a 404
+// for it, or a DELETE the next handler accepted.
+func (w *sessionWriter) forget(status int) {
+	switch {
 	case status == http.StatusNotFound:
 		w.m.forgetSession(w.r.Context(), w.sid, false)
 	case w.r.Method == http.MethodDelete && status >= 200 && status < 300:
 		w.m.forgetSession(w.r.Context(), w.sid, true)
 	}
-	w.ResponseWriter.WriteHeader(status)
 }
 
 func (w *sessionWriter) Write(b []byte) (int, error) {
