@@ -28,7 +28,6 @@ var (
 	errHeaderRepeated  = fmt.Errorf("%w: Mcp-Method or Mcp-Name repeated", errHeaderMismatch)
 )
 
-
 // isModern reports whether the request's MCP-Protocol-Version names
 // 2026-07-28 or a later date. An absent or older version is legacy; an
 // absent header is treated as pre-2026 (MCP 2026-07-28 §Request Metadata

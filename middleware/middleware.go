@@ -214,7 +214,10 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 // context and the POST body replayed byte for byte, after reporting the
 // decision.
 func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, msg *message) {
-	sid, err := m.bindSession(r, p, next)
+	sid, held, err := m.bindSession(r, p, next)
+	if held != nil {
+		defer m.releaseSession(held)
+	}
 	if sid == "" && err == nil {
 		err = m.checkResume(r, p)
 	}

@@ -165,7 +165,12 @@ type ownerEntry struct {
 	all, mine ownerLink
 	q         *ownerQueue
 	unclaimed bool // a session refused before it was recorded (session.go)
+	active    int  // requests in the session being served (session.go): it does not expire while > 0
 }
+
+// live reports whether e has not expired at now: a session with a request
+// being served (a GET stream above all) stays live past its idle timeout.
+func (e *ownerEntry) live(now int64) bool { return e.active > 0 || now < e.expires }
 
 type ownerQueue struct {
 	owner string
@@ -241,7 +246,7 @@ func (t *ownerTable) get(id string, now int64) *ownerEntry {
 	if e == nil {
 		return nil
 	}
-	if now >= e.expires {
+	if !e.live(now) {
 		t.remove(e)
 		return nil
 	}
@@ -265,10 +270,15 @@ func (t *ownerTable) remove(e *ownerEntry) {
 }
 
 // expired removes and returns (appended to out) up to n expired entries,
-// least recently used first.
+// least recently used first. An expired entry with a request being served
+// is kept, moved to the back: the end of that request renews it.
 func (t *ownerTable) expired(now int64, n int, out []*ownerEntry) []*ownerEntry {
 	for ; n > 0 && t.all.head != nil && now >= t.all.head.expires; n-- {
 		e := t.all.head
+		if e.active > 0 {
+			t.all.moveToBack(e)
+			continue
+		}
 		t.remove(e)
 		out = append(out, e)
 	}

@@ -66,7 +66,10 @@ type SessionConfig struct {
 	Anonymous int
 	// IdleTimeout ends a session not used for this long, and forgets an
 	// event ID sent without a session this long after it was last sent.
-	// Zero means 1 h.
+	// Without a Store, a session is in use while a request in it is
+	// served (a GET stream held open for hours included), and its idle
+	// time starts when its last request ends; with a Store, the store's
+	// record is renewed when a request starts. Zero means 1 h.
 	IdleTimeout time.Duration
 	// Store, if set, also keeps the owner records (kind "session",
 	// renewed on every request for IdleTimeout) so that replicas and
@@ -196,25 +199,44 @@ func sessionID(h http.Header) (string, error) {
 
 // bindSession checks the request's session ID, if any, against p before
 // next runs. It returns the ID ("" for none), or the error to refuse the
-// request with.
-func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handler) (string, error) {
+// request with. Without a Store, it also returns the session's entry, held
+// while the request is served: the caller passes it to releaseSession when
+// the request ends (nil: nothing to release).
+func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handler) (string, *ownerEntry, error) {
 	sid, err := sessionID(r.Header)
 	if sid == "" || err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return sid, m.bindID(r, sid, p, next)
+	if m.sessions.store != nil {
+		return sid, nil, m.bindShared(r.Context(), sid, p, next)
+	}
+	held, err := m.bindID(sid, p, next)
+	return sid, held, err
 }
 
-// bindID is bindSession for the request's session ID sid.
-func (m *Middleware) bindID(r *http.Request, sid string, p *Principal, next http.Handler) error {
+// releaseSession ends a request in the session held (from bindSession):
+// the session's idle timeout starts again at the request's end, so a
+// session is never ended while a request in it (a GET stream) is served.
+func (m *Middleware) releaseSession(held *ownerEntry) {
 	s := m.sessions
-	if s.store != nil {
-		return m.bindShared(r.Context(), sid, p, next)
+	now := m.cfg.Now().UnixNano()
+	s.mu.Lock()
+	held.active--
+	if s.t.byID[held.id] == held {
+		s.t.touch(held, now+s.idle)
 	}
+	s.mu.Unlock()
+}
+
+// bindID is bindSession for the request's session ID sid, without a
+// Store: it returns sid's entry, held, when the request may be served.
+func (m *Middleware) bindID(sid string, p *Principal, next http.Handler) (*ownerEntry, error) {
+	s := m.sessions
 	now := m.cfg.Now().UnixNano()
 	s.mu.Lock()
 	e := s.t.byID[sid]
-	if e != nil && now < e.expires && p.isID(e.owner) {
+	if e != nil && e.live(now) && p.isID(e.owner) {
+		e.active++
 		s.t.touch(e, now+s.idle)
 		var ended []*ownerEntry
 		if h := s.t.all.head; h != nil && now >= h.expires {
@@ -224,19 +246,19 @@ func (m *Middleware) bindID(r *http.Request, sid string, p *Principal, next http
 		if ended != nil {
 			m.endSessions(ended)
 		}
-		return nil
+		return e, nil
 	}
 	var ended []*ownerEntry
-	if e != nil && now >= e.expires {
+	if e != nil && !e.live(now) {
 		s.t.remove(e)
 		ended, e = append(ended, e), nil
 	}
 	s.mu.Unlock()
 	m.endSessions(ended)
 	if e == nil && s.pass {
-		return nil
+		return nil, nil
 	}
-	return errUnknownSession
+	return nil, errUnknownSession
 }
 
 // bindShared is bindSession with SessionConfig.Store: the store's record
@@ -294,7 +316,7 @@ func (m *Middleware) isAnonymousSession(r *http.Request) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.t.byID[sid]
-	return e != nil && now < e.expires && e.owner == anonymousID
+	return e != nil && e.live(now) && e.owner == anonymousID
 }
 
 // serveSession runs next for p's request r, whose session ID sid ("" for

@@ -9,6 +9,7 @@ import (
 	"net/textproto"
 	"strings"
 	"testing"
+	"time"
 )
 
 // answersNext is a server whose answer the request's X-Case header picks:
@@ -183,4 +184,67 @@ func TestSessionAnswers(t *testing.T) {
 	if s := owned(t, alice, "s-alice"); s != http.StatusOK {
 		t.Fatalf("the session itself: %d", s)
 	}
+}
+
+// TestSessionInUseDoesNotExpire: a session with a request being served (a
+// GET stream held open) is not ended at its idle timeout, by a sweep or by
+// its own use; its idle timeout starts again when the request ends.
+func TestSessionInUseDoesNotExpire(t *testing.T) {
+	e := newSessionEnv(t, func(c *Config) { c.Sessions.IdleTimeout = time.Minute })
+	release, entered := make(chan struct{}), make(chan struct{}, 1)
+	e.h = e.f.m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && r.Header.Get("X-Hold") != "" {
+			w.WriteHeader(http.StatusOK)
+			entered <- struct{}{}
+			<-release // the stream, held open
+			return
+		}
+		e.srv.ServeHTTP(w, r)
+	}))
+	alice := e.tokenOf(t, "alice", "t")
+	streaming, idle := e.create(t, alice), e.create(t, alice)
+	done := make(chan int, 1)
+	go func() {
+		r := httptest.NewRequest(http.MethodGet, resource, nil)
+		r.Header.Set("MCP-Protocol-Version", legacyRev)
+		r.Header.Set("Authorization", "Bearer "+alice)
+		r.Header.Set("Mcp-Session-Id", streaming)
+		r.Header.Set("X-Hold", "1")
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, r)
+		done <- w.Code
+	}()
+	select {
+	case <-entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the GET stream never reached the server")
+	}
+	e.f.iss.Advance(5 * time.Minute)
+	alice, bob := e.tokenOf(t, "alice", "t"), e.tokenOf(t, "bob", "t")
+	e.create(t, bob) // sweeps expired sessions
+	e.srv.waitClosed(t, idle)
+	if !e.srv.isLive(streaming) {
+		t.Fatal("the session with an open GET stream was closed at its idle timeout")
+	}
+	if w := e.do(t, http.MethodPost, alice, streaming, rpcBody(legacyRev, "tools/list", "")); w.Code != http.StatusOK {
+		t.Fatalf("a request in the streaming session past its idle timeout: %d", w.Code)
+	}
+	if w := e.do(t, http.MethodGet, bob, streaming, ""); w.Code != http.StatusNotFound {
+		t.Fatalf("another principal in the streaming session: %d", w.Code)
+	}
+	close(release)
+	if code := <-done; code != http.StatusOK {
+		t.Fatalf("the stream: %d", code)
+	}
+	e.f.iss.Advance(40 * time.Second)
+	alice = e.tokenOf(t, "alice", "t")
+	if w := e.do(t, http.MethodPost, alice, streaming, rpcBody(legacyRev, "tools/list", "")); w.Code != http.StatusOK {
+		t.Fatalf("within the idle timeout after the stream ended: %d", w.Code)
+	}
+	e.f.iss.Advance(2 * time.Minute)
+	alice = e.tokenOf(t, "alice", "t")
+	if w := e.do(t, http.MethodPost, alice, streaming, rpcBody(legacyRev, "tools/list", "")); w.Code != http.StatusNotFound {
+		t.Fatalf("idle after the stream ended: %d", w.Code)
+	}
+	e.srv.waitClosed(t, streaming)
 }
