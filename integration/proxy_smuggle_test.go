@@ -65,7 +65,7 @@ func TestProxyBodylessMethodsSmuggling(t *testing.T) {
 			}
 			b, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			if want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Bad Request"}}` + "\n"; resp.StatusCode != 400 || string(b) != want {
+			if want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Invalid Request"}}`; resp.StatusCode != 400 || string(b) != want {
 				t.Errorf("%s with a body: %d %q, want 400 %q", tc.method, resp.StatusCode, b, want)
 			}
 			code, body := whoami("bob")
@@ -77,6 +77,26 @@ func TestProxyBodylessMethodsSmuggling(t *testing.T) {
 			_ = json.Unmarshal([]byte(body), &res)
 			if code != 200 || len(res.Result.Content) != 1 || !strings.Contains(res.Result.Content[0].Text, `"sub": "bob"`) {
 				t.Errorf("bob after alice's %s with a body: %s %s, want 200 and bob's whoami", tc.method, strconv.Itoa(code), body)
+			}
+		})
+	}
+	// A tools/call under a method Werkzeug-style servers upper-case, or
+	// that a loose router maps to POST: 405 from the middleware, never the
+	// upstream's answer to a body no policy read.
+	for _, method := range []string{"post", "PUT", "PATCH"} {
+		t.Run(method, func(t *testing.T) {
+			req, _ := http.NewRequest(method, p.resource, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{}}}`))
+			req.Header.Set("Authorization", "Bearer "+p.token(t, "alice"))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			resp, err := hc.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if want := `{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Method not allowed."}}`; resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, POST, DELETE" || string(b) != want {
+				t.Errorf("%s: %d (Allow %q) %q, want 405 (Allow %q) %q", method, resp.StatusCode, resp.Header.Get("Allow"), b, "GET, POST, DELETE", want)
 			}
 		})
 	}

@@ -74,6 +74,7 @@ const (
 	kindSessionUnavailable
 	kindUnknownTask
 	kindMethodNotFound
+	kindMethodNotAllowed
 	numKinds
 )
 
@@ -113,6 +114,8 @@ var errorKinds = []struct {
 	{errSessionCreated, kindSessionUnavailable, reasonSessionCreated},
 	{errUnknownTask, kindUnknownTask, reasonUnknownTask},
 	{errMethodNotFound, kindMethodNotFound, reasonMethodNotFound},
+	{errMethodNotAllowed, kindMethodNotAllowed, reasonMethodNotAllowed},
+	{errBodyNotAllowed, kindInvalidMessage, reasonBodyNotAllowed},
 	{errTaskStore, kindUnavailable, reasonTaskStore},
 	{errNoTenant, kindForbidden, reasonTenant},
 	{errTenantMismatch, kindForbidden, reasonTenant},
@@ -191,6 +194,7 @@ func (m *Middleware) buildAnswers(base []string, retryAfter string) {
 		kindSessionUnavailable: {http.StatusServiceUnavailable, "", retryAfter, bodyUnavailable, debug}, // the store failure itself: one Warn per reason (session.go)
 		kindUnknownTask:        {http.StatusOK, "", "", "", debug},                                      // body carries the id; 400 from 2026-07-28
 		kindMethodNotFound:     {http.StatusNotFound, "", "", "", debug},                                // body carries the id (notfound.go)
+		kindMethodNotAllowed:   {http.StatusMethodNotAllowed, "", "", bodyMethodNotAllowed, debug},      // Allow: httpmethod.go
 	}
 }
 

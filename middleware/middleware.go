@@ -228,6 +228,9 @@ func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Han
 		m.refuse(w, r, &refusal{err: err, p: p, g: p.grant})
 		return
 	}
+	if m.refuseMethod(w, r, p) {
+		return // a method or a body Streamable HTTP has no use for (httpmethod.go)
+	}
 	// Task operations are never public ([New] refuses tasks/* in
 	// Public.Methods): one without a token names a task the anonymous
 	// principal must own (anonymousTaskOp).

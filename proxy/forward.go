@@ -115,9 +115,6 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st.principal = p
-	if !f.bodyless(w, r, st) {
-		return
-	}
 	if !p.Anonymous {
 		// The middleware read the whole body already; net/http would
 		// cancel a long handler's context when the server's read deadline
@@ -176,42 +173,6 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f.rp.ServeHTTP(w, r)
-}
-
-// bodyless refuses what Streamable HTTP has no use for and an upstream
-// might read differently from the middleware, which authorizes a request
-// other than POST with the base scopes and never reads its body: a method
-// other than POST, GET and DELETE gets 405, and a GET or DELETE with a
-// body 400. An upstream that does not read a GET's body (Python's
-// http.server) would otherwise parse it as a request of its own, one that
-// never went through the proxy, on a connection the proxy then sends other
-// principals' requests on. A chunked body of no bytes passes; r.Body is
-// then empty. It reports whether the request may be forwarded.
-func (f *forwarder) bodyless(w http.ResponseWriter, r *http.Request, st *reqState) bool {
-	switch r.Method {
-	case http.MethodPost:
-		return true
-	case http.MethodGet, http.MethodDelete:
-	default:
-		st.proxyErr = "method_not_allowed"
-		w.Header().Set("Allow", "GET, POST, DELETE")
-		refuseUnread(w, r, http.StatusMethodNotAllowed)
-		return false
-	}
-	if r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
-		r.Body = http.NoBody
-		return true
-	}
-	if r.ContentLength < 0 { // chunked (or HTTP/2 without a length): empty?
-		var b [1]byte
-		if n, err := io.ReadFull(r.Body, b[:]); n == 0 && err == io.EOF {
-			r.Body, r.ContentLength = http.NoBody, 0
-			return true
-		}
-	}
-	st.proxyErr = "body_not_allowed"
-	refuseUnread(w, r, http.StatusBadRequest)
-	return false
 }
 
 // refuseUnread answers status with the proxy's JSON-RPC error, closing
