@@ -3,6 +3,7 @@ package middleware
 import (
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/internal/fairlru"
 )
 
 // sharedEventStore is a stateless server with one event store for every
@@ -185,5 +187,75 @@ func TestResumeExpires(t *testing.T) {
 	now = now.Add(2 * time.Second)
 	if code := req(http.MethodGet, "1"); code != 400 {
 		t.Fatalf("resume after the timeout: %d, want 400", code)
+	}
+}
+
+// refEventTable is the event table as first written on internal/fairlru
+// (1506ab2): the reference TestEventTableMatchesFairLRU holds eventTable
+// to.
+type refEventTable struct {
+	c   *fairlru.Cache[string, refEventOwner]
+	ttl time.Duration
+}
+
+type refEventOwner struct {
+	owner  string
+	shared bool
+}
+
+func (t *refEventTable) record(path, id, owner string, now time.Time) {
+	k := path + "\x00" + id
+	v, part := refEventOwner{owner: owner}, owner
+	if e := t.c.Peek(k, now); e != nil {
+		v, part = e.Value, e.Partition
+		v.shared = v.shared || v.owner != owner
+	}
+	t.c.Add(part, k, v, now.Add(t.ttl), now)
+}
+
+func (t *refEventTable) owns(path, id, owner string, now time.Time) bool {
+	e := t.c.Peek(path+"\x00"+id, now)
+	return e != nil && !e.Value.shared && e.Value.owner == owner
+}
+
+// TestEventTableMatchesFairLRU: the event table answers every resumption
+// as the fairlru table it replaced (the same bound, fair eviction, expiry
+// and sharing), over seeded random sequences of sendings and lookups by
+// four principals on two paths, the clock moving forward by 1 ms a step
+// and at times up to a third of the TTL more, for several bounds.
+func TestEventTableMatchesFairLRU(t *testing.T) {
+	const ttl = 30 * time.Second
+	owners := []string{"o0", "o1", "o2", "o3"}
+	paths := []string{"/mcp", "/other"}
+	for _, max := range []int{1, 2, 5, 16} {
+		for seed := range uint64(20) {
+			t.Run(fmt.Sprintf("max=%d/seed=%d", max, seed), func(t *testing.T) {
+				rnd := rand.New(rand.NewPCG(seed, 1))
+				now := time.Unix(1700000000, 0)
+				got := newEventTable(max, ttl, func() time.Time { return now })
+				want := &refEventTable{c: fairlru.New[string, refEventOwner](fairlru.Config{MaxEntries: max}), ttl: ttl}
+				for step := range 400 {
+					// Strictly forward: fairlru breaks ties of equal expiries
+					// by its heap, this table by the order of sending.
+					now = now.Add(time.Millisecond)
+					if rnd.IntN(10) == 0 {
+						now = now.Add(time.Duration(rnd.Int64N(int64(ttl / 3))))
+					}
+					path, id, owner := paths[rnd.IntN(len(paths))], strconv.Itoa(rnd.IntN(12)), owners[min(rnd.IntN(6), 3)]
+					if rnd.IntN(3) > 0 {
+						got.record(path, []byte(id), owner)
+						want.record(path, id, owner, now)
+						if n := len(got.m); n != want.c.Len() || n > max {
+							t.Fatalf("step %d: %d IDs held, fairlru %d, max %d", step, n, want.c.Len(), max)
+						}
+						continue
+					}
+					p := &Principal{ownerID: owner}
+					if g, w := got.owns(path, id, p), want.owns(path, id, owner, now); g != w {
+						t.Fatalf("step %d: owns(%q, %q, %s) = %v, fairlru %v", step, path, id, owner, g, w)
+					}
+				}
+			})
+		}
 	}
 }

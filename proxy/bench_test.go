@@ -13,6 +13,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -38,7 +39,8 @@ type benchTargets struct {
 
 // benchUpstream serves a go-sdk stateless JSON tools/call at /mcp, and at
 // /sse a GET event stream of 1000 events (or, with ?idle=1, one event and
-// then nothing until the client leaves).
+// then nothing until the client leaves; with ?ids=1, each event carries an
+// id line, "id: 1000" to "id: 1999", so that every event is 117 bytes).
 func benchUpstream(b testing.TB) *httptest.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo"}, func(_ context.Context, _ *mcp.CallToolRequest, in struct {
@@ -62,7 +64,11 @@ func benchUpstream(b testing.TB) *httptest.Server {
 			<-r.Context().Done()
 			return
 		}
-		for range 1000 {
+		ids := r.URL.Query().Get("ids") != ""
+		for i := range 1000 {
+			if ids {
+				io.WriteString(w, "id: "+strconv.Itoa(1000+i)+"\n")
+			}
 			io.WriteString(w, event)
 			f.Flush()
 		}
@@ -204,12 +210,19 @@ func BenchmarkProxyToolsCall(b *testing.B) {
 // BenchmarkProxySSE: a GET event stream of 1000 events of 100 bytes, each
 // flushed by the upstream, read whole by the client, interleaved as in
 // BenchmarkProxyToolsCall: one op is one stream per target.
-func BenchmarkProxySSE(b *testing.B) {
+func BenchmarkProxySSE(b *testing.B) { benchSSE(b, "", 1000*108) }
+
+// BenchmarkProxySSEIDs is BenchmarkProxySSE with an id line on every
+// event: through mcpguard, the answer is to a request without a session,
+// so every ID is recorded with its principal (Last-Event-ID binding).
+func BenchmarkProxySSEIDs(b *testing.B) { benchSSE(b, "?ids=1", 1000*117) }
+
+func benchSSE(b *testing.B, query string, size int64) {
 	bt := newBenchTargets(b, benchUpstream(b))
 	urls := []string{bt.direct, bt.plain, bt.guarded}
 	c := &http.Client{}
 	compare(b, []string{"direct", "plain", "mcpguard"}, func(i int) error {
-		req, _ := http.NewRequest("GET", urls[i], nil)
+		req, _ := http.NewRequest("GET", urls[i]+query, nil)
 		req.Header.Set("Accept", "text/event-stream")
 		req.Header.Set("Authorization", "Bearer "+bt.token)
 		resp, err := c.Do(req)
@@ -218,7 +231,7 @@ func BenchmarkProxySSE(b *testing.B) {
 		}
 		n, err := io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
-		if err == nil && n != 1000*108 {
+		if err == nil && n != size {
 			err = fmt.Errorf("%d bytes", n)
 		}
 		return err
