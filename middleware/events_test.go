@@ -259,3 +259,20 @@ func TestEventTableMatchesFairLRU(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkEventTableRecord: one principal's stream sends IDs 1000 to
+// 1999 again and again on one path (as a sessionless server numbering
+// each stream's events), into a table of the default bound.
+func BenchmarkEventTableRecord(b *testing.B) {
+	tb := newEventTable(defaultMaxSessions, time.Hour, time.Now)
+	ids := make([][]byte, 1000)
+	for i := range ids {
+		ids[i] = []byte(strconv.Itoa(1000 + i))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		tb.record("/mcp", ids[i%len(ids)], "bench-owner")
+		i++
+	}
+}
