@@ -46,7 +46,7 @@
 //     the request context ([middleware.PrincipalFromContext]).
 //
 // The Guard adds no behaviour: every answer is the middleware's, listed in
-// the README (Every answer a client can see). Every setting of the packages below is reachable
+// docs/answers.md (Every answer a client can see). Every setting of the packages below is reachable
 // through the advanced fields of [Config] (Validate, Middleware, JWKS,
 // Metadata); the Config documentation says which fields the Guard fills.
 // Observability hooks such as middleware Config.OnDecision go in

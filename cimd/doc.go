@@ -27,6 +27,6 @@
 // that the resolver cannot be used as an oracle for scanning internal
 // hosts.
 //
-// [ServerMetadata] produces matching RFC 8414 metadata. See the README section for authorization-server authors
+// [ServerMetadata] produces matching RFC 8414 metadata. See docs/registration.md
 // for the configuration reference and the security guarantees.
 package cimd

@@ -17,7 +17,7 @@ import (
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
 
-// protect is the hand-wired snippet of README.md ("Protect your own go-sdk
+// protect is the hand-wired snippet once in README.md ("Protect your own go-sdk
 // server"), with the issuer and resource as parameters. Keep the two in
 // sync: this test is what keeps the documented code compiling and working.
 func protect(srv *mcp.Server, issuer, resource string) (http.Handler, error) {

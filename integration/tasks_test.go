@@ -409,7 +409,7 @@ func TestTasksGoSDK(t *testing.T) {
 // taskRefusal is the JSON-RPC code the middleware answers another
 // principal's task operation with: -32602 "Task not found", but -32601
 // "Method not found" for a 2026-07-28 tasks/result, which the tasks
-// extension removed (README row 27).
+// extension removed (docs/answers.md row 27).
 func taskRefusal(rev, method string) int {
 	if rev == taskModern && method == "tasks/result" {
 		return -32601

@@ -71,7 +71,7 @@ type Decision struct {
 // e.g. d.Reason == "insufficient_scope".
 type Reason string
 
-// Reasons. Each refusal row of the README table "Every answer a client can see" maps to one reason; token
+// Reasons. Each refusal row of docs/answers.md ("Every answer a client can see") maps to one reason; token
 // failures are split by the validate sentinel the validator returned.
 const (
 	// reasonAuthorized: the request was passed to the next handler.

@@ -38,8 +38,8 @@
 //
 // Every refusal is a fixed answer: status, WWW-Authenticate challenge
 // (rendered once in [New] where possible) and a small JSON body; the
-// internal cause goes only to Config.Logger. The README section "Every
-// answer a client can see" lists them all.
+// internal cause goes only to Config.Logger. docs/answers.md ("Every answer a
+// client can see") lists them all.
 //
 // # Scope challenges and the two revisions
 //

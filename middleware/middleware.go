@@ -91,7 +91,7 @@ func New(cfg Config) (*Middleware, error) {
 // Handler returns next protected by the middleware. It is a
 // mux.MiddlewareFunc for gorilla/mux and plain func(http.Handler)
 // http.Handler for net/http. Checks run in this order, each answering as
-// documented in the README (Every answer a client can see):
+// documented in docs/answers.md (Every answer a client can see):
 //
 //  1. Origin (403, no challenge);
 //  2. bearer token from the Authorization header (RFC 6750 §2.1: 401 or 400

@@ -64,7 +64,7 @@ func rawPost(body string, headers ...string) func(t *testing.T, f *fixture) *htt
 }
 
 // answerCases are the requests of TestAnswers, one or more per row of
-// the table in the README (Every answer a client can see); TestDecisions replays them.
+// the table in docs/answers.md (Every answer a client can see); TestDecisions replays them.
 func answerCases() []answerCase {
 	cases := []answerCase{
 		// Origin (403, no challenge).

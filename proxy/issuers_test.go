@@ -366,7 +366,7 @@ func TestDPoPNonce(t *testing.T) {
 
 // TestStepUpBoundAndReplay: through the proxy, a principal that keeps
 // calling a tool its token lacks the scope for gets step_up.limit
-// insufficient_scope challenges, then the terminal 403 (README answer 15),
+// insufficient_scope challenges, then the terminal 403 (docs/answers.md row 15),
 // and the upstream never sees the call; a DPoP proof sent twice is
 // refused the second time.
 func TestStepUpBoundAndReplay(t *testing.T) {

@@ -5,7 +5,7 @@
 //
 //	go run ./examples/mcpserver
 //
-// See README.md for a walk-through and server.Config for what the
+// See docs/example.md for a walk-through and server.Config for what the
 // server does. Every flag can also be set in the environment as
 // MCPGUARD_<FLAG>, with dashes as underscores (MCPGUARD_DEV_AS_ADDR).
 package main

@@ -303,7 +303,7 @@ mcpguard example MCP server
 Tokens must come from %s, with audience %s;
 %s.
 Try: curl -i -X POST %s -H 'Content-Type: application/json' -d '{}'
-and follow the resource_metadata URL of the 401. See README.md.
+and follow the resource_metadata URL of the 401. See docs/example.md.
 
 `, ep.Issuer, ep.MCP, describeTokenMode(o), ep.MCP)
 		return
@@ -341,7 +341,7 @@ With curl, this development token (sub %s, tenant %s, scopes %s, valid 1h) works
     -d '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"curl","version":"0"},"io.modelcontextprotocol/clientCapabilities":{}}}}'
 
 notes_write answers 403 insufficient_scope with that token: step-up
-authorization. README.md walks through the whole authorization code
+authorization. docs/example.md walks through the whole authorization code
 flow with curl (client_id %s) and through connecting a real issuer.
 
 `, "dev-user", "tenant-a", approve, ep.Issuer, ep.MCP,

@@ -55,8 +55,8 @@
 // unsupported_token_type, no error code, too large): [ErrRefused] with
 // [validate.Error] "inactive", a 401 invalid_token logged at Debug only, so that
 // junk tokens cannot raise outage alarms. Everything else, inactive tokens
-// and malformed responses included, is a 401 invalid_token. The README
-// section on introspection has the full table.
+// and malformed responses included, is a 401 invalid_token. docs/introspection.md
+// has the full table.
 //
 // The access token of "bearer" comes from a [TokenSource], which,
 // unlike oauth2.TokenSource, takes the introspection request's context
