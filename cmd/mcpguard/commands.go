@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/cmd/internal/auditcmd"
 	"github.com/mcpguard/mcpguard/cmd/internal/proxycmd"
+	"github.com/mcpguard/mcpguard/cmd/internal/versioncmd"
 )
 
 // exitUsage is the exit code of a missing or unknown subcommand (the
@@ -31,6 +32,7 @@ func commands() []command {
 	return []command{
 		{name: "audit", summary: "check a live MCP endpoint's authorization, black-box (docs/audit.md)", run: auditcmd.Run},
 		{name: "proxy", summary: "protect any Streamable HTTP MCP server: mcpguard's authorization as a reverse proxy (docs/proxy.md)", run: proxycmd.Run},
+		{name: "version", summary: "print the module version, VCS revision and Go version of this binary", run: versioncmd.Run},
 	}
 }
 

@@ -2,6 +2,7 @@
 //
 //	mcpguard audit [flags] URL   check a live MCP endpoint's authorization, black-box (docs/audit.md)
 //	mcpguard proxy [flags]       protect any Streamable HTTP MCP server as a reverse proxy (docs/proxy.md)
+//	mcpguard version             print the module version, VCS revision and Go version
 //
 // Install it with
 //

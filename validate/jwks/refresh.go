@@ -101,7 +101,13 @@ func (s *Source) run(parent context.Context, f *flight, onDemand bool) {
 	set, err := s.refresh(ctx)
 	if err != nil {
 		s.failures.Add(1)
-		s.log.Warn("jwks: refresh failed; keeping the previous key set", "error", err, "have_keys", s.set.Load() != nil)
+		level := slog.LevelWarn
+		select {
+		case <-s.stop: // aborted by Close: not a failure of the issuer
+			level = slog.LevelDebug
+		default:
+		}
+		s.log.Log(ctx, level, "jwks: refresh failed; keeping the previous key set", "error", err, "have_keys", s.set.Load() != nil)
 	}
 	s.mu.Lock()
 	f.err = err

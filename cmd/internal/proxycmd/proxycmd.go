@@ -7,6 +7,7 @@
 package proxycmd
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -96,7 +97,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.dpop, "dpop", "off", "DPoP (RFC 9449) `policy`: off, allowed or required")
 	fs.StringVar(&o.assertionKey, "assertion-key", "", "PEM `file` of the assertion signing key (default: a key generated at start)")
 	fs.StringVar(&o.config, "config", "", "YAML configuration `file` (docs/proxy.md); replaces -upstream, -resource, -issuer, -scopes, -identity, -dpop, -allowed-origins, -assertion-key")
-	fs.BoolVar(&o.check, "check", false, "validate the configuration, print the effective policy and exit (non-zero on any error)")
+	fs.BoolVar(&o.check, "check", false, "validate the configuration, print the effective policy, then any warnings, then the verdict, and exit (non-zero on an error, not on a warning)")
 	fs.StringVar(&o.devAS, "dev-as", "", "DEVELOPMENT ONLY: start the embedded authorization server on this loopback `host:port` (e.g. 127.0.0.1:9000) and trust it; instead of -issuer")
 	fs.DurationVar(&o.waitKeys, "wait-keys", o.waitKeys, "how long start-up waits for every issuer's first key set before failing with the cause; 0 starts at once")
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", o.shutdown, "how long a shutdown lets answers finish: GET streams end at once, other answers get this long")
@@ -213,14 +214,7 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 	}
 
 	if o.check {
-		px, err := proxy.New(cfg)
-		if err != nil {
-			return err
-		}
-		defer px.Close()
-		proxyinspect.Of(px).Describe(stdout)
-		fmt.Fprintln(stdout, "configuration OK")
-		return nil
+		return check(ctx, cfg, o.waitKeys, stdout)
 	}
 
 	// Bind before anything starts fetching, so that a mistake never opens
@@ -300,6 +294,51 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 		return serveErr
 	}
 	return err
+}
+
+// check builds the proxy of cfg without serving it, prints its effective
+// policy, waits up to wait for every issuer's first key set, then prints
+// every warning (what the build and the key sources logged, and keys not
+// loaded; one "warning:" line each), then the verdict. Only an error
+// fails; warnings do not.
+func check(ctx context.Context, cfg proxy.Config, wait time.Duration, stdout io.Writer) error {
+	var warnings bytes.Buffer
+	cfg.Logger = slog.New(slog.NewTextHandler(&warnings, &slog.HandlerOptions{
+		Level: slog.LevelWarn,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && (a.Key == slog.TimeKey || a.Key == slog.LevelKey) {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	px, err := proxy.New(cfg)
+	if err != nil {
+		return err
+	}
+	proxyinspect.Of(px).Describe(stdout)
+	var keysErr error
+	if wait > 0 {
+		wctx, cancel := context.WithTimeout(ctx, wait)
+		keysErr = px.WaitReady(wctx)
+		cancel()
+	}
+	_ = px.Close() // stops the key sources: what they logged so far is in warnings
+	n := 0
+	if keysErr != nil {
+		fmt.Fprintf(stdout, "warning: keys not loaded within -wait-keys %s: %s\n", wait, strings.ReplaceAll(keysErr.Error(), "\n", "; "))
+		n++
+	}
+	for line := range strings.Lines(warnings.String()) {
+		fmt.Fprintf(stdout, "warning: %s", line)
+		n++
+	}
+	if n > 0 {
+		fmt.Fprintf(stdout, "configuration OK (%d warnings)\n", n)
+		return nil
+	}
+	fmt.Fprintln(stdout, "configuration OK")
+	return nil
 }
 
 // maxConfigBytes bounds the -config file; proxy.Parse refuses a larger

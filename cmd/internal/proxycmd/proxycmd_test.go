@@ -242,15 +242,19 @@ func TestCheck(t *testing.T) {
 		stdout []string
 		stderr string
 	}{
-		{"good file", []string{"-check", "-config", good}, 0, []string{
+		{"good file", []string{"-check", "-wait-keys", "1ms", "-config", good}, 0, []string{
 			"route https://mcp.example.com/mcp\n", "  upstream:          http://127.0.0.1:3000/mcp\n",
 			"  identity:          assertion (iss https://mcp.example.com, aud http://127.0.0.1:3000/mcp, ttl 1m0s, header Authorization; JWK Set at /.well-known/jwks.json)\n",
 			"  tool scopes:       \n      delete_repo: repo:admin\n", "  unlisted:          refused (deny_unlisted: terminal 403)\n",
-			"  metadata:          /.well-known/oauth-protected-resource/mcp and /.well-known/oauth-protected-resource\n", "configuration OK\n",
+			"  metadata:          /.well-known/oauth-protected-resource/mcp and /.well-known/oauth-protected-resource\n", "configuration OK",
 		}, ""},
 		{"bad file", []string{"-check", "-config", bad}, 1, nil, bad + `:3:5: routes[0].upstrem: unknown key "upstrem"`},
-		{"flags", []string{"-check", "-upstream", "http://127.0.0.1:3000/mcp", "-issuer", "https://auth.example.com"}, 0,
-			[]string{"route http://127.0.0.1:8080/mcp\n", "configuration OK\n"}, ""},
+		{"flags", []string{"-check", "-wait-keys", "0", "-upstream", "http://127.0.0.1:3000/mcp", "-issuer", "https://auth.example.com"}, 0,
+			[]string{"route http://127.0.0.1:8080/mcp\n", "configuration OK"}, ""},
+		{"warnings before the verdict", []string{"-check", "-wait-keys", "1ms", "-upstream", "http://127.0.0.1:3000/mcp", "-issuer", "https://auth.example.com", "-identity", "headers"}, 0,
+			[]string{"warning: keys not loaded within -wait-keys 1ms: route http://127.0.0.1:8080/mcp: ",
+				`warning: msg="proxy: identity mode headers: the upstream trusts plain X-Mcpguard-* headers; keep it reachable by the proxy only"`,
+				"configuration OK ("}, ""},
 		{"http issuer off loopback", []string{"-check", "-upstream", "http://127.0.0.1:3000/mcp", "-issuer", "http://auth.example.com"}, 1,
 			nil, `routes[0].issuers[0] "http://auth.example.com": must be https, or http on a loopback host`},
 		{"public addr without resource", []string{"-check", "-addr", ":8080", "-upstream", "http://127.0.0.1:3000/mcp", "-issuer", "https://auth.example.com"}, 1,
@@ -272,6 +276,9 @@ func TestCheck(t *testing.T) {
 				if !strings.Contains(stdout.String(), s) {
 					t.Errorf("stdout lacks %q:\n%s", s, stdout.String())
 				}
+			}
+			if i, j := strings.LastIndex(stdout.String(), "warning: "), strings.Index(stdout.String(), "configuration OK"); i > j {
+				t.Errorf("a warning after the verdict:\n%s", stdout.String())
 			}
 			if tt.stderr != "" && !strings.Contains(stderr.String(), tt.stderr) {
 				t.Errorf("stderr lacks %q:\n%s", tt.stderr, stderr.String())
