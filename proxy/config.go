@@ -84,6 +84,14 @@ type Config struct {
 	// so that several proxies behind a load balancer act as one.
 	Redis Redis `yaml:"redis"`
 
+	// DevAS, DEVELOPMENT ONLY, is the loopback host:port (such as
+	// 127.0.0.1:9000) where "mcpguard proxy" starts its embedded
+	// development authorization server (package devas: it approves
+	// everyone), as its -dev-as flag does; routes trust it by listing
+	// http://DevAS in their issuers. Empty: none. Package proxy itself
+	// only checks it ([New] refuses a host that is not loopback).
+	DevAS string `yaml:"dev_as"`
+
 	// StripHeaders are request headers removed before forwarding, on top
 	// of those always removed (docs/proxy.md, "What the upstream
 	// receives"), case-insensitive. An entry ending in "*" is a prefix.

@@ -97,3 +97,17 @@ func loopbackListener(ctx context.Context) bool {
 func refuseHost(w http.ResponseWriter, r *http.Request) {
 	refuseUnread(w, r, http.StatusForbidden)
 }
+
+// loopbackHostPort reports whether addr is host:port with a port and a
+// loopback IP or localhost as its host.
+func loopbackHostPort(addr string) bool {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil || port == "" {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
+}

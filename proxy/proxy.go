@@ -107,6 +107,9 @@ func New(cfg Config) (*Proxy, error) {
 	if err := checkIssuers(&cfg); err != nil {
 		return nil, err
 	}
+	if cfg.DevAS != "" && !loopbackHostPort(cfg.DevAS) {
+		return nil, fmt.Errorf("%w: dev_as %q: must be a loopback host:port (the development authorization server approves everyone)", ErrConfig, cfg.DevAS)
+	}
 	px := &Proxy{cfg: cfg, mux: http.NewServeMux(), streams: newStreamSet(cfg.Timeouts.IdleStream, cfg.Timeouts.StreamWrite), log: logger, now: now}
 	fail := func(err error) (*Proxy, error) {
 		_ = px.Close()

@@ -51,6 +51,7 @@ const (
 type options struct {
 	addr, upstream, resource, issuer, config string
 	scopes, origins                          []string
+	toolScopes                               []string // NAME=SCOPE
 	identity, dpop, assertionKey             string
 	devAS                                    string
 	otlpEndpoint, otelService                string
@@ -70,6 +71,21 @@ func (f listFlag) String() string {
 
 func (f listFlag) Set(s string) error {
 	*f.list = strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == ' ' })
+	return nil
+}
+
+// appendFlag is a repeatable flag: each use adds one value.
+type appendFlag struct{ list *[]string }
+
+func (f appendFlag) String() string {
+	if f.list == nil {
+		return ""
+	}
+	return strings.Join(*f.list, " ")
+}
+
+func (f appendFlag) Set(s string) error {
+	*f.list = append(*f.list, s)
 	return nil
 }
 
@@ -93,6 +109,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.issuer, "issuer", "", "issuer `URL` of the authorization server (https, or http on loopback)")
 	fs.Var(listFlag{&o.scopes}, "scopes", "base `scopes` every request needs, space- or comma-separated")
 	fs.Var(listFlag{&o.origins}, "allowed-origins", "browser `origins` allowed besides the resource's own")
+	fs.Var(appendFlag{&o.toolScopes}, "tool-scope", "`NAME=SCOPE`: calling the tool NAME also needs SCOPE (a 403 insufficient_scope asks for it: step-up); repeatable")
 	fs.StringVar(&o.identity, "identity", o.identity, "how the upstream learns the caller: `mode` assertion (a JWT signed by the proxy) or headers (plain X-Mcpguard-* headers, loopback or unix-socket upstream only)")
 	fs.StringVar(&o.dpop, "dpop", "off", "DPoP (RFC 9449) `policy`: off, allowed or required")
 	fs.StringVar(&o.assertionKey, "assertion-key", "", "PEM `file` of the assertion signing key (default: a key generated at start)")
@@ -114,12 +131,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		var set []string
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "upstream", "resource", "issuer", "scopes", "identity", "dpop", "allowed-origins", "assertion-key", "dev-as":
+			case "upstream", "resource", "issuer", "scopes", "tool-scope", "identity", "dpop", "allowed-origins", "assertion-key", "dev-as":
 				set = append(set, "-"+f.Name)
 			}
 		})
 		if len(set) > 0 {
-			return o, fmt.Errorf("-config replaces %s: put them in the file", strings.Join(set, ", "))
+			return o, fmt.Errorf("-config replaces %s: put them in the file (-dev-as is its dev_as, -tool-scope a route's operations.tools)", strings.Join(set, ", "))
+		}
+	}
+	for _, ts := range o.toolScopes {
+		if name, scope, ok := strings.Cut(ts, "="); !ok || name == "" || scope == "" || strings.ContainsAny(scope, " ,") {
+			return o, fmt.Errorf("-tool-scope %q: want NAME=SCOPE, one scope", ts)
 		}
 	}
 	return o, nil
@@ -159,6 +181,10 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 			return err
 		}
 		cfg = c
+		o.devAS = c.DevAS
+		if o.devAS != "" && !isLoopbackAddr(o.devAS) {
+			return errors.New("dev_as must be a loopback host:port: the embedded authorization server is for development only")
+		}
 	} else {
 		if o.upstream == "" {
 			return errors.New("-upstream is required (the MCP server's URL, e.g. http://127.0.0.1:3000/mcp), or -config FILE")
@@ -190,6 +216,17 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 				Validation: proxy.Validation{TenantClaim: "tenant"},
 			}},
 			Assertion: proxy.Assertion{KeyFile: o.assertionKey},
+			DevAS:     o.devAS,
+		}
+		for _, ts := range o.toolScopes {
+			name, scope, _ := strings.Cut(ts, "=")
+			ops := &cfg.Routes[0].Operations
+			if ops.Tools == nil {
+				ops.Tools = map[string][]string{}
+			}
+			if !contains(ops.Tools[name], scope) {
+				ops.Tools[name] = append(ops.Tools[name], scope)
+			}
 		}
 	}
 	cfg.Logger = logger
@@ -231,9 +268,24 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 		if err != nil {
 			return fmt.Errorf("listen on -dev-as: %w", err)
 		}
-		r := cfg.Routes[0]
+		issuer := "http://" + o.devAS
+		var resources, scopes []string
+		for _, r := range cfg.Routes {
+			if contains(r.Issuers, issuer) {
+				resources = append(resources, r.Resource)
+				for _, s := range policyScopes(r) {
+					if !contains(scopes, s) {
+						scopes = append(scopes, s)
+					}
+				}
+			}
+		}
+		if len(resources) == 0 {
+			dl.Close()
+			return fmt.Errorf("dev_as %s: no route lists %s in its issuers", o.devAS, issuer)
+		}
 		dev, err = devas.New(devas.Config{
-			Issuer: r.Issuers[0], Resources: []string{r.Resource}, Scopes: policyScopes(r),
+			Issuer: issuer, Resources: resources, Scopes: scopes,
 			AutoApprove: true, EnableDCR: true, Logger: logger.With("component", "devas"),
 		})
 		if err != nil {
@@ -428,6 +480,12 @@ func printBanner(w io.Writer, addr string, cfg proxy.Config, px *proxy.Proxy, de
 	fmt.Fprintf(w, "  health: http://%s/healthz, readiness: http://%s/readyz\n", addr, addr)
 	if dev != nil {
 		r := cfg.Routes[0]
+		for _, x := range cfg.Routes {
+			if contains(x.Issuers, "http://"+cfg.DevAS) {
+				r = x
+				break
+			}
+		}
 		tok, err := devmint.Of(dev).IssueToken(devSubject, "tenant-a", "mcpguard-dev-cli", r.Resource, r.Scopes)
 		if err != nil {
 			tok = "(none: " + err.Error() + ")"
@@ -436,7 +494,7 @@ func printBanner(w io.Writer, addr string, cfg proxy.Config, px *proxy.Proxy, de
 The authorization server at %s is the embedded DEVELOPMENT server: it
 approves everyone as %q. Never expose it. A token to try with curl:
   %s
-`, r.Issuers[0], devSubject, tok)
+`, "http://"+cfg.DevAS, devSubject, tok)
 	}
 	fmt.Fprintln(w)
 }
