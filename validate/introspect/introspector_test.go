@@ -344,8 +344,11 @@ func TestRedirectNotFollowed(t *testing.T) {
 	}
 }
 
-// TestHangingEndpoint measures that a hanging endpoint costs at most
-// Config.Timeout, and a caller's shorter deadline less.
+// TestHangingEndpoint: a hanging endpoint costs Config.Timeout, and a
+// caller's shorter deadline less. The endpoint never answers, so each
+// Validate can only end by a deadline; which one is told by the error and
+// by a lower bound on the elapsed time (a timer never fires early), never
+// by an upper bound on a wall clock that a loaded machine stretches.
 func TestHangingEndpoint(t *testing.T) {
 	release := make(chan struct{})
 	s := newStub(t, func(w http.ResponseWriter, r *http.Request) {
@@ -355,31 +358,28 @@ func TestHangingEndpoint(t *testing.T) {
 		}
 	})
 	defer close(release)
-	// Long enough that the caller's 50 ms deadline below ends well
-	// before it even on a loaded machine.
-	const timeout = 2 * time.Second
+	const timeout = 500 * time.Millisecond
 	in := newIntro(t, introspect.Config{Endpoint: s.URL(), Timeout: timeout})
 
+	// No caller deadline: only Config.Timeout can end it.
 	start := time.Now()
 	_, err := in.Validate(t.Context(), testToken)
 	elapsed := time.Since(start)
 	checkErr(t, err, validate.ErrKeysUnavailable)
 	t.Logf("hanging endpoint: Validate returned after %v (Timeout %v)", elapsed, timeout)
-	if elapsed < timeout || elapsed > timeout+5*time.Second {
-		t.Errorf("Validate took %v, want about %v", elapsed, timeout)
+	if elapsed < timeout {
+		t.Errorf("Validate returned after %v, before its Timeout %v", elapsed, timeout)
 	}
 
+	// A caller's deadline far shorter than a Timeout no run reaches: only
+	// the caller's deadline can end it, and the error says so.
+	in = newIntro(t, introspect.Config{Endpoint: s.URL(), Timeout: time.Hour})
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	start = time.Now()
 	_, err = in.Validate(ctx, "opaque-token-2")
-	elapsed = time.Since(start)
 	checkErr(t, err, validate.ErrKeysUnavailable)
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("err = %v, want it to wrap the caller's %v", err, context.DeadlineExceeded)
-	}
-	if elapsed > timeout {
-		t.Errorf("Validate with a 50ms deadline took %v", elapsed)
+	if !errors.Is(err, context.DeadlineExceeded) || ctx.Err() == nil {
+		t.Errorf("err = %v (caller's context: %v), want it to wrap the caller's %v", err, ctx.Err(), context.DeadlineExceeded)
 	}
 }
 
