@@ -84,6 +84,12 @@ type Config struct {
 	// so that several proxies behind a load balancer act as one.
 	Redis Redis `yaml:"redis"`
 
+	// TLS, when CertFile is set, makes "mcpguard proxy" serve HTTPS (TLS
+	// 1.2 and later, Go's defaults), re-reading the files when they
+	// change, so that certificates rotate without a restart. Package
+	// proxy itself only checks it ([New] requires both files or neither).
+	TLS TLS `yaml:"tls"`
+
 	// DevAS, DEVELOPMENT ONLY, is the loopback host:port (such as
 	// 127.0.0.1:9000) where "mcpguard proxy" starts its embedded
 	// development authorization server (package devas: it approves
@@ -515,6 +521,15 @@ type Assertion struct {
 	// Key is the signing key itself, for Go callers (crypto/ecdsa,
 	// ed25519 or rsa private key).
 	Key crypto.Signer `yaml:"-"`
+}
+
+// TLS is the certificate of the proxy's own listener (PEM files).
+type TLS struct {
+	// CertFile is the certificate chain, leaf first. Empty means plain
+	// HTTP.
+	CertFile string `yaml:"cert_file"`
+	// KeyFile is the private key of the leaf. Required with CertFile.
+	KeyFile string `yaml:"key_file"`
 }
 
 // Timeouts bound upstream connections and answers.

@@ -222,6 +222,7 @@ func TestIssuerConfigErrors(t *testing.T) {
 			`routes[0].dpop_proof.nonce_secret: 9 bytes; want at least 32`},
 		{"unknown validation key", strings.Replace(route, "    issuers:", "    validation: {max_lifetime: 1m}\n    issuers:", 1),
 			`routes[0].validation.max_lifetime: unknown key`},
+		{"tls cert without key", "tls: {cert_file: c.pem}\n" + route, `tls: cert_file and key_file go together`},
 		{"dev_as off loopback", "dev_as: 0.0.0.0:9000\n" + route, `dev_as "0.0.0.0:9000": must be a loopback host:port`},
 		{"dev_as without port", "dev_as: 127.0.0.1\n" + route, `dev_as "127.0.0.1": must be a loopback host:port`},
 		{"hmac algorithm", strings.Replace(route, "    issuers:", "    validation: {algorithms: [HS256]}\n    issuers:", 1),

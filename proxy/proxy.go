@@ -107,6 +107,9 @@ func New(cfg Config) (*Proxy, error) {
 	if err := checkIssuers(&cfg); err != nil {
 		return nil, err
 	}
+	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
+		return nil, fmt.Errorf("%w: tls: cert_file and key_file go together", ErrConfig)
+	}
 	if cfg.DevAS != "" && !loopbackHostPort(cfg.DevAS) {
 		return nil, fmt.Errorf("%w: dev_as %q: must be a loopback host:port (the development authorization server approves everyone)", ErrConfig, cfg.DevAS)
 	}

@@ -53,6 +53,7 @@ type options struct {
 	scopes, origins                          []string
 	toolScopes                               []string // NAME=SCOPE
 	identity, dpop, assertionKey             string
+	tlsCert, tlsKey                          string
 	devAS                                    string
 	otlpEndpoint, otelService                string
 	check                                    bool
@@ -113,6 +114,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.identity, "identity", o.identity, "how the upstream learns the caller: `mode` assertion (a JWT signed by the proxy) or headers (plain X-Mcpguard-* headers, loopback or unix-socket upstream only)")
 	fs.StringVar(&o.dpop, "dpop", "off", "DPoP (RFC 9449) `policy`: off, allowed or required")
 	fs.StringVar(&o.assertionKey, "assertion-key", "", "PEM `file` of the assertion signing key (default: a key generated at start)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM `file` of the listener's certificate chain: serve HTTPS (TLS 1.2+), re-reading the files when they change")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM `file` of the listener's private key (with -tls-cert)")
 	fs.StringVar(&o.config, "config", "", "YAML configuration `file` (docs/proxy.md); replaces -upstream, -resource, -issuer, -scopes, -identity, -dpop, -allowed-origins, -assertion-key")
 	fs.BoolVar(&o.check, "check", false, "validate the configuration, print the effective policy, then any warnings, then the verdict, and exit (non-zero on an error, not on a warning)")
 	fs.StringVar(&o.devAS, "dev-as", "", "DEVELOPMENT ONLY: start the embedded authorization server on this loopback `host:port` (e.g. 127.0.0.1:9000) and trust it; instead of -issuer")
@@ -131,7 +134,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		var set []string
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "upstream", "resource", "issuer", "scopes", "tool-scope", "identity", "dpop", "allowed-origins", "assertion-key", "dev-as":
+			case "upstream", "resource", "issuer", "scopes", "tool-scope", "identity", "dpop", "allowed-origins", "assertion-key", "dev-as", "tls-cert", "tls-key":
 				set = append(set, "-"+f.Name)
 			}
 		})
@@ -200,7 +203,11 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 			if !isLoopbackAddr(o.addr) {
 				return errors.New("-resource is required when -addr is not a loopback address: tokens are bound to the proxy's public URL")
 			}
-			resource = "http://" + o.addr + "/mcp"
+			scheme := "http"
+			if o.tlsCert != "" {
+				scheme = "https"
+			}
+			resource = scheme + "://" + o.addr + "/mcp"
 		}
 		issuer := o.issuer
 		if o.devAS != "" {
@@ -217,6 +224,7 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 			}},
 			Assertion: proxy.Assertion{KeyFile: o.assertionKey},
 			DevAS:     o.devAS,
+			TLS:       proxy.TLS{CertFile: o.tlsCert, KeyFile: o.tlsKey},
 		}
 		for _, ts := range o.toolScopes {
 			name, scope, _ := strings.Cut(ts, "=")
@@ -252,6 +260,15 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 
 	if o.check {
 		return check(ctx, cfg, o.waitKeys, stdout)
+	}
+
+	var certs *certFiles
+	if cfg.TLS.CertFile != "" && cfg.TLS.KeyFile != "" { // one without the other: proxy.New refuses it
+		c, err := newCertFiles(cfg.TLS.CertFile, cfg.TLS.KeyFile, logger)
+		if err != nil {
+			return err
+		}
+		certs = c
 	}
 
 	// Bind before anything starts fetching, so that a mistake never opens
@@ -314,9 +331,16 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 		h = tel.handler(px)
 	}
 	srv := newServer(h, logger)
+	scheme := "http"
+	var serve func() error = func() error { return srv.Serve(ln) }
+	if certs != nil {
+		srv.TLSConfig = certs.tlsConfig()
+		scheme = "https"
+		serve = func() error { return srv.ServeTLS(ln, "", "") }
+	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	printBanner(stderr, ln.Addr().String(), cfg, px, dev)
+	go func() { errc <- serve() }()
+	printBanner(stderr, scheme, ln.Addr().String(), cfg, px, dev)
 	if ready != nil {
 		st := started{Addr: ln.Addr().String(), Resource: cfg.Routes[0].Resource, Issuer: cfg.Routes[0].Issuers[0], Proxy: px, DevAS: dev}
 		ready(st)
@@ -469,15 +493,15 @@ func isLoopbackAddr(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func printBanner(w io.Writer, addr string, cfg proxy.Config, px *proxy.Proxy, dev *devas.Server) {
+func printBanner(w io.Writer, scheme, addr string, cfg proxy.Config, px *proxy.Proxy, dev *devas.Server) {
 	fmt.Fprintf(w, "\nmcpguard proxy listening on %s\n", addr)
 	for _, r := range cfg.Routes {
 		fmt.Fprintf(w, "  %s -> %s (issuers %s)\n", r.Resource, r.Upstream, strings.Join(r.Issuers, " "))
 	}
 	if v := proxyinspect.Of(px); v.JWKSPath != "" {
-		fmt.Fprintf(w, "  assertion issuer %s, public keys at http://%s%s\n", v.AssertionIssuer, addr, v.JWKSPath)
+		fmt.Fprintf(w, "  assertion issuer %s, public keys at %s://%s%s\n", v.AssertionIssuer, scheme, addr, v.JWKSPath)
 	}
-	fmt.Fprintf(w, "  health: http://%s/healthz, readiness: http://%s/readyz\n", addr, addr)
+	fmt.Fprintf(w, "  health: %s://%s/healthz, readiness: %s://%s/readyz\n", scheme, addr, scheme, addr)
 	if dev != nil {
 		r := cfg.Routes[0]
 		for _, x := range cfg.Routes {
