@@ -161,18 +161,59 @@ func isStreamCut(err error) bool {
 // secretRe finds JWT-shaped strings and bearer credentials in evidence.
 var secretRe = regexp.MustCompile(`eyJ[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]*\.?[A-Za-z0-9_-]*`)
 
-// redact replaces every known token in s by its label, then anything else
-// shaped like a JWT by <jwt>.
+// redact replaces every occurrence of every known secret in s, whatever
+// its length, then anything else shaped like a JWT by <jwt>. Occurrences
+// are found in s as given (a label put in earlier can never be matched,
+// nor hide part of a longer secret); overlapping or adjacent ones become
+// one label, that of the longest secret starting there. A short secret
+// may also hide unrelated text that happens to equal it: evidence reads
+// worse, but no byte of a secret is ever shown.
 func (a *Auditor) redact(s string) string {
-	keys := make([]string, 0, len(a.secrets))
-	for k := range a.secrets {
-		keys = append(keys, k)
+	type hit struct {
+		end   int
+		label string
+		n     int
 	}
-	sort.Slice(keys, func(i, j int) bool { return len(keys[i]) > len(keys[j]) })
-	for _, k := range keys {
-		if len(k) >= 8 {
-			s = strings.ReplaceAll(s, k, "<"+a.secrets[k]+">")
+	var hits map[int]hit // by start
+	for k, label := range a.secrets {
+		if k == "" {
+			continue
 		}
+		for i := 0; i <= len(s)-len(k); {
+			j := strings.Index(s[i:], k)
+			if j < 0 {
+				break
+			}
+			start := i + j
+			if hits == nil {
+				hits = map[int]hit{}
+			}
+			if h, ok := hits[start]; !ok || len(k) > h.n {
+				hits[start] = hit{end: start + len(k), label: label, n: len(k)}
+			}
+			i = start + 1 // occurrences may overlap
+		}
+	}
+	if len(hits) > 0 {
+		starts := make([]int, 0, len(hits))
+		for i := range hits {
+			starts = append(starts, i)
+		}
+		sort.Ints(starts)
+		var b strings.Builder
+		last := 0
+		for k := 0; k < len(starts); {
+			h := hits[starts[k]]
+			b.WriteString(s[last:starts[k]])
+			end := h.end
+			for k++; k < len(starts) && starts[k] <= end; k++ {
+				end = max(end, hits[starts[k]].end)
+			}
+			b.WriteString("<" + h.label + ">")
+			last = end
+		}
+		b.WriteString(s[last:])
+		s = b.String()
 	}
 	return secretRe.ReplaceAllString(s, "<jwt>")
 }

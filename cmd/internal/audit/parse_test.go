@@ -90,6 +90,45 @@ func TestRedact(t *testing.T) {
 	}
 }
 
+// TestRedactShortSecrets: every secret the audit holds is redacted,
+// whatever its length (a client secret or token of under 8 bytes was
+// shown as it is), and no label or longer secret is ever cut into.
+func TestRedactShortSecrets(t *testing.T) {
+	tests := []struct {
+		secrets map[string]string
+		in      string
+		want    string
+	}{
+		{map[string]string{"s3": "client-secret"}, "Authorization: Basic s3; body: s3s3", "Authorization: Basic <client-secret>; body: <client-secret>"},
+		{map[string]string{"a1b2c3d": "token"}, "Bearer a1b2c3d", "Bearer <token>"},
+		// A short secret that occurs in a label ("oke" in "token") or in a
+		// longer secret never changes them.
+		{map[string]string{"oke": "token2", "xokey-long-secret": "token"}, "Bearer xokey-long-secret oke", "Bearer <token> <token2>"},
+		// Overlapping occurrences: no byte of either shows.
+		{map[string]string{"xab": "a", "abcdefgh": "b"}, "-xabcdefgh-", "-<a>-"},
+		{map[string]string{"7": "pin"}, "code=7&x=17", "code=<pin>&x=1<pin>"},
+	}
+	for _, tt := range tests {
+		a := &Auditor{secrets: tt.secrets}
+		got := a.redact(tt.in)
+		if got != tt.want {
+			t.Errorf("redact(%q) with %v = %q, want %q", tt.in, tt.secrets, got, tt.want)
+		}
+		for k := range tt.secrets {
+			if strings.Contains(got, k) && !strings.Contains(tt.want, k) {
+				t.Errorf("redact(%q) = %q shows secret %q", tt.in, got, k)
+			}
+		}
+	}
+	// Registered by secret (its escaped forms too): a 4-byte token.
+	a := &Auditor{secrets: map[string]string{}}
+	a.secret("t0k/", "token")
+	got := a.redact(`GET /mcp?access_token=t0k%2F [Authorization: Bearer t0k/] → 200 OK; body: {"echo":"t0k\/"}`)
+	if want := `GET /mcp?access_token=<token> [Authorization: Bearer <token>] → 200 OK; body: {"echo":"<token>"}`; got != want {
+		t.Errorf("redact = %q, want %q", got, want)
+	}
+}
+
 func TestCatalogUnique(t *testing.T) {
 	seen := map[string]bool{}
 	for _, c := range Catalog() {
