@@ -20,16 +20,19 @@
 // (403 "session user mismatch", before reading the body or touching the
 // session; GET and DELETE alike).
 //
-// Sessions are bound to the principal that created them by the middleware
+// Sessions are bound to the user that created them by the middleware
 // itself ([middleware.SessionConfig]), with or without this package:
-// another principal's request for a session gets 404 before the go-sdk
+// another user's request for a session gets 404 before the go-sdk
 // runs. What only this package can do is carry the principal of each
 // request into a stateful session. [Adapter.Handler] runs
 // [middleware.Middleware.Handler] and then gives the go-sdk, through
 // auth.RequireBearerToken, a TokenInfo built from the request's
 // [middleware.Principal]: its UserID is
-// [middleware.Principal.ID] (issuer, subject, client and tenant), so the
-// go-sdk's own check agrees with the middleware's binding; Scopes and
+// [middleware.Principal.UserID] (issuer, subject and tenant, or the client
+// acting for itself), so the go-sdk's own check agrees with the
+// middleware's binding, and a client that registers a new client_id at
+// step-up (as the go-sdk client does with dynamic registration) keeps its
+// session; Scopes and
 // Expiration are the token's; Extra carries the principal ([Principal]
 // reads it back). The
 // principal is removed from the context the go-sdk sees, so that a

@@ -67,7 +67,7 @@ func (a *Adapter) Handler(h http.Handler) http.Handler {
 // run behind it, and answers 401 ([middleware.Error{Reason: "no_principal"}], through
 // Middleware.Challenge) for a request without a principal. It hands next
 // the request with the go-sdk's auth.TokenInfo of the principal
-// (UserID p.ID(), the token's Scopes and Expiration) in its context,
+// (UserID p.UserID(), the token's Scopes and Expiration) in its context,
 // set by auth.RequireBearerToken, and without the principal itself. The
 // principal is removed so that a
 // stateful session, whose context is its first request's, never carries
@@ -121,13 +121,15 @@ func verifyFromContext(_ context.Context, _ string, r *http.Request) (*auth.Toke
 	return tokenInfo(p), nil
 }
 
-// tokenInfo returns the go-sdk auth.TokenInfo of p: UserID is p.ID()
-// (issuer, subject, client and tenant; "anonymous" for the
-// anonymous principal), Scopes and Expiration are the token's, and Extra
+// tokenInfo returns the go-sdk auth.TokenInfo of p: UserID is
+// p.UserID() (issuer, subject and tenant, or the client acting for itself;
+// "anonymous" for the anonymous principal), which the go-sdk compares on
+// every request of a session with the one that created it, so that a
+// client that registers anew at step-up keeps its session, Scopes and Expiration are the token's, and Extra
 // holds p (read it with [Principal]).
 func tokenInfo(p *middleware.Principal) *auth.TokenInfo {
 	return &auth.TokenInfo{
-		UserID:     p.ID(),
+		UserID:     p.UserID(),
 		Scopes:     p.Scopes,
 		Expiration: p.Expiry,
 		Extra:      map[string]any{extraKey: p},

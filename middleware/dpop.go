@@ -252,10 +252,11 @@ func (m *Middleware) checkDPoP(r *http.Request, tok string, isDPoP bool, c *vali
 }
 
 // replayPartition is the replay-store partition of a token's proofs: its
-// principal, so that one principal cannot fill the store for the others
-// whatever number of keys it binds its tokens to.
+// user ([Principal.UserID]), so that one user cannot fill the store for
+// the others whatever number of keys it binds its tokens to, or of
+// clients it acts through.
 func replayPartition(c *validate.Claims) string {
-	return c.Issuer + "\x00" + c.Subject + "\x00" + c.ClientID
+	return string(appendUserID(nil, c.Issuer, c.Subject, c.ClientID, c.Tenant))
 }
 
 // setNextNonce sends, on the answer to an authenticated DPoP request whose

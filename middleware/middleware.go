@@ -372,7 +372,7 @@ func (m *Middleware) insufficient(w http.ResponseWriter, r *http.Request, rf *re
 	if p != nil && !p.Anonymous && m.pending != nil {
 		// Anonymous principals (public operations) share no identity:
 		// they are challenged uncounted.
-		storeKey := p.stepUpID() + "\x00" + need.key
+		storeKey := p.UserID() + "\x00" + need.key
 		now := m.cfg.Now()
 		n, err := m.incrStepUp(r.Context(), p, storeKey, now)
 		// Remember the challenge here, so that a later success of p with

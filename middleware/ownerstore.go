@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -61,10 +62,11 @@ type memoryOwnerConfig struct {
 	// Max bounds the records held, all kinds together. Zero means
 	// 10000.
 	Max int
-	// PerOwner is each owner's quota of records of one kind: a Claim by
-	// an owner at its quota forgets that owner's least recently used
-	// record of the kind, never another owner's. Zero means
-	// 100; it is capped at Max.
+	// PerOwner is each user's quota of records of one kind, whatever the
+	// clients its owners name ([Principal.UserID]): a Claim by an owner
+	// whose user is at its quota forgets that user's least recently used
+	// record of the kind, never another user's. Zero means 100; it is
+	// capped at Max.
 	PerOwner int
 	// Now is the clock of the expiries. Nil means time.Now.
 	Now func() time.Time
@@ -91,12 +93,23 @@ func newMemoryOwnerStore(cfg memoryOwnerConfig) *memoryOwnerStore {
 		cfg.Now = time.Now
 	}
 	quota := min(cfg.PerOwner, cfg.Max)
-	return &memoryOwnerStore{t: newOwnerTable(cfg.Max, func(string) int { return quota }), now: cfg.Now}
+	return &memoryOwnerStore{t: newOwnerTable(cfg.Max, func(string) int { return quota }, kindUser), now: cfg.Now}
 }
 
 var _ OwnerStore = (*memoryOwnerStore)(nil)
 
 func ownerKey(kind, id string) string { return kind + "\x00" + id }
+
+// kindUser is the quota group of a [memoryOwnerStore] record's owner
+// (kind, NUL, owner): the kind and the owner's user, so that the clients
+// of one user share its quota of each kind.
+func kindUser(owner string) string {
+	kind, o, _ := strings.Cut(owner, "\x00")
+	if u := userOf(o); u != o {
+		return kind + "\x00" + u
+	}
+	return owner
+}
 
 // Claim implements [OwnerStore]. A full store whose room would cost
 // another owner's live record is errOwnersFull.
@@ -155,7 +168,10 @@ type ownerTable struct {
 	byOwner map[string]*ownerQueue
 	all     ownerList // by last use, least recent first
 	max     int
-	quota   func(owner string) int
+	quota   func(group string) int
+	// group maps an owner to the key its quota is counted under (its
+	// user: userOf), so that the owners of one user share one quota.
+	group func(owner string) string
 }
 
 type ownerEntry struct {
@@ -173,7 +189,7 @@ type ownerEntry struct {
 func (e *ownerEntry) live(now int64) bool { return e.active > 0 || now < e.expires }
 
 type ownerQueue struct {
-	owner string
+	owner string // the group
 	n     int
 	list  ownerList
 }
@@ -231,12 +247,13 @@ func (l *ownerList) moveToBack(e *ownerEntry) {
 // errOwned: ownerTable.add of an ID another live owner holds.
 var errOwned = errors.New("middleware: ID owned by another principal")
 
-func newOwnerTable(max int, quota func(owner string) int) ownerTable {
+func newOwnerTable(max int, quota func(group string) int, group func(owner string) string) ownerTable {
 	return ownerTable{
 		byID:    map[string]*ownerEntry{},
 		byOwner: map[string]*ownerQueue{},
 		max:     max,
 		quota:   quota,
+		group:   group,
 	}
 }
 
@@ -287,7 +304,8 @@ func (t *ownerTable) expired(now int64, n int, out []*ownerEntry) []*ownerEntry 
 
 // add records owner for id until expires, with next (may be nil). It
 // returns the entries it removed to make room: expired ones, and the
-// owner's least recently used one when the owner is at its quota. An id of
+// least recently used one of the owner's group (its user) when the group
+// is at its quota. An id of
 // another live owner is errOwned; a full table whose room would cost
 // another owner's live entry is errOwnersFull.
 func (t *ownerTable) add(id, owner string, next http.Handler, now, expires int64) ([]*ownerEntry, error) {
@@ -300,9 +318,10 @@ func (t *ownerTable) add(id, owner string, next http.Handler, now, expires int64
 		return out, nil
 	}
 	out = t.expired(now, 8, out) // reclaim a little on every add
-	q := t.byOwner[owner]
+	g := t.group(owner)
+	q := t.byOwner[g]
 	switch {
-	case q != nil && q.n >= t.quota(owner):
+	case q != nil && q.n >= t.quota(g):
 		old := q.list.head
 		t.remove(old)
 		out = append(out, old)
@@ -315,8 +334,8 @@ func (t *ownerTable) add(id, owner string, next http.Handler, now, expires int64
 		}
 	}
 	if q == nil {
-		q = &ownerQueue{owner: owner, list: ownerList{mine: true}}
-		t.byOwner[owner] = q
+		q = &ownerQueue{owner: g, list: ownerList{mine: true}}
+		t.byOwner[g] = q
 	}
 	e := &ownerEntry{id: id, owner: owner, expires: expires, next: next, q: q}
 	t.byID[id] = e

@@ -4,7 +4,6 @@ import (
 	"context"
 	"log/slog"
 	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,30 +17,29 @@ import (
 // is forgotten (its counter is not reset: the bound fails closed).
 const pendingPerPrincipal = 16
 
-// pendingSet remembers, in this process, the (principal, scope set) pairs
-// this middleware challenged and whose counters a later success must reset.
-// It holds at most maxEntries principals, shared fairly between the
-// clients they use ([fairlru], partitioned by issuer and client, see
-// stepUpPartition): when it is full, a principal of the client holding
-// the most leaves, so a client minting endless subjects that are all
-// challenged evicts only its own users' entries, never those of a client
-// with fewer. Each principal holds one entry (at most pendingPerPrincipal
-// scope sets), so inside a client every principal weighs the same: one
-// principal cannot take more of its client's share than another. Entries
-// expire with the step-up window. Dropping an entry early only means that
-// the counter is not reset: the bound fails closed.
+// pendingSet remembers, in this process, the (user, scope set) pairs this
+// middleware challenged and whose counters a later success must reset. It
+// holds at most maxEntries users ([Principal.UserID]: whatever the number
+// of clients a user acts through, it holds one entry), shared fairly
+// between them ([fairlru], each user its own partition, see
+// stepUpPartition): when it is full, the least recently challenged entry
+// goes, and no user holds more than one, so no user can take more of it
+// than another. Each entry holds at most pendingPerPrincipal scope sets.
+// Entries expire with the step-up window. Dropping an entry early only
+// means that the counter is not reset: the bound fails closed.
 //
 // The hot path of an authorized request reads one atomic counter and stops
 // there when nothing is pending; when something is pending, it looks the
-// principal up under one lock, without allocating.
+// user up under one lock, without allocating.
 type pendingSet struct {
 	n  atomic.Int64 // principals held
 	mu sync.Mutex
 	c  *fairlru.Cache[pendingKey, *pendingPrincipal]
 }
 
-// pendingKey identifies a principal as Principal.stepUpID does.
-type pendingKey struct{ issuer, subject, clientID string }
+// pendingKey identifies a user as Principal.UserID does, without building
+// it: subject for a user, client for a client acting for itself.
+type pendingKey struct{ issuer, subject, tenant, clientID string }
 
 // pendingPrincipal is the challenged scope sets of one principal.
 type pendingPrincipal struct{ sets []pendingEntry }
@@ -60,30 +58,20 @@ func newPendingSet(maxEntries int) *pendingSet {
 // empty reports whether nothing is pending: one atomic load.
 func (s *pendingSet) empty() bool { return s.n.Load() == 0 }
 
-func keyOf(p *Principal) pendingKey { return pendingKey{p.Issuer, p.Subject, p.ClientID} }
+func keyOf(p *Principal) pendingKey {
+	if acting(p.Subject, p.ClientID) {
+		return pendingKey{issuer: p.Issuer, tenant: p.Tenant, clientID: p.ClientID}
+	}
+	return pendingKey{issuer: p.Issuer, subject: p.Subject, tenant: p.Tenant}
+}
 
 // stepUpPartition is the fairness partition of p's step-up state: its
-// issuer and client, or its issuer and subject when the token names no
-// client. Each part is length-prefixed, so no two principals' partitions
-// collide unless they share issuer and client.
-func stepUpPartition(p *Principal) string {
-	if p.ClientID == "" {
-		return strconv.Itoa(len(p.Issuer)) + ":" + p.Issuer + "\x00s:" + p.Subject
-	}
-	return strconv.Itoa(len(p.Issuer)) + ":" + p.Issuer + "\x00c:" + p.ClientID
-}
+// user ([Principal.UserID]), so that a user acting through any number of
+// clients holds one partition, and a client of many users holds none of
+// its own (the StepUpStore partition of every user's counters).
+func stepUpPartition(p *Principal) string { return p.UserID() }
 
-// stepUpSub is the second fairness level of p's step-up counters, inside
-// stepUpPartition: its subject when the partition is its client's (one
-// client_id, many users), "" when the partition is already its own.
-func stepUpSub(p *Principal) string {
-	if p.ClientID == "" {
-		return ""
-	}
-	return p.Subject
-}
-
-// add records that p was challenged for scopes (store key storeKey) until
+// add records that p's user was challenged for scopes (store key storeKey) until
 // expires, replacing an entry for the same key.
 func (s *pendingSet) add(p *Principal, scopes []string, storeKey string, expires, now time.Time) {
 	k := keyOf(p)

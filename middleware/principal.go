@@ -52,7 +52,7 @@ type Principal struct {
 	// nextNonce is the DPoP-Nonce the answer to this request sends, if
 	// any (dpop.Verifier.NextNonce).
 	nextNonce string
-	// ownerID, when set, is the ID of the principal of the middleware's
+	// ownerID, when set, is the owner key (ID or UserID) of the principal of the middleware's
 	// internal DELETE that closes a session it ended (session.go).
 	ownerID string
 }
@@ -76,23 +76,19 @@ func withPrincipal(r *http.Request, p *Principal) *http.Request {
 	return r.WithContext(ContextWithPrincipal(r.Context(), p))
 }
 
-// stepUpID identifies the principal for step-up counting: issuer, subject
-// and client, each length-prefixed so that no two principals share an ID.
-func (p *Principal) stepUpID() string {
-	return strconv.Itoa(len(p.Issuer)) + ":" + p.Issuer + "\x00" +
-		strconv.Itoa(len(p.Subject)) + ":" + p.Subject + "\x00" + p.ClientID
-}
-
-// anonymousID is the [Principal.ID] of the anonymous principal. No
-// authenticated principal has it: their IDs start with a digit.
+// anonymousID is the [Principal.ID] and [Principal.UserID] of the
+// anonymous principal. No authenticated principal has it: their IDs start
+// with a digit, their user IDs with "u" or "c".
 const anonymousID = "anonymous"
 
-// ID returns a key identifying the principal, for binding state such as an
-// MCP session to it: issuer, subject, client and tenant, each
-// length-prefixed so that no two principals share a key. Two tokens of the
-// same user, client and tenant have the same ID whatever their scopes and
-// expiry. The anonymous principal's ID is "anonymous"; a nil principal's
-// is "".
+// ID returns a key identifying the principal and its client: issuer,
+// subject, client and tenant, each length-prefixed so that no two
+// principals share a key. Two tokens of the same user, client and tenant
+// have the same ID whatever their scopes and expiry. It is the key of
+// what belongs to one client of a user (a session when
+// SessionConfig.BindClient is set); every per-principal bound is keyed by
+// [Principal.UserID] instead. The anonymous principal's ID is
+// "anonymous"; a nil principal's is "".
 func (p *Principal) ID() string {
 	switch {
 	case p == nil:
@@ -122,17 +118,118 @@ func (p *Principal) isID(id string) bool {
 	case p.ownerID != "":
 		return id == p.ownerID
 	}
-	for _, f := range [...]string{p.Issuer, p.Subject, p.ClientID, p.Tenant} {
-		// f's length in decimal, as strconv.Itoa writes it, then ':'.
-		i, n := 0, 0
-		for ; i < len(id) && '0' <= id[i] && id[i] <= '9' && i < 10; i++ {
-			n = n*10 + int(id[i]-'0')
+	return matchFields(id, p.Issuer, p.Subject, p.ClientID, p.Tenant)
+}
+
+// acting reports whether a token of subject sub and client clientID
+// names no user: the client acting for itself (docs/sessions.md, "The
+// user"). That is a token without "sub", or one whose "sub" is its
+// client_id, which is how RFC 9068 §2.2 asks an authorization server to
+// name the client of a client-credentials grant.
+func acting(sub, clientID string) bool { return sub == "" || sub == clientID }
+
+// UserID returns the key of the user the principal acts for: its
+// issuer, subject and tenant, or, for a token that names no user (no
+// "sub", or a "sub" equal to its client_id: the client acting for itself,
+// as in a client-credentials grant), its issuer, tenant and client. Each
+// part is length-prefixed, and the two forms start with "u" and "c", so
+// that no two users share a key. Two tokens of the same user have the
+// same UserID whatever their client, scopes and expiry: the middleware
+// binds sessions to it (unless SessionConfig.BindClient), and keys every
+// per-principal bound by it (session quotas, step-up counters, DPoP replay
+// partitions; mcpguard proxy's rate limits), so that a client_id, which a
+// client may choose at will (CIMD, dynamic registration), never
+// multiplies a bound. The gosdk adapter hands it to the go-sdk as
+// auth.TokenInfo.UserID. The anonymous principal's is "anonymous"; a nil
+// principal's is "".
+func (p *Principal) UserID() string {
+	switch {
+	case p == nil:
+		return ""
+	case p.Anonymous:
+		return anonymousID
+	case p.ownerID != "":
+		return userOf(p.ownerID)
+	}
+	return string(appendUserID(nil, p.Issuer, p.Subject, p.ClientID, p.Tenant))
+}
+
+// isUserID reports whether id == p.UserID() without building it.
+func (p *Principal) isUserID(id string) bool {
+	switch {
+	case p == nil:
+		return id == ""
+	case p.Anonymous:
+		return id == anonymousID
+	case p.ownerID != "":
+		return id == userOf(p.ownerID)
+	}
+	if acting(p.Subject, p.ClientID) {
+		return len(id) > 0 && id[0] == 'c' && matchFields(id[1:], p.Issuer, p.Tenant, p.ClientID)
+	}
+	return len(id) > 0 && id[0] == 'u' && matchFields(id[1:], p.Issuer, p.Subject, p.Tenant)
+}
+
+// appendUserID appends to b the UserID of a token of issuer iss, subject
+// sub, client clientID and tenant.
+func appendUserID(b []byte, iss, sub, clientID, tenant string) []byte {
+	f := [...]string{iss, sub, tenant}
+	b = append(b, 'u')
+	if acting(sub, clientID) {
+		f = [...]string{iss, tenant, clientID}
+		b[len(b)-1] = 'c'
+	}
+	for _, s := range f {
+		b = strconv.AppendInt(b, int64(len(s)), 10)
+		b = append(b, ':')
+		b = append(b, s...)
+	}
+	return b
+}
+
+// userOf returns the UserID of the principal whose ID or UserID is key
+// (an owner record's key: a session's owner is one or the other), or
+// key itself when it is neither.
+func userOf(key string) string {
+	if key == "" || key[0] < '0' || key[0] > '9' {
+		return key // a UserID, "anonymous"
+	}
+	var f [4]string
+	rest := key
+	for i := range f {
+		s, r, ok := cutField(rest)
+		if !ok {
+			return key
 		}
-		if i == 0 || i == len(id) || id[i] != ':' || (id[0] == '0' && i > 1) ||
-			n != len(f) || len(id)-i-1 < n || id[i+1:i+1+n] != f {
+		f[i], rest = s, r
+	}
+	if rest != "" {
+		return key
+	}
+	return string(appendUserID(nil, f[0], f[1], f[2], f[3]))
+}
+
+// cutField cuts one length-prefixed field ("5:alice") off the front of id.
+func cutField(id string) (field, rest string, ok bool) {
+	// The length in decimal, as strconv.Itoa writes it, then ':'.
+	i, n := 0, 0
+	for ; i < len(id) && '0' <= id[i] && id[i] <= '9' && i < 10; i++ {
+		n = n*10 + int(id[i]-'0')
+	}
+	if i == 0 || i == len(id) || id[i] != ':' || (id[0] == '0' && i > 1) || len(id)-i-1 < n {
+		return "", "", false
+	}
+	return id[i+1 : i+1+n], id[i+1+n:], true
+}
+
+// matchFields reports whether id is exactly fields, each length-prefixed.
+func matchFields(id string, fields ...string) bool {
+	for _, f := range fields {
+		s, rest, ok := cutField(id)
+		if !ok || s != f {
 			return false
 		}
-		id = id[i+1+n:]
+		id = rest
 	}
 	return id == ""
 }

@@ -38,14 +38,17 @@ const maxSessionIDBytes = 256
 // SessionConfig configures the binding of MCP sessions to principals,
 // which is always on (docs/sessions.md). When the next handler answers a
 // request that has no Mcp-Session-Id with a new Mcp-Session-Id, the
-// middleware records the session as owned by the request's principal
-// ([Principal.ID]; the anonymous principal for a public operation). A
-// later request carrying that ID is served only for its owner; any other
-// principal, and any ID the middleware does not know, gets 404 before the
-// next handler runs. A DELETE the next handler accepts (2xx) or a 404 from
+// middleware records the session as owned by the request's user
+// ([Principal.UserID]: issuer, subject and tenant, or the client acting
+// for itself; [Principal.ID], the user and its client, with BindClient;
+// the anonymous principal for a public operation). A later request
+// carrying that ID is served only for its owner, through whichever client
+// when the owner is a user; any other user, the same subject at another
+// issuer or tenant included, and any ID the middleware does not know, get
+// 404 before the next handler runs. A DELETE the next handler accepts (2xx) or a 404 from
 // it for that ID forgets the session. Sessions are bounded: each principal
-// has a quota and a new session past it ends that principal's least
-// recently used one, never another principal's; a session idle for
+// has a quota (its user's, whatever its client) and a new session past it
+// ends that user's least recently used one, never another user's; a session idle for
 // IdleTimeout ends. A session the middleware ends is also closed in the
 // next handler, with an internal DELETE carrying its ID. The zero value
 // has the documented defaults.
@@ -57,8 +60,9 @@ type SessionConfig struct {
 	// the event IDs recorded for Last-Event-ID without a session
 	// (docs/sessions.md, "Resumption"). Zero means 10000.
 	Max int
-	// PerPrincipal is each authenticated principal's quota. Zero means
-	// 32; it is capped at Max.
+	// PerPrincipal is each user's quota ([Principal.UserID], whatever the
+	// clients it acts through, BindClient or not). Zero means 32; it is
+	// capped at Max.
 	PerPrincipal int
 	// Anonymous is the quota of the anonymous principal, which every
 	// client of a public operation shares. Zero means
@@ -85,6 +89,13 @@ type SessionConfig struct {
 	// A known session of another principal is still 404. Defaults to
 	// false: unknown session IDs get 404.
 	PassUnknown bool
+	// BindClient binds a session to the client too ([Principal.ID]): a
+	// request in it with another client_id of the same user gets 404, as
+	// another user's does (docs/sessions.md, "The user"). Quotas stay
+	// per user. Defaults to false: a session is its user's, whatever the
+	// client, so that a client that registers anew at step-up (the go-sdk
+	// client with dynamic registration) keeps its session.
+	BindClient bool
 }
 
 // errUnknownSession: the request's Mcp-Session-Id names no session of its
@@ -164,19 +175,40 @@ type sessions struct {
 	idle  int64
 	store OwnerStore
 	pass  bool
-	pool  sync.Pool // *sessionWriter
-	down  storeHealth
+	// client: SessionConfig.BindClient; owners are principals' IDs, not
+	// their UserIDs.
+	client bool
+	pool   sync.Pool // *sessionWriter
+	down   storeHealth
 }
 
 func newSessions(c SessionConfig) *sessions {
-	s := &sessions{idle: int64(c.IdleTimeout), store: c.Store, pass: c.PassUnknown}
-	s.t = newOwnerTable(c.Max, func(owner string) int {
-		if owner == anonymousID {
+	s := &sessions{idle: int64(c.IdleTimeout), store: c.Store, pass: c.PassUnknown, client: c.BindClient}
+	s.t = newOwnerTable(c.Max, func(user string) int {
+		if user == anonymousID {
 			return c.Anonymous
 		}
 		return c.PerPrincipal
-	})
+	}, userOf)
 	return s
+}
+
+// owner returns the owner key of a session p creates: p's UserID, or its
+// ID with BindClient.
+func (s *sessions) owner(p *Principal) string {
+	if s.client {
+		return p.ID()
+	}
+	return p.UserID()
+}
+
+// owns reports whether p may use a session of owner (s.owner(p) ==
+// owner), without allocating.
+func (s *sessions) owns(p *Principal, owner string) bool {
+	if s.client {
+		return p.isID(owner)
+	}
+	return p.isUserID(owner)
 }
 
 // sessionID returns the request's Mcp-Session-Id ("" when it has none),
@@ -235,7 +267,7 @@ func (m *Middleware) bindID(sid string, p *Principal, next http.Handler) (*owner
 	now := m.cfg.Now().UnixNano()
 	s.mu.Lock()
 	e := s.t.byID[sid]
-	if e != nil && e.live(now) && p.isID(e.owner) {
+	if e != nil && e.live(now) && s.owns(p, e.owner) {
 		e.active++
 		s.t.touch(e, now+s.idle)
 		var ended []*ownerEntry
@@ -276,7 +308,7 @@ func (m *Middleware) bindShared(ctx context.Context, sid string, p *Principal, n
 	e := s.t.byID[sid]
 	var ended []*ownerEntry
 	switch {
-	case owner == "" || !p.isID(owner):
+	case owner == "" || !s.owns(p, owner):
 		// The store ended it (expired, or forgotten by another replica):
 		// this process ends it too.
 		if e != nil && (owner == "" || e.owner != owner) {
@@ -294,7 +326,7 @@ func (m *Middleware) bindShared(ctx context.Context, sid string, p *Principal, n
 	switch {
 	case owner == "" && s.pass:
 		return nil
-	case owner == "" || !p.isID(owner):
+	case owner == "" || !s.owns(p, owner):
 		return errUnknownSession
 	}
 	return nil
@@ -336,7 +368,7 @@ func (m *Middleware) serveSession(w http.ResponseWriter, r *http.Request, next h
 	*sw = sessionWriter{}
 	m.sessions.pool.Put(sw)
 	if refused != "" {
-		ended = append(ended, &ownerEntry{id: refused, owner: p.ID(), next: next, unclaimed: true})
+		ended = append(ended, &ownerEntry{id: refused, owner: m.sessions.owner(p), next: next, unclaimed: true})
 	}
 	m.endSessions(ended)
 }
@@ -448,7 +480,7 @@ func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // evicted to make room (p's own least recently used, or expired ones).
 func (m *Middleware) claimSession(ctx context.Context, sid string, p *Principal, next http.Handler) ([]*ownerEntry, error) {
 	s := m.sessions
-	owner := p.ID()
+	owner := s.owner(p)
 	now := m.cfg.Now().UnixNano()
 	s.mu.Lock()
 	ended, err := s.t.add(sid, owner, next, now, now+s.idle)
@@ -496,7 +528,7 @@ func (m *Middleware) forgetSession(ctx context.Context, sid string, shared bool)
 
 // endSessions closes ended sessions in the handler that created them,
 // with an internal DELETE carrying the session ID and a principal whose
-// ID is the owner's, in the background (bounded by sessionCloseTimeout),
+// ID (or UserID) is the owner's, and whose UserID is the owner's user, in the background (bounded by sessionCloseTimeout),
 // and forgets them in the store.
 func (m *Middleware) endSessions(ended []*ownerEntry) {
 	if len(ended) == 0 {

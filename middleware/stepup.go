@@ -17,16 +17,16 @@ import (
 // for how that works across replicas).
 //
 // Keys are opaque strings of at most a few hundred bytes built by the
-// middleware from the principal (issuer, subject, client) and the scope
-// set; treat them as binary (they contain NUL bytes) and hash them if the
-// backend needs short keys. Each key belongs to a partition, also opaque
-// and binary: the principal's issuer and client (or issuer and subject
-// for a token without a client). A bounded store shares its capacity
-// fairly between partitions, so that one client cannot fill it for the
-// others (as validate/dpop's ReplayStore does); the same key always comes
-// with the same partition. The in-memory store (Config.StepUpStore nil)
-// also shares a partition fairly between its principals, so that one user
-// of a shared public client cannot evict the counters of its other users.
+// middleware from the user ([Principal.UserID]: issuer, subject and
+// tenant, or the client acting for itself) and the scope set; treat them
+// as binary (they contain NUL bytes) and hash them if the backend needs
+// short keys. Each key belongs to a partition, also opaque and binary:
+// the user, whatever client it acts through (so a user re-registering
+// clients at will counts against one bound and holds one partition). A
+// bounded store shares its capacity fairly between partitions, so that
+// one user cannot fill it for the others (as validate/dpop's ReplayStore
+// does), and one user's counters never evict another's; the same key
+// always comes with the same partition.
 type StepUpStore interface {
 	// Incr adds one to the counter of key (in partition) and returns the
 	// new count. A counter lives in a fixed window that starts at the Incr
@@ -52,17 +52,11 @@ type StepUpStore interface {
 
 // memoryStepUpStore is the in-process [StepUpStore] of a Config whose
 // StepUpStore is nil, holding at most a fixed number of counters, shared
-// fairly between partitions (issuer and client) and, inside a partition,
-// between its principals: when it is full, expired counters are dropped
-// first, then, of the partition holding the most, the counter of its
-// principal holding the most whose window ends first. A client minting
-// endless principals therefore loses only its own counters (which
-// restarts them: its own bound loosens), never another client's; and one
-// principal of a shared public client (one client_id, many users)
-// challenged for endless scope sets loses only its own, never those of
-// the client's other users. The middleware passes the principal through
-// incrIn; through the [StepUpStore] methods (tests), every counter of a
-// partition is the unnamed principal's. It is safe for concurrent use.
+// fairly between partitions (users): when it is full, expired counters
+// are dropped first, then, of the partition holding the most, the counter
+// whose window ends first. A user challenged for endless scope sets
+// therefore loses only its own counters (which restarts them: its own
+// bound loosens), never another user's. It is safe for concurrent use.
 type memoryStepUpStore struct {
 	mu sync.Mutex
 	c  *fairlru.Cache[string, *stepUpCounter]
@@ -83,31 +77,20 @@ func newMemoryStepUpStore(maxKeys int) *memoryStepUpStore {
 
 // Incr implements [StepUpStore]. It never returns an error.
 func (s *memoryStepUpStore) Incr(_ context.Context, partition, key string, window time.Duration, now time.Time) (int, error) {
-	return s.incrIn(partition, "", key, window, now), nil
-}
-
-// incrIn is Incr of a counter of principal (fairlru's subpartition) in
-// partition.
-func (s *memoryStepUpStore) incrIn(partition, principal, key string, window time.Duration, now time.Time) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if e := s.c.Peek(key, now); e != nil {
 		e.Value.n++
-		return e.Value.n
+		return e.Value.n, nil
 	}
-	s.c.AddIn(partition, principal, key, &stepUpCounter{n: 1}, now.Add(window), now)
-	return 1
+	s.c.Add(partition, key, &stepUpCounter{n: 1}, now.Add(window), now)
+	return 1, nil
 }
 
-// incrStepUp counts one challenge of p for the scope set of storeKey: in
-// the in-memory store with p's subject as the second fairness level, in a
-// Config.StepUpStore with the partition alone.
+// incrStepUp counts one challenge of p for the scope set of storeKey, in
+// p's user's partition.
 func (m *Middleware) incrStepUp(ctx context.Context, p *Principal, storeKey string, now time.Time) (int, error) {
-	part := stepUpPartition(p)
-	if s, ok := m.cfg.StepUpStore.(*memoryStepUpStore); ok {
-		return s.incrIn(part, stepUpSub(p), storeKey, m.cfg.StepUpWindow, now), nil
-	}
-	return m.cfg.StepUpStore.Incr(ctx, part, storeKey, m.cfg.StepUpWindow, now)
+	return m.cfg.StepUpStore.Incr(ctx, stepUpPartition(p), storeKey, m.cfg.StepUpWindow, now)
 }
 
 // Reset implements [StepUpStore]. It never returns an error.

@@ -10,13 +10,16 @@ import (
 	"github.com/mcpguard/mcpguard/authtest"
 )
 
-// TestStepUpPendingFlood: one client challenging for step-up at full
-// speed, with a new subject on every request, for 10x the pending set's
-// bound while another client's user re-authorizes, never costs that user a
-// step-up: each time alice is challenged, steps up and comes back, her
-// counter is reset, and she is never sent the terminal 403. Before the
-// pending set was shared fairly, the flood evicted alice's pending entry,
-// her successes reset nothing, and her fourth challenge was terminal.
+// TestStepUpPendingFlood: one user challenged for step-up at full speed,
+// through a new client_id on every request (CIMD and dynamic registration
+// let a client choose one at will), for 10x the pending set's bound while
+// another user re-authorizes, never costs that user a step-up: each time
+// alice is challenged, steps up and comes back, her counter is reset, and
+// she is never sent the terminal 403. The pending set holds one entry per
+// user (Principal.UserID), so mallory's clients hold one between them.
+// Before the pending set was shared fairly, a flood evicted alice's pending
+// entry, her successes reset nothing, and her fourth challenge was
+// terminal.
 func TestStepUpPendingFlood(t *testing.T) {
 	const bound = 16
 	f := newFixture(t, nil)
@@ -39,9 +42,11 @@ func TestStepUpPendingFlood(t *testing.T) {
 		}
 		// While alice re-authorizes, the flood goes on.
 		for range 10 * bound {
-			flood := f.iss.Token(t, authtest.Token{Scopes: []string{"mcp", "tools:call"}, Subject: fmt.Sprint("bot-", bot), ClientID: "mallory-app"})
+			flood := f.iss.Token(t, authtest.Token{Scopes: []string{"mcp", "tools:call"}, Subject: "mallory", ClientID: fmt.Sprint("https://mallory.example/app-", bot)})
 			bot++
 			if rec := do(flood); rec.Code != http.StatusForbidden {
+				// A challenge, then (mallory's bound is hers whatever the
+				// client) the terminal 403.
 				t.Fatalf("flood request %d: %d, want 403", bot, rec.Code)
 			}
 		}

@@ -14,8 +14,9 @@ import (
 )
 
 // TestStepUp: with a pinned clock, the fourth challenge within the window
-// for the same principal and scope set is the terminal 403, other
-// principals and scope sets count separately, and the window resets.
+// for the same user and scope set is the terminal 403 (whatever the
+// client), other users and scope sets count separately, and the window
+// resets.
 func TestStepUp(t *testing.T) {
 	for _, rev := range []string{legacyRev, modernRev} {
 		t.Run(rev, func(t *testing.T) {
@@ -50,8 +51,15 @@ func TestStepUp(t *testing.T) {
 			if rec := do("delete_repo", authtest.Token{Subject: "user-2"}); !challenged(rec) {
 				t.Errorf("other subject: got %d, want a challenge", rec.Code)
 			}
-			if rec := do("delete_repo", authtest.Token{ClientID: "client-2"}); !challenged(rec) {
-				t.Errorf("other client: got %d, want a challenge", rec.Code)
+			// The user is the unit: the same user through another client
+			// (a client that registers anew at step-up) counts against the
+			// same bound, so a new client_id buys no new step-ups; the
+			// same subject at another tenant is another user.
+			if rec := do("delete_repo", authtest.Token{ClientID: "client-2"}); !terminal(rec) {
+				t.Errorf("other client of the same user: got %d, want the terminal 403", rec.Code)
+			}
+			if rec := do("delete_repo", authtest.Token{Tenant: "tenant-b"}); !challenged(rec) {
+				t.Errorf("other tenant: got %d, want a challenge", rec.Code)
 			}
 			if rec := do("get_weather"); !challenged(rec) {
 				t.Errorf("other scope set: got %d, want a challenge", rec.Code)

@@ -197,11 +197,12 @@ type Route struct {
 	// annotated too) or "off" (no annotation). In every mode, entries no
 	// token could reach are removed.
 	Lists string `yaml:"lists"`
-	// Sessions bounds the MCP sessions bound to their principals (the
-	// middleware binds every session to the principal that created it).
+	// Sessions bounds the MCP sessions bound to their users (the
+	// middleware binds every session to the user that created it,
+	// whatever the client: docs/sessions.md).
 	Sessions Sessions `yaml:"sessions"`
-	// RateLimit optionally limits requests per principal and tool calls
-	// per principal and tool (429 with Retry-After).
+	// RateLimit optionally limits requests per user and tool calls per
+	// user and tool (429 with Retry-After).
 	RateLimit RateLimit `yaml:"rate_limit"`
 }
 
@@ -210,22 +211,29 @@ type Sessions struct {
 	// Max bounds the sessions bound at once in this process. Zero means
 	// the middleware's default (10000).
 	Max int `yaml:"max"`
-	// PerPrincipal is each principal's quota. Zero means the middleware's
-	// default.
+	// PerPrincipal is each user's quota (issuer, subject and tenant,
+	// whatever the client). Zero means the middleware's default.
 	PerPrincipal int `yaml:"per_principal"`
 	// IdleTimeout ends a session unused for this long. Zero means the
 	// middleware's default.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// BindClient binds a session to the client too: a request in it
+	// with another client_id of the same user gets 404. Defaults to
+	// false: a session is its user's, whatever the client.
+	BindClient bool `yaml:"bind_client"`
 }
 
 // RateLimit is a route's optional rate limits, each "N/duration" (such as
 // "600/1m": at most 600 in each minute, a fixed window), counted per
-// principal, in memory or on Redis (shared by replicas).
+// user (the token's issuer, subject and tenant, whatever its client, so
+// that client IDs chosen at will do not multiply a limit; a token that
+// names no user counts as its client's), in memory or on Redis (shared by
+// replicas).
 type RateLimit struct {
-	// Principal limits every request of one principal. Empty means no
+	// Principal limits every request of one user. Empty means no
 	// limit.
 	Principal string `yaml:"principal"`
-	// Tools limits the tools/call requests of one principal per tool
+	// Tools limits the tools/call requests of one user per tool
 	// name. A tool must also be listed in operations.tools (with no
 	// scopes if it needs none) for its name to be known.
 	Tools map[string]string `yaml:"tools"`

@@ -138,7 +138,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if st.decision.Method == "tools/call" {
 			tool = st.decision.Name
 		}
-		ra, err := l.allow(r.Context(), f.rt.cfg.Resource, p.ID(), tool)
+		ra, err := l.allow(r.Context(), f.rt.cfg.Resource, p.UserID(), tool)
 		switch {
 		case errors.Is(err, errRateLimited):
 			st.proxyErr = "rate_limited"

@@ -301,7 +301,7 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 			MaxBodyBytes:   r.MaxBodyBytes,
 			Lists:          listMode(r.Lists),
 			Sessions: middleware.SessionConfig{
-				Max: r.Sessions.Max, PerPrincipal: r.Sessions.PerPrincipal, IdleTimeout: r.Sessions.IdleTimeout,
+				Max: r.Sessions.Max, PerPrincipal: r.Sessions.PerPrincipal, IdleTimeout: r.Sessions.IdleTimeout, BindClient: r.Sessions.BindClient,
 				Store: px.cfg.OwnerStore,
 			},
 			// The proxy logs every decision itself (log.go); the

@@ -132,7 +132,9 @@ func newLimiter(rl RateLimit, c counter, now func() time.Time) *limiter {
 	return l
 }
 
-// allow counts a request of principal (route, principal ID) calling tool
+// allow counts a request of principal (route, and the principal's UserID:
+// its user, whatever client it uses, so that client IDs chosen at will do
+// not multiply a limit) calling tool
 // ("" for another method) and returns the Retry-After of a refusal, or
 // an error when the counters failed.
 func (l *limiter) allow(ctx context.Context, route, principal, tool string) (retryAfter time.Duration, err error) {
