@@ -99,6 +99,7 @@ type ClientCredentialsConfig struct {
 type ClientCredentials struct {
 	cfg    ClientCredentialsConfig
 	signer jose.Signer // nil unless private_key_jwt
+	public bool        // no client authentication (WorkloadIdentity)
 }
 
 var _ Authorizer = (*ClientCredentials)(nil)
@@ -189,6 +190,18 @@ func (c *ClientCredentials) algorithm() string {
 // an [*Error] of reason "authorize" and the *oauth2.RetrieveError
 // (errors.As), whose body the error text does not repeat.
 func (c *ClientCredentials) Authorize(ctx context.Context, req AuthorizeRequest) (oauth2.TokenSource, error) {
+	return c.authorize(ctx, req, nil)
+}
+
+// tokenGrant returns the grant parameters (grant_type and what it needs)
+// of one token request at the authorization server md, replacing the
+// client credentials grant. It runs for every token request, so that an
+// assertion is never presented twice.
+type tokenGrant func(ctx context.Context, md *asmeta.Metadata, req *AuthorizeRequest) (url.Values, error)
+
+// authorize is Authorize with the grant of each token request: the client
+// credentials grant when grant is nil.
+func (c *ClientCredentials) authorize(ctx context.Context, req AuthorizeRequest, grant tokenGrant) (oauth2.TokenSource, error) {
 	if req.ResourceMetadata == nil || len(req.ResourceMetadata.AuthorizationServers) == 0 {
 		return nil, fmt.Errorf("%w: no authorization server", errAuthorize)
 	}
@@ -205,6 +218,9 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req AuthorizeRequest)
 	}
 	if err := checkEndpoint("token_endpoint", md.TokenEndpoint); err != nil {
 		return nil, fmt.Errorf("%w: %w", errAuthorize, err)
+	}
+	if grant != nil && len(md.GrantTypesSupported) > 0 && !slices.Contains(md.GrantTypesSupported, grantTypeJWTBearer) {
+		return nil, fmt.Errorf("%w: the authorization server does not support the JWT bearer grant", errAuthorize)
 	}
 	method, err := c.method(md)
 	if err != nil {
@@ -239,7 +255,7 @@ func (c *ClientCredentials) Authorize(ctx context.Context, req AuthorizeRequest)
 	}
 	// Later token requests outlive this request's context: detach it,
 	// keeping its values.
-	src := &ccSource{c: c, cc: cc, audience: md.Issuer, hc: hc, ctx: context.WithoutCancel(ctx)}
+	src := &ccSource{c: c, cc: cc, audience: md.Issuer, hc: hc, ctx: context.WithoutCancel(ctx), grant: grant, md: md, req: req}
 	tok, err := src.token(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errAuthorize, err)
@@ -263,6 +279,9 @@ func (e tokenError) Unwrap() error { return e.err }
 
 // method picks the client authentication method for md.
 func (c *ClientCredentials) method(md *asmeta.Metadata) (string, error) {
+	if c.public {
+		return "none", nil
+	}
 	supported := md.TokenEndpointAuthMethodsSupported
 	if len(supported) == 0 {
 		supported = []string{authClientSecretBasic} // RFC 8414 §2 default
@@ -293,6 +312,9 @@ type ccSource struct {
 	audience string
 	hc       *http.Client
 	ctx      context.Context
+	grant    tokenGrant // nil: the client credentials grant
+	md       *asmeta.Metadata
+	req      AuthorizeRequest
 }
 
 // Token obtains a new token. A failure of the token endpoint is a
@@ -301,18 +323,29 @@ func (s *ccSource) Token() (*oauth2.Token, error) { return s.token(s.ctx) }
 
 func (s *ccSource) token(ctx context.Context) (*oauth2.Token, error) {
 	cc := s.cc
-	if s.c.signer != nil {
-		a, err := s.c.assertion(s.audience)
-		if err != nil {
-			return nil, err
-		}
+	if s.c.signer != nil || s.grant != nil {
 		cp := *cc
 		cp.EndpointParams = url.Values{}
 		for k, v := range cc.EndpointParams {
 			cp.EndpointParams[k] = v
 		}
-		cp.EndpointParams.Set("client_assertion_type", clientAssertionType)
-		cp.EndpointParams.Set("client_assertion", a)
+		if s.grant != nil {
+			g, err := s.grant(ctx, s.md, &s.req)
+			if err != nil {
+				return nil, err
+			}
+			for k, v := range g { // clientcredentials lets grant_type be replaced
+				cp.EndpointParams[k] = v
+			}
+		}
+		if s.c.signer != nil {
+			a, err := s.c.assertion(s.audience)
+			if err != nil {
+				return nil, err
+			}
+			cp.EndpointParams.Set("client_assertion_type", clientAssertionType)
+			cp.EndpointParams.Set("client_assertion", a)
+		}
 		cc = &cp
 	}
 	// x/oauth2 takes its HTTP client from the context.

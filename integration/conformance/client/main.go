@@ -7,7 +7,10 @@
 // It connects with the go-sdk client over client.Transport, which reads
 // the challenges and the protected-resource metadata, and an Authorizer:
 // client.ClientCredentials for the client credentials extension's
-// scenarios, and otherwise a small authorization code flow with PKCE on
+// scenarios, client.IDJAG for enterprise-managed authorization (the
+// scenario's ID token exchanged at its IdP), client.WorkloadIdentity for
+// workload identity federation (its valid_jwt), and otherwise a small
+// authorization code flow with PKCE on
 // golang.org/x/oauth2 and asmeta (authorization-server discovery, pre-
 // registered, CIMD or dynamic registration per issuer, RFC 9207 iss
 // checks). The suite's servers run on loopback, so every fetch goes
@@ -96,6 +99,30 @@ func run(ctx context.Context, serverURL, scenario string, sc map[string]any) err
 			return err
 		}
 		authz = cc
+	case "auth/enterprise-managed-authorization":
+		idToken := str(sc, "idp_id_token")
+		a, err := client.NewIDJAG(client.IDJAGConfig{
+			Client: client.ClientCredentialsConfig{
+				ClientID: str(sc, "client_id"), ClientSecret: str(sc, "client_secret"),
+				AnyIssuer: true, DiscoveryHTTPClient: loopback,
+			},
+			IdPTokenURL: str(sc, "idp_token_endpoint"), IdPClientID: str(sc, "idp_client_id"),
+			IdentityAssertion: func(context.Context) (string, error) { return idToken, nil },
+		})
+		if err != nil {
+			return err
+		}
+		authz = a
+	case "auth/wif-jwt-bearer":
+		jwt := str(sc, "valid_jwt")
+		a, err := client.NewWorkloadIdentity(client.WorkloadIdentityConfig{
+			Token:     func(context.Context) (string, error) { return jwt, nil },
+			AnyIssuer: true, DiscoveryHTTPClient: loopback,
+		})
+		if err != nil {
+			return err
+		}
+		authz = a
 	default:
 		authz = &codeFlow{
 			hc:       loopback,
