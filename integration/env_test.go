@@ -25,6 +25,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/mcpguard/mcpguard/authtest"
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
@@ -81,6 +82,9 @@ type envConfig struct {
 	// (proxy_test.go): clients see the proxy's URL, whose policy mirrors
 	// the example's, and the example trusts only the proxy's assertions.
 	viaProxy bool
+	// alsoTrust, if set, is a second issuer the MCP server (or the proxy)
+	// trusts beside the authorization server (sessionuser_test.go).
+	alsoTrust *authtest.Issuer
 }
 
 // env is one example MCP server and its development authorization server,
@@ -209,8 +213,12 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		t.Fatalf("jwks.New: %v", err)
 	}
 	t.Cleanup(func() { keys.Close() })
+	issuers := []validate.Issuer{{Issuer: trusted, Keys: keys}}
+	if cfg.alsoTrust != nil && !cfg.viaProxy {
+		issuers = append(issuers, validate.Issuer{Issuer: cfg.alsoTrust.URL, Keys: &validate.StaticKeys{Set: cfg.alsoTrust.Keys()}})
+	}
 	v, err := validate.New(validate.Config{
-		Issuers:           []validate.Issuer{{Issuer: trusted, Keys: keys}},
+		Issuers:           issuers,
 		Audiences:         []string{audience},
 		TenantClaim:       "tenant",
 		AllowConfirmation: dp != middleware.DPoPOff,

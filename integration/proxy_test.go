@@ -17,8 +17,12 @@ import (
 func startProxy(t *testing.T, ts *httptest.Server, resource, upstream, issuer string, cfg envConfig) *proxy.Proxy {
 	t.Helper()
 	dp := map[middleware.DPoPPolicy]string{middleware.DPoPOff: "off", middleware.DPoPAllowed: "allowed", middleware.DPoPRequired: "required"}[cfg.dpop]
+	issuers := []string{issuer}
+	if cfg.alsoTrust != nil {
+		issuers = append(issuers, cfg.alsoTrust.URL)
+	}
 	px, err := proxy.New(proxy.Config{Routes: []proxy.Route{{
-		Resource: resource, Upstream: upstream, Issuers: []string{issuer}, Scopes: []string{baseScope},
+		Resource: resource, Upstream: upstream, Issuers: issuers, Scopes: []string{baseScope},
 		Operations: proxy.Operations{
 			Tools: map[string][]string{server.ToolWhoami: nil, server.ToolNotesList: {server.ScopeNotesRead}, server.ToolNotesWrite: {server.ScopeNotesWrite}},
 			Public: proxy.PublicOperations{
