@@ -15,6 +15,7 @@ func TestDeps(t *testing.T) {
 		Direct: true,
 		Allowed: []string{
 			deptest.Module + "/proxy", deptest.Module + "/devas", deptest.Module + "/otelguard", deptest.Module + "/internal/proxyinspect", deptest.Module + "/internal/devmint",
+			deptest.Module + "/middleware", deptest.Module + "/validate/dpop", // the stores shared across reloads
 			"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/propagation",
 			"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp", "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp",
 			"go.opentelemetry.io/otel/sdk/metric", "go.opentelemetry.io/otel/sdk/resource", "go.opentelemetry.io/otel/sdk/trace",

@@ -17,7 +17,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcpguard/mcpguard/devas"
@@ -57,7 +59,7 @@ type options struct {
 	devAS                                    string
 	otlpEndpoint, otelService                string
 	check                                    bool
-	waitKeys, shutdown                       time.Duration
+	waitKeys, shutdown, watch                time.Duration
 	logLevel                                 slog.Level
 }
 
@@ -117,6 +119,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM `file` of the listener's certificate chain: serve HTTPS (TLS 1.2+), re-reading the files when they change")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM `file` of the listener's private key (with -tls-cert)")
 	fs.StringVar(&o.config, "config", "", "YAML configuration `file` (docs/proxy.md); replaces -upstream, -resource, -issuer, -scopes, -identity, -dpop, -allowed-origins, -assertion-key")
+	fs.DurationVar(&o.watch, "watch-config", 0, "also reload the -config file when its content changes, looking every `interval` (SIGHUP always reloads it); 0: off")
 	fs.BoolVar(&o.check, "check", false, "validate the configuration, print the effective policy, then any warnings, then the verdict, and exit (non-zero on an error, not on a warning)")
 	fs.StringVar(&o.devAS, "dev-as", "", "DEVELOPMENT ONLY: start the embedded authorization server on this loopback `host:port` (e.g. 127.0.0.1:9000) and trust it; instead of -issuer")
 	fs.DurationVar(&o.waitKeys, "wait-keys", o.waitKeys, "how long start-up waits for every issuer's first key set before failing with the cause; 0 starts at once")
@@ -173,6 +176,8 @@ type started struct {
 	Addr, Resource, Issuer string
 	Proxy                  *proxy.Proxy
 	DevAS                  *devas.Server
+	Reload                 func() error        // what SIGHUP does
+	Current                func() *proxy.Proxy // the generation serving
 }
 
 func run(ctx context.Context, o options, getenv func(string) string, stdout, stderr io.Writer, ready func(started)) error {
@@ -237,6 +242,7 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 			}
 		}
 	}
+	gens := &generations{path: o.config, getenv: getenv, waitKeys: o.waitKeys, log: logger, first: cfg}
 	cfg.Logger = logger
 	if o.otlpEndpoint == "" {
 		o.otlpEndpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -248,7 +254,6 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 			return err
 		}
 		tel = t
-		tel.config(&cfg)
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			defer cancel()
@@ -258,6 +263,13 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 		}()
 	}
 
+	gens.prepare = func(c *proxy.Config) {
+		c.Logger = logger
+		if tel != nil {
+			tel.config(c)
+		}
+	}
+	gens.prepare(&cfg)
 	if o.check {
 		return check(ctx, cfg, o.waitKeys, stdout)
 	}
@@ -313,11 +325,20 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 		go func() { _ = devSrv.Serve(dl) }()
 		defer devSrv.Close()
 	}
+	if o.config != "" {
+		gens.share(&cfg)
+		gens.loaded, _ = gens.readFile()
+	}
 	px, err := proxy.New(cfg)
 	if err != nil {
 		return err
 	}
-	defer px.Close()
+	gens.cur.Store(px)
+	defer func() {
+		for _, p := range gens.all() {
+			_ = p.Close()
+		}
+	}()
 	if o.waitKeys > 0 {
 		wctx, cancel := context.WithTimeout(ctx, o.waitKeys)
 		err := px.WaitReady(wctx)
@@ -326,9 +347,9 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 			return err
 		}
 	}
-	var h http.Handler = px
+	var h http.Handler = gens
 	if tel != nil {
-		h = tel.handler(px)
+		h = tel.handler(gens)
 	}
 	srv := newServer(h, logger)
 	scheme := "http"
@@ -341,8 +362,32 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 	errc := make(chan error, 1)
 	go func() { errc <- serve() }()
 	printBanner(stderr, scheme, ln.Addr().String(), cfg, px, dev)
+	reload := func(why string) error {
+		if o.config == "" {
+			logger.Warn("configuration reload: nothing to reload without -config", "trigger", why)
+			return errors.New("no -config")
+		}
+		return gens.reload(ctx, why)
+	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				_ = reload("SIGHUP")
+			}
+		}
+	}()
+	if o.watch > 0 && o.config != "" {
+		go gens.watch(ctx, o.watch)
+	}
 	if ready != nil {
-		st := started{Addr: ln.Addr().String(), Resource: cfg.Routes[0].Resource, Issuer: cfg.Routes[0].Issuers[0], Proxy: px, DevAS: dev}
+		st := started{Addr: ln.Addr().String(), Resource: cfg.Routes[0].Resource, Issuer: cfg.Routes[0].Issuers[0], Proxy: px, DevAS: dev,
+			Reload: func() error { return reload("test") }, Current: gens.cur.Load}
 		ready(st)
 	}
 	var serveErr error
@@ -354,8 +399,14 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 	// GET streams never end by themselves: end them now, cleanly (the
 	// client resumes elsewhere with Last-Event-ID); other answers get
 	// half the timeout to finish, then are ended too.
-	px.EndStreams(false)
-	t := time.AfterFunc(o.shutdown/2, func() { px.EndStreams(true) })
+	for _, p := range gens.all() {
+		p.EndStreams(false)
+	}
+	t := time.AfterFunc(o.shutdown/2, func() {
+		for _, p := range gens.all() {
+			p.EndStreams(true)
+		}
+	})
 	defer t.Stop()
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), o.shutdown)
 	defer cancel()
