@@ -52,16 +52,10 @@
 // context derives from the request, and the same TokenInfo reaches
 // req.Extra.
 //
-// # Lists shown by the operation policy
+// # Lists
 //
-// After [Adapter.Install], tools/list, prompts/list, resources/list and
-// resources/templates/list answers are shown as middleware.Config.Lists
-// says ([middleware.Middleware.ListEntry], docs/policy.md "Lists"): by
-// default (ListAnnotate) every entry a client could obtain, each with
-// _meta.securitySchemes naming the scopes its call needs (SEP-1488); with
-// ListHide only what the request's principal may call; with ListOff as the
-// go-sdk answers. In every mode an entry no token could reach is left out,
-// and the result is marked cacheScope "private". The go-sdk's Tool type has
-// no top-level securitySchemes field, so the annotation is in _meta only.
-// Lists only show; every call is still checked by the middleware.
+// tools/list, prompts/list, resources/list and resources/templates/list
+// answers are shown as middleware.Config.Lists says by the middleware
+// itself, for every server behind Middleware.Handler (docs/policy.md
+// "Lists"); the adapter has no part in it.
 package gosdk

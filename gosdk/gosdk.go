@@ -157,9 +157,8 @@ func Principal(req mcp.Request) (*middleware.Principal, bool) {
 // handler, and
 // so every tool, prompt and resource handler, gets a context carrying the
 // principal of its own request ([middleware.PrincipalFromContext]), or no
-// principal at all. It also shows list answers (tools, prompts, resources
-// and resource templates) as middleware.Config.Lists says, entry by entry
-// ([middleware.Middleware.ListEntry]).
+// principal at all. (List answers are shown as middleware.Config.Lists
+// says by the middleware itself, for every server.)
 // Call it once per server, before serving, and after adding other
 // receiving middleware: the go-sdk runs the last added first, so those
 // run inside it and see the principal too.
@@ -171,10 +170,6 @@ func (a *Adapter) receive(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		p, _ := Principal(req)
 		ctx = middleware.ContextWithPrincipal(ctx, p) // nil p: no principal
-		res, err := next(ctx, method, req)
-		if err != nil {
-			return res, err
-		}
-		return a.rewriteList(p, method, res), nil
+		return next(ctx, method, req)
 	}
 }

@@ -192,17 +192,19 @@ func TestPublicOperations(t *testing.T) {
 	}
 }
 
-// TestLists: tools/list, prompts/list, resources/list and
+// TestLists: with a real go-sdk server (stateless and JSON, stateful and
+// SSE) behind the adapter, tools/list, prompts/list, resources/list and
 // resources/templates/list answer, in each mode of middleware.Config.Lists,
-// what middleware.ListEntry decides: annotate lists everything with its
+// what the middleware's answer layer shows: annotate lists everything with its
 // scopes in _meta.securitySchemes (noauth for the public tool), hide only
 // what the principal may call, off everything without annotation.
 func TestLists(t *testing.T) {
 	t.Parallel()
 	// list returns "name=scheme[scopes]" for each entry, sorted.
-	list := func(t *testing.T, f *fixture, method, token, field, key string) []string {
+	list := func(t *testing.T, f *fixture, method, token, sid, field, key string) []string {
 		t.Helper()
-		r := f.do(t, http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"`+method+`"}`, token, "", "MCP-Protocol-Version", legacyRev)
+		hdr := []string{"MCP-Protocol-Version", legacyRev}
+		r := f.do(t, http.MethodPost, `{"jsonrpc":"2.0","id":5,"method":"`+method+`"}`, token, sid, hdr...)
 		var res map[string]json.RawMessage
 		if r.status != http.StatusOK || json.Unmarshal(r.rpc.Result, &res) != nil {
 			t.Fatalf("%s: %d %s", method, r.status, r.body)
@@ -215,7 +217,10 @@ func TestLists(t *testing.T) {
 			URI  string `json:"uri"`
 			Tmpl string `json:"uriTemplate"`
 			Meta struct {
-				Schemes []middleware.SecurityScheme `json:"securitySchemes"`
+				Schemes []struct {
+					Type   string   `json:"type"`
+					Scopes []string `json:"scopes"`
+				} `json:"securitySchemes"`
 			} `json:"_meta"`
 		}
 		if err := json.Unmarshal(res[field], &items); err != nil {
@@ -266,24 +271,33 @@ func TestLists(t *testing.T) {
 			[]string{"file:///admin", "file:///readme"}, []string{"file:///vault/{name}", "file:///{name}"},
 		}},
 	} {
-		t.Run(tc.mode.String()+"/"+tc.name, func(t *testing.T) {
-			t.Parallel()
-			f := newFixture(t, fixtureConfig{stateless: true, lists: tc.mode})
-			token := tc.token(f)
-			for _, l := range []struct {
-				method, field, key string
-				want               []string
-			}{
-				{"tools/list", "tools", "name", tc.want.tools},
-				{"prompts/list", "prompts", "name", tc.want.prompts},
-				{"resources/list", "resources", "uri", tc.want.resrcs},
-				{"resources/templates/list", "resourceTemplates", "uriTemplate", tc.want.tmpls},
-			} {
-				if got := list(t, f, l.method, token, l.field, l.key); !slices.Equal(got, l.want) {
-					t.Errorf("%s = %q, want %q", l.method, got, l.want)
+		for _, stateless := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/%s/stateless=%t", tc.mode, tc.name, stateless), func(t *testing.T) {
+				t.Parallel()
+				f := newFixture(t, fixtureConfig{stateless: stateless, lists: tc.mode})
+				token := tc.token(f)
+				sid := ""
+				if !stateless {
+					sid = f.initialize(t, token)
+					if sid == "" {
+						t.Fatal("no session")
+					}
 				}
-			}
-		})
+				for _, l := range []struct {
+					method, field, key string
+					want               []string
+				}{
+					{"tools/list", "tools", "name", tc.want.tools},
+					{"prompts/list", "prompts", "name", tc.want.prompts},
+					{"resources/list", "resources", "uri", tc.want.resrcs},
+					{"resources/templates/list", "resourceTemplates", "uriTemplate", tc.want.tmpls},
+				} {
+					if got := list(t, f, l.method, token, sid, l.field, l.key); !slices.Equal(got, l.want) {
+						t.Errorf("%s = %q, want %q", l.method, got, l.want)
+					}
+				}
+			})
+		}
 	}
 }
 

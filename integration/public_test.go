@@ -27,7 +27,10 @@ func toolNames(t *testing.T, cs *mcp.ClientSession) []string {
 		n := tool.Name
 		if s, ok := tool.Meta["securitySchemes"]; ok {
 			b, _ := json.Marshal(s)
-			var schemes []middleware.SecurityScheme
+			var schemes []struct {
+				Type   string   `json:"type"`
+				Scopes []string `json:"scopes"`
+			}
 			if err := json.Unmarshal(b, &schemes); err != nil {
 				t.Fatalf("%s: securitySchemes %s", tool.Name, b)
 			}

@@ -67,7 +67,7 @@ func snippetGuard(g *mcpguard.Guard, srv *mcp.Server, mux *http.ServeMux) error 
 
 func snippetMCPGo(g *mcpguard.Guard, mcpServer *mcpgoserver.MCPServer, mux *http.ServeMux) error {
 	// --- docs/sdks.md: mark3labs/mcp-go
-	a, err := mcpgo.New(mcpgo.Config{Middleware: g.Middleware(), Server: mcpServer}) // Stateless: true for WithStateLess; lists shown as middleware.Config.Lists says
+	a, err := mcpgo.New(mcpgo.Config{Middleware: g.Middleware()}) // Stateless: true for WithStateLess
 	if err != nil {
 		return err
 	}

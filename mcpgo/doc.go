@@ -3,7 +3,7 @@
 // stateless. Import it only with mcp-go: middleware itself never depends
 // on an SDK.
 //
-//	a, err := mcpgo.New(mcpgo.Config{Middleware: m, Server: mcpServer})
+//	a, err := mcpgo.New(mcpgo.Config{Middleware: m})
 //	s := server.NewStreamableHTTPServer(mcpServer, a.Options()...) // a's options last
 //	mux.Handle("/mcp", m.Handler(a.Bind(s)))
 //
@@ -27,14 +27,11 @@
 // give every session-less GET stream the same (empty) session ID, shared
 // by every principal.
 //
-// # Lists shown by the operation policy
+// # Lists
 //
-// With Config.Server, [New] adds after-list hooks to that MCPServer so that
 // tools/list, prompts/list, resources/list and resources/templates/list
-// answers are shown as middleware.Config.Lists says
-// ([middleware.Middleware.ListEntry], docs/policy.md "Lists"): by default
-// every entry a client could obtain, with _meta.securitySchemes naming the
-// scopes its call needs (mcp-go's Tool has no top-level securitySchemes
-// field). The hooks run after mcp-go paginates, so under ListHide a page
-// may hold fewer entries than the page size.
+// answers are shown as middleware.Config.Lists says by the middleware
+// itself, for every server behind Middleware.Handler (docs/policy.md
+// "Lists"), after mcp-go paginates: under ListHide a page may hold fewer
+// entries than the page size.
 package mcpgo

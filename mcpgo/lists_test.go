@@ -21,7 +21,7 @@ import (
 )
 
 // listsFixture is a stateless mcp-go server with tools, prompts, resources
-// and templates behind the adapter, with Config.Server, in one list mode.
+// and templates behind the adapter, in one list mode.
 func listsFixture(t *testing.T, mode middleware.ListMode) *fixture {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
@@ -71,7 +71,7 @@ func listsFixture(t *testing.T, mode middleware.ListMode) *fixture {
 	ms.AddResource(mcp.NewResource("file:///readme", "readme"), read)
 	ms.AddResourceTemplate(mcp.NewResourceTemplate("file:///vault/{name}", "vault"), read)
 	ms.AddResourceTemplate(mcp.NewResourceTemplate("file:///{name}", "files"), read)
-	a, err := mcpgo.New(mcpgo.Config{Middleware: m, Stateless: true, Server: ms})
+	a, err := mcpgo.New(mcpgo.Config{Middleware: m, Stateless: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +84,7 @@ func listsFixture(t *testing.T, mode middleware.ListMode) *fixture {
 }
 
 // TestLists: with a real mcp-go server, the four lists answer in each mode
-// what middleware.ListEntry decides, annotated in _meta.securitySchemes,
+// what the middleware's answer layer shows, annotated in _meta.securitySchemes,
 // and a second request gets the same (mcp-go's registered values are not
 // modified).
 func TestLists(t *testing.T) {
@@ -111,7 +111,10 @@ func TestLists(t *testing.T) {
 			n, _ := it[key].(string)
 			if meta, ok := it["_meta"].(map[string]any); ok {
 				b, _ := json.Marshal(meta["securitySchemes"])
-				var schemes []middleware.SecurityScheme
+				var schemes []struct {
+					Type   string   `json:"type"`
+					Scopes []string `json:"scopes"`
+				}
 				_ = json.Unmarshal(b, &schemes)
 				for _, s := range schemes {
 					n += "=" + s.Type + fmt.Sprint(s.Scopes)

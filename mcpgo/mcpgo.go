@@ -28,15 +28,6 @@ type Config struct {
 	// Defaults to false: stateful sessions, each bound to the principal
 	// that created it by the middleware.
 	Stateless bool
-	// Server, if set, has its tools/list, prompts/list, resources/list
-	// and resources/templates/list answers shown as
-	// middleware.Config.Lists says: New adds after-list hooks to its
-	// hooks (see the package documentation, "Lists shown by the operation
-	// policy"). Create the adapter once per server, before serving, and
-	// after any server.WithHooks option, which would replace them. If nil,
-	// lists are as mcp-go answers them; every call is still checked by the
-	// middleware.
-	Server *server.MCPServer
 }
 
 // Adapter puts the middleware in front of an mcp-go StreamableHTTPServer.
@@ -51,11 +42,7 @@ func New(cfg Config) (*Adapter, error) {
 	if cfg.Middleware == nil {
 		return nil, fmt.Errorf("%w: no Middleware", ErrConfig)
 	}
-	a := &Adapter{m: cfg.Middleware, stateless: cfg.Stateless}
-	if cfg.Server != nil {
-		a.install(cfg.Server)
-	}
-	return a, nil
+	return &Adapter{m: cfg.Middleware, stateless: cfg.Stateless}, nil
 }
 
 // Options returns the mcp-go options the adapter needs: a session ID

@@ -167,8 +167,9 @@ type Config struct {
 	// Operations gives per-MCP-operation scopes. The zero value adds none.
 	Operations OperationPolicy
 
-	// Lists chooses what list answers show, applied by the SDK adapters
-	// and proxies through [Middleware.ListEntry]: [ListAnnotate] (the
+	// Lists chooses what list answers (tools/list, prompts/list,
+	// resources/list, resources/templates/list) show, applied by the
+	// middleware to every answer of the handler it wraps: [ListAnnotate] (the
 	// zero value: everything a client could obtain, annotated with the
 	// scopes it needs), [ListHide] (only what the token may call) or
 	// [ListOff]. In every mode, entries no token could reach are left

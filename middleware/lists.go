@@ -1,16 +1,20 @@
 package middleware
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+
+	rpcanswer "github.com/mcpguard/mcpguard/internal/answer"
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // ListMode chooses what the entries of list answers (tools/list,
 // prompts/list, resources/list, resources/templates/list) show:
-// Config.Lists. The SDK adapters (gosdk, mcpgo) and a proxy apply it
-// through [Middleware.ListEntry]; the middleware alone cannot, since it
-// never reads answers. Whatever the mode, an entry that no token could
-// ever reach is never listed (docs/policy.md, "Lists").
+// Config.Lists. The middleware applies it to every list answer, JSON or
+// SSE, whatever the server behind it (answers.go). Whatever the mode, an
+// entry that no token could ever reach is never listed (docs/policy.md,
+// "Lists").
 type ListMode int
 
 const (
@@ -64,35 +68,34 @@ func (l *ListMode) UnmarshalText(b []byte) error {
 	return nil
 }
 
-// SecurityScheme is one element of a securitySchemes array (SEP-1488):
+// securityScheme is one element of a securitySchemes array (SEP-1488):
 // {"type":"oauth2","scopes":[…]} for an operation that needs a token,
 // {"type":"noauth"} for a public one.
-type SecurityScheme struct {
+type securityScheme struct {
 	Type   string   `json:"type"`
 	Scopes []string `json:"scopes,omitempty"`
 }
 
-// SecurityScheme types.
+// securityScheme types.
 const (
 	schemeOAuth2 = "oauth2"
 	schemeNoAuth = "noauth"
 )
 
-// ListVerdict is [Middleware.ListEntry]'s decision about one list entry
-// for one principal. SecuritySchemes is shared with the middleware: do
-// not modify it.
-type ListVerdict struct {
-	// Listed reports whether the entry is shown.
-	Listed bool
-	// SecuritySchemes is the entry's annotation, nil under [ListOff]
-	// and when the entry is not listed: [{"type":"noauth"}] for a public
-	// operation, else [{"type":"oauth2","scopes":[…]}] with every scope
-	// the operation needs (base, method and the entry's own, as the 403
-	// of a call without them would name).
-	SecuritySchemes []SecurityScheme
+// listVerdict is listEntry's decision about one list entry for one
+// principal.
+type listVerdict struct {
+	// listed reports whether the entry is shown.
+	listed bool
+	// schemes is the JSON of the entry's annotation, shared: nil under
+	// ListOff and when the entry is not listed; [{"type":"noauth"}] for a
+	// public operation, else [{"type":"oauth2","scopes":[…]}] with every
+	// scope the operation needs (base, method and the entry's own, as the
+	// 403 of a call without them would name).
+	schemes []byte
 }
 
-// Lists answered per entry by [Middleware.ListEntry].
+// The entry lists (lists.go) the answer layer filters.
 const (
 	methodToolsList     = "tools/list"
 	methodPromptsList   = "prompts/list"
@@ -100,12 +103,38 @@ const (
 	methodTemplatesList = "resources/templates/list"
 )
 
-// ListEntry decides, for principal p (nil or anonymous: no token), how the
+// listKind is one entry list: its method, the result member holding its
+// entries, and the entry member naming each.
+type listKind struct {
+	method, member, key string
+	// read lists the result members the filter reads (case variants of
+	// them are refused).
+	read []string
+}
+
+var listKinds = [...]listKind{
+	{method: methodToolsList, member: "tools", key: "name", read: []string{"tools", memberCacheScope}},
+	{method: methodPromptsList, member: "prompts", key: "name", read: []string{"prompts", memberCacheScope}},
+	{method: methodResourcesList, member: "resources", key: "uri", read: []string{"resources", memberCacheScope}},
+	{method: methodTemplatesList, member: "resourceTemplates", key: "uriTemplate", read: []string{"resourceTemplates", memberCacheScope}},
+}
+
+// listKindOf returns the entry list of method, or nil.
+func listKindOf(method []byte) *listKind {
+	for i := range listKinds {
+		if string(method) == listKinds[i].method {
+			return &listKinds[i]
+		}
+	}
+	return nil
+}
+
+// listEntry decides, for principal p (nil or anonymous: no token), how the
 // list method list shows the entry name: a tool name ("tools/list"), a
 // prompt name ("prompts/list"), a resource URI ("resources/list") or a
 // URI template ("resources/templates/list"). It is the one reading of the
-// operation policy for lists, used by the gosdk and mcpgo adapters and by
-// proxies rewriting list answers, in the mode of Config.Lists:
+// operation policy for lists, applied by the answer layer to every list
+// answer (filterEntries), in the mode of Config.Lists:
 //
 //   - An entry no token could ever reach is never listed: refused by
 //     OperationPolicy.DenyUnlisted, a resource URI that cannot be put in
@@ -123,28 +152,28 @@ const (
 // rules matching its literal part (up to the first "{"): the exact and
 // prefix rules of that URI when the rest of the template only adds a
 // query or fragment ("{?…}", "{&…}", "{#…}"), otherwise the longest
-// prefix rule the literal part falls under, or no rule. ListEntry never
+// prefix rule the literal part falls under, or no rule. listEntry never
 // replaces the check at call time.
-func (m *Middleware) ListEntry(p *Principal, list, name string) ListVerdict {
+func (m *Middleware) listEntry(p *Principal, list, name string) listVerdict {
 	g, public, ok := m.entryGrant(list, name)
 	if !ok {
-		return ListVerdict{}
+		return listVerdict{}
 	}
 	schemes := noAuthSchemes
 	if !public {
 		schemes = g.op.schemes
 		permitted := p != nil && !p.Anonymous && m.missing(p.Scopes, g.op.scopes) == nil
 		if !permitted && (m.cfg.Lists == ListHide || !m.obtainable(g.op)) {
-			return ListVerdict{}
+			return listVerdict{}
 		}
 	}
 	if m.cfg.Lists == ListOff {
 		schemes = nil
 	}
-	return ListVerdict{Listed: true, SecuritySchemes: schemes}
+	return listVerdict{listed: true, schemes: schemes}
 }
 
-var noAuthSchemes = []SecurityScheme{{Type: schemeNoAuth}}
+var noAuthSchemes = schemesJSON(securityScheme{Type: schemeNoAuth})
 
 // entryGrant returns the grant of a call of the entry name of list, and
 // whether it is public; false when no token could reach it.
@@ -181,7 +210,7 @@ func (m *Middleware) obtainable(op *operation) bool {
 // template returns the grant of a resource template tmpl under one
 // method's resource rules (exact, prefix, unl as in [policy.resource]; mg
 // the method's grant): the rules its expansions match, read from its
-// literal part ([Middleware.ListEntry]).
+// literal part (listEntry).
 func (p *policy) template(tmpl string, mg *grant, exact map[string]*grant, prefix []prefixRule, unl *grant) (*grant, error) {
 	lit, rest, expr := strings.Cut(tmpl, "{")
 	if !expr || strings.ContainsAny(lit, "?#") || strings.HasPrefix(rest, "?") || strings.HasPrefix(rest, "&") || strings.HasPrefix(rest, "#") {
@@ -205,6 +234,212 @@ func (p *policy) template(tmpl string, mg *grant, exact map[string]*grant, prefi
 }
 
 // schemesOf returns the annotation of an operation needing scopes.
-func schemesOf(scopes []string) []SecurityScheme {
-	return []SecurityScheme{{Type: schemeOAuth2, Scopes: scopes}}
+func schemesOf(scopes []string) []byte {
+	return schemesJSON(securityScheme{Type: schemeOAuth2, Scopes: scopes})
+}
+
+// schemesJSON returns the JSON array of s.
+func schemesJSON(s securityScheme) []byte {
+	b, err := json.Marshal([]securityScheme{s})
+	if err != nil {
+		panic(err) // strings only: cannot fail
+	}
+	return b
+}
+
+// Members of list answers the filter reads and writes.
+const (
+	memberMeta       = "_meta"
+	memberSchemes    = "securitySchemes"
+	memberCacheScope = "cacheScope"
+)
+
+// entryRead lists the entry members the filter reads, by entry key.
+var entryRead = map[string][]string{
+	"name":        {"name", memberSchemes, memberMeta},
+	"uri":         {"uri", memberSchemes, memberMeta},
+	"uriTemplate": {"uriTemplate", memberSchemes, memberMeta},
+}
+
+// filterEntries returns result, the result of the answer's entry list
+// (t.entries), with each entry shown as listEntry decides for t's
+// principal: left out, or kept and, unless Config.Lists is ListOff,
+// annotated with the scopes its call needs (SEP-1488):
+// _meta.securitySchemes, and for a tool also its top-level
+// securitySchemes; the server's own annotation is replaced, its other
+// _meta members kept. An entry that is not an object or has no string
+// name (URI, template) cannot be decided and is left out. The result is
+// marked cacheScope "private" in every mode (it depends on the token: even
+// under ListOff, an entry needing a scope no authorization server
+// advertises is listed only to a token holding it), replacing the server's
+// own cacheScope (the go-sdk says "public"). A result
+// without its entries member is returned as it is; one whose entries are
+// not an array (or null) is refused.
+func (t *answerWriter) filterEntries(result []byte) ([]byte, error) {
+	k := t.entries
+	as, ae, cs, ce := -1, -1, -1, -1
+	err := t.m.json.MemberSpans(result, k.read, func(name []byte, s, e int) error {
+		switch string(name) {
+		case k.member:
+			as, ae = s, e
+		case memberCacheScope:
+			cs, ce = s, e
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if as < 0 {
+		return result, nil
+	}
+	arr := result[as:ae]
+	if string(arr) == "null" {
+		arr = []byte("[]")
+	}
+	elems, ok := strictjson.Elements(arr)
+	if !ok {
+		return nil, rpcanswer.ErrInvalid
+	}
+	read := entryRead[k.key]
+	out := make([]byte, 0, len(result)+len(elems)*48+32)
+	out = append(out, '{')
+	if cs < 0 {
+		out = append(out, `"`+memberCacheScope+`":"private",`...)
+	}
+	// The members before the entries, the entries, the members after,
+	// with cacheScope replaced where it is.
+	pos := 1
+	emit := func(s, e int, fn func([]byte) ([]byte, error)) error {
+		out = append(out, result[pos:s]...)
+		var err error
+		out, err = fn(out)
+		pos = e
+		return err
+	}
+	entries := func(out []byte) ([]byte, error) {
+		out = append(out, '[')
+		n := 0
+		for _, elem := range elems {
+			start := len(out)
+			if n > 0 {
+				out = append(out, ',')
+			}
+			kept, o, err := t.appendEntry(out, elem, read)
+			if err != nil {
+				return nil, err
+			}
+			if !kept {
+				out = out[:start]
+				continue
+			}
+			out = o
+			n++
+		}
+		return append(out, ']'), nil
+	}
+	private := func(out []byte) ([]byte, error) { return append(out, `"private"`...), nil }
+	if cs >= 0 && cs < as {
+		err = emit(cs, ce, private)
+	}
+	if err == nil {
+		err = emit(as, ae, entries)
+	}
+	if err == nil && cs > as {
+		err = emit(cs, ce, private)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append(out, result[pos:]...), nil
+}
+
+// appendEntry appends elem, one entry of t's list, to out as listEntry
+// shows it, or reports false when it is left out.
+func (t *answerWriter) appendEntry(out, elem []byte, read []string) (bool, []byte, error) {
+	if len(elem) == 0 || elem[0] != '{' {
+		return false, out, nil
+	}
+	k := t.entries
+	var name []byte
+	ms, me, ss, se := -1, -1, -1, -1
+	err := t.m.json.MemberSpans(elem, read, func(n []byte, s, e int) error {
+		switch string(n) {
+		case k.key:
+			name = elem[s:e]
+		case memberMeta:
+			ms, me = s, e
+		case memberSchemes:
+			ss, se = s, e
+		}
+		return nil
+	})
+	if err != nil {
+		return false, nil, err
+	}
+	str, ok := rpcanswer.String(name)
+	if !ok {
+		return false, out, nil
+	}
+	v := t.m.listEntry(t.p, k.method, str)
+	if !v.listed {
+		return false, out, nil
+	}
+	js := v.schemes
+	if js == nil {
+		return true, append(out, elem...), nil
+	}
+	tool := k.method == methodToolsList
+	out = append(out, '{')
+	if tool && ss < 0 {
+		out = append(append(append(out, `"`+memberSchemes+`":`...), js...), ',')
+	}
+	if ms < 0 {
+		out = append(append(append(out, `"`+memberMeta+`":{"`+memberSchemes+`":`...), js...), "},"...)
+	}
+	pos := 1
+	if tool && ss >= 0 && ss < ms {
+		out = append(append(out, elem[pos:ss]...), js...)
+		pos = se
+	}
+	if ms >= 0 {
+		out = append(out, elem[pos:ms]...)
+		if out, err = t.appendMeta(out, elem[ms:me], js); err != nil {
+			return false, nil, err
+		}
+		pos = me
+	}
+	if tool && ss >= 0 && ss > ms {
+		out = append(append(out, elem[pos:ss]...), js...)
+		pos = se
+	}
+	return true, append(out, elem[pos:]...), nil
+}
+
+// appendMeta appends an entry's _meta value meta with securitySchemes set
+// to js (a _meta that is not an object is replaced).
+func (t *answerWriter) appendMeta(out, meta, js []byte) ([]byte, error) {
+	if meta[0] != '{' {
+		return append(append(append(out, `{"`+memberSchemes+`":`...), js...), '}'), nil
+	}
+	ss, se, n := -1, -1, 0
+	err := t.m.json.MemberSpans(meta, []string{memberSchemes}, func(name []byte, s, e int) error {
+		n++
+		if string(name) == memberSchemes {
+			ss, se = s, e
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if ss >= 0 {
+		out = append(append(out, meta[:ss]...), js...)
+		return append(out, meta[se:]...), nil
+	}
+	out = append(append(out, `{"`+memberSchemes+`":`...), js...)
+	if n == 0 {
+		return append(out, '}'), nil
+	}
+	return append(append(out, ','), meta[1:]...), nil
 }

@@ -1,6 +1,7 @@
 package middleware
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -99,7 +100,7 @@ func authorized(m *Middleware, e listEntryCase, token string) bool {
 }
 
 // TestListEntryDifferential reads the one policy twice, through
-// Middleware.ListEntry and through Middleware.Handler, and checks for every
+// Middleware.listEntry and through Middleware.Handler, and checks for every
 // policy variant, mode, token and entry that: no mode lists an entry that
 // no token could reach (a token holding every scope of scopes_supported,
 // no token for a public entry, and the current token are all refused its
@@ -131,28 +132,28 @@ func TestListEntryDifferential(t *testing.T) {
 				for _, mode := range []ListMode{ListAnnotate, ListHide, ListOff} {
 					f := base.with(t, func(c *Config) { pol.mutate(c); c.Lists = mode })
 					for i, p := range principals {
-						v := f.m.ListEntry(p, e.list, e.name)
+						v := f.m.listEntry(p, e.list, e.name)
 						// A token holding a scope outside scopes_supported
 						// reaches what needs it.
 						reachable := obtainable || tokens[i] != "" && authorized(ref.m, e, tokens[i])
 						checked++
-						if v.Listed && !reachable {
+						if v.listed && !reachable {
 							t.Errorf("%s %s %q token %v: listed, but no token reaches it", mode, e.list, e.name, listTokens[i])
 						}
-						if mode != ListHide && v.Listed != reachable {
-							t.Errorf("%s %s %q token %v: listed %t, reachable %t", mode, e.list, e.name, listTokens[i], v.Listed, reachable)
+						if mode != ListHide && v.listed != reachable {
+							t.Errorf("%s %s %q token %v: listed %t, reachable %t", mode, e.list, e.name, listTokens[i], v.listed, reachable)
 						}
 						if mode == ListHide {
-							if ok := authorized(f.m, e, tokens[i]); v.Listed != ok {
-								t.Errorf("hide %s %q token %v: listed %t, Handler authorizes %t", e.list, e.name, listTokens[i], v.Listed, ok)
+							if ok := authorized(f.m, e, tokens[i]); v.listed != ok {
+								t.Errorf("hide %s %q token %v: listed %t, Handler authorizes %t", e.list, e.name, listTokens[i], v.listed, ok)
 							}
 						}
-						if mode == ListOff && v.SecuritySchemes != nil || v.Listed != (v.SecuritySchemes != nil) && mode != ListOff {
-							t.Errorf("%s %s %q: schemes %v for listed %t", mode, e.list, e.name, v.SecuritySchemes, v.Listed)
+						if mode == ListOff && v.schemes != nil || v.listed != (v.schemes != nil) && mode != ListOff {
+							t.Errorf("%s %s %q: schemes %s for listed %t", mode, e.list, e.name, v.schemes, v.listed)
 						}
 					}
 					if mode == ListAnnotate {
-						checkAnnotation(t, f, e, f.m.ListEntry(nil, e.list, e.name))
+						checkAnnotation(t, f, e, f.m.listEntry(nil, e.list, e.name))
 					}
 				}
 			}
@@ -165,15 +166,16 @@ func TestListEntryDifferential(t *testing.T) {
 
 // checkAnnotation checks that the annotation of e names exactly what its
 // call needs.
-func checkAnnotation(t *testing.T, f *fixture, e listEntryCase, v ListVerdict) {
+func checkAnnotation(t *testing.T, f *fixture, e listEntryCase, v listVerdict) {
 	t.Helper()
-	if !v.Listed {
+	if !v.listed {
 		return
 	}
-	if len(v.SecuritySchemes) != 1 {
-		t.Fatalf("%s %q: schemes %v", e.list, e.name, v.SecuritySchemes)
+	var schemes []securityScheme
+	if err := json.Unmarshal(v.schemes, &schemes); err != nil || len(schemes) != 1 {
+		t.Fatalf("%s %q: schemes %s", e.list, e.name, v.schemes)
 	}
-	s := v.SecuritySchemes[0]
+	s := schemes[0]
 	if s.Type == schemeNoAuth {
 		if !authorized(f.m, e, "") {
 			t.Errorf("%s %q: noauth, but refused without a token", e.list, e.name)
@@ -222,7 +224,7 @@ func TestListModeText(t *testing.T) {
 // listed.
 func TestListEntryUnknownList(t *testing.T) {
 	f := newFixture(t, func(c *Config) { c.Metadata.ScopesSupported = nil })
-	if v := f.m.ListEntry(nil, "tasks/list", "x"); v.Listed {
+	if v := f.m.listEntry(nil, "tasks/list", "x"); v.listed {
 		t.Errorf("tasks/list entry listed: %+v", v)
 	}
 }
@@ -261,10 +263,14 @@ func TestListEntryExamples(t *testing.T) {
 			return p.name == tc.policy
 		})
 		f := base.with(t, listPolicies[i].mutate)
-		v := f.m.ListEntry(nil, tc.e.list, tc.e.name)
+		v := f.m.listEntry(nil, tc.e.list, tc.e.name)
 		got := ""
-		if v.Listed {
-			got = fmt.Sprintf("%s%v", v.SecuritySchemes[0].Type, v.SecuritySchemes[0].Scopes)
+		if v.listed {
+			var s []securityScheme
+			if err := json.Unmarshal(v.schemes, &s); err != nil {
+				t.Fatal(err)
+			}
+			got = fmt.Sprintf("%s%v", s[0].Type, s[0].Scopes)
 		}
 		if got != tc.want {
 			t.Errorf("%s: %s %q: got %q, want %q", tc.policy, tc.e.list, tc.e.name, got, tc.want)

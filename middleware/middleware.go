@@ -16,28 +16,28 @@ import (
 // is safe for concurrent use and holds no per-request state except the
 // step-up counters.
 type Middleware struct {
-	cfg          Config
-	metadataURL  string
-	metadata     *published // published.go
-	pathInserted string
-	rootPath     string
-	realm        string
-	origins      originPolicy
-	policy       policy
-	implies      map[string]map[string]struct{}
-	answers      [numKinds]answer
-	log          *slog.Logger
-	onDecision   func(context.Context, Decision)
-	refusals     refusalSampler  // logging.go
-	dpop         *dpopState      // nil when DPoP is off (dpop.go)
-	pending      *pendingSet     // nil when the step-up bound is disabled
-	public       *publicSet      // nil: no public operation
-	json         strictjson.Pool // the body peek's tokenizer buffers
-	sessions     *sessions       // session binding (session.go)
-	tasks        OwnerStore      // task owners, kind kindTask (tasks.go)
-	taskWriters  taskWriterPool
-	inflight     *inflightTable // requests being served, for cancellation (inflight.go)
-	events       *eventTable    // event IDs sent without a session, for Last-Event-ID (events.go)
+	cfg           Config
+	metadataURL   string
+	metadata      *published // published.go
+	pathInserted  string
+	rootPath      string
+	realm         string
+	origins       originPolicy
+	policy        policy
+	implies       map[string]map[string]struct{}
+	answers       [numKinds]answer
+	log           *slog.Logger
+	onDecision    func(context.Context, Decision)
+	refusals      refusalSampler   // logging.go
+	dpop          *dpopState       // nil when DPoP is off (dpop.go)
+	pending       *pendingSet      // nil when the step-up bound is disabled
+	public        *publicSet       // nil: no public operation
+	json          strictjson.Pool  // the body peek's tokenizer buffers
+	sessions      *sessions        // session binding (session.go)
+	tasks         OwnerStore       // task owners, kind kindTask (tasks.go)
+	answerWriters answerWriterPool // the answer layer (answers.go)
+	inflight      *inflightTable   // requests being served, for cancellation (inflight.go)
+	events        *eventTable      // event IDs sent without a session, for Last-Event-ID (events.go)
 }
 
 // New validates cfg and returns a Middleware. All parsing happens here:

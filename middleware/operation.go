@@ -14,10 +14,10 @@ var errNonCanonicalURI = fmt.Errorf("%w: resource URI is not in canonical form",
 
 // operation is the precomputed authorization of one kind of request.
 type operation struct {
-	scopes    []string         // required: base, method, then specific; no duplicates
-	key       string           // sorted scopes joined by " ", for step-up counting
-	challenge string           // the operation-only 403 WWW-Authenticate value
-	schemes   []SecurityScheme // its list annotation (lists.go)
+	scopes    []string // required: base, method, then specific; no duplicates
+	key       string   // sorted scopes joined by " ", for step-up counting
+	challenge string   // the operation-only 403 WWW-Authenticate value
+	schemes   []byte   // its list annotation, JSON (lists.go)
 }
 
 // grant is an operation together with the labels a [Decision] reports

@@ -359,9 +359,9 @@ func (m *Middleware) servePublic(w http.ResponseWriter, r *http.Request, next ht
 // anonymous and holds the scopes (Config.Scopes, the method's and the
 // name's, with Config.ScopeImplies). An unlisted name is refused under
 // OperationPolicy.DenyUnlisted, and a non-canonical URI while resource
-// rules exist. A nil p counts as anonymous. List answers use
-// [Middleware.ListEntry], which agrees with it under [ListHide]; it never
-// replaces the check at call time.
+// rules exist. A nil p counts as anonymous. List answers are shown by the
+// same reading of the policy, which agrees with it under [ListHide]; it
+// never replaces the check at call time.
 func (m *Middleware) Permits(p *Principal, method, name string) bool {
 	msg := message{method: stringField(method)}
 	switch method {

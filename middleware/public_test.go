@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -22,19 +23,47 @@ var testPublic = PublicOperations{
 	Resources: []string{"file:///public/readme"},
 }
 
-// principalProbe answers 200 with "anonymous", the subject, or "none".
+// principalProbe answers 200 with a JSON-RPC response to the request
+// (its id echoed) whose result names "anonymous", the subject, or "none"
+// (read back by probed).
 func principalProbe() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, ok := PrincipalFromContext(r.Context())
+		who := "none"
 		switch {
 		case !ok:
-			w.Write([]byte("none"))
 		case p.Anonymous:
-			w.Write([]byte("anonymous:" + p.ID()))
+			who = "anonymous:" + p.ID()
 		default:
-			w.Write([]byte("sub:" + p.Subject))
+			who = "sub:" + p.Subject
 		}
+		var req struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if r.Body != nil {
+			_ = json.NewDecoder(r.Body).Decode(&req)
+		}
+		if req.ID == nil {
+			req.ID = json.RawMessage("null")
+		}
+		out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": req.ID, "result": map[string]string{"principal": who}})
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(out)
 	})
+}
+
+// probed returns the principal a principalProbe answer names, or body
+// itself when it is not one.
+func probed(body string) string {
+	var v struct {
+		Result struct {
+			Principal string `json:"principal"`
+		} `json:"result"`
+	}
+	if json.Unmarshal([]byte(body), &v) != nil || v.Result.Principal == "" {
+		return body
+	}
+	return v.Result.Principal
 }
 
 func TestPublicOperations(t *testing.T) {
@@ -119,7 +148,7 @@ func TestPublicOperations(t *testing.T) {
 					t.Errorf("WWW-Authenticate = %q, want %q", got, c.wwwAuth)
 				}
 			}
-			if c.body != "" && w.Body.String() != c.body {
+			if c.body != "" && probed(w.Body.String()) != c.body {
 				t.Errorf("body %q, want %q", w.Body, c.body)
 			}
 		})

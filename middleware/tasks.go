@@ -2,15 +2,12 @@ package middleware
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	rpcanswer "github.com/mcpguard/mcpguard/internal/answer"
@@ -167,168 +164,12 @@ func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Princi
 	return true
 }
 
-// serveNext runs next for an authorized request, reading its answer for
-// the task binding: a request that may create a task, and tasks/list, have
-// their JSON or SSE answer read; every other GET and POST has its SSE
-// answer filtered of other principals' task notifications (a JSON answer
-// carries only the response and passes untouched). The per-request writer
-// comes from a free list, so an ordinary request allocates nothing here.
-//
-// It then runs the session binding's serveSession with msg.sid, the
-// session ID bindSession accepted. p.grant is the
-// request's operation.
-func (m *Middleware) serveNext(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, msg *message) {
-	sid := msg.sid
-	if r.Method != http.MethodPost && r.Method != http.MethodGet {
-		m.serveSession(w, r, next, p, sid)
-		return
-	}
-	tw := m.taskWriters.get()
-	tw.m, tw.ctx, tw.p, tw.hdr = m, r.Context(), p, r.Header
-	opts := rpcanswer.Options{SSEOnly: true}
-	switch {
-	case !msg.method.present:
-	case msg.task || msg.tasksExt:
-		tw.create, tw.scopes, tw.reqID = true, p.grant.op.key, msg.id
-		opts.SSEOnly = false
-	case string(msg.method.v) == methodTasksList:
-		tw.list = true
-		opts.SSEOnly, opts.RefuseOther = false, true
-	}
-	if !opts.SSEOnly {
-		// The answer must be read: ask for it uncompressed (a compressed
-		// one is unreadable, hence 502). r is the middleware's own copy;
-		// its header map is the caller's, so it is copied first.
-		if _, ok := r.Header["Accept-Encoding"]; ok {
-			r.Header = r.Header.Clone()
-			r.Header.Del("Accept-Encoding")
-		}
-	}
-	if sid == "" {
-		// Without a session, the IDs of its events are bound here
-		// (events.go).
-		opts.EventIDs, tw.path = tw, r.URL.Path
-	}
-	tw.aw.Reset(w, tw, opts)
-	m.serveSession(&tw.aw, r, next, p, sid)
-	if err := tw.aw.Finish(); err != nil {
-		m.log.LogAttrs(r.Context(), slog.LevelWarn, "middleware: answer filtered for task binding",
-			slog.String("error", err.Error()), slog.String("path", r.URL.Path))
-	}
-	m.taskWriters.put(tw)
-}
-
-// taskWriter reads one answer for the task binding (an rpcanswer.Rewriter).
-type taskWriter struct {
-	aw     rpcanswer.Writer
-	m      *Middleware
-	ctx    context.Context
-	p      *Principal
-	hdr    http.Header
-	owner  string // taskOwner, computed when first needed
-	known  bool   // owner is computed
-	create bool   // the request may create a task: record the one its response creates
-	list   bool   // tasks/list: its answer must be read
-	scopes string // the creating request's scope key
-	reqID  []byte
-	path   string // the request's path, when its event IDs are recorded
-	env    rpcanswer.Message
-}
-
-// EventID implements rpcanswer.EventIDRecorder: the answer to a request
-// without a session sends an event with this ID (events.go).
-func (t *taskWriter) EventID(id []byte) {
-	t.m.events.record(t.path, id, t.ownerKey())
-}
-
-// taskWriterPool is a short free list of taskWriters.
-type taskWriterPool struct {
-	mu   sync.Mutex
-	free []*taskWriter
-}
-
-func (tp *taskWriterPool) get() *taskWriter {
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	if n := len(tp.free); n > 0 {
-		tw := tp.free[n-1]
-		tp.free = tp.free[:n-1]
-		return tw
-	}
-	return new(taskWriter)
-}
-
-func (tp *taskWriterPool) put(tw *taskWriter) {
-	// Keep the answer writer's buffers, drop the request's state.
-	tw.m, tw.ctx, tw.p, tw.hdr, tw.reqID = nil, nil, nil, nil, nil
-	tw.owner, tw.scopes, tw.path, tw.known, tw.create, tw.list = "", "", "", false, false, false
-	tw.env = rpcanswer.Message{}
-	tp.mu.Lock()
-	defer tp.mu.Unlock()
-	if len(tp.free) < maxFreeTaskWrite {
-		tp.free = append(tp.free, tw)
-	}
-}
-
-func (t *taskWriter) ownerKey() string {
-	if !t.known {
-		t.owner, t.known = taskOwner(t.p, t.hdr), true
-	}
-	return t.owner
-}
-
-// mayConcernTasks reports whether msg could be a task message at all: a
-// JSON text that names a task notification, a tasks array or a task must
-// contain "task" literally, or an escape.
-func mayConcernTasks(msg []byte) bool {
-	return bytes.Contains(msg, []byte("task")) || bytes.IndexByte(msg, '\\') >= 0
-}
-
-// Rewrite implements rpcanswer.Rewriter.
-func (t *taskWriter) Rewrite(msg []byte) ([]byte, error) {
-	if !t.create && !t.list && !mayConcernTasks(msg) {
-		return msg, nil
-	}
-	env := &t.env
-	if err := rpcanswer.Parse(&t.m.json, msg, env); err != nil {
-		return nil, err // unreadable: it could be anything
-	}
-	if env.HasMethod {
-		if string(env.Method) != notifTaskStatus && string(env.Method) != notifTasks {
-			return msg, nil
-		}
-		if ok, err := t.ownsParam(env.Params); err != nil || !ok {
-			return nil, err
-		}
-		return msg, nil
-	}
-	if len(env.Result) == 0 || env.Result[0] != '{' {
-		return msg, nil // an error response, or not a result we read
-	}
-	result, start, end := env.Result, env.ResultStart, env.ResultEnd
-	if t.create && sameID(env.ID, t.reqID) {
-		t.create = false
-		if err := t.record(result); err != nil {
-			t.m.log.LogAttrs(t.ctx, slog.LevelWarn, "middleware: task not recorded", slog.String("error", err.Error()))
-			return []byte(bodyMismatchHead + echoID(env.ID) + bodyInternalTail), nil
-		}
-	}
-	filtered, err := t.filterTasks(result)
-	if err != nil {
-		return nil, err
-	}
-	if filtered == nil {
-		return msg, nil
-	}
-	return rpcanswer.Splice(msg, start, end, filtered), nil
-}
-
 // resultNames are the result members the binding reads.
 var resultNames = []string{"tasks", "task", "taskId", "resultType", "ttlMs"}
 
 // filterTasks returns result with its "tasks" array reduced to the
 // caller's tasks, or nil when result has none or all are the caller's.
-func (t *taskWriter) filterTasks(result []byte) ([]byte, error) {
+func (t *answerWriter) filterTasks(result []byte) ([]byte, error) {
 	tasks, start, end, ok, err := rpcanswer.Member(&t.m.json, result, resultNames, "tasks")
 	if err != nil || !ok || tasks[0] != '[' {
 		return nil, err
@@ -347,7 +188,7 @@ func (t *taskWriter) filterTasks(result []byte) ([]byte, error) {
 
 // ownsParam reports whether obj (notification params, a listed task) has
 // a string taskId of a task the caller owns.
-func (t *taskWriter) ownsParam(obj []byte) (bool, error) {
+func (t *answerWriter) ownsParam(obj []byte) (bool, error) {
 	if len(obj) == 0 || obj[0] != '{' {
 		return false, nil
 	}
@@ -372,7 +213,7 @@ func (t *taskWriter) ownsParam(obj []byte) (bool, error) {
 // the creating request's scopes and an expiry from the task's ttl. A result
 // without a task (the server did not create one) records nothing. A task
 // ID already recorded for another owner is refused.
-func (t *taskWriter) record(result []byte) error {
+func (t *answerWriter) record(result []byte) error {
 	var task, resultType, taskID, ttl []byte
 	err := t.m.json.Members(result, resultNames, func(name, v []byte) error {
 		switch string(name) {
@@ -428,23 +269,4 @@ func taskLifetime(ttl []byte) time.Duration {
 		return defaultTaskTTL
 	}
 	return min(time.Duration(ms)*time.Millisecond+taskGrace, defaultTaskTTL)
-}
-
-// sameID reports whether the raw JSON-RPC ids a and b are the same id:
-// equal text, equal strings, or equal numbers.
-func sameID(a, b []byte) bool {
-	if bytes.Equal(a, b) {
-		return len(a) > 0
-	}
-	if len(a) == 0 || len(b) == 0 {
-		return false
-	}
-	if a[0] == '"' && b[0] == '"' {
-		x, ok1 := rpcanswer.String(a)
-		y, ok2 := rpcanswer.String(b)
-		return ok1 && ok2 && x == y
-	}
-	x, err1 := strconv.ParseFloat(string(a), 64)
-	y, err2 := strconv.ParseFloat(string(b), 64)
-	return err1 == nil && err2 == nil && x == y
 }

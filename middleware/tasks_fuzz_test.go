@@ -33,7 +33,7 @@ func FuzzTaskRewrite(f *testing.F) {
 		if _, err := m.tasks.Claim(context.Background(), kindTask, "mine", owner, defaultTaskTTL); err != nil {
 			t.Fatal(err)
 		}
-		tw := &taskWriter{m: m, ctx: context.Background(), p: p, hdr: http.Header{}, create: create, list: !create, scopes: "mcp", reqID: []byte(`"r"`)}
+		tw := &answerWriter{m: m, ctx: context.Background(), p: p, hdr: http.Header{}, create: create, list: !create, scopes: "mcp", reqID: []byte(`"r"`)}
 		out, err := tw.Rewrite(msg)
 		if err != nil || out == nil {
 			return

@@ -165,13 +165,6 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, st.body, status)
 		return
 	}
-	if aw, ok := f.rt.listWriter(w, st, p); ok {
-		f.rp.ServeHTTP(aw, r)
-		if err := aw.Finish(); err != nil {
-			f.rt.log.Warn("proxy: list answer not rewritten", "error", err.Error())
-		}
-		return
-	}
 	f.rp.ServeHTTP(w, r)
 }
 

@@ -93,14 +93,14 @@ func TestListAnnotations(t *testing.T) {
 	tests := []struct {
 		name, mode, method, list, want string
 	}{
-		{"tools", "", "tools/list", upstreamList, `{"jsonrpc":"2.0","id":3,"result":{"tools":[` +
+		{"tools", "", "tools/list", upstreamList, `{"jsonrpc":"2.0","id":3,"result":{"cacheScope":"private","tools":[` +
 			`{"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools"]}],"_meta":{"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools"]}]},"name":"whoami","inputSchema":{"type":"object"}},` +
 			`{"name":"admin_only","securitySchemes":[{"type":"oauth2","scopes":["mcp:tools","mcp:admin"]}],"_meta":{"vendor/x":1,"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools","mcp:admin"]}]},"inputSchema":{"type":"object"}},` +
 			`{"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools"]}],"name":"meta_null","_meta":{"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools"]}]}}` +
 			`]}}`},
-		{"off", "off", "tools/list", upstreamList, upstreamList},
+		{"off", "off", "tools/list", upstreamList, strings.Replace(upstreamList, `"result":{`, `"result":{"cacheScope":"private",`, 1)},
 		{"prompts", "", "prompts/list", `{"jsonrpc":"2.0","id":3,"result":{"prompts":[{"name":"p"},{}]}}`,
-			`{"jsonrpc":"2.0","id":3,"result":{"prompts":[{"_meta":{"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools"]}]},"name":"p"}]}}`},
+			`{"jsonrpc":"2.0","id":3,"result":{"cacheScope":"private","prompts":[{"_meta":{"securitySchemes":[{"type":"oauth2","scopes":["mcp:tools"]}]},"name":"p"}]}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
