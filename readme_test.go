@@ -49,7 +49,7 @@ func readmeGoSDK(srv *mcp.Server) {
 
 func readmeMCPGo(g *mcpguard.Guard, mux *http.ServeMux, mcpServer *server.MCPServer) {
 	// README snippet
-	a, err := mcpgo.New(mcpgo.Config{Middleware: g.Middleware(), Server: mcpServer}) // Stateless: true for WithStateLess
+	a, err := mcpgo.New(mcpgo.Config{Middleware: g.Middleware()}) // Stateless: true for WithStateLess
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -63,7 +63,9 @@ func goSDKListServer() *mcp.Server {
 	tool := func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{}, nil, nil
 	}
-	prompt := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) { return &mcp.GetPromptResult{}, nil }
+	prompt := func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	}
 	read := func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 		return &mcp.ReadResourceResult{}, nil
 	}
@@ -84,7 +86,9 @@ func mcpgoListServer() *mcpgoserver.MCPServer {
 	prompt := func(context.Context, mcpgomcp.GetPromptRequest) (*mcpgomcp.GetPromptResult, error) {
 		return &mcpgomcp.GetPromptResult{}, nil
 	}
-	read := func(context.Context, mcpgomcp.ReadResourceRequest) ([]mcpgomcp.ResourceContents, error) { return nil, nil }
+	read := func(context.Context, mcpgomcp.ReadResourceRequest) ([]mcpgomcp.ResourceContents, error) {
+		return nil, nil
+	}
 	for _, n := range []string{"open", "secret"} {
 		s.AddTool(mcpgomcp.NewTool(n), tool)
 		s.AddPrompt(mcpgomcp.NewPrompt(n+"_p"), prompt)
