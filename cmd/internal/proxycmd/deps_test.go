@@ -18,6 +18,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/middleware", deptest.Module + "/validate/dpop", // the stores shared across reloads
 			"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/propagation",
 			"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp", "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp",
+			"go.opentelemetry.io/otel/exporters/prometheus", "github.com/prometheus/client_golang/prometheus", "github.com/prometheus/client_golang/prometheus/promhttp",
 			"go.opentelemetry.io/otel/sdk/metric", "go.opentelemetry.io/otel/sdk/resource", "go.opentelemetry.io/otel/sdk/trace",
 		},
 	}.Check(t, ".")

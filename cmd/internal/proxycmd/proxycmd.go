@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/internal/proxyinspect"
@@ -58,6 +60,7 @@ type options struct {
 	tlsCert, tlsKey                          string
 	devAS                                    string
 	otlpEndpoint, otelService                string
+	metricsAddr                              string
 	check                                    bool
 	waitKeys, shutdown, watch                time.Duration
 	logLevel                                 slog.Level
@@ -126,6 +129,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.DurationVar(&o.shutdown, "shutdown-timeout", o.shutdown, "how long a shutdown lets answers finish: GET streams end at once, other answers get this long")
 	fs.Var(levelFlag{&o.logLevel}, "log-level", "log `level`: debug, info, warn or error")
 	fs.StringVar(&o.otlpEndpoint, "otlp-endpoint", "", "OpenTelemetry: export traces and metrics over OTLP/HTTP to the collector at this base `URL` (e.g. http://127.0.0.1:4318); default $OTEL_EXPORTER_OTLP_ENDPOINT; empty: off")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", "", "serve Prometheus metrics at http://`host:port`/metrics, a listener of their own (OpenTelemetry's Prometheus exporter); empty: off")
 	fs.StringVar(&o.otelService, "otel-service", "mcpguard-proxy", "OpenTelemetry service.name")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -178,6 +182,7 @@ type started struct {
 	DevAS                  *devas.Server
 	Reload                 func() error        // what SIGHUP does
 	Current                func() *proxy.Proxy // the generation serving
+	Metrics                string              // the /metrics URL, or ""
 }
 
 func run(ctx context.Context, o options, getenv func(string) string, stdout, stderr io.Writer, ready func(started)) error {
@@ -242,14 +247,19 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 			}
 		}
 	}
+	var metricsURL string
 	gens := &generations{path: o.config, getenv: getenv, waitKeys: o.waitKeys, log: logger, first: cfg}
 	cfg.Logger = logger
 	if o.otlpEndpoint == "" {
 		o.otlpEndpoint = getenv("OTEL_EXPORTER_OTLP_ENDPOINT")
 	}
 	var tel *telemetry
-	if o.otlpEndpoint != "" && !o.check {
-		t, err := startTelemetry(ctx, o.otlpEndpoint, getenv("OTEL_EXPORTER_OTLP_HEADERS"), o.otelService)
+	var promReg *prometheus.Registry
+	if o.metricsAddr != "" && !o.check {
+		promReg = prometheus.NewRegistry()
+	}
+	if (o.otlpEndpoint != "" || promReg != nil) && !o.check {
+		t, err := startTelemetry(ctx, o.otlpEndpoint, getenv("OTEL_EXPORTER_OTLP_HEADERS"), o.otelService, promReg)
 		if err != nil {
 			return err
 		}
@@ -274,6 +284,18 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 		return check(ctx, cfg, o.waitKeys, stdout)
 	}
 
+	if promReg != nil {
+		ml, err := net.Listen("tcp", o.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen on -metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metricsHandler(promReg))
+		msrv := newServer(mux, logger)
+		go func() { _ = msrv.Serve(ml) }()
+		defer msrv.Close()
+		metricsURL = "http://" + ml.Addr().String() + "/metrics"
+	}
 	var certs *certFiles
 	if cfg.TLS.CertFile != "" && cfg.TLS.KeyFile != "" { // one without the other: proxy.New refuses it
 		c, err := newCertFiles(cfg.TLS.CertFile, cfg.TLS.KeyFile, logger)
@@ -362,6 +384,9 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 	errc := make(chan error, 1)
 	go func() { errc <- serve() }()
 	printBanner(stderr, scheme, ln.Addr().String(), cfg, px, dev)
+	if metricsURL != "" {
+		fmt.Fprintf(stderr, "  Prometheus metrics: %s\n\n", metricsURL)
+	}
 	reload := func(why string) error {
 		if o.config == "" {
 			logger.Warn("configuration reload: nothing to reload without -config", "trigger", why)
@@ -387,7 +412,7 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 	}
 	if ready != nil {
 		st := started{Addr: ln.Addr().String(), Resource: cfg.Routes[0].Resource, Issuer: cfg.Routes[0].Issuers[0], Proxy: px, DevAS: dev,
-			Reload: func() error { return reload("test") }, Current: gens.cur.Load}
+			Reload: func() error { return reload("test") }, Current: gens.cur.Load, Metrics: metricsURL}
 		ready(st)
 	}
 	var serveErr error
