@@ -27,7 +27,10 @@ const (
 	grantAuthorizationCode = "authorization_code"
 	grantRefreshToken      = "refresh_token"
 	grantClientCredentials = "client_credentials"
-	responseCode           = "code"
+	// grantJWTBearer is the RFC 7523 §2.1 JWT bearer grant (an ID-JAG of
+	// MCP Enterprise-Managed Authorization; devas redeems it).
+	grantJWTBearer = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+	responseCode   = "code"
 )
 
 // policy is the rule set one source of client metadata is checked against.
@@ -138,7 +141,7 @@ func (p policy) validateGrants(d *Document) error {
 	}
 	for _, g := range d.GrantTypes {
 		switch g {
-		case grantAuthorizationCode, grantRefreshToken:
+		case grantAuthorizationCode, grantRefreshToken, grantJWTBearer:
 		case grantClientCredentials:
 			if d.TokenEndpointAuthMethod == authMethodNone {
 				return bad("grant_types: client_credentials needs client authentication")

@@ -158,6 +158,33 @@ type Config struct {
 	// KeyID is the "kid" of the key. Empty means its RFC 7638 thumbprint.
 	KeyID string
 
+	// TrustedIdPs are enterprise identity providers whose ID-JAGs
+	// (Identity Assertion JWT Authorization Grants, MCP Enterprise-Managed
+	// Authorization) the token endpoint redeems with the JWT bearer grant
+	// (RFC 7523 §2.1): header typ oauth-id-jag+jwt, signed by one of the
+	// issuer's Keys, iss the issuer, aud this server's Issuer, sub allowed
+	// by Subjects, client_id the authenticated client (which must list
+	// the grant in its grant_types), resource one of Resources (and the
+	// request's resource, if it sends one), exp not passed and at most
+	// 10 minutes ahead, and a jti not seen before (remembered until exp;
+	// at most 16384 at once, then temporarily_unavailable). The token is
+	// for the ID-JAG's subject and resource, with the requested scopes
+	// narrowed to the ID-JAG's scope. DEVELOPMENT ONLY: the keys are
+	// configured, not fetched. Nil disables the grant for ID-JAGs.
+	TrustedIdPs []TrustedIssuer
+	// TrustedWorkloads are workload identity issuers (Kubernetes service
+	// account issuers, SPIFFE trust domains) whose JWTs the token endpoint
+	// redeems with the JWT bearer grant (MCP Workload Identity Federation):
+	// signed by one of the issuer's Keys, iss the issuer, aud this
+	// server's Issuer or token endpoint, sub matched by Subjects
+	// (required), exp not passed and at most 24 hours ahead; a workload
+	// JWT may be presented again until it expires (platform tokens are
+	// reused until rotated). The request needs no client authentication
+	// and must send resource (one of Resources); the token's client_id is
+	// the workload's sub. DEVELOPMENT ONLY. Nil disables the grant for
+	// workloads.
+	TrustedWorkloads []TrustedIssuer
+
 	// Now returns the current time. If nil, time.Now.
 	Now func() time.Time
 	// Logger receives request failures (with their causes) and issued
@@ -202,6 +229,8 @@ func (c Config) withDefaults() Config {
 		c.Scopes = append(c.Scopes, offlineAccess)
 	}
 	c.Clients = slices.Clone(c.Clients)
+	c.TrustedIdPs = slices.Clone(c.TrustedIdPs)
+	c.TrustedWorkloads = slices.Clone(c.TrustedWorkloads)
 	return c
 }
 
@@ -246,7 +275,10 @@ func (c Config) check() error {
 	if c.Registry != nil && len(c.Clients) > 0 {
 		return bad("Clients is ignored when Registry is set")
 	}
-	return nil
+	if err := checkTrusted("TrustedIdPs", c.TrustedIdPs, false); err != nil {
+		return err
+	}
+	return checkTrusted("TrustedWorkloads", c.TrustedWorkloads, true)
 }
 
 // checkIssuer applies the rules in Config.Issuer and returns why iss is

@@ -44,7 +44,12 @@
 //   - DPoP (RFC 9449): a token request with a valid proof gets a token
 //     bound to its key (cnf.jkt, token_type DPoP) and a refresh token
 //     bound to it; dpop_jkt binds an authorization code to a key (§10);
-//     dpop_signing_alg_values_supported in the metadata (§5.1).
+//     dpop_signing_alg_values_supported in the metadata (§5.1);
+//   - the JWT bearer grant (RFC 7523 §2.1) for ID-JAGs of configured
+//     enterprise identity providers ([Config.TrustedIdPs], MCP
+//     Enterprise-Managed Authorization) and JWTs of configured workload
+//     issuers ([Config.TrustedWorkloads], MCP Workload Identity
+//     Federation), single use by jti for ID-JAGs (docs/testing.md).
 //
 // Subject and tenant: tokens are issued for [Config.Subject] in
 // [Config.Tenant] ("dev-user", "tenant-a" by default). Tests that need

@@ -37,11 +37,14 @@ type Server struct {
 	routes   map[string]http.HandlerFunc
 	authzURL string // path of the authorization endpoint, for the consent form and cookie
 
-	codes      *store[codeRecord]
-	refresh    *refreshStore
-	spent      *store[struct{}] // consent forms used, by hashKey(nonce)
-	consentKey []byte           // HMAC key sealing consent forms
-	dpop       *dpop.Verifier   // token-request proofs (dpop.go)
+	codes   *store[codeRecord]
+	refresh *refreshStore
+	spent   *store[struct{}] // consent forms used, by hashKey(nonce)
+	// spentAssertions are the ID-JAGs redeemed, by hashKey(iss, jti),
+	// until they expire (jwtbearer.go).
+	spentAssertions *store[struct{}]
+	consentKey      []byte         // HMAC key sealing consent forms
+	dpop            *dpop.Verifier // token-request proofs (dpop.go)
 }
 
 // New returns a Server for cfg (copied; see [Config] for the defaults).
@@ -54,12 +57,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{
-		cfg:        cfg,
-		log:        cfg.Logger,
-		codes:      newStore[codeRecord](maxCodes),
-		refresh:    newRefreshStore(maxRefreshFamilies, maxRevokedFamilies),
-		spent:      newStore[struct{}](maxSpentConsents),
-		consentKey: make([]byte, 32),
+		cfg:             cfg,
+		log:             cfg.Logger,
+		codes:           newStore[codeRecord](maxCodes),
+		refresh:         newRefreshStore(maxRefreshFamilies, maxRevokedFamilies),
+		spent:           newStore[struct{}](maxSpentConsents),
+		spentAssertions: newStore[struct{}](maxSpentAssertions),
+		consentKey:      make([]byte, 32),
 	}
 	_, _ = rand.Read(s.consentKey) // never fails (crypto/rand, Go 1.24+)
 	var err error
@@ -223,6 +227,9 @@ func (s *Server) metadata() asmeta.Metadata {
 	grants := []string{"authorization_code"}
 	if s.cfg.RefreshTokens {
 		grants = append(grants, "refresh_token")
+	}
+	if s.jwtBearerEnabled() {
+		grants = append(grants, grantTypeJWTBearer)
 	}
 	mc := cimd.ServerMetadataConfig{
 		Issuer:                   iss,

@@ -57,6 +57,29 @@ func (s *store[V]) put(key string, v V, exp, now time.Time) error {
 	return nil
 }
 
+// add adds v under key until exp unless an unexpired value is there
+// already (added false). A full store first drops expired entries, then
+// fails with errStoreFull: it never forgets an unexpired entry.
+func (s *store[V]) add(key string, v V, exp, now time.Time) (added bool, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.m[key]; ok && now.Before(e.exp) {
+		return false, nil
+	}
+	if _, ok := s.m[key]; !ok && len(s.m) >= s.max {
+		for k, e := range s.m {
+			if !now.Before(e.exp) {
+				delete(s.m, k)
+			}
+		}
+		if len(s.m) >= s.max {
+			return false, errStoreFull
+		}
+	}
+	s.m[key] = entry[V]{v, exp}
+	return true, nil
+}
+
 // addEvict adds v under key until exp, unless an unexpired value is
 // there already (then it returns false). It never refuses for lack of
 // room: a full store drops expired entries, then the one that expires

@@ -37,6 +37,10 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		s.tokenError(w, r, oerr)
 		return
 	}
+	if gt, _ := p.get("grant_type", maxParamBytes); gt == grantTypeJWTBearer && s.jwtBearerEnabled() {
+		s.handleJWTBearer(w, r, p)
+		return
+	}
 	client, oerr := s.authenticateClient(r.Context(), r, p)
 	if oerr != nil {
 		if r.Header.Get("Authorization") != "" {
@@ -67,6 +71,33 @@ func (s *Server) handleToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.refreshGrant(w, r, p, client)
+}
+
+// handleJWTBearer serves the JWT bearer grant: the client authenticates
+// when it identifies itself (always, for an ID-JAG), and may then use the
+// grant only if its grant_types list it; a workload needs no client.
+func (s *Server) handleJWTBearer(w http.ResponseWriter, r *http.Request, p params) {
+	var client *cimd.Client
+	if clientPresent(r, p) {
+		var oerr *oauthError
+		if client, oerr = s.authenticateClient(r.Context(), r, p); oerr != nil {
+			if r.Header.Get("Authorization") != "" {
+				w.Header().Set("WWW-Authenticate", `Basic realm="devas"`)
+			}
+			s.tokenError(w, r, oerr)
+			return
+		}
+		if !slices.Contains(client.GrantTypes, grantTypeJWTBearer) {
+			s.tokenError(w, r, &oauthError{"unauthorized_client", "the client may not use this grant type"})
+			return
+		}
+	}
+	r, oerr := s.withDPoP(r)
+	if oerr != nil {
+		s.tokenError(w, r, oerr)
+		return
+	}
+	s.jwtBearerGrant(w, r, p, client)
 }
 
 // authenticateClient identifies and authenticates the client (RFC 6749
