@@ -155,6 +155,10 @@ type Route struct {
 	// path is the HTTP request path, default /mcp; the Host sent is
 	// localhost).
 	Upstream string `yaml:"upstream"`
+	// Stdio, when its Command is set, runs the MCP server as child
+	// processes speaking stdio instead of forwarding to Upstream, which
+	// must then be empty (docs/proxy.md, "stdio upstreams").
+	Stdio Stdio `yaml:"stdio"`
 	// Issuers are the trusted authorization servers' issuer identifiers;
 	// their keys are discovered (RFC 8414, OpenID Connect) and refreshed.
 	// Required, at least one: https, or http on a loopback host.
@@ -204,6 +208,56 @@ type Route struct {
 	// RateLimit optionally limits requests per user and tool calls per
 	// user and tool (429 with Retry-After).
 	RateLimit RateLimit `yaml:"rate_limit"`
+}
+
+// Stdio runs a route's MCP server as child processes that speak MCP on
+// stdin and stdout, one per session, each for one user (docs/proxy.md,
+// "stdio upstreams"). No shell is involved.
+type Stdio struct {
+	// Command is the server's argv, such as
+	// [npx, -y, @modelcontextprotocol/server-everything]. Setting it makes
+	// the route a stdio route; Upstream must then be empty. A first
+	// element without a slash is looked up in the proxy's PATH at start.
+	Command []string `yaml:"command"`
+	// Env are variables set in each child's environment, by name. A
+	// child inherits nothing else but PassEnv and MCPGUARD_USER_ISSUER,
+	// MCPGUARD_USER_SUBJECT, MCPGUARD_USER_TENANT and MCPGUARD_USER_CLIENT
+	// (its user, set by the proxy). Empty means none.
+	Env map[string]string `yaml:"env"`
+	// PassEnv names variables copied from the proxy's environment when set
+	// there, such as PATH and HOME (npx needs both). Empty means none.
+	PassEnv []string `yaml:"pass_env"`
+	// Dir is each child's working directory: an absolute path in which a
+	// whole component may be {issuer}, {subject}, {tenant}, {client}
+	// (each made one safe component: kept when lower-case letters, digits
+	// and ._@+- not starting with a dot, else "~" and a SHA-256 prefix) or
+	// {user} (a hash of the user), such as /srv/mcp/{tenant}/{subject};
+	// created mode 0700 under the part without placeholders. Empty means
+	// the proxy's own working directory.
+	Dir string `yaml:"dir"`
+	// MaxChildren bounds the children running at once for this route
+	// (503 with Retry-After beyond). Zero means 64.
+	MaxChildren int `yaml:"max_children"`
+	// MaxPerUser bounds one user's children (sessions) at once. Zero
+	// means 4.
+	MaxPerUser int `yaml:"max_per_user"`
+	// StartTimeout bounds a child's answer to initialize. Zero means 30s.
+	StartTimeout time.Duration `yaml:"start_timeout"`
+	// IdleTimeout stops a child with no request for this long; its
+	// session ends. Zero means 15m.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	// StopGrace is the time between SIGTERM and SIGKILL when a child is
+	// stopped. Zero means 5s.
+	StopGrace time.Duration `yaml:"stop_grace"`
+	// RequestTimeout bounds a child's answer to one request; a child that
+	// does not answer in time is stopped as hung. Zero means 10m.
+	RequestTimeout time.Duration `yaml:"request_timeout"`
+	// MaxMessageBytes bounds one line a child writes on stdout; a longer
+	// one ends the child. Zero means 4 MiB.
+	MaxMessageBytes int `yaml:"max_message_bytes"`
+	// MaxQueued bounds, per session, the requests in flight and the
+	// child's messages waiting for a client. Zero means 256.
+	MaxQueued int `yaml:"max_queued"`
 }
 
 // Sessions bounds a route's session binding (middleware SessionConfig).
@@ -687,11 +741,18 @@ func checkRoute(i int, r *Route) error {
 	if _, err := fetch.CheckURL(r.Resource, true); err != nil {
 		return fmt.Errorf("%w: %s.resource %q: must be https, or http on a loopback host", ErrConfig, at, r.Resource)
 	}
-	if r.Upstream == "" {
+	if r.Stdio.enabled() {
+		if err := checkStdio(at, r); err != nil {
+			return err
+		}
+	} else if r.Upstream == "" {
 		return fmt.Errorf("%w: %s.upstream is required (the MCP server's URL, e.g. http://127.0.0.1:3000/mcp)", ErrConfig, at)
 	}
 	u, err := url.Parse(r.Upstream)
 	unix := err == nil && u.Scheme == "unix"
+	if r.Stdio.enabled() {
+		u, err, unix = stdioTarget, nil, false
+	}
 	if unix {
 		if _, err := parseUnixUpstream(u); err != nil {
 			return fmt.Errorf("%w: %s.upstream %q: %w", ErrConfig, at, r.Upstream, err)

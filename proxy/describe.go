@@ -33,7 +33,11 @@ func (px *Proxy) describe(w io.Writer) {
 			return b.String()
 		}
 		fmt.Fprintf(w, "route %s\n", r.Resource)
-		fmt.Fprintf(w, "  upstream:          %s\n", r.Upstream)
+		if r.Stdio.enabled() {
+			fmt.Fprintf(w, "  upstream:          stdio %q, a process per session (dir %q)\n", r.Stdio.Command, r.Stdio.Dir)
+		} else {
+			fmt.Fprintf(w, "  upstream:          %s\n", r.Upstream)
+		}
 		switch id := x.identity.(type) {
 		case *assertionIdentity:
 			fmt.Fprintf(w, "  identity:          assertion (iss %s, aud %s, ttl %s, header %s; JWK Set at %s)\n",
@@ -41,6 +45,8 @@ func (px *Proxy) describe(w io.Writer) {
 		case *exchangeIdentity:
 			fmt.Fprintf(w, "  identity:          exchange (RFC 8693 at %s as client %s, audience %s, header %s)\n",
 				cmp.Or(id.cfg.TokenEndpoint, "the token_endpoint discovered from the token's issuer"), id.cfg.ClientID, id.audience, id.header)
+		case stdioIdentity:
+			fmt.Fprintf(w, "  identity:          stdio (MCPGUARD_USER_ISSUER, _SUBJECT, _TENANT, _CLIENT in each child's environment)\n")
 		default:
 			fmt.Fprintf(w, "  identity:          headers (plain X-Mcpguard-* headers; loopback or unix-socket upstream only)\n")
 		}

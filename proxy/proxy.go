@@ -23,6 +23,7 @@ import (
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/internal/fetch"
 	"github.com/mcpguard/mcpguard/internal/proxyinspect"
+	"github.com/mcpguard/mcpguard/internal/stdiobridge"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/prm"
 	"github.com/mcpguard/mcpguard/redisstore"
@@ -62,9 +63,10 @@ type route struct {
 	fwd      *forwarder
 	log      *slog.Logger
 	upstream *url.URL
-	unix     *unixUpstream // nil: a TCP upstream
-	limits   *limiter      // nil: no rate limit
-	host     hostRule      // the DNS-rebinding check (host.go)
+	unix     *unixUpstream       // nil: a TCP upstream
+	bridge   *stdiobridge.Bridge // nil: not a stdio route
+	limits   *limiter            // nil: no rate limit
+	host     hostRule            // the DNS-rebinding check (host.go)
 }
 
 // New checks cfg and builds the proxy: one key source per distinct
@@ -134,7 +136,9 @@ func New(cfg Config) (*Proxy, error) {
 	if _, taken := paths[a.JWKSPath]; taken {
 		return fail(fmt.Errorf("%w: assertion.jwks_path %q is a route's path", ErrConfig, a.JWKSPath))
 	}
-	needSigner := slices.ContainsFunc(cfg.Routes, func(r Route) bool { return r.Identity.Mode == "" || r.Identity.Mode == modeAssertion })
+	needSigner := slices.ContainsFunc(cfg.Routes, func(r Route) bool {
+		return !r.Stdio.enabled() && (r.Identity.Mode == "" || r.Identity.Mode == modeAssertion)
+	})
 	if needSigner {
 		key := a.Key
 		if key == nil && a.KeyFile != "" {
@@ -232,6 +236,9 @@ func newTransport(t Timeouts) *http.Transport {
 func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, rt http.RoundTripper) (*route, error) {
 	at := fmt.Sprintf("routes[%d]", i)
 	up, _ := url.Parse(r.Upstream)
+	if r.Stdio.enabled() {
+		up = stdioTarget
+	}
 	rl := px.log.With("route", r.Resource)
 	res, _ := url.Parse(r.Resource) // checked by checkRoute
 	x := &route{cfg: *r, log: rl, upstream: up, host: newHostRule(res)}
@@ -271,6 +278,17 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 		hc := fetch.NewClient(fetch.ClientConfig{Timeout: exchangeTimeout})
 		x.identity = &exchangeIdentity{cfg: r.Identity.Exchange, audience: audience, resource: r.Upstream, header: header, bearer: bearer,
 			client: hc, now: px.now, cache: map[string]cachedToken{}, endpoints: newTokenEndpoints(hc, px.now)}
+	}
+	if r.Stdio.enabled() {
+		// The child learns its user from its environment; its requests
+		// never leave the process.
+		x.identity = stdioIdentity{}
+		b, err := stdiobridge.New(x.bridgeConfig())
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s.stdio: %s", ErrConfig, at, strings.TrimPrefix(err.Error(), stdiobridge.ErrConfig.Error()+": "))
+		}
+		x.bridge = b
+		rt = b.Transport()
 	}
 	dp, _ := dpopPolicy(r.DPoP)
 	proof := dpop.Config{
@@ -435,6 +453,9 @@ func (px *Proxy) Close() error {
 	var errs []error
 	for _, r := range px.routes {
 		errs = append(errs, r.guard.Close())
+		if r.bridge != nil {
+			errs = append(errs, r.bridge.Close()) // every child stopped and reaped
+		}
 	}
 	for _, s := range px.sources {
 		errs = append(errs, s.Close())
@@ -515,6 +536,10 @@ func (px *Proxy) ready(w http.ResponseWriter, r *http.Request) {
 			defer cancel()
 			if x.unix != nil {
 				out[i].Reachable = x.unix.dial(ctx, readyDial) == nil
+				return
+			}
+			if x.bridge != nil {
+				out[i].Reachable = true // children start per session
 				return
 			}
 			host := x.upstream.Host

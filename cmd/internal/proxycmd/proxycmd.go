@@ -64,6 +64,7 @@ type options struct {
 	check                                    bool
 	waitKeys, shutdown, watch                time.Duration
 	logLevel                                 slog.Level
+	command                                  []string // after "--": a stdio server's argv
 }
 
 type listFlag struct{ list *[]string }
@@ -135,7 +136,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		// "-- command args...": a stdio server run per session, without a
+		// shell (docs/proxy.md, "stdio upstreams").
+		if i := len(args) - fs.NArg() - 1; i < 0 || args[i] != "--" {
+			return o, fmt.Errorf("unexpected arguments: %q (a stdio server's command goes after --)", fs.Args())
+		}
+		o.command = fs.Args()
+		set := false
+		fs.Visit(func(f *flag.Flag) { set = set || f.Name == "upstream" || f.Name == "identity" || f.Name == "config" })
+		if set {
+			return o, errors.New("a command after -- replaces -upstream and -identity, and cannot go with -config (put it in the file as stdio.command)")
+		}
 	}
 	if o.config != "" {
 		var set []string
@@ -199,7 +210,7 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 			return errors.New("dev_as must be a loopback host:port: the embedded authorization server is for development only")
 		}
 	} else {
-		if o.upstream == "" {
+		if o.upstream == "" && len(o.command) == 0 {
 			return errors.New("-upstream is required (the MCP server's URL, e.g. http://127.0.0.1:3000/mcp), or -config FILE")
 		}
 		if o.issuer == "" && o.devAS == "" {
@@ -245,6 +256,11 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 			if !contains(ops.Tools[name], scope) {
 				ops.Tools[name] = append(ops.Tools[name], scope)
 			}
+		}
+		if len(o.command) > 0 {
+			r := &cfg.Routes[0]
+			r.Identity = proxy.Identity{}
+			r.Stdio = proxy.Stdio{Command: o.command, PassEnv: []string{"PATH", "HOME"}}
 		}
 	}
 	var metricsURL string
@@ -572,7 +588,11 @@ func isLoopbackAddr(addr string) bool {
 func printBanner(w io.Writer, scheme, addr string, cfg proxy.Config, px *proxy.Proxy, dev *devas.Server) {
 	fmt.Fprintf(w, "\nmcpguard proxy listening on %s\n", addr)
 	for _, r := range cfg.Routes {
-		fmt.Fprintf(w, "  %s -> %s (issuers %s)\n", r.Resource, r.Upstream, strings.Join(r.Issuers, " "))
+		up := r.Upstream
+		if len(r.Stdio.Command) > 0 {
+			up = fmt.Sprintf("stdio %q (a process per session)", r.Stdio.Command)
+		}
+		fmt.Fprintf(w, "  %s -> %s (issuers %s)\n", r.Resource, up, strings.Join(r.Issuers, " "))
 	}
 	if v := proxyinspect.Of(px); v.JWKSPath != "" {
 		fmt.Fprintf(w, "  assertion issuer %s, public keys at %s://%s%s\n", v.AssertionIssuer, scheme, addr, v.JWKSPath)

@@ -1,0 +1,500 @@
+package stdiobridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
+)
+
+// ErrConfig reports an unusable [Config].
+var ErrConfig = errors.New("stdiobridge: invalid config")
+
+// Defaults of [Config]'s zero values (docs/proxy.md, "stdio upstreams").
+const (
+	DefaultMaxChildren     = 64
+	DefaultMaxPerUser      = 4
+	DefaultStartTimeout    = 30 * time.Second
+	DefaultIdleTimeout     = 15 * time.Minute
+	DefaultStopGrace       = 5 * time.Second
+	DefaultRequestTimeout  = 10 * time.Minute
+	DefaultMaxMessageBytes = 4 << 20
+	DefaultMaxQueued       = 256
+	// writeTimeout bounds one line written to a child's stdin.
+	writeTimeout = 10 * time.Second
+	// retryAfter is the Retry-After of a 503 at the process bound.
+	retryAfter = "5"
+	// maxStderrLine bounds one logged stderr line.
+	maxStderrLine = 4 << 10
+)
+
+// Environment variables that tell a child who its user is.
+const (
+	EnvIssuer  = "MCPGUARD_USER_ISSUER"
+	EnvSubject = "MCPGUARD_USER_SUBJECT"
+	EnvTenant  = "MCPGUARD_USER_TENANT"
+	EnvClient  = "MCPGUARD_USER_CLIENT"
+)
+
+// User is who a request is for: Key identifies the user (a child is
+// never handed to a request of another Key); the other fields reach
+// the child's environment and directory template.
+type User struct {
+	Key                             string
+	Issuer, Subject, Tenant, Client string
+}
+
+// Config configures a [Bridge].
+type Config struct {
+	// Command is the server's argv, run without a shell. Required; a
+	// first element without a slash is looked up in PATH once, by New.
+	Command []string
+	// Env are variables set in the child's environment, by name. The
+	// child inherits nothing else but PassEnv and the EnvIssuer,
+	// EnvSubject, EnvTenant and EnvClient variables (which Env cannot set).
+	Env map[string]string
+	// PassEnv names variables copied from the proxy's environment when
+	// set there (PATH, HOME). Empty means none.
+	PassEnv []string
+	// Dir is the child's working directory, an absolute path template in
+	// which a whole component may be {issuer}, {subject}, {tenant},
+	// {client} (each escaped to one safe component) or {user} (a hash of
+	// the user key); it is created 0700. Empty means the proxy's own.
+	Dir string
+	// MaxChildren bounds the children running at once. Zero means
+	// DefaultMaxChildren.
+	MaxChildren int
+	// MaxPerUser bounds one user's children. Zero means DefaultMaxPerUser.
+	MaxPerUser int
+	// StartTimeout bounds the answer to initialize. Zero means
+	// DefaultStartTimeout.
+	StartTimeout time.Duration
+	// IdleTimeout stops a child with no request for this long. Zero means
+	// DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// StopGrace is the time between SIGTERM and SIGKILL. Zero means
+	// DefaultStopGrace.
+	StopGrace time.Duration
+	// RequestTimeout bounds the answer to one request: a child that does
+	// not answer in time is stopped as hung. Zero means
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// MaxMessageBytes bounds one line a child writes: a longer one ends
+	// the child. Zero means DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// MaxQueued bounds the messages waiting for a client in one session
+	// and the requests in flight in it. Zero means DefaultMaxQueued.
+	MaxQueued int
+	// User returns who a request is for; false answers 403. Required.
+	User func(*http.Request) (User, bool)
+	// Logger receives the children's stderr lines and the bridge's
+	// events. Nil discards.
+	Logger *slog.Logger
+	// LookupEnv reads the proxy's environment for PassEnv. Nil means
+	// os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	defD := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxChildren, DefaultMaxChildren)
+	def(&c.MaxPerUser, DefaultMaxPerUser)
+	def(&c.MaxMessageBytes, DefaultMaxMessageBytes)
+	def(&c.MaxQueued, DefaultMaxQueued)
+	defD(&c.StartTimeout, DefaultStartTimeout)
+	defD(&c.IdleTimeout, DefaultIdleTimeout)
+	defD(&c.StopGrace, DefaultStopGrace)
+	defD(&c.RequestTimeout, DefaultRequestTimeout)
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.LookupEnv == nil {
+		c.LookupEnv = os.LookupEnv
+	}
+	c.Command = slices.Clone(c.Command)
+	c.PassEnv = slices.Clone(c.PassEnv)
+	env := make(map[string]string, len(c.Env))
+	for k, v := range c.Env {
+		env[k] = v
+	}
+	c.Env = env
+	return c
+}
+
+// Check reports what makes cfg unusable, without looking up the command.
+func Check(cfg Config) error {
+	if !supported {
+		return fmt.Errorf("%w: stdio upstreams need a unix system", ErrConfig)
+	}
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		return fmt.Errorf("%w: command is required (the server's argv, e.g. [npx, -y, @modelcontextprotocol/server-everything])", ErrConfig)
+	}
+	for _, a := range cfg.Command {
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("%w: command: an argument holds a NUL byte", ErrConfig)
+		}
+	}
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range cfg.Env {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range append(names, cfg.PassEnv...) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			return fmt.Errorf("%w: env: %q is not a variable name", ErrConfig, k)
+		}
+		if strings.HasPrefix(k, "MCPGUARD_USER_") {
+			return fmt.Errorf("%w: env: %s is set by the proxy to the user's value", ErrConfig, k)
+		}
+	}
+	for _, k := range names {
+		if strings.IndexByte(cfg.Env[k], 0) >= 0 {
+			return fmt.Errorf("%w: env: the value of %s holds a NUL byte", ErrConfig, k)
+		}
+	}
+	if _, err := parseDir(cfg.Dir); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if cfg.User == nil {
+		return fmt.Errorf("%w: User is required", ErrConfig)
+	}
+	return nil
+}
+
+// Bridge is the in-process Streamable HTTP endpoint in front of a
+// route's child processes. Create it with [New]; stop it with
+// [Bridge.Close].
+type Bridge struct {
+	cfg  Config
+	path string // the command, looked up
+	dir  *dirTemplate
+	log  *slog.Logger
+	pool strictjson.Pool
+
+	mu       sync.Mutex
+	sessions map[string]*session
+	perUser  map[string]int
+	running  int
+	closed   bool
+
+	stopJanitor chan struct{}
+	janitorDone chan struct{}
+	wg          sync.WaitGroup // sessions' goroutines
+}
+
+// New checks cfg, looks up the command and starts the idle janitor.
+func New(cfg Config) (*Bridge, error) {
+	if err := Check(cfg); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	path, err := exec.LookPath(cfg.Command[0])
+	if err != nil {
+		return nil, fmt.Errorf("%w: command %q: %w", ErrConfig, cfg.Command[0], err)
+	}
+	dir, _ := parseDir(cfg.Dir)
+	b := &Bridge{cfg: cfg, path: path, dir: dir, log: cfg.Logger, sessions: map[string]*session{}, perUser: map[string]int{},
+		stopJanitor: make(chan struct{}), janitorDone: make(chan struct{})}
+	go b.janitor()
+	return b, nil
+}
+
+// Close stops every child and waits until each is reaped (SIGKILL after
+// the grace). Requests after it get 503. It is idempotent.
+func (b *Bridge) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	ss := make([]*session, 0, len(b.sessions))
+	for _, s := range b.sessions {
+		ss = append(ss, s)
+	}
+	b.mu.Unlock()
+	close(b.stopJanitor)
+	<-b.janitorDone
+	var wg sync.WaitGroup
+	for _, s := range ss {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.end("proxy shutting down")
+		}()
+	}
+	wg.Wait()
+	b.wg.Wait()
+	return nil
+}
+
+// Children returns the number of children running.
+func (b *Bridge) Children() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.running
+}
+
+// janitor stops idle children.
+func (b *Bridge) janitor() {
+	defer close(b.janitorDone)
+	tick := b.cfg.IdleTimeout / 4
+	tick = max(tick, 10*time.Millisecond)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-b.stopJanitor:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		var idle []*session
+		b.mu.Lock()
+		for _, s := range b.sessions {
+			if s.idleSince(now) >= b.cfg.IdleTimeout {
+				idle = append(idle, s)
+			}
+		}
+		b.mu.Unlock()
+		for _, s := range idle {
+			go s.end("idle timeout")
+		}
+	}
+}
+
+// env builds the child's environment for u.
+func (b *Bridge) env(u User) []string {
+	env := make([]string, 0, len(b.cfg.PassEnv)+len(b.cfg.Env)+4)
+	for _, k := range b.cfg.PassEnv {
+		if v, ok := b.cfg.LookupEnv(k); ok && strings.IndexByte(v, 0) < 0 {
+			env = append(env, k+"="+v)
+		}
+	}
+	for _, k := range slices.Sorted(mapKeys(b.cfg.Env)) {
+		env = append(env, k+"="+b.cfg.Env[k])
+	}
+	clean := func(v string) string { return strings.ReplaceAll(v, "\x00", "") }
+	return append(env, EnvIssuer+"="+clean(u.Issuer), EnvSubject+"="+clean(u.Subject),
+		EnvTenant+"="+clean(u.Tenant), EnvClient+"="+clean(u.Client))
+}
+
+func mapKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// errBusy is the process bound: 503 with Retry-After.
+var errBusy = errors.New("stdiobridge: too many children")
+
+// start reserves a slot for u and starts a child in a new session.
+func (b *Bridge) start(u User) (*session, error) {
+	b.mu.Lock()
+	if b.closed || b.running >= b.cfg.MaxChildren || b.perUser[u.Key] >= b.cfg.MaxPerUser {
+		b.mu.Unlock()
+		return nil, errBusy
+	}
+	b.running++
+	b.perUser[u.Key]++
+	b.mu.Unlock()
+	release := func() {
+		b.mu.Lock()
+		b.running--
+		if b.perUser[u.Key]--; b.perUser[u.Key] <= 0 {
+			delete(b.perUser, u.Key)
+		}
+		b.mu.Unlock()
+	}
+	log := b.log.With("user", u.Key)
+	dir := ""
+	if b.dir != nil {
+		d, err := b.dir.make(u)
+		if err != nil {
+			release()
+			return nil, fmt.Errorf("stdiobridge: working directory: %w", err)
+		}
+		dir = d
+	}
+	argv := append([]string{b.path}, b.cfg.Command[1:]...)
+	ch, err := startChild(argv, b.env(u), dir, b.cfg.StopGrace, log)
+	if err != nil {
+		release()
+		return nil, fmt.Errorf("stdiobridge: start: %w", err)
+	}
+	var idb [16]byte
+	_, _ = rand.Read(idb[:])
+	s := newSession(b, hex.EncodeToString(idb[:]), u, ch, log, release)
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		s.end("proxy shutting down")
+		return nil, errBusy
+	}
+	b.sessions[s.id] = s
+	b.mu.Unlock()
+	log.Info("stdio: child started", "pid", ch.cmd.Process.Pid, "session", s.id[:8])
+	return s, nil
+}
+
+func (b *Bridge) remove(s *session) {
+	b.mu.Lock()
+	if b.sessions[s.id] == s {
+		delete(b.sessions, s.id)
+	}
+	b.mu.Unlock()
+}
+
+func (b *Bridge) lookup(id string) *session {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.sessions[id]
+}
+
+// ServeHTTP serves the Streamable HTTP endpoint (MCP 2025-11-25
+// sessions): POST, GET and DELETE.
+func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	u, ok := b.cfg.User(r)
+	if !ok || u.Key == "" {
+		writeJSONError(w, http.StatusForbidden, nil, -32600, "Forbidden")
+		return
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	var s *session
+	if sid != "" {
+		s = b.lookup(sid)
+		// A session of another user is as unknown as an ended one.
+		if s == nil || s.user.Key != u.Key {
+			writeJSONError(w, http.StatusNotFound, nil, -32001, "Session not found")
+			return
+		}
+	}
+	switch r.Method {
+	case http.MethodPost:
+		b.post(w, r, u, s)
+	case http.MethodGet:
+		if s == nil {
+			writeJSONError(w, http.StatusBadRequest, nil, -32600, "Mcp-Session-Id required")
+			return
+		}
+		s.serveGET(w, r)
+	case http.MethodDelete:
+		if s == nil {
+			writeJSONError(w, http.StatusBadRequest, nil, -32600, "Mcp-Session-Id required")
+			return
+		}
+		s.end("session deleted by the client")
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		writeJSONError(w, http.StatusMethodNotAllowed, nil, -32600, "Method not allowed")
+	}
+}
+
+func (b *Bridge) post(w http.ResponseWriter, r *http.Request, u User, s *session) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(b.cfg.MaxMessageBytes)+1))
+	if err != nil || len(body) > b.cfg.MaxMessageBytes {
+		writeJSONError(w, http.StatusBadRequest, nil, -32600, "Invalid Request")
+		return
+	}
+	m, err := parseMessage(&b.pool, body)
+	if err != nil {
+		writeJSONError(w, http.StatusBadRequest, nil, -32600, "Invalid Request")
+		return
+	}
+	if s == nil {
+		if m.kind != kindRequest || m.method != "initialize" {
+			// A stateless (2026-07-28) request, or one after its session
+			// was lost: a stdio child needs its own initialize.
+			writeJSONError(w, http.StatusBadRequest, m.id, -32600, "Stateless requests are not supported by this stdio server: initialize a session")
+			return
+		}
+		b.initialize(w, r, u, m)
+		return
+	}
+	if m.kind == kindRequest && m.method == "initialize" {
+		writeJSONError(w, http.StatusBadRequest, m.id, -32600, "Session already initialized")
+		return
+	}
+	s.post(w, r, m)
+}
+
+func (b *Bridge) initialize(w http.ResponseWriter, r *http.Request, u User, m message) {
+	s, err := b.start(u)
+	if errors.Is(err, errBusy) {
+		b.log.Warn("stdio: process bound reached", "user", u.Key)
+		w.Header().Set("Retry-After", retryAfter)
+		writeJSONError(w, http.StatusServiceUnavailable, m.id, -32603, "Server busy")
+		return
+	}
+	if err != nil {
+		b.log.Error("stdio: child not started", "user", u.Key, "error", err.Error())
+		writeJSONError(w, http.StatusBadGateway, m.id, -32603, "Server unavailable")
+		return
+	}
+	c, err := s.send(m)
+	if err != nil {
+		s.end("initialize not written: " + err.Error())
+		writeJSONError(w, http.StatusBadGateway, m.id, -32603, "Server unavailable")
+		return
+	}
+	t := time.NewTimer(b.cfg.StartTimeout)
+	defer t.Stop()
+	select {
+	case <-c.fin:
+		if c.resp == nil {
+			writeJSONError(w, http.StatusBadGateway, m.id, -32603, "Server unavailable")
+			return
+		}
+		s.done(c)
+		w.Header().Set("Mcp-Session-Id", s.id)
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write(c.resp)
+	case <-t.C:
+		s.end("no answer to initialize within the start timeout")
+		writeJSONError(w, http.StatusGatewayTimeout, m.id, -32603, "Server did not start")
+	case <-r.Context().Done():
+		s.end("client left during initialize")
+	}
+}
+
+// writeJSONError answers a JSON-RPC error with a fixed message.
+func writeJSONError(w http.ResponseWriter, status int, id []byte, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(errorResponse(id, code, msg))
+}
+
+// itoa is strconv.Itoa for child ids.
+func itoa(n int64) []byte { return strconv.AppendInt(nil, n, 10) }
+
+var _ context.Context // (ctx is taken from requests)

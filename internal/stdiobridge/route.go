@@ -1,0 +1,131 @@
+package stdiobridge
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"os"
+)
+
+// readStdout reads the child's messages until it ends; anything but
+// JSON-RPC ends the child.
+func (s *session) readStdout() {
+	defer s.b.wg.Done()
+	lr := newLineReader(s.ch.stdout, s.b.cfg.MaxMessageBytes)
+	reason := ""
+	for {
+		line, err := lr.next()
+		if err != nil {
+			switch {
+			case errors.Is(err, io.EOF), errors.Is(err, os.ErrClosed):
+				reason = "stdout closed"
+			case errors.Is(err, errLineTooLong):
+				reason = "a line on stdout over max_message_bytes"
+			case errors.Is(err, errPartialLine):
+				reason = "stdout ended inside a line"
+			default:
+				reason = "stdout: " + err.Error()
+			}
+			break
+		}
+		m, err := parseMessage(&s.b.pool, line)
+		if err != nil {
+			reason = "a line on stdout that is not a JSON-RPC message"
+			break
+		}
+		m.raw = append([]byte(nil), m.raw...) // the reader reuses its buffer
+		s.fromChild(m)
+	}
+	close(s.readerDone)
+	go s.end(reason)
+}
+
+// readStderr logs the child's stderr, line by line, tagged with the
+// route (the bridge's logger) and the user.
+func (s *session) readStderr() {
+	defer s.b.wg.Done()
+	sc := bufio.NewReaderSize(s.ch.stderr, maxStderrLine)
+	for {
+		line, isPrefix, err := sc.ReadLine()
+		if len(line) > 0 {
+			s.log.Info("stdio: child stderr", "line", string(line), "truncated", isPrefix)
+		}
+		for isPrefix && err == nil { // the rest of a long line is skipped
+			_, isPrefix, err = sc.ReadLine()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// fromChild routes one message of the child to its client: a response
+// to the request it answers (with the client's id), progress to the
+// request that asked for it, anything else to the oldest request in
+// flight (server-to-client requests, which a child sends while it
+// serves one) or the GET stream, else to the queue the next GET stream
+// gets.
+func (s *session) fromChild(m message) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended {
+		return
+	}
+	switch m.kind {
+	case kindResponse:
+		c := s.pending[string(m.id)]
+		if c == nil {
+			s.log.Warn("stdio: child answer to no request in flight dropped")
+			return
+		}
+		s.forget(c)
+		c.resp = m.withID(c.clientID)
+		close(c.fin)
+		return
+	case kindRequest:
+		if len(s.serverReqs) >= s.b.cfg.MaxQueued {
+			s.log.Warn("stdio: child request dropped: too many waiting for the client", "method", m.method)
+			return
+		}
+		s.serverReqs[string(m.id)] = true
+		if len(s.inflight) > 0 {
+			s.toCall(s.inflight[0], m.raw)
+			return
+		}
+	case kindNotification:
+		if m.method == "notifications/progress" {
+			tok, _, _ := m.paramMember(&s.b.pool, progressNames, "progressToken")
+			if c := s.progress[string(tok)]; c != nil && tok != nil {
+				s.toCall(c, m.raw)
+				return
+			}
+		}
+		if s.get == nil && len(s.inflight) > 0 {
+			s.toCall(s.inflight[0], m.raw)
+			return
+		}
+	}
+	if s.get != nil {
+		select {
+		case s.get.out <- m.raw:
+			return
+		default:
+		}
+	}
+	if len(s.queue) >= s.b.cfg.MaxQueued {
+		s.log.Warn("stdio: child message dropped: queue full", "method", m.method)
+		return
+	}
+	s.queue = append(s.queue, m.raw)
+}
+
+// toCall puts msg on c's stream, dropping it if the client does not
+// keep up (bounded).
+func (s *session) toCall(c *call, msg []byte) {
+	select {
+	case c.out <- msg:
+	default:
+		c.dropped++
+		s.log.Warn("stdio: child message dropped: client stream full")
+	}
+}

@@ -1,0 +1,20 @@
+package stdiobridge
+
+import (
+	"os"
+	"testing"
+
+	"github.com/mcpguard/mcpguard/internal/stdiobridge/testserver"
+)
+
+// serverEnv makes the test binary a stdio MCP server (testserver.Main)
+// instead of the tests.
+const serverEnv = testserver.Env
+
+func TestMain(m *testing.M) {
+	if os.Getenv(serverEnv) != "" {
+		testserver.Main()
+		return
+	}
+	os.Exit(m.Run())
+}

@@ -1,0 +1,395 @@
+package stdiobridge
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// call is one client request in flight to the child.
+type call struct {
+	clientID []byte // the client's raw id
+	childKey string // the id the child sees
+	progress string // the raw progress token, or ""
+	out      chan []byte
+	fin      chan struct{} // closed with resp set (nil: the child ended)
+	resp     []byte
+	dropped  int
+}
+
+// stream is an open GET stream.
+type stream struct{ out chan []byte }
+
+// session is one MCP session: one child, one user.
+type session struct {
+	b       *Bridge
+	id      string
+	user    User
+	ch      *child
+	log     *slog.Logger
+	release func()
+
+	mu         sync.Mutex
+	next       int64
+	pending    map[string]*call // by child id
+	byClient   map[string]*call // by the client's raw id
+	progress   map[string]*call // by raw progress token
+	serverReqs map[string]bool  // the child's requests waiting for the client
+	inflight   []*call          // in order
+	get        *stream
+	queue      [][]byte
+	last       time.Time
+	ended      bool
+	endedCh    chan struct{}
+	endOnce    sync.Once
+	readerDone chan struct{}  // closed when stdout is read to its end
+	active     sync.WaitGroup // request handlers
+}
+
+func newSession(b *Bridge, id string, u User, ch *child, log *slog.Logger, release func()) *session {
+	s := &session{b: b, id: id, user: u, ch: ch, log: log.With("session", id[:8]), release: release,
+		pending: map[string]*call{}, byClient: map[string]*call{}, progress: map[string]*call{}, serverReqs: map[string]bool{},
+		last: time.Now(), endedCh: make(chan struct{}), readerDone: make(chan struct{})}
+	b.wg.Add(3)
+	go s.readStdout()
+	go s.readStderr()
+	go s.watch()
+	return s
+}
+
+// watch ends the session when the process exits, after what it wrote
+// is read (its process group is killed then, so stdout ends; a process
+// that left the group and holds stdout is given the stop grace).
+func (s *session) watch() {
+	defer s.b.wg.Done()
+	select {
+	case <-s.ch.exited:
+	case <-s.endedCh:
+		return
+	}
+	t := time.NewTimer(s.b.cfg.StopGrace)
+	defer t.Stop()
+	select {
+	case <-s.readerDone:
+	case <-t.C:
+	}
+	go s.end("process exited")
+}
+
+// idleSince is how long the session has had no request in flight.
+func (s *session) idleSince(now time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.inflight) > 0 {
+		return 0
+	}
+	return now.Sub(s.last)
+}
+
+// end stops the child, answers every request in flight with an error
+// and forgets the session (404 next time). It waits for the child to be
+// reaped.
+func (s *session) end(reason string) {
+	s.endOnce.Do(func() {
+		s.b.remove(s)
+		s.mu.Lock()
+		s.ended = true
+		calls := s.inflight
+		s.inflight = nil
+		s.pending, s.byClient, s.progress = map[string]*call{}, map[string]*call{}, map[string]*call{}
+		s.mu.Unlock()
+		for _, c := range calls {
+			close(c.fin) // resp nil: the child ended
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*s.b.cfg.StopGrace+time.Second)
+		s.ch.stop(ctx)
+		cancel()
+		// The GET stream ends a moment after the requests in flight have
+		// written their errors, so that a client reads why before it sees
+		// its stream end (clients such as go-sdk's fail every call when
+		// the stream ends).
+		done := make(chan struct{})
+		go func() { s.active.Wait(); close(done) }()
+		t := time.NewTimer(streamEndDelay)
+		<-t.C
+		select {
+		case <-done:
+		case <-time.After(streamEndDelay):
+		}
+		close(s.endedCh)
+		s.log.Info("stdio: child ended", "reason", reason, "exit", s.ch.exitReason())
+		s.release()
+	})
+	<-s.ch.exited
+}
+
+// send registers a client request and writes it to the child with the
+// bridge's id.
+func (s *session) send(m message) (*call, error) {
+	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		return nil, errEnded
+	}
+	if len(s.inflight) >= s.b.cfg.MaxQueued {
+		s.mu.Unlock()
+		return nil, errBusy
+	}
+	s.next++
+	id := itoa(s.next)
+	c := &call{clientID: append([]byte(nil), m.id...), childKey: string(id), out: make(chan []byte, 16), fin: make(chan struct{})}
+	if tok := m.progressToken(&s.b.pool); tok != nil {
+		c.progress = string(tok)
+		s.progress[c.progress] = c
+	}
+	s.pending[c.childKey] = c
+	s.byClient[string(m.id)] = c
+	s.inflight = append(s.inflight, c)
+	s.mu.Unlock()
+	if err := s.ch.write(m.withID(id), writeTimeout); err != nil {
+		go s.end("stdin not writable: " + err.Error())
+		return nil, err
+	}
+	return c, nil
+}
+
+// streamEndDelay is how long a GET stream outlives its ended session.
+const streamEndDelay = 500 * time.Millisecond
+
+var errEnded = errors.New("stdiobridge: session ended")
+
+// done forgets a finished call.
+func (s *session) done(c *call) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.forget(c)
+}
+
+func (s *session) forget(c *call) {
+	delete(s.pending, c.childKey)
+	if s.byClient[string(c.clientID)] == c {
+		delete(s.byClient, string(c.clientID))
+	}
+	if c.progress != "" && s.progress[c.progress] == c {
+		delete(s.progress, c.progress)
+	}
+	for i, x := range s.inflight {
+		if x == c {
+			s.inflight = append(s.inflight[:i:i], s.inflight[i+1:]...)
+			break
+		}
+	}
+	s.last = time.Now()
+}
+
+// post serves a client message in this session.
+func (s *session) post(w http.ResponseWriter, r *http.Request, m message) {
+	switch m.kind {
+	case kindNotification:
+		line := m.raw
+		if m.method == "notifications/cancelled" {
+			line = s.cancelLine(m)
+			if line == nil {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+		}
+		s.forward(w, line)
+	case kindResponse:
+		s.mu.Lock()
+		ok := s.serverReqs[string(m.id)]
+		delete(s.serverReqs, string(m.id))
+		s.mu.Unlock()
+		if !ok {
+			// Not an answer to a request of this child: dropped.
+			s.log.Warn("stdio: client answer to no request of the child dropped")
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		s.forward(w, m.raw)
+	case kindRequest:
+		s.request(w, r, m)
+	}
+}
+
+func (s *session) forward(w http.ResponseWriter, line []byte) {
+	if err := s.ch.write(line, writeTimeout); err != nil {
+		go s.end("stdin not writable: " + err.Error())
+		writeJSONError(w, http.StatusNotFound, nil, -32001, "Session not found")
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// cancelLine maps notifications/cancelled's requestId from the client's
+// id to the child's, or returns nil for a request not in flight.
+func (s *session) cancelLine(m message) []byte {
+	v, start, end := m.paramMember(&s.b.pool, cancelNames, "requestId")
+	if v == nil {
+		return nil
+	}
+	s.mu.Lock()
+	c := s.byClient[string(v)]
+	s.mu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return splice(m.raw, start, end, []byte(c.childKey))
+}
+
+// request serves a client request: the answer is an SSE stream carrying
+// what the child sends for it, then its response.
+func (s *session) request(w http.ResponseWriter, r *http.Request, m message) {
+	s.active.Add(1)
+	defer s.active.Done()
+	c, err := s.send(m)
+	switch {
+	case errors.Is(err, errBusy):
+		w.Header().Set("Retry-After", retryAfter)
+		writeJSONError(w, http.StatusServiceUnavailable, m.id, -32603, "Server busy")
+		return
+	case err != nil:
+		writeJSONError(w, http.StatusNotFound, nil, -32001, "Session not found")
+		return
+	}
+	sse := acceptsSSE(r)
+	fl, _ := w.(http.Flusher)
+	if sse {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Header().Set("Cache-Control", "no-cache")
+		w.WriteHeader(http.StatusOK)
+		if fl != nil {
+			fl.Flush()
+		}
+	}
+	t := time.NewTimer(s.b.cfg.RequestTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case msg := <-c.out:
+			if sse && writeEvent(w, fl, msg) != nil {
+				s.abandon(c)
+				return
+			}
+		case <-c.fin:
+			// Deliver what arrived before the answer, then the answer.
+			for len(c.out) > 0 {
+				msg := <-c.out
+				if sse {
+					_ = writeEvent(w, fl, msg)
+				}
+			}
+			resp := c.resp
+			if resp == nil {
+				resp = errorResponse(c.clientID, -32603, "Server process ended")
+			} else {
+				s.done(c)
+			}
+			if sse {
+				_ = writeEvent(w, fl, resp)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusOK)
+			_, _ = w.Write(resp)
+			return
+		case <-t.C:
+			go s.end("no answer within the request timeout: hung")
+			<-c.fin
+		case <-r.Context().Done():
+			s.abandon(c)
+			return
+		}
+	}
+}
+
+// abandon tells the child that the client of c left (MCP cancellation).
+func (s *session) abandon(c *call) {
+	s.mu.Lock()
+	_, live := s.pending[c.childKey]
+	s.forget(c)
+	ended := s.ended
+	s.mu.Unlock()
+	if live && !ended {
+		line := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + c.childKey + `,"reason":"client disconnected"}}`)
+		_ = s.ch.write(line, writeTimeout)
+	}
+}
+
+func acceptsSSE(r *http.Request) bool {
+	for _, v := range r.Header.Values("Accept") {
+		if strings.Contains(v, "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}
+
+func writeEvent(w io.Writer, fl http.Flusher, msg []byte) error {
+	buf := make([]byte, 0, len(msg)+24)
+	buf = append(buf, "event: message\ndata: "...)
+	buf = append(buf, msg...)
+	buf = append(buf, "\n\n"...)
+	if _, err := w.Write(buf); err != nil {
+		return err
+	}
+	if fl != nil {
+		fl.Flush()
+	}
+	return nil
+}
+
+// serveGET is the session's stream of messages not tied to a request.
+func (s *session) serveGET(w http.ResponseWriter, r *http.Request) {
+	if !acceptsSSE(r) {
+		writeJSONError(w, http.StatusNotAcceptable, nil, -32600, "Not Acceptable: text/event-stream required")
+		return
+	}
+	st := &stream{out: make(chan []byte, s.b.cfg.MaxQueued)}
+	s.mu.Lock()
+	if s.get != nil {
+		s.mu.Unlock()
+		writeJSONError(w, http.StatusConflict, nil, -32600, "Conflict: a stream is already open")
+		return
+	}
+	s.get = st
+	queued := s.queue
+	s.queue = nil
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.get == st {
+			s.get = nil
+		}
+		s.mu.Unlock()
+	}()
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	if fl != nil {
+		fl.Flush()
+	}
+	for _, msg := range queued {
+		if writeEvent(w, fl, msg) != nil {
+			return
+		}
+	}
+	for {
+		select {
+		case msg := <-st.out:
+			if writeEvent(w, fl, msg) != nil {
+				return
+			}
+		case <-s.endedCh:
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,82 @@
+// Package testserver is a stateful go-sdk MCP server on stdio for the
+// tests of internal/stdiobridge and proxy: a test binary runs it from
+// TestMain when the variable Env is set, and a bridge starts that binary.
+package testserver
+
+//lint:file-ignore SA1019 sampling is deprecated from 2026-07-28; 2025-11-25 servers still use it
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Env names the variable that makes a test binary this server.
+const Env = "STDIOBRIDGE_TEST_SERVER"
+
+type empty struct{}
+
+type textOut struct {
+	Text string `json:"text"`
+}
+
+// Main runs a stateful go-sdk stdio server: a counter per process,
+// who its user is, and tools that crash, hang, write garbage, sample
+// the client and report progress.
+func Main() {
+	var n atomic.Int64
+	s := mcp.NewServer(&mcp.Implementation{Name: "counter", Version: "1"}, nil)
+	text := func(s string) (*mcp.CallToolResult, textOut, error) { return nil, textOut{Text: s}, nil }
+	mcp.AddTool(s, &mcp.Tool{Name: "incr"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		return text(fmt.Sprint(n.Add(1)))
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		wd, _ := os.Getwd()
+		var env []string
+		for _, kv := range os.Environ() {
+			env = append(env, strings.SplitN(kv, "=", 2)[0])
+		}
+		return text(fmt.Sprintf("sub=%s iss=%s tenant=%s client=%s cwd=%s env=%s", os.Getenv("MCPGUARD_USER_SUBJECT"), os.Getenv("MCPGUARD_USER_ISSUER"),
+			os.Getenv("MCPGUARD_USER_TENANT"), os.Getenv("MCPGUARD_USER_CLIENT"), wd, strings.Join(env, ",")))
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "admin_only"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		return text("admin:" + os.Getenv("MCPGUARD_USER_SUBJECT"))
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "crash"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		os.Exit(3)
+		return text("")
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "garbage"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		fmt.Fprintln(os.Stdout, "this is not JSON-RPC")
+		time.Sleep(time.Hour)
+		return text("")
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		fmt.Fprintln(os.Stderr, "hanging")
+		select {} // ignores cancellation
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "sample"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		res, err := r.Session.CreateMessage(ctx, &mcp.CreateMessageParams{MaxTokens: 10,
+			Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "hi"}}}})
+		if err != nil {
+			return nil, textOut{}, err
+		}
+		return text("sampled:" + res.Content.(*mcp.TextContent).Text)
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "progress"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		tok := r.Params.GetProgressToken()
+		for i := range 3 {
+			_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: 3})
+		}
+		return text("done")
+	})
+	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
