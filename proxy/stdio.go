@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
 	"github.com/mcpguard/mcpguard/internal/stdiobridge"
@@ -72,22 +71,5 @@ func stdioUser(r *http.Request) (stdiobridge.User, bool) {
 	if !ok || p.Anonymous {
 		return stdiobridge.User{}, false
 	}
-	return stdiobridge.User{Key: userKey(p), Issuer: p.Issuer, Subject: p.Subject, Tenant: p.Tenant, Client: p.ClientID}, true
-}
-
-// userKey is who owns a child: issuer, subject and tenant, or the client
-// for a token with no subject. (One function, to become the
-// middleware's user key.)
-func userKey(p *middleware.Principal) string {
-	var b strings.Builder
-	fields := []string{p.Issuer, p.Subject, p.Tenant}
-	if p.Subject == "" {
-		fields = []string{p.Issuer, "", p.Tenant, p.ClientID}
-	}
-	for _, f := range fields {
-		b.WriteString(strconv.Itoa(len(f)))
-		b.WriteByte(':')
-		b.WriteString(f)
-	}
-	return b.String()
+	return stdiobridge.User{Key: p.UserID(), Issuer: p.Issuer, Subject: p.Subject, Tenant: p.Tenant, Client: p.ClientID}, true
 }
