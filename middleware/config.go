@@ -167,6 +167,21 @@ type Config struct {
 	// Operations gives per-MCP-operation scopes. The zero value adds none.
 	Operations OperationPolicy
 
+	// Rules are policy rules beyond scopes, in CEL (docs/policy.md,
+	// "Rules"), checked and compiled by New: a rule that does not
+	// compile, names an undeclared variable, is not of type bool or may
+	// cost more than the bound refuses New with its name and position.
+	// Nil means none.
+	Rules []Rule
+
+	// TenantArgument, when set, names a tools/call and prompts/get
+	// argument that must equal the caller's tenant (Principal.Tenant)
+	// whenever a request carries it: a shorthand for the deny rule
+	// "tenant_argument" (docs/policy.md, "The tenant rule"). A request
+	// with the argument from a token without a tenant is denied too.
+	// Empty means no such rule.
+	TenantArgument string
+
 	// Lists chooses what list answers (tools/list, prompts/list,
 	// resources/list, resources/templates/list) show, applied by the
 	// middleware to every answer of the handler it wraps: [ListAnnotate] (the
@@ -307,6 +322,12 @@ func (c Config) withDefaults() Config {
 	c.Operations.Resources = rules
 	c.Operations.Public = c.Operations.Public.clone()
 	c.ScopeImplies = cloneScopeMap(c.ScopeImplies)
+	c.Rules = slices.Clone(c.Rules)
+	for i := range c.Rules {
+		r := &c.Rules[i]
+		r.Methods, r.Tools, r.Prompts = slices.Clone(r.Methods), slices.Clone(r.Tools), slices.Clone(r.Prompts)
+		r.Resources, r.RequireScopes = slices.Clone(r.Resources), slices.Clone(r.RequireScopes)
+	}
 	if c.Metadata.ScopesSupported == nil {
 		c.Metadata.ScopesSupported = c.policyScopes()
 	}
@@ -473,6 +494,9 @@ func (c Config) policyScopes() []string {
 	}
 	for _, r := range c.Operations.Resources {
 		out = appendUnique(out, r.Scopes...)
+	}
+	for _, r := range c.Rules {
+		out = appendUnique(out, r.RequireScopes...)
 	}
 	return slices.DeleteFunc(out, func(s string) bool { return s == "offline_access" })
 }

@@ -45,6 +45,12 @@ type Decision struct {
 	// repeated header.
 	ProtocolVersion string
 
+	// Rule is the name of the [Rule] that decided: the rule that denied
+	// (reason "rule_denied"), or the require-scopes rule whose scopes were
+	// missing (reason "insufficient_scope" or "step_up_exhausted"). Empty
+	// otherwise.
+	Rule string
+
 	// Principal is the authenticated caller, nil when the request was
 	// refused before (or without) a valid token.
 	Principal *Principal
@@ -137,6 +143,10 @@ const (
 	// reasonNotListed: errNotListed, OperationPolicy.DenyUnlisted
 	// (terminal 403).
 	reasonNotListed Reason = "not_listed"
+	// reasonRuleDenied: a [Rule] denied the request, or its condition
+	// failed at request time (errRuleDenied; the terminal 403
+	// access_denied).
+	reasonRuleDenied Reason = "rule_denied"
 	// reasonTenant: Error "no_tenant" or "tenant_mismatch" passed to
 	// [Middleware.Challenge] (403).
 	reasonTenant Reason = "tenant"
@@ -172,6 +182,7 @@ func (m *Middleware) report(ctx context.Context, h http.Header, rf *refusal) {
 	d := decision(h, rf.reason, rf.p, rf.g)
 	d.Status, d.Err = rf.status, rf.err
 	d.RequiredScopes, d.MissingScopes = scopesOf(rf.err)
+	d.Rule = rf.rule
 	m.onDecision(ctx, d)
 }
 

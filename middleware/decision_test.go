@@ -139,6 +139,13 @@ var decisionWant = map[string]wantDecision{
 	"scope_realm":                        {reasonInsufficientScope, "tools/list", ""},
 	"scope_base_missing_get":             {reasonInsufficientScope, "", ""},
 	"scope_base_missing_get_modern":      {reasonInsufficientScope, "", ""},
+
+	// Rules (rules_test.go).
+	"rule_deny":                 {reasonRuleDenied, "tools/call", "get_weather"},
+	"rule_require_scopes":       {reasonInsufficientScope, "tools/call", unlistedLabel},
+	"rule_allow":                {reasonAuthorized, "tools/call", unlistedLabel},
+	"rule_allow_stepped_up":     {reasonAuthorized, "tools/call", unlistedLabel},
+	"rule_missing_claim_denies": {reasonRuleDenied, "tools/call", unlistedLabel},
 }
 
 // unauthenticated are the reasons decided before a token is valid: their

@@ -106,6 +106,7 @@ var errorKinds = []struct {
 	{errStepUpExhausted, kindStepUpExhausted, reasonStepUpExhausted},
 	{errInsufficientScope, kindInsufficientScope, reasonInsufficientScope},
 	{errNotListed, kindForbidden, reasonNotListed},
+	{errRuleDenied, kindForbidden, reasonRuleDenied},
 	{errUnknownSession, kindUnknownSession, reasonUnknownSession},
 	{errSessionHeader, kindSessionHeader, reasonSessionHeader},
 	{errUnknownEventID, kindSessionHeader, reasonUnknownEventID},
@@ -211,10 +212,11 @@ func retryAfterValue(d time.Duration) string {
 // [Middleware.send] writes the log line, the [Decision] and the answer
 // from this one value.
 type refusal struct {
-	err error      // the internal cause: picks the answer and the Reason (errorKinds); never sent
-	p   *Principal // the caller; nil when refused before (or without) a valid token
-	g   *grant     // the operation, labelling the log line and the decision; nil: unknown
-	id  []byte     // the raw JSON-RPC id, echoed only in the -32020, -32602 and task bodies
+	err  error      // the internal cause: picks the answer and the Reason (errorKinds); never sent
+	p    *Principal // the caller; nil when refused before (or without) a valid token
+	g    *grant     // the operation, labelling the log line and the decision; nil: unknown
+	id   []byte     // the raw JSON-RPC id, echoed only in the -32020, -32602 and task bodies
+	rule string     // the Rule that decided (rules.go), "" for none
 
 	reason Reason // resolved with the answer
 	answer        // what the client is sent; its level is the log record's

@@ -89,6 +89,9 @@ func (m *Middleware) logRefusal(r *http.Request, rf *refusal) {
 			attrs = append(attrs, slog.String("tool", g.name))
 		}
 	}
+	if rf.rule != "" {
+		attrs = append(attrs, slog.String("rule", rf.rule))
+	}
 	if p := rf.p; p != nil {
 		attrs = append(attrs, slog.String("client_id", p.ClientID), slog.String("issuer", p.Issuer))
 	}

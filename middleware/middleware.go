@@ -24,6 +24,7 @@ type Middleware struct {
 	realm         string
 	origins       originPolicy
 	policy        policy
+	rules         *ruleSet // nil: no Config.Rules (rules.go)
 	implies       map[string]map[string]struct{}
 	answers       [numKinds]answer
 	log           *slog.Logger
@@ -71,6 +72,9 @@ func New(cfg Config) (*Middleware, error) {
 		return nil, err
 	}
 	m.implies = compileImplies(cfg.ScopeImplies)
+	if m.rules, err = compileRules(cfg.Rules, cfg.TenantArgument); err != nil {
+		return nil, err
+	}
 	m.policy = m.compilePolicy(&cfg)
 	m.public = m.newPublicSet(cfg.Operations.Public)
 	m.sessions = newSessions(cfg.Sessions)
@@ -200,6 +204,9 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 			m.insufficient(w, r, &refusal{p: p, g: g}, op, missing)
 			return
 		}
+	}
+	if m.rules != nil && post && m.applyRules(w, r, p, g, &msg) {
+		return // denied, or a step-up (rules.go)
 	}
 	if m.pending != nil && !m.pending.empty() {
 		m.steppedUp(r.Context(), p)

@@ -151,6 +151,7 @@ func answerCases() []answerCase {
 		{name: "deny_unlisted_tool", mutate: func(c *Config) { c.Operations.DenyUnlisted = true }, req: rpc(modernRev, "tools/call", "no_such_tool", "mcp:all"), wantStatus: 403},
 	}
 	cases = append(cases, headerMismatchCases()...)
+	cases = append(cases, ruleCases()...)
 	return append(cases, scopeCases()...)
 }
 

@@ -55,6 +55,9 @@ type message struct {
 	// extension (io.modelcontextprotocol/tasks, 2026-07-28: the server may
 	// answer with a task).
 	task, tasksExt bool
+	// args is the raw params.arguments (tools/call, prompts/get), nil
+	// when absent; decoded only when a Rule reads it (rules.go).
+	args []byte
 	// sid is not read from the body: it is the request's Mcp-Session-Id
 	// as bindSession accepted it ("" for none), for serveSession.
 	sid string
@@ -151,7 +154,7 @@ func (msg *message) member(v *strictjson.Value, name []byte) error {
 	case "method":
 		return msg.method.readString(v)
 	case "params":
-		return v.Members([]string{"name", "uri", "_meta", "ref", "task", "taskId", "notifications"}, msg.param)
+		return v.Members([]string{"name", "uri", "_meta", "ref", "task", "taskId", "notifications", "arguments"}, msg.param)
 	case "id":
 		var err error
 		msg.id, err = v.Raw()
@@ -170,6 +173,10 @@ func (msg *message) param(v *strictjson.Value, name []byte) error {
 		}
 	case "task":
 		msg.task = true
+	case "arguments":
+		raw, err := v.Raw()
+		msg.args = raw
+		return err
 	case "_meta":
 		return v.Members([]string{metaVersionKey, metaClientCapabilities}, msg.meta)
 	case "ref":
