@@ -33,10 +33,10 @@ type ruleUser struct {
 
 // ruleMCP is the CEL type of "mcp".
 type ruleMCP struct {
-	Method   string         `cel:"method"`
-	Name     string         `cel:"name"`
-	URI      string         `cel:"uri"`
-	Revision string         `cel:"revision"`
+	Method   string   `cel:"method"`
+	Name     string   `cel:"name"`
+	URI      string   `cel:"uri"`
+	Revision string   `cel:"revision"`
 	Args     ruleArgs `cel:"args"`
 }
 
