@@ -385,3 +385,52 @@ func waitFor(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not met within 10 s")
 }
+
+// TestConcurrentUsersState: 20 users call their counters concurrently
+// for 10 s (at most 2000 calls each): every user sees exactly 1, 2, 3,
+// ... in order, so no call of one user ever reached another's process.
+func TestConcurrentUsersState(t *testing.T) {
+	h := newHarness(t, Config{})
+	ctx := ctxT(t)
+	const users = 20
+	sessions := make([]*mcp.ClientSession, users)
+	for i := range sessions {
+		sessions[i] = h.connect(t, "user"+strconv.Itoa(i), nil)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var wg sync.WaitGroup
+	counts := make([]int, users)
+	errs := make(chan error, users)
+	for i, cs := range sessions {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 1; n <= 2000 && time.Now().Before(deadline); n++ {
+				got, err := callText(ctx, cs, "incr")
+				if err != nil {
+					errs <- fmt.Errorf("user%d call %d: %w", i, n, err)
+					return
+				}
+				if want := `{"text":"` + strconv.Itoa(n) + `"}`; got != want {
+					errs <- fmt.Errorf("user%d call %d = %s, want %s", i, n, got, want)
+					return
+				}
+				counts[i] = n
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for i, n := range counts {
+		if n == 0 {
+			t.Errorf("user%d made no call", i)
+		}
+	}
+	if n := h.b.Children(); n != users {
+		t.Errorf("children = %d, want %d", n, users)
+	}
+	t.Logf("calls per user: %v", counts)
+}

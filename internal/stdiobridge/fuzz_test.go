@@ -1,0 +1,84 @@
+package stdiobridge
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"testing"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
+)
+
+// FuzzLines: the line reader never returns a line over the bound, with a
+// newline, or empty; it ends with io.EOF or one of its errors.
+func FuzzLines(f *testing.F) {
+	for _, s := range []string{
+		"", "\n", `{"jsonrpc":"2.0","method":"x"}` + "\n", "a\r\nb\n\n\nc", "0123456789abcdef0123\n", "x",
+		"\r\n\r\n", "short\nthis line is longer than the bound\nok\n",
+	} {
+		f.Add([]byte(s), 16)
+	}
+	f.Fuzz(func(t *testing.T, in []byte, max int) {
+		max = 1 + (max&0xff+256)%256
+		lr := newLineReader(bytes.NewReader(in), max)
+		for range len(in) + 1 {
+			line, err := lr.next()
+			if err != nil {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, errLineTooLong) && !errors.Is(err, errPartialLine) {
+					t.Fatalf("error %v", err)
+				}
+				return
+			}
+			if len(line) == 0 || len(line) > max || bytes.IndexByte(line, '\n') >= 0 || len(bytes.TrimSpace(line)) == 0 {
+				t.Fatalf("line %q (max %d)", line, max)
+			}
+		}
+		t.Fatal("more lines than bytes")
+	})
+}
+
+// FuzzMessage: a message the bridge accepts is one strict JSON object on
+// one line; remapping its id gives a message that parses to the same
+// kind and method with exactly the new id, and mapping back restores
+// the original id.
+func FuzzMessage(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"t"}}}`,
+		`{"jsonrpc":"2.0","id":"a\"b","result":{}}`,
+		`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"m"}}`,
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`,
+		"{\"jsonrpc\":\"2.0\",\r\"id\":1,\"method\":\"ping\"}",
+		`{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}`, `[{"jsonrpc":"2.0","id":1,"method":"x"}]`, `{"jsonrpc":"1.0","id":1,"method":"x"}`,
+		`{"jsonrpc":"2.0","id":{},"method":"x"}`, `{"jsonrpc":"2.0","ID":1,"id":1,"method":"x"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	var pool strictjson.Pool
+	f.Fuzz(func(t *testing.T, in []byte) {
+		m, err := parseMessage(&pool, in)
+		if err != nil {
+			return
+		}
+		if bytes.ContainsAny(m.raw, "\r\n") {
+			t.Fatalf("accepted message spans lines: %q", m.raw)
+		}
+		if m.kind != kindResponse && m.kind != kindRequest {
+			return
+		}
+		out := m.withID([]byte("42"))
+		m2, err := parseMessage(&pool, out)
+		if err != nil {
+			t.Fatalf("remapped %q: %v", out, err)
+		}
+		if m2.kind != m.kind || m2.method != m.method || string(m2.id) != "42" {
+			t.Fatalf("remapped %q: kind %d method %q id %q", out, m2.kind, m2.method, m2.id)
+		}
+		back := m2.withID(m.id)
+		if !bytes.Equal(back, m.raw) {
+			t.Fatalf("round trip %q != %q", back, m.raw)
+		}
+		if tok := m.progressToken(&pool); tok != nil && !validID(tok) {
+			t.Fatalf("progress token %q", tok)
+		}
+	})
+}
