@@ -75,6 +75,7 @@ const (
 	kindUnknownTask
 	kindMethodNotFound
 	kindMethodNotAllowed
+	kindBadGateway
 	numKinds
 )
 
@@ -116,6 +117,7 @@ var errorKinds = []struct {
 	{errUnknownTask, kindUnknownTask, reasonUnknownTask},
 	{errMethodNotFound, kindMethodNotFound, reasonMethodNotFound},
 	{errMethodNotAllowed, kindMethodNotAllowed, reasonMethodNotAllowed},
+	{errUpgrade, kindBadGateway, reasonUpgrade},
 	{errBodyNotAllowed, kindInvalidMessage, reasonBodyNotAllowed},
 	{errTaskStore, kindUnavailable, reasonTaskStore},
 	{errNoTenant, kindForbidden, reasonTenant},
@@ -196,6 +198,7 @@ func (m *Middleware) buildAnswers(base []string, retryAfter string) {
 		kindUnknownTask:        {http.StatusOK, "", "", "", debug},                                      // body carries the id; 400 from 2026-07-28
 		kindMethodNotFound:     {http.StatusNotFound, "", "", "", debug},                                // body carries the id (notfound.go)
 		kindMethodNotAllowed:   {http.StatusMethodNotAllowed, "", "", bodyMethodNotAllowed, debug},      // Allow: httpmethod.go
+		kindBadGateway:         {http.StatusBadGateway, "", "", bodyBadGateway, warn},                   // a 101 from the next handler (session.go)
 	}
 }
 

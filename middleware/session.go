@@ -1,9 +1,11 @@
 package middleware
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -124,6 +126,17 @@ var errSessionStore = errors.New("middleware: session store unavailable")
 // Answered 503 with Retry-After, as errSessionsFull; the answer is dropped.
 var errSessionCreated = errors.New("middleware: next handler created an invalid Mcp-Session-Id")
 
+// errUpgrade: the next handler answered 101 Switching Protocols (or tried
+// to take the connection over): MCP asks for no protocol switch, and the
+// middleware cannot see what would follow. Answered 502 Bad Gateway, as
+// mcpguard proxy answers an upstream's 101; no session is bound, and a
+// session the answer created is closed in the next handler.
+var errUpgrade = errors.New("middleware: next handler switched protocols")
+
+// errHijack is what a next handler that tries to take the connection over
+// (http.ResponseController.Hijack) gets.
+var errHijack = errors.New("middleware: the connection of an MCP request cannot be hijacked")
+
 // Reasons of the session binding.
 const (
 	// reasonUnknownSession: errUnknownSession (404).
@@ -136,9 +149,14 @@ const (
 	reasonSessionStore Reason = "session_store"
 	// reasonSessionCreated: errSessionCreated (503).
 	reasonSessionCreated Reason = "session_created"
+	// reasonUpgrade: errUpgrade (502).
+	reasonUpgrade Reason = "upgrade"
 )
 
 const bodySessionNotFound = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}`
+
+// bodyBadGateway is the answer to errUpgrade, mcpguard proxy's 502 body.
+const bodyBadGateway = `{"jsonrpc":"2.0","id":null,"error":{"code":-32603,"message":"Bad Gateway"}}`
 
 func (c SessionConfig) withDefaults() SessionConfig {
 	if c.Max == 0 {
@@ -409,6 +427,10 @@ func (w *sessionWriter) WriteHeader(status int) {
 		return
 	}
 	w.done = true
+	if status == http.StatusSwitchingProtocols {
+		w.upgrade(h)
+		return
+	}
 	switch {
 	case w.sid == "":
 		if _, ok := h[sessionHeader]; !ok {
@@ -440,6 +462,31 @@ func (w *sessionWriter) WriteHeader(status int) {
 		w.forget(status)
 	}
 	w.ResponseWriter.WriteHeader(status)
+}
+
+// upgrade answers a 101 from next (header h) with 502, fail closed: the
+// 101 and whatever next writes after it are dropped, no session is bound,
+// and a session the 101 named for a request without one is closed in
+// next (it was never recorded).
+func (w *sessionWriter) upgrade(h http.Header) {
+	if w.sid == "" {
+		if created, err := sessionID(h); err == nil && created != "" {
+			w.refused = created
+		}
+	}
+	w.discard = true
+	for _, k := range [...]string{sessionHeader, "Content-Length", "Content-Encoding", "Content-Type", "Upgrade", "Connection"} {
+		h.Del(k)
+	}
+	w.m.refuse(w.ResponseWriter, w.r, &refusal{err: errUpgrade, p: w.p, g: w.p.grant})
+}
+
+// Hijack refuses to hand next the connection (errHijack): an MCP request
+// is answered over HTTP, and a handler that took the connection over
+// would answer past the middleware (a protocol switch, a session it never
+// sees). http.ResponseController finds it before Unwrap.
+func (w *sessionWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	return nil, nil, errHijack
 }
 
 // forget forgets the request's session sid when status ends it: a 404
