@@ -30,7 +30,6 @@ import (
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
 	"github.com/mcpguard/mcpguard/internal/devmint"
-	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/proxy"
 	"github.com/mcpguard/mcpguard/validate"
@@ -205,8 +204,8 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	trusted, audience, jc, dp := e.issuer, e.mcpURL, jwks.Config{Issuer: e.issuer}, cfg.dpop
 	if cfg.viaProxy {
 		e.px = startProxy(t, pxTS, e.mcpURL, e.upstream, e.issuer, cfg)
-		trusted, audience, dp = proxyinspect.Of(e.px).AssertionIssuer, e.upstream, middleware.DPoPOff
-		jc = jwks.Config{Issuer: trusted, JWKSURL: "http://" + pxTS.Listener.Addr().String() + proxyinspect.Of(e.px).JWKSPath}
+		trusted, audience, dp = e.px.AssertionIssuer(), e.upstream, middleware.DPoPOff
+		jc = jwks.Config{Issuer: trusted, JWKSURL: "http://" + pxTS.Listener.Addr().String() + e.px.JWKSPath()}
 	}
 	keys, err := jwks.New(jc)
 	if err != nil {

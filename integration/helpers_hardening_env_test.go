@@ -25,7 +25,6 @@ import (
 
 	"github.com/mcpguard/mcpguard/authtest"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
-	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/prm"
 	"github.com/mcpguard/mcpguard/proxy"
 	"github.com/mcpguard/mcpguard/validate"
@@ -270,13 +269,13 @@ func (e *hxEnv) startProxy(t testing.TB) error {
 	e.metaURL, _ = prm.MetadataURL(e.mcpURL)
 
 	// The example server trusts the proxy's assertions only.
-	upKeys, err := jwks.New(jwks.Config{Issuer: proxyinspect.Of(px).AssertionIssuer, JWKSURL: strings.TrimSuffix(e.mcpURL, "/mcp") + proxyinspect.Of(px).JWKSPath})
+	upKeys, err := jwks.New(jwks.Config{Issuer: px.AssertionIssuer(), JWKSURL: strings.TrimSuffix(e.mcpURL, "/mcp") + px.JWKSPath()})
 	if err != nil {
 		return fmt.Errorf("upstream jwks.New: %w", err)
 	}
 	e.cleanups = append(e.cleanups, func() { _ = upKeys.Close() })
 	upVal, err := validate.New(validate.Config{
-		Issuers:     []validate.Issuer{{Issuer: proxyinspect.Of(px).AssertionIssuer, Keys: upKeys}},
+		Issuers:     []validate.Issuer{{Issuer: px.AssertionIssuer(), Keys: upKeys}},
 		Audiences:   []string{upURL},
 		TenantClaim: "tenant",
 		Now:         e.iss.Now,
@@ -286,7 +285,7 @@ func (e *hxEnv) startProxy(t testing.TB) error {
 	}
 	e.srv, err = server.New(server.Config{
 		Resource:             upURL,
-		AuthorizationServers: []string{proxyinspect.Of(px).AssertionIssuer},
+		AuthorizationServers: []string{px.AssertionIssuer()},
 		Validator:            upVal,
 		Scopes:               []string{hxBaseScope},
 		Now:                  e.iss.Now,

@@ -23,7 +23,6 @@ import (
 
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/internal/devmint"
-	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -223,7 +222,7 @@ func checkVerifiedCaller(ctx context.Context, t *testing.T, p *proxied, cs *mcp.
 	if err := json.Unmarshal([]byte(callText(ctx, t, cs, "whoami", nil)), &who); err != nil {
 		t.Fatal(err)
 	}
-	if want := (upstreamWho{Iss: proxyinspect.Of(p.px).AssertionIssuer, Sub: "alice", ClientID: "proxied-client", Tenant: "acme", Scopes: []string{baseScope}}); who.Iss != want.Iss ||
+	if want := (upstreamWho{Iss: p.px.AssertionIssuer(), Sub: "alice", ClientID: "proxied-client", Tenant: "acme", Scopes: []string{baseScope}}); who.Iss != want.Iss ||
 		who.Sub != want.Sub || who.ClientID != want.ClientID || who.Tenant != want.Tenant || !slices.Equal(who.Scopes, want.Scopes) {
 		t.Errorf("upstream caller = %+v, want %+v", who, want)
 	}

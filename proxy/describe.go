@@ -11,9 +11,10 @@ import (
 	"github.com/mcpguard/mcpguard/internal/mwdefault"
 )
 
-// describe writes the effective policy of every route, defaults applied,
-// as "mcpguard proxy -check" prints it (through internal/proxyinspect).
-func (px *Proxy) describe(w io.Writer) {
+// Describe writes the effective policy of every route, defaults applied,
+// in the text "mcpguard proxy -check" prints (for people: not a stable
+// format).
+func (px *Proxy) Describe(w io.Writer) {
 	for _, x := range px.routes {
 		r := x.cfg
 		list := func(s []string) string {

@@ -1,9 +1,7 @@
 package proxy
 
-import "github.com/mcpguard/mcpguard/internal/proxyinspect"
-
 // The names the external tests of this package use, unexported by
-// issue #26 (the command reaches the same through internal/proxyinspect).
+// issue #26.
 const (
 	DefaultJWKSPath = defaultJWKSPath
 	HeaderSubject   = headerSubject
@@ -17,7 +15,3 @@ const (
 
 // Load is load.
 var Load = load
-
-func (px *Proxy) OpenAnswers() int        { return proxyinspect.Of(px).OpenAnswers() }
-func (px *Proxy) AssertionIssuer() string { return px.assertionIssuer() }
-func (px *Proxy) JWKSPath() string        { return px.jwksPath() }

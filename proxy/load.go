@@ -19,9 +19,8 @@ const maxConfigBytes = 1 << 20
 // maxSecretBytes bounds a secret file.
 const maxSecretBytes = 64 << 10
 
-// load reads the YAML configuration file at path ([Parse]); the
-// command's -config (cmd/internal/proxycmd) and the tests use it
-// through internal/proxyinspect.
+// load reads the YAML configuration file at path ([Parse]), bounded;
+// the tests use it (the command reads its -config file itself).
 func load(path string, getenv func(string) string) (Config, error) {
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -22,7 +22,6 @@ import (
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/internal/fetch"
-	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/internal/stdiobridge"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/prm"
@@ -420,10 +419,6 @@ func stripLists(extra []string, idHeader string) (exact, prefixes []string) {
 // larger than 64 KiB (the request line and header lines, each with
 // its CRLF) gets 431.
 func (px *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if v := proxyinspect.From(r.Context()); v != nil {
-		*v = proxyinspect.View{Describe: px.describe, AssertionIssuer: px.assertionIssuer(), JWKSPath: px.jwksPath(), OpenAnswers: px.openAnswers}
-		return
-	}
 	if headBytes(r) > maxRequestHeaderBytes {
 		headerTooLarge(w)
 		return
@@ -444,8 +439,10 @@ func (px *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // when shutting down, before and after http.Server.Shutdown's drain.
 func (px *Proxy) EndStreams(all bool) { px.streams.endStreams(all) }
 
-// openAnswers returns the number of upstream answers being forwarded.
-func (px *Proxy) openAnswers() int { return px.streams.count() }
+// OpenAnswers returns the number of upstream answers being forwarded
+// (open SSE streams included): a proxy replaced by a reload can be closed
+// for good once it is 0.
+func (px *Proxy) OpenAnswers() int { return px.streams.count() }
 
 // Close stops the key sources and closes idle upstream connections. It
 // is idempotent.
@@ -486,17 +483,19 @@ func (px *Proxy) WaitReady(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// jwksPath returns the path of the proxy's JWK Set, or "" when no route
-// uses assertions.
-func (px *Proxy) jwksPath() string {
+// JWKSPath returns the path of the proxy's JWK Set, the public keys an
+// upstream verifies the assertions with, or "" when no route uses
+// assertions.
+func (px *Proxy) JWKSPath() string {
 	if px.signer == nil {
 		return ""
 	}
 	return px.cfg.Assertion.JWKSPath
 }
 
-// assertionIssuer returns the iss of the proxy's assertions.
-func (px *Proxy) assertionIssuer() string { return px.cfg.Assertion.Issuer }
+// AssertionIssuer returns the iss of the proxy's assertions (defaults
+// applied), which an upstream trusts.
+func (px *Proxy) AssertionIssuer() string { return px.cfg.Assertion.Issuer }
 
 func health(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")

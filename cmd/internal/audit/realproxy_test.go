@@ -17,7 +17,6 @@ import (
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/gosdk"
 	"github.com/mcpguard/mcpguard/internal/devmint"
-	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/proxy"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
@@ -97,7 +96,7 @@ func startProxied(t *testing.T, kind behind) *proxied {
 		return a.Handler(sdk)
 	}
 	proxyKeys := func() validate.KeySource {
-		k, err := jwks.New(jwks.Config{Issuer: proxyinspect.Of(px).AssertionIssuer, JWKSURL: strings.TrimSuffix(p.public, "/mcp") + proxyinspect.Of(px).JWKSPath})
+		k, err := jwks.New(jwks.Config{Issuer: px.AssertionIssuer(), JWKSURL: strings.TrimSuffix(p.public, "/mcp") + px.JWKSPath()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,9 +106,9 @@ func startProxied(t *testing.T, kind behind) *proxied {
 	var h http.Handler
 	switch kind {
 	case behindAssertion:
-		h = guarded(proxyinspect.Of(px).AssertionIssuer, proxyKeys())
+		h = guarded(px.AssertionIssuer(), proxyKeys())
 	case behindAnyAudience:
-		h = guarded(proxyinspect.Of(px).AssertionIssuer, proxyKeys(), "https://mcpguard-audit.invalid/another-upstream")
+		h = guarded(px.AssertionIssuer(), proxyKeys(), "https://mcpguard-audit.invalid/another-upstream")
 	case behindPassthrough:
 		h = guarded(issuer, &validate.StaticKeys{Set: as.PublicKeys()}, p.public)
 	case behindOpen:

@@ -14,7 +14,7 @@ func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Direct: true,
 		Allowed: []string{
-			deptest.Module + "/proxy", deptest.Module + "/devas", deptest.Module + "/otelguard", deptest.Module + "/internal/proxyinspect", deptest.Module + "/internal/devmint",
+			deptest.Module + "/proxy", deptest.Module + "/devas", deptest.Module + "/otelguard", deptest.Module + "/internal/devmint",
 			deptest.Module + "/middleware", deptest.Module + "/validate/dpop", // the stores shared across reloads
 			"go.opentelemetry.io/otel/attribute", "go.opentelemetry.io/otel/propagation",
 			"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp", "go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp",

@@ -26,7 +26,6 @@ import (
 
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/internal/devmint"
-	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -484,7 +483,7 @@ func check(ctx context.Context, cfg proxy.Config, wait time.Duration, stdout io.
 	if err != nil {
 		return err
 	}
-	proxyinspect.Of(px).Describe(stdout)
+	px.Describe(stdout)
 	var keysErr error
 	if wait > 0 {
 		wctx, cancel := context.WithTimeout(ctx, wait)
@@ -594,8 +593,8 @@ func printBanner(w io.Writer, scheme, addr string, cfg proxy.Config, px *proxy.P
 		}
 		fmt.Fprintf(w, "  %s -> %s (issuers %s)\n", r.Resource, up, strings.Join(r.Issuers, " "))
 	}
-	if v := proxyinspect.Of(px); v.JWKSPath != "" {
-		fmt.Fprintf(w, "  assertion issuer %s, public keys at %s://%s%s\n", v.AssertionIssuer, scheme, addr, v.JWKSPath)
+	if p := px.JWKSPath(); p != "" {
+		fmt.Fprintf(w, "  assertion issuer %s, public keys at %s://%s%s\n", px.AssertionIssuer(), scheme, addr, p)
 	}
 	fmt.Fprintf(w, "  health: %s://%s/healthz, readiness: %s://%s/readyz\n", scheme, addr, scheme, addr)
 	if dev != nil {

@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcpguard/mcpguard/internal/proxyinspect"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/proxy"
 	"github.com/mcpguard/mcpguard/validate/dpop"
@@ -128,7 +127,7 @@ func (g *generations) reloadLocked(ctx context.Context) error {
 	// Forget the retired generations whose answers have all ended.
 	keep := g.retired[:0]
 	for _, r := range g.retired {
-		if proxyinspect.Of(r).OpenAnswers() > 0 {
+		if r.OpenAnswers() > 0 {
 			keep = append(keep, r)
 		}
 	}
