@@ -84,6 +84,8 @@ type envConfig struct {
 	// alsoTrust, if set, is a second issuer the MCP server (or the proxy)
 	// trusts beside the authorization server (sessionuser_test.go).
 	alsoTrust *authtest.Issuer
+	// policy is the proxy route's rules (policy_test.go).
+	policy proxy.Policy
 }
 
 // env is one example MCP server and its development authorization server,

@@ -31,6 +31,7 @@ func startProxy(t *testing.T, ts *httptest.Server, resource, upstream, issuer st
 		},
 		DPoP:       dp,
 		Validation: proxy.Validation{TenantClaim: "tenant"},
+		Policy:     cfg.policy,
 	}}})
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)

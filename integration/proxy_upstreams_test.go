@@ -127,6 +127,12 @@ type proxied struct {
 
 func newProxied(t *testing.T, mk func(jwksURL, issuer string) string) *proxied {
 	t.Helper()
+	return newProxiedWith(t, envConfig{}, mk)
+}
+
+// newProxiedWith is newProxied with the proxy route configured by cfg.
+func newProxiedWith(t *testing.T, cfg envConfig, mk func(jwksURL, issuer string) string) *proxied {
+	t.Helper()
 	asTS := httptest.NewUnstartedServer(nil)
 	pxTS := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + asTS.Listener.Addr().String()
@@ -143,7 +149,7 @@ func newProxied(t *testing.T, mk func(jwksURL, issuer string) string) *proxied {
 	// its listener, known before it starts.
 	proxyIss := "http://" + pxTS.Listener.Addr().String()
 	p.upstream = mk(proxyIss+"/.well-known/jwks.json", proxyIss)
-	p.px = startProxy(t, pxTS, p.resource, p.upstream, issuer, envConfig{})
+	p.px = startProxy(t, pxTS, p.resource, p.upstream, issuer, cfg)
 	return p
 }
 

@@ -169,6 +169,9 @@ type Route struct {
 	// Operations gives the scopes of MCP operations on top of Scopes
 	// (docs/policy.md).
 	Operations Operations `yaml:"operations"`
+	// Policy holds rules beyond scopes, in CEL (docs/policy.md, "Rules").
+	// The zero value has none.
+	Policy Policy `yaml:"policy"`
 	// Identity says how the upstream learns who the caller is. The
 	// client's own token never reaches it.
 	Identity Identity `yaml:"identity"`

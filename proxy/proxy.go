@@ -317,6 +317,8 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 			StepUpStore:    px.cfg.StepUpStore,
 			MaxBodyBytes:   r.MaxBodyBytes,
 			Lists:          listMode(r.Lists),
+			Rules:          r.Policy.rules(),
+			TenantArgument: r.Policy.TenantArgument,
 			Sessions: middleware.SessionConfig{
 				Max: r.Sessions.Max, PerPrincipal: r.Sessions.PerPrincipal, IdleTimeout: r.Sessions.IdleTimeout, BindClient: r.Sessions.BindClient,
 				Store: px.cfg.OwnerStore,

@@ -9,13 +9,17 @@
 // The audience defaults to the server's own URL, http://127.0.0.1:PORT/mcp.
 // It listens on 127.0.0.1 (a free port), prints "listening on port N",
 // and serves stateful sessions (GET streams, DELETE) at /mcp, with tools
-// whoami (the verified caller) and seen_headers (the request headers it
-// received, assertion excepted).
+// whoami (the verified caller), seen_headers (the request headers it
+// received, assertion excepted), and tenant_notes, which trusts its
+// "tenant" argument as a careless server would, and seen_tenants, every
+// tenant value tenant_notes was ever called with (policy_test.go: the
+// proxy's tenant rule must keep other tenants' values away from it).
 import { parseArgs } from 'node:util';
 import { randomUUID } from 'node:crypto';
 import express from 'express';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { z } from 'zod';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 
 const { values: opt } = parseArgs({
@@ -38,6 +42,8 @@ async function verify(authorization) {
   }
 }
 
+const seenTenants = [];
+
 function newServer() {
   const server = new McpServer({ name: 'ts-upstream', version: '1.0.0' });
   server.registerTool('whoami', { description: 'the verified caller' }, async (extra) => {
@@ -49,6 +55,13 @@ function newServer() {
     delete h.authorization;
     return { content: [{ type: 'text', text: JSON.stringify(h) }] };
   });
+  server.registerTool('tenant_notes', { description: 'notes of a tenant', inputSchema: { tenant: z.string() } }, async ({ tenant }) => {
+    seenTenants.push(tenant);
+    return { content: [{ type: 'text', text: `notes of ${tenant}` }] };
+  });
+  server.registerTool('seen_tenants', { description: 'every tenant tenant_notes was called with' }, async () => ({
+    content: [{ type: 'text', text: JSON.stringify(seenTenants) }],
+  }));
   return server;
 }
 

@@ -235,6 +235,24 @@ func TestCheck(t *testing.T) {
 `), 0o600)
 	bad := filepath.Join(dir, "bad.yaml")
 	os.WriteFile(bad, []byte("routes:\n  - resource: https://mcp.example.com/mcp\n    upstrem: x\n"), 0o600)
+	rules := `routes:
+  - resource: https://mcp.example.com/mcp
+    upstream: http://127.0.0.1:3000/mcp
+    issuers: [https://auth.example.com]
+    policy:
+      tenant_argument: tenant
+      rules:
+        - name: admins-delete
+          tools: ["delete_*"]
+          require_scopes: [admin]
+          when: "!('admins' in claims.groups)"
+`
+	goodRules := filepath.Join(dir, "rules.yaml")
+	os.WriteFile(goodRules, []byte(rules), 0o600)
+	badRule := filepath.Join(dir, "badrule.yaml")
+	os.WriteFile(badRule, []byte(rules+`        - name: own-tenant
+          deny_when: mcp.args.tenant != user.tennant
+`), 0o600)
 	tests := []struct {
 		name   string
 		args   []string
@@ -249,6 +267,8 @@ func TestCheck(t *testing.T) {
 			"  metadata:          /.well-known/oauth-protected-resource/mcp and /.well-known/oauth-protected-resource\n", "configuration OK",
 		}, ""},
 		{"bad file", []string{"-check", "-config", bad}, 1, nil, bad + `:3:5: routes[0].upstrem: unknown key "upstrem"`},
+		{"rules", []string{"-check", "-wait-keys", "1ms", "-config", goodRules}, 0, []string{"configuration OK"}, ""},
+		{"bad rule", []string{"-check", "-config", badRule}, 1, nil, `Rules["own-tenant"]: condition: ERROR: <input>:1:24: undefined field 'tennant'`},
 		{"flags", []string{"-check", "-wait-keys", "0", "-upstream", "http://127.0.0.1:3000/mcp", "-issuer", "https://auth.example.com"}, 0,
 			[]string{"route http://127.0.0.1:8080/mcp\n", "configuration OK"}, ""},
 		{"warnings before the verdict", []string{"-check", "-wait-keys", "1ms", "-upstream", "http://127.0.0.1:3000/mcp", "-issuer", "https://auth.example.com", "-identity", "headers"}, 0,
