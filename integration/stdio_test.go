@@ -1,0 +1,207 @@
+package integration
+
+//lint:file-ignore SA1019 sampling is deprecated from 2026-07-28, but 2025-11-25 stdio servers still ask for it and the bridge must carry it
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/proxy"
+)
+
+// newStdioProxied is devas and mcpguard proxy with one stdio route.
+func newStdioProxied(t *testing.T, s proxy.Stdio) *proxied {
+	t.Helper()
+	asTS := httptest.NewUnstartedServer(nil)
+	pxTS := httptest.NewUnstartedServer(nil)
+	issuer := "http://" + asTS.Listener.Addr().String()
+	p := &proxied{resource: "http://" + pxTS.Listener.Addr().String() + "/mcp"}
+	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{p.resource}, Scopes: []string{baseScope}, AutoApprove: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.as = as
+	asTS.Config.Handler = as
+	asTS.Start()
+	t.Cleanup(asTS.Close)
+	px, err := proxy.New(proxy.Config{Routes: []proxy.Route{{Resource: p.resource, Issuers: []string{issuer}, Scopes: []string{baseScope},
+		Validation: proxy.Validation{TenantClaim: "tenant"}, Stdio: s}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	p.px = px
+	pxTS.Config.Handler = px
+	pxTS.Start()
+	t.Cleanup(pxTS.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := px.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestStdioEverythingServer: the reference everything server in stdio
+// mode behind mcpguard proxy: tools listed and annotated by the proxy, a
+// call, progress notifications and a sampling request on the call's
+// stream, the environment the child gets (only PATH, HOME and its user),
+// and 401 without a token.
+func TestStdioEverythingServer(t *testing.T) {
+	node := requireUpstreamsNode(t)
+	t.Parallel()
+	entry, err := filepath.Abs(filepath.Join(upstreamsDir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newStdioProxied(t, proxy.Stdio{Command: []string{node, entry, "stdio"}, PassEnv: []string{"PATH", "HOME"}})
+	ctx := testContext(t)
+	var mu sync.Mutex
+	var progress []float64
+	c := mcp.NewClient(&mcp.Implementation{Name: "stdio-client", Version: "1"}, &mcp.ClientOptions{
+		CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			return &mcp.CreateMessageResult{Model: "test", Role: "assistant", Content: &mcp.TextContent{Text: "sampled through the bridge"}}, nil
+		},
+		ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress = append(progress, r.Params.Progress)
+			mu.Unlock()
+		},
+	})
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.resource, HTTPClient: &http.Client{Transport: tokenRT{p.token(t, "alice"), forgedHeaders}}}, nil)
+	if err != nil {
+		t.Fatalf("Connect: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatalf("ListTools: %v", err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+		if ss, ok := tl.Meta["securitySchemes"].([]any); !ok || len(ss) != 1 {
+			t.Errorf("tool %s: _meta.securitySchemes = %v, want the proxy's annotation", tl.Name, tl.Meta["securitySchemes"])
+		}
+	}
+	if !slices.Contains(names, "echo") || !slices.Contains(names, "get-env") {
+		t.Fatalf("tools = %v", names)
+	}
+	if got := callText(ctx, t, cs, "echo", map[string]any{"message": "over stdio"}); !strings.Contains(got, "over stdio") {
+		t.Errorf("echo = %q", got)
+	}
+	var env map[string]string
+	if err := json.Unmarshal([]byte(callText(ctx, t, cs, "get-env", nil)), &env); err != nil {
+		t.Fatal(err)
+	}
+	for k := range env {
+		switch {
+		case k == "PATH", k == "HOME", strings.HasPrefix(k, "MCPGUARD_USER_"):
+		default:
+			// Node may add nothing of its own; anything else leaked in.
+			t.Errorf("child environment has %s", k)
+		}
+	}
+	if env["MCPGUARD_USER_SUBJECT"] != "alice" || env["MCPGUARD_USER_TENANT"] != "acme" || env["MCPGUARD_USER_CLIENT"] != "proxied-client" {
+		t.Errorf("child's user = %v", env)
+	}
+	if got := callText(ctx, t, cs, "trigger-sampling-request", map[string]any{"prompt": "hi", "maxTokens": 5}); !strings.Contains(got, "sampled through the bridge") {
+		t.Errorf("sampling: %q", got)
+	}
+	params := &mcp.CallToolParams{Name: "trigger-long-running-operation", Arguments: map[string]any{"duration": 0.3, "steps": 3}}
+	params.SetProgressToken("op-1")
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		t.Fatalf("long-running operation: %v", err)
+	}
+	for range 500 {
+		mu.Lock()
+		n := len(progress)
+		mu.Unlock()
+		if n >= 3 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	if len(progress) < 3 {
+		t.Errorf("progress notifications = %v, want 3", progress)
+	}
+	mu.Unlock()
+	req, _ := http.NewRequest("POST", p.resource, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("tokenless request: %d, want 401", resp.StatusCode)
+	}
+}
+
+// TestStdioPythonServer: a Python stdio server (Debian's python3, the
+// standard library only): each user's process counts alone, runs in its
+// own templated directory, and cannot read the other's note.
+func TestStdioPythonServer(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(debianPython); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("%s missing (CI is set, so this test may not skip)", debianPython)
+		}
+		t.Skipf("%s missing", debianPython)
+	}
+	script, err := filepath.Abs(filepath.Join(upstreamsDir, "python_stdio.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	p := newStdioProxied(t, proxy.Stdio{Command: []string{debianPython, script}, Dir: filepath.Join(base, "{tenant}", "{subject}")})
+	ctx := testContext(t)
+	alice := p.connect(ctx, t, p.token(t, "alice"))
+	bob := p.connect(ctx, t, p.token(t, "../bob"))
+	for _, want := range []string{"1", "2"} {
+		if got := callText(ctx, t, alice, "incr", nil); got != want {
+			t.Fatalf("alice incr = %q, want %s", got, want)
+		}
+	}
+	if got := callText(ctx, t, bob, "incr", nil); got != "1" {
+		t.Fatalf("bob incr = %q, want 1", got)
+	}
+	callText(ctx, t, alice, "write", map[string]any{"text": "alice's secret"})
+	// bob's process runs in bob's directory: his own note is not there.
+	// (A process is not a sandbox: a server that reads any path it is given
+	// can read ../alice/note.txt; the filesystem server's allowed
+	// directories are what confine it, TestStdioFilesystemServer.)
+	res, err := bob.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.IsError || strings.Contains(contentText(res), "secret") {
+		t.Fatalf("bob read: %v", contentText(res))
+	}
+	var who struct {
+		Sub, Tenant, Cwd string
+		Env              []string
+	}
+	if err := json.Unmarshal([]byte(callText(ctx, t, bob, "whoami", nil)), &who); err != nil {
+		t.Fatal(err)
+	}
+	if who.Sub != "../bob" || who.Tenant != "acme" || filepath.Dir(who.Cwd) != filepath.Join(base, "acme") || !strings.HasPrefix(filepath.Base(who.Cwd), "~") {
+		t.Errorf("bob's child: %+v (base %s)", who, base)
+	}
+	if b, err := os.ReadFile(filepath.Join(base, "acme", "alice", "note.txt")); err != nil || string(b) != "alice's secret" {
+		t.Errorf("alice's note: %q, %v", b, err)
+	}
+}
