@@ -181,21 +181,26 @@ func (s *Server) verifyAssertion(raw string) (*verifiedAssertion, string) {
 	if err := strictjson.Unmarshal(unverified, &c); err != nil {
 		return nil, "claims unreadable"
 	}
-	v := &verifiedAssertion{}
-	for i := range s.cfg.TrustedIdPs {
-		if s.cfg.TrustedIdPs[i].Issuer == c.Issuer {
-			v.issuer, v.idjag = &s.cfg.TrustedIdPs[i], true
-		}
+	// The header type says which kind of assertion it is, and so which
+	// list its issuer must be in: one issuer may be in both.
+	hdr := jws.Signatures[0].Protected
+	typ, _ := hdr.ExtraHeaders[jose.HeaderType].(string)
+	v := &verifiedAssertion{idjag: strings.EqualFold(typ, typIDJAG)}
+	trusted := s.cfg.TrustedWorkloads
+	if v.idjag {
+		trusted = s.cfg.TrustedIdPs
+	} else if typ != "" && !strings.EqualFold(typ, "JWT") {
+		return nil, "assertion of another type"
 	}
-	for i := range s.cfg.TrustedWorkloads {
-		if v.issuer == nil && s.cfg.TrustedWorkloads[i].Issuer == c.Issuer {
-			v.issuer = &s.cfg.TrustedWorkloads[i]
+	for i := range trusted {
+		if trusted[i].Issuer == c.Issuer {
+			v.issuer = &trusted[i]
+			break
 		}
 	}
 	if v.issuer == nil {
 		return nil, "untrusted issuer"
 	}
-	hdr := jws.Signatures[0].Protected
 	payload, ok := verifyWith(jws, v.issuer.Keys, hdr.KeyID)
 	if !ok {
 		return nil, "signature"
@@ -205,13 +210,6 @@ func (s *Server) verifyAssertion(raw string) (*verifiedAssertion, string) {
 		return nil, "claims unreadable"
 	}
 	c = v.claims
-	typ, _ := hdr.ExtraHeaders[jose.HeaderType].(string)
-	if v.idjag && !strings.EqualFold(typ, typIDJAG) {
-		return nil, "ID-JAG without typ " + typIDJAG
-	}
-	if !v.idjag && typ != "" && !strings.EqualFold(typ, "JWT") {
-		return nil, "workload JWT of another type"
-	}
 	aud, ok := c.audiences()
 	if !ok || !(slices.Contains(aud, s.cfg.Issuer) || (!v.idjag && slices.Contains(aud, s.cfg.Issuer+"/token"))) {
 		return nil, "audience is not this server"

@@ -67,6 +67,12 @@ type options struct {
 
 	// Browser clients (MCP Inspector connecting directly, web apps).
 	allowedOrigins []string
+
+	// Enterprise flows (enterprise.go): a development IdP trusted by the
+	// embedded authorization server.
+	devIdPAddr          string
+	devXAASecret        string
+	devWorkloadSubjects []string
 }
 
 // listFlag is a flag.Value holding scope-like tokens separated by spaces
@@ -172,6 +178,11 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (op
 	// CIMD development mode (cimddev.go).
 	fs.BoolVar(&o.devInsecureCIMDLoopback, "dev-insecure-cimd-loopback", false, "DANGEROUS, development only: the embedded authorization server fetches Client ID Metadata Documents from https URLs on loopback (127.0.0.0/8, [::1], any port), which it refuses by default; only with the embedded server")
 	fs.StringVar(&o.devCIMDRootCA, "dev-cimd-root-ca", "", "PEM `file` of the CA that signed the loopback metadata document server's certificate (e.g. mkcert's rootCA.pem), used instead of the system roots; only with -dev-insecure-cimd-loopback")
+
+	// Enterprise flows (enterprise.go).
+	fs.StringVar(&o.devIdPAddr, "dev-idp-addr", "", "`host:port` (loopback only) of a DEVELOPMENT enterprise identity provider to start, trusted by the embedded authorization server for ID-JAGs (Enterprise-Managed Authorization) and workload JWTs (Workload Identity Federation); empty starts none")
+	fs.StringVar(&o.devXAASecret, "dev-xaa-secret", "", "with -dev-idp-addr: the `secret` of client "+devXAAClientID+" at the embedded authorization server; empty means a random one, printed at start")
+	fs.Var(listFlag{&o.devWorkloadSubjects}, "dev-workload-subjects", "with -dev-idp-addr: workload `subjects` the embedded authorization server accepts from the IdP's workload JWTs, space- or comma-separated; an entry ending in * is a prefix (default "+devWorkloadSubject+"*)")
 
 	fs.Usage = func() { printUsage(fs) }
 	var envErrs []error

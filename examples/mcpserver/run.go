@@ -104,6 +104,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			c.Close()
 		}
 	}()
+	ent, err := startDevIdP(o)
+	if err != nil {
+		return err
+	}
+	if ent != nil {
+		closers = append(closers, ent.ln)
+	}
 	if o.issuer == "" {
 		devLn, err = net.Listen("tcp", o.devASAddr)
 		if err != nil {
@@ -115,7 +122,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		if err != nil {
 			return err
 		}
-		dev, err = devas.New(devas.Config{
+		devCfg := devas.Config{
 			CIMD:        cimdCfg,
 			Issuer:      issuer,
 			Resources:   []string{resource},
@@ -130,7 +137,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 				ApplicationType:         "native",
 			}}},
 			Logger: logger.With("component", "devas"),
-		})
+		}
+		ent.configure(&devCfg, o)
+		dev, err = devas.New(devCfg)
 		if err != nil {
 			return fmt.Errorf("embedded authorization server: %w", err)
 		}
@@ -180,6 +189,10 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		servers = append(servers, newHTTPServer(dev, logger))
 		listeners = append(listeners, devLn)
 	}
+	if ent != nil {
+		servers = append(servers, newHTTPServer(ent.idp, logger))
+		listeners = append(listeners, ent.ln)
+	}
 	errc := make(chan error, len(servers))
 	for i, hs := range servers {
 		go func() { errc <- hs.Serve(listeners[i]) }()
@@ -187,6 +200,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 
 	ep := endpoints{Listen: ln.Addr().String(), MCP: resource, Metadata: srv.ResourceMetadataURL(), Issuer: issuer, DevAS: dev != nil}
 	printWelcome(stderr, ep, o, dev)
+	ent.printEnterprise(stderr, ep)
 	if ready != nil {
 		ready(ep)
 	}
