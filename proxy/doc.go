@@ -32,7 +32,7 @@
 // against Assertion.Issuer (default: the origin of the first route's
 // Resource) and the JWK Set at Assertion.JWKSPath (default
 // "/.well-known/jwks.json"); set both when the upstream's configuration
-// must not depend on the defaults. At shutdown, call [Proxy.EndStreams]
-// before and during http.Server.Shutdown: GET streams never end by
-// themselves.
+// must not depend on the defaults. At shutdown, call [Proxy.EndGetStreams]
+// before http.Server.Shutdown (GET streams never end by themselves) and
+// [Proxy.EndAnswers] when its drain has waited long enough.
 package proxy

@@ -319,11 +319,37 @@ func TestStreamFaults(t *testing.T) {
 		resp := do(t, "GET", e.resource, "", hdr)
 		br := bufio.NewReader(resp.Body)
 		readEvent(t, br)
-		e.px.EndStreams(false)
+		e.px.EndGetStreams()
 		_, err := io.ReadAll(br)
 		resp.Body.Close()
 		if err != nil {
 			t.Errorf("stream ended by shutdown: %v, want a clean end", err)
+		}
+		waitFor(t, "the upstream request ended", func() bool { return isClosed(u.gone) })
+	})
+	t.Run("shutdown: every answer", func(t *testing.T) {
+		u := &sseUpstream{next: make(chan struct{}, 1), gone: make(chan struct{})}
+		u.next <- struct{}{}
+		e, auth := rawEnv(t, u.ServeHTTP, nil)
+		hdr := auth.Clone()
+		hdr.Set("Accept", "application/json, text/event-stream")
+		hdr.Set("Content-Type", "application/json")
+		resp := do(t, "POST", e.resource, `{"jsonrpc":"2.0","id":1,"method":"ping"}`, hdr)
+		if resp.StatusCode != 200 {
+			resp.Body.Close()
+			t.Fatalf("POST: %d", resp.StatusCode)
+		}
+		br := bufio.NewReader(resp.Body)
+		readEvent(t, br)
+		e.px.EndGetStreams() // a POST answer is not a GET stream
+		if n := e.px.OpenAnswers(); n != 1 {
+			t.Errorf("after EndGetStreams: %d open answers, want the POST's 1", n)
+		}
+		e.px.EndAnswers()
+		_, err := io.ReadAll(br)
+		resp.Body.Close()
+		if err != nil {
+			t.Errorf("answer ended by EndAnswers: %v, want a clean end", err)
 		}
 		waitFor(t, "the upstream request ended", func() bool { return isClosed(u.gone) })
 	})

@@ -434,11 +434,21 @@ func (px *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// EndStreams ends the open upstream answers cleanly (the client sees a
-// complete answer and resumes SSE streams with Last-Event-ID): with all
-// false the SSE streams of GET requests, which never end by themselves;
-// with all true every answer. New streams after it end at once. Call it
-// when shutting down, before and after http.Server.Shutdown's drain.
+// EndGetStreams ends the SSE streams of GET requests, which never end by
+// themselves, cleanly: the client sees a complete answer and resumes with
+// Last-Event-ID. Streams opened after it end at once. Call it when
+// shutting down, before http.Server.Shutdown's drain.
+func (px *Proxy) EndGetStreams() { px.streams.endStreams(false) }
+
+// EndAnswers ends every open upstream answer cleanly, as EndGetStreams
+// does the GET streams. Call it when shutting down, once the drain has
+// waited long enough for answers to finish by themselves.
+func (px *Proxy) EndAnswers() { px.streams.endStreams(true) }
+
+// EndStreams is EndGetStreams (all false) or EndAnswers (all true).
+//
+// Deprecated: an exported boolean parameter; call EndGetStreams or
+// EndAnswers.
 func (px *Proxy) EndStreams(all bool) { px.streams.endStreams(all) }
 
 // OpenAnswers returns the number of upstream answers being forwarded

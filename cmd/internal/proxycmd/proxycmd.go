@@ -440,11 +440,11 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 	// client resumes elsewhere with Last-Event-ID); other answers get
 	// half the timeout to finish, then are ended too.
 	for _, p := range gens.all() {
-		p.EndStreams(false)
+		p.EndGetStreams()
 	}
 	t := time.AfterFunc(o.shutdown/2, func() {
 		for _, p := range gens.all() {
-			p.EndStreams(true)
+			p.EndAnswers()
 		}
 	})
 	defer t.Stop()
