@@ -206,12 +206,14 @@ func (t *answerWriter) Rewrite(msg []byte) ([]byte, error) {
 		}
 		result, changed = filtered, true
 	}
-	filtered, err := t.filterTasks(result)
-	if err != nil {
-		return nil, err
-	}
-	if filtered != nil {
-		result, changed = filtered, true
+	if t.list || mayConcernTasks(result) {
+		filtered, err := t.filterTasks(result)
+		if err != nil {
+			return nil, err
+		}
+		if filtered != nil {
+			result, changed = filtered, true
+		}
 	}
 	if !changed {
 		return msg, nil
