@@ -67,4 +67,3 @@ type countingWriter struct {
 func (c *countingWriter) Header() http.Header         { return c.h }
 func (c *countingWriter) Write(p []byte) (int, error) { *c.n += len(p); return len(p), nil }
 func (c *countingWriter) WriteHeader(int)             {}
-
