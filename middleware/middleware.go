@@ -222,8 +222,8 @@ func (m *Middleware) serve(w http.ResponseWriter, r *http.Request, next http.Han
 // decision.
 func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Handler, p *Principal, msg *message) {
 	sid, held, err := m.bindSession(r, p, next)
-	if held != nil {
-		defer m.releaseSession(held)
+	if held.e != nil {
+		defer m.releaseSession(r.Context(), held)
 	}
 	if sid == "" && err == nil {
 		err = m.checkResume(r, p)

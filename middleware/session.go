@@ -72,13 +72,15 @@ type SessionConfig struct {
 	Anonymous int
 	// IdleTimeout ends a session not used for this long, and forgets an
 	// event ID sent without a session this long after it was last sent.
-	// Without a Store, a session is in use while a request in it is
-	// served (a GET stream held open for hours included), and its idle
-	// time starts when its last request ends; with a Store, the store's
-	// record is renewed when a request starts. Zero means 1 h.
+	// A session is in use while a request in it is served (a GET stream
+	// held open for hours included), and its idle time starts when its
+	// last request ends; with a Store, the store's record is renewed when
+	// a request starts, every IdleTimeout/2 while it is served, and at its
+	// end if it lasted that long. Zero means 1 h.
 	IdleTimeout time.Duration
 	// Store, if set, also keeps the owner records (kind "session",
-	// renewed on every request for IdleTimeout) so that replicas and
+	// renewed on every request for IdleTimeout, and while a request is
+	// served, see IdleTimeout) so that replicas and
 	// restarts agree on them: a session this process does not know is
 	// then served when Store names the request's principal as its owner.
 	// While Store fails, requests carrying a session ID get 503 (fail
@@ -249,31 +251,98 @@ func sessionID(h http.Header) (string, error) {
 
 // bindSession checks the request's session ID, if any, against p before
 // next runs. It returns the ID ("" for none), or the error to refuse the
-// request with. Without a Store, it also returns the session's entry, held
-// while the request is served: the caller passes it to releaseSession when
-// the request ends (nil: nothing to release).
-func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handler) (string, *ownerEntry, error) {
+// request with. It also returns the session's entry in this process's
+// table, held while the request is served: the caller passes it to
+// releaseSession when the request ends (nil: nothing to release). With a
+// Store, the hold also renews the store's record while the request is
+// served (renewShared).
+func (m *Middleware) bindSession(r *http.Request, p *Principal, next http.Handler) (string, heldSession, error) {
 	sid, err := sessionID(r.Header)
 	if sid == "" || err != nil {
-		return "", nil, err
+		return "", heldSession{}, err
 	}
+	var e *ownerEntry
 	if m.sessions.store != nil {
-		return sid, nil, m.bindShared(r.Context(), sid, p, next)
+		e, err = m.bindShared(r.Context(), sid, p, next)
+	} else {
+		e, err = m.bindID(sid, p, next)
 	}
-	held, err := m.bindID(sid, p, next)
-	return sid, held, err
+	h := heldSession{e: e}
+	if e != nil && m.sessions.store != nil {
+		h.r = m.renewShared(r.Context(), e)
+	}
+	return sid, h, err
+}
+
+// heldSession is a session entry held by a request being served (nil e:
+// none), and, with a Store, the renewal of the store's record meanwhile.
+// It is a value: without a Store, holding a session allocates nothing.
+type heldSession struct {
+	e *ownerEntry
+	r *renewal // nil without a Store
+}
+
+// renewal renews a store's session record while a request is served.
+type renewal struct {
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+	renewed bool // the timer fired: the request outlived a renewal period
+}
+
+// renewShared renews the store's record of h's session every half
+// IdleTimeout while the request is served, so that a request that
+// outlives IdleTimeout (a GET stream alone in its session) does not let
+// the record expire in the store, which would end the session on every
+// replica. It stops at releaseSession, or when the record is gone (the
+// session was ended meanwhile: it is not revived) or names another owner.
+func (m *Middleware) renewShared(ctx context.Context, e *ownerEntry) *renewal {
+	s := m.sessions
+	period := time.Duration(s.idle) / 2
+	ctx = context.WithoutCancel(ctx)
+	id, owner := e.id, e.owner
+	rn := &renewal{}
+	rn.mu.Lock()
+	defer rn.mu.Unlock()
+	rn.t = time.AfterFunc(period, func() {
+		got, err := s.store.Owner(ctx, kindSession, id, time.Duration(s.idle))
+		if err != nil {
+			m.storeFailed(ctx, err) // retried at the next period
+		}
+		rn.mu.Lock()
+		defer rn.mu.Unlock()
+		rn.renewed = true
+		if !rn.stopped && (err != nil || got == owner) {
+			rn.t.Reset(period)
+		}
+	})
+	return rn
 }
 
 // releaseSession ends a request in the session held (from bindSession):
 // the session's idle timeout starts again at the request's end, so a
 // session is never ended while a request in it (a GET stream) is served.
-func (m *Middleware) releaseSession(held *ownerEntry) {
+// With a Store, a request that outlived a renewal period renews the
+// store's record once more at its end.
+func (m *Middleware) releaseSession(ctx context.Context, held heldSession) {
 	s := m.sessions
+	if rn := held.r; rn != nil {
+		rn.mu.Lock()
+		rn.stopped = true
+		rn.t.Stop()
+		renewed := rn.renewed
+		rn.mu.Unlock()
+		if renewed {
+			if _, err := s.store.Owner(context.WithoutCancel(ctx), kindSession, held.e.id, time.Duration(s.idle)); err != nil {
+				m.storeFailed(ctx, err)
+			}
+		}
+	}
 	now := m.cfg.Now().UnixNano()
 	s.mu.Lock()
-	held.active--
-	if s.t.byID[held.id] == held {
-		s.t.touch(held, now+s.idle)
+	held.e.active--
+	if s.t.byID[held.e.id] == held.e {
+		s.t.touch(held.e, now+s.idle)
 	}
 	s.mu.Unlock()
 }
@@ -312,13 +381,15 @@ func (m *Middleware) bindID(sid string, p *Principal, next http.Handler) (*owner
 }
 
 // bindShared is bindSession with SessionConfig.Store: the store's record
-// decides, and this process's table follows it.
-func (m *Middleware) bindShared(ctx context.Context, sid string, p *Principal, next http.Handler) error {
+// decides, and this process's table follows it. It returns sid's entry,
+// held, when the request may be served and this process's table has room
+// for it.
+func (m *Middleware) bindShared(ctx context.Context, sid string, p *Principal, next http.Handler) (*ownerEntry, error) {
 	s := m.sessions
 	owner, err := s.store.Owner(ctx, kindSession, sid, time.Duration(s.idle))
 	if err != nil {
 		m.storeFailed(ctx, err)
-		return errSessionStore
+		return nil, errSessionStore
 	}
 	s.down.ok(m)
 	now := m.cfg.Now().UnixNano()
@@ -335,19 +406,25 @@ func (m *Middleware) bindShared(ctx context.Context, sid string, p *Principal, n
 		}
 	case e == nil: // issued by another replica or before a restart
 		ended, _ = s.t.add(sid, owner, next, now, now+s.idle)
+		e = s.t.byID[sid] // nil when this process's table had no room
 	default:
 		s.t.touch(e, now+s.idle)
+	}
+	var held *ownerEntry
+	if owner != "" && s.owns(p, owner) && e != nil && e.owner == owner {
+		held = e
+		held.active++
 	}
 	ended = s.t.expired(now, 8, ended)
 	s.mu.Unlock()
 	m.endSessions(ended)
 	switch {
 	case owner == "" && s.pass:
-		return nil
+		return nil, nil
 	case owner == "" || !s.owns(p, owner):
-		return errUnknownSession
+		return nil, errUnknownSession
 	}
-	return nil
+	return held, nil
 }
 
 // isAnonymousSession reports whether r carries the ID of a live session
