@@ -161,9 +161,16 @@ func (m *Middleware) listEntry(p *Principal, list, name string) listVerdict {
 	}
 	schemes := noAuthSchemes
 	if !public {
-		schemes = g.op.schemes
-		permitted := p != nil && !p.Anonymous && m.missing(p.Scopes, g.op.scopes) == nil
-		if !permitted && (m.cfg.Lists == ListHide || !m.obtainable(g.op)) {
+		op := g.op
+		if m.rules != nil {
+			var denied bool
+			if op, denied = m.listRules(p, list, name, op); denied {
+				return listVerdict{} // no call of p could pass (rules.go)
+			}
+		}
+		schemes = op.schemes
+		permitted := p != nil && !p.Anonymous && m.missing(p.Scopes, op.scopes) == nil
+		if !permitted && (m.cfg.Lists == ListHide || !m.obtainable(op)) {
 			return listVerdict{}
 		}
 	}

@@ -334,11 +334,21 @@ var _ interpreter.Activation = (*ruleRequest)(nil)
 // operation of g) and returns the verdict. It never allocates when no
 // rule selects msg.
 func (rs *ruleSet) judge(ctx context.Context, p *Principal, msg *message, revision string) verdict {
+	return rs.judgeAt(ctx, p, msg, revision, false)
+}
+
+// judgeAt is judge; at list time (listTime), when the arguments are not
+// known, a rule whose condition reads them decides nothing: the entry's
+// outcome depends on the call.
+func (rs *ruleSet) judgeAt(ctx context.Context, p *Principal, msg *message, revision string, listTime bool) verdict {
 	var v verdict
 	var req *ruleRequest
 	eval := func(c *compiledRule) {
 		if c.prg == nil {
 			v.require(c)
+			return
+		}
+		if listTime && c.args {
 			return
 		}
 		if req == nil {
@@ -578,4 +588,37 @@ func (m *Middleware) applyRules(w http.ResponseWriter, r *http.Request, p *Princ
 	rf := &refusal{p: p, g: g, rule: v.rule.name}
 	m.insufficient(w, r, rf, scopeNeed(required), missing)
 	return true
+}
+
+// listRules applies the rules to a list entry (list is the list method,
+// name the entry's name or URI) for p at list time, with op the
+// operation of a call of it: it reports whether no call of p could pass
+// (a rule that does not read arguments denies, or fails), and otherwise
+// returns the operation a call needs, op with the scopes of the rules that
+// add scopes whatever the arguments. Rules reading arguments decide
+// nothing here: such an entry is listed (docs/policy.md, "List time and
+// call time").
+func (m *Middleware) listRules(p *Principal, list, name string, op *operation) (*operation, bool) {
+	if p == nil || p.Anonymous {
+		return op, false
+	}
+	var msg message
+	switch list {
+	case methodToolsList:
+		msg.method, msg.name = stringField(methodToolsCall), stringField(name)
+	case methodPromptsList:
+		msg.method, msg.name = stringField(methodPromptsGet), stringField(name)
+	case methodResourcesList:
+		msg.method, msg.uri = stringField(methodResourceRead), stringField(name)
+	default:
+		return op, false // a template names no one resource
+	}
+	v := m.rules.judgeAt(context.Background(), p, &msg, "", true)
+	switch {
+	case v.deny != nil:
+		return op, true
+	case len(v.scopes) == 0:
+		return op, false
+	}
+	return m.newOperation(op.scopes, v.scopes), false
 }

@@ -309,3 +309,42 @@ func TestPrefixSet(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleLists: at list time the same compiled rules judge each entry
+// with what is known (no arguments): an entry a rule denies whatever the
+// arguments is left out in every mode; an entry a rule adds scopes to
+// whatever the arguments is annotated with them (and hidden in hide mode
+// from a token without them); an entry whose outcome depends on the
+// arguments is listed.
+func TestRuleLists(t *testing.T) {
+	f := newFixture(t, nil)
+	rules := []Rule{
+		{Name: "no-danger", Tools: []string{"danger_*"}, DenyWhen: "user.subject == 'user-1'"},
+		{Name: "admin-cleanup", Tools: []string{"cleanup"}, RequireScopes: []string{"repo:admin"}},
+		{Name: "arg-bound", Tools: []string{"transfer"}, DenyWhen: "mcp.args.amount > 10.0"},
+		{Name: "arg-step-up", Tools: []string{"wire"}, RequireScopes: []string{"repo:admin"}, When: "mcp.args.amount > 10.0"},
+	}
+	p := &Principal{Subject: "user-1", Issuer: "iss", Scopes: []string{"mcp:all", "tools:call"}}
+	boss := &Principal{Subject: "boss", Issuer: "iss", Scopes: []string{"mcp:all", "tools:call"}}
+	for _, mode := range []ListMode{ListAnnotate, ListHide} {
+		g := f.with(t, func(c *Config) { c.Rules, c.Lists, c.Metadata.ScopesSupported = rules, mode, nil })
+		tests := []struct {
+			p      *Principal
+			name   string
+			listed bool
+			scope  string // in the annotation, if listed
+		}{
+			{p, "danger_zone", false, ""},
+			{boss, "danger_zone", true, "tools:call"},
+			{p, "cleanup", mode == ListAnnotate, "repo:admin"},
+			{p, "transfer", true, "tools:call"},
+			{p, "wire", true, "tools:call"},
+		}
+		for _, tt := range tests {
+			v := g.m.listEntry(tt.p, methodToolsList, tt.name)
+			if v.listed != tt.listed || (v.listed && !strings.Contains(string(v.schemes), tt.scope)) {
+				t.Errorf("mode %d, %s for %s: listed %t %s, want %t with %s", mode, tt.name, tt.p.Subject, v.listed, v.schemes, tt.listed, tt.scope)
+			}
+		}
+	}
+}
