@@ -34,14 +34,15 @@
 // grows without bound:
 //
 //   - step-up: INCR and, for a new counter, PEXPIRE window and the
-//     partition's index (a sorted set of at most 1 000
-//     counters, by window end), in one Lua script; Reset is DEL and ZREM;
+//     partition's index (a partition is a user; a sorted set of at most
+//     1 000 counters, by window end), in one Lua script; Reset is DEL and ZREM;
 //   - replay: one Lua script over the partition's sorted set of proofs
 //     by expiry (at most 10 000, TTL its latest expiry) and its floor (see
 //     [NewReplayStore]);
 //   - owners: GET and SET PX idle timeout (Claim), GET and PEXPIRE idle
 //     timeout (Owner, on every request of the session), each one Lua
-//     script; Forget is DEL. The value is the owner's Principal.ID;
+//     script; Forget is DEL. The value is the owner's Principal.UserID
+//     (Principal.ID with SessionConfig.BindClient);
 //   - clients: SET key record PX ttl (Config.ClientTTL, 90 days by
 //     default, or the secret's expiry when sooner); GET;
 //   - the DCR per-network quota of the client store (a

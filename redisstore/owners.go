@@ -38,7 +38,8 @@ return false
 //
 // Each record is one key, the prefix and the SHA-256 of the kind and ID
 // (so no session ID appears in a key), whose value is the owner's
-// middleware.Principal.ID (issuer, subject, client and tenant) and whose
+// middleware.Principal.UserID (issuer, subject and tenant; the ID, with
+// the client, under SessionConfig.BindClient) and whose
 // TTL is the idle timeout, renewed by every request of the session: an
 // idle session's record expires in Redis by itself, and no key is ever
 // left without a TTL. An error wraps [ErrUnavailable]; the middleware then

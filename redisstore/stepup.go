@@ -8,12 +8,13 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// stepUpPartitionKeys bounds the step-up counters one partition (an
-// issuer and client, see middleware.StepUpStore) holds at once: a client
-// minting endless principals that are all challenged keeps at most this
-// many, and a new one evicts its own counter whose window ends first
-// (which restarts that counter: the client's own bound loosens, no one
-// else's).
+// stepUpPartitionKeys bounds the step-up counters one partition (a user,
+// middleware.Principal.UserID, see middleware.StepUpStore) holds at once:
+// a user challenged for endless scope sets keeps at most this many, and a
+// new one evicts its own counter whose window ends first (which restarts
+// that counter: the user's own bound loosens, no one else's). Every user
+// has a partition of its own, so the users of one shared client never
+// evict each other's counters, and a user's clients share its partition.
 const stepUpPartitionKeys = 1000
 
 // incrScript counts in a fixed window, and keeps the partition's index:
@@ -49,10 +50,11 @@ return n
 
 // StepUpStore is a middleware.StepUpStore in Redis: every replica that
 // uses the same Redis and prefix counts against one bound. Each partition
-// holds at most 1 000 counters: a client minting endless principals that
-// are all challenged keeps at most that many, and a new one evicts its own
-// counter whose window ends first (which restarts that counter: the
-// client's own bound loosens, no one else's). Every key has a TTL
+// (a user, whatever the client it acts through) holds at most 1 000
+// counters: a user challenged for endless scope sets keeps at most that
+// many, and a new one evicts its own counter whose window ends first
+// (which restarts that counter: the user's own bound loosens, no one
+// else's, not even another user of the same client). Every key has a TTL
 // (a counter's is its window; a partition index's, the latest window of
 // its counters). Create it with [NewStepUpStore]. It is safe for
 // concurrent use.

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -207,4 +208,94 @@ func TestStepUpSuccessResets(t *testing.T) {
 	if keys := keysWithTTL(t, rdb); len(keys) != 0 {
 		t.Errorf("keys after the successful step-up = %q, want none (Reset: an empty index is no key)", keys)
 	}
+}
+
+// TestStepUpPerUserPartition: the users of one shared client each have a
+// partition of their own in Redis. Mallory, through the same client as
+// bob, is challenged at full speed for 10x the partition bound of scope
+// sets of her own, and through 1,000 client IDs for one more: bob's
+// counter is never evicted, so bob's loop gets exactly StepUpLimit
+// challenges and then the terminal 403, and mallory's are hers whatever
+// the client. Before, the partition was the issuer and client, so
+// mallory's counters evicted bob's and his loop was challenged again.
+func TestStepUpPerUserPartition(t *testing.T) {
+	const bound = 8
+	_, rdb := newRedis(t)
+	store, err := redisstore.NewStepUpStore(redisstore.Config{Client: rdb, Timeout: testTimeout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	redisstore.SetPartitionKeys(store, bound)
+	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource})
+	v, err := validate.New(validate.Config{
+		Issuers:   []validate.Issuer{{Issuer: iss.URL, Keys: &validate.StaticKeys{Set: iss.Keys()}}},
+		Audiences: []string{resource},
+		Now:       iss.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := map[string][]string{"admin": {"admin"}}
+	for i := range 10 * bound {
+		tools[fmt.Sprint("tool", i)] = []string{fmt.Sprint("scope", i)}
+	}
+	m, err := middleware.New(middleware.Config{
+		Validator:   v,
+		Metadata:    prm.Metadata{Resource: resource, AuthorizationServers: []string{iss.URL}},
+		Scopes:      []string{"mcp"},
+		Operations:  middleware.OperationPolicy{Tools: tools},
+		StepUpLimit: 3,
+		StepUpStore: store,
+		Now:         iss.Now,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
+	call := func(tool, token string) (status int, challenge bool) {
+		t.Helper()
+		r := httptest.NewRequest(http.MethodPost, resource, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`"}}`))
+		r.Header.Set("Authorization", "Bearer "+token)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json, text/event-stream")
+		r.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		return rec.Code, strings.Contains(rec.Header().Get("WWW-Authenticate"), "insufficient_scope")
+	}
+	bob := iss.Token(t, authtest.Token{Subject: "bob", ClientID: "shared-app", Scopes: []string{"mcp"}})
+	mallory := iss.Token(t, authtest.Token{Subject: "mallory", ClientID: "shared-app", Scopes: []string{"mcp"}})
+	got := 0
+	for i := range 2 {
+		if code, ch := call("admin", bob); code != http.StatusForbidden || !ch {
+			t.Fatalf("bob's challenge %d: %d %v", i+1, code, ch)
+		}
+		got++
+	}
+	for i := range 10 * bound {
+		if code, _ := call(fmt.Sprint("tool", i), mallory); code != http.StatusForbidden {
+			t.Fatalf("mallory's call %d: %d", i, code)
+		}
+	}
+	malloryGot := 0
+	for i := range 1000 {
+		tok := iss.Token(t, authtest.Token{Subject: "mallory", ClientID: fmt.Sprintf("https://mallory.example/app-%d", i), Scopes: []string{"mcp"}})
+		if code, ch := call("admin", tok); code != http.StatusForbidden {
+			t.Fatalf("mallory's admin call %d: %d", i, code)
+		} else if ch {
+			malloryGot++
+		}
+	}
+	if malloryGot != 3 {
+		t.Errorf("mallory got %d admin challenges through 1,000 clients, want 3", malloryGot)
+	}
+	for range 4 {
+		if _, ch := call("admin", bob); ch {
+			got++
+		}
+	}
+	if got != 3 {
+		t.Errorf("bob got %d challenges for one scope set, want 3 (his counter was evicted)", got)
+	}
+	keysWithTTL(t, rdb)
 }
