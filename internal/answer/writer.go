@@ -232,9 +232,9 @@ func (w *Writer) Flush() {
 		w.decide(http.StatusOK)
 	}
 	if w.mode == modePass || w.mode == modeSSE {
-		if f, ok := w.w.(http.Flusher); ok {
-			f.Flush()
-		}
+		// Through http.ResponseController: a writer that only unwraps to
+		// a flusher (Caddy's) flushes too.
+		_ = http.NewResponseController(w.w).Flush()
 	}
 }
 

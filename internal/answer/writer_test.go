@@ -400,3 +400,27 @@ func TestSSEWritesCoalesced(t *testing.T) {
 		})
 	}
 }
+
+// unwrapOnly is a ResponseWriter that is no http.Flusher itself but
+// unwraps to one, as Caddy's wrappers do.
+type unwrapOnly struct{ w http.ResponseWriter }
+
+func (u unwrapOnly) Header() http.Header         { return u.w.Header() }
+func (u unwrapOnly) Write(b []byte) (int, error) { return u.w.Write(b) }
+func (u unwrapOnly) WriteHeader(code int)        { u.w.WriteHeader(code) }
+func (u unwrapOnly) Unwrap() http.ResponseWriter { return u.w }
+
+// TestFlushThroughUnwrap: Flush reaches the flusher below a writer that
+// only unwraps to it, so that an SSE answer's headers go out before its
+// first event (a GET stream behind Caddy hung without them).
+func TestFlushThroughUnwrap(t *testing.T) {
+	rec := httptest.NewRecorder()
+	var w Writer
+	w.Reset(unwrapOnly{rec}, identity, Options{})
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	w.Flush()
+	if !rec.Flushed {
+		t.Error("Flush did not reach the recorder below the wrapper")
+	}
+}
