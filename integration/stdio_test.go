@@ -10,8 +10,10 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -204,4 +206,151 @@ func TestStdioPythonServer(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(base, "acme", "alice", "note.txt")); err != nil || string(b) != "alice's secret" {
 		t.Errorf("alice's note: %q, %v", b, err)
 	}
+}
+
+// requireFilesystemServer returns node and the filesystem server's entry
+// point (integration/upstreams' lockfile), or skips (fails under CI).
+func requireFilesystemServer(t *testing.T) (string, string) {
+	t.Helper()
+	node := requireUpstreamsNode(t)
+	entry, err := filepath.Abs(filepath.Join(upstreamsDir, "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(entry); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("@modelcontextprotocol/server-filesystem is not installed (CI is set, so this test may not skip): run npm ci in integration/upstreams")
+		}
+		t.Skip("@modelcontextprotocol/server-filesystem is not installed: run npm ci in integration/upstreams")
+	}
+	return node, entry
+}
+
+// fsCall calls a filesystem tool and returns its text and whether the
+// server refused it (a tool error).
+func fsCall(ctx context.Context, t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (string, bool) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: %v", tool, err)
+	}
+	return contentText(res), res.IsError
+}
+
+// TestStdioFilesystemServer: the reference filesystem server behind
+// mcpguard proxy, one process per user with "." (the user's templated
+// directory) as its only allowed directory. Neither user can read, list,
+// search, stat, write, move or edit the other's files through any tool,
+// by absolute path, by ../, or by offering the other's directory as a
+// client root; a crash of one user's child leaves the other's session
+// working.
+func TestStdioFilesystemServer(t *testing.T) {
+	node, entry := requireFilesystemServer(t)
+	t.Parallel()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newStdioProxied(t, proxy.Stdio{Command: []string{node, entry, "."}, PassEnv: []string{"PATH", "HOME"},
+		Dir: filepath.Join(base, "{tenant}", "{subject}")})
+	ctx := testContext(t)
+	aliceDir, bobDir := filepath.Join(base, "acme", "alice"), filepath.Join(base, "acme", "bob")
+	connect := func(sub string, roots ...string) *mcp.ClientSession {
+		c := mcp.NewClient(&mcp.Implementation{Name: "fs-client", Version: "1"}, nil)
+		for _, r := range roots {
+			c.AddRoots(&mcp.Root{URI: "file://" + r, Name: "offered"})
+		}
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.resource, HTTPClient: &http.Client{Transport: tokenRT{p.token(t, sub), nil}}}, nil)
+		if err != nil {
+			t.Fatalf("Connect %s: %v", sub, err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	alice := connect("alice")
+	if got, refused := fsCall(ctx, t, alice, "write_file", map[string]any{"path": filepath.Join(aliceDir, "secret.txt"), "content": "alice's secret"}); refused {
+		t.Fatalf("alice writes her own file: %s", got)
+	}
+	if got, refused := fsCall(ctx, t, alice, "read_text_file", map[string]any{"path": filepath.Join(aliceDir, "secret.txt")}); refused || !strings.Contains(got, "alice's secret") {
+		t.Fatalf("alice reads her own file: %q %v", got, refused)
+	}
+	// bob offers alice's directory as a root: hidden by the bridge, so his
+	// server keeps "." (his own directory) as its only allowed directory.
+	bob := connect("bob", aliceDir)
+	if got, refused := fsCall(ctx, t, bob, "write_file", map[string]any{"path": filepath.Join(bobDir, "mine.txt"), "content": "bob's"}); refused {
+		t.Fatalf("bob writes his own file: %s", got)
+	}
+	secret := filepath.Join(aliceDir, "secret.txt")
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"read_text_file", map[string]any{"path": secret}},
+		{"read_text_file", map[string]any{"path": filepath.Join(bobDir, "..", "alice", "secret.txt")}},
+		{"read_text_file", map[string]any{"path": "../alice/secret.txt"}},
+		{"read_file", map[string]any{"path": secret}},
+		{"read_media_file", map[string]any{"path": secret}},
+		{"read_multiple_files", map[string]any{"paths": []string{secret}}},
+		{"list_directory", map[string]any{"path": aliceDir}},
+		{"list_directory_with_sizes", map[string]any{"path": aliceDir}},
+		{"directory_tree", map[string]any{"path": aliceDir}},
+		{"search_files", map[string]any{"path": aliceDir, "pattern": "secret"}},
+		{"get_file_info", map[string]any{"path": secret}},
+		{"write_file", map[string]any{"path": secret, "content": "bob was here"}},
+		{"write_file", map[string]any{"path": filepath.Join(aliceDir, "new.txt"), "content": "bob was here"}},
+		{"edit_file", map[string]any{"path": secret, "edits": []map[string]any{{"oldText": "alice", "newText": "bob"}}}},
+		{"create_directory", map[string]any{"path": filepath.Join(aliceDir, "bobs")}},
+		{"move_file", map[string]any{"source": secret, "destination": filepath.Join(bobDir, "stolen.txt")}},
+	} {
+		got, refused := fsCall(ctx, t, bob, tc.tool, tc.args)
+		// read_multiple_files reports each file's refusal in its text.
+		if (!refused && !strings.Contains(got, "Access denied")) || strings.Contains(got, "alice's secret") {
+			t.Errorf("bob %s %v: refused %v, %q", tc.tool, tc.args, refused, got)
+		}
+	}
+	if got, _ := fsCall(ctx, t, bob, "list_allowed_directories", map[string]any{}); !strings.Contains(got, bobDir) || strings.Contains(got, aliceDir) {
+		t.Errorf("bob's allowed directories: %q", got)
+	}
+	if b, err := os.ReadFile(secret); err != nil || string(b) != "alice's secret" {
+		t.Errorf("alice's file after bob: %q, %v", b, err)
+	}
+	if ents, _ := os.ReadDir(aliceDir); len(ents) != 1 {
+		t.Errorf("alice's directory after bob: %v", ents)
+	}
+	// bob's child crashes (killed from outside): alice's session is untouched.
+	killChildOf(t, bobDir)
+	if _, err := bob.CallTool(ctx, &mcp.CallToolParams{Name: "list_allowed_directories", Arguments: map[string]any{}}); err == nil {
+		t.Error("bob's session still answers after his child died")
+	}
+	if got, refused := fsCall(ctx, t, alice, "read_text_file", map[string]any{"path": secret}); refused || !strings.Contains(got, "alice's secret") {
+		t.Errorf("alice after bob's crash: %q %v", got, refused)
+	}
+}
+
+// killChildOf kills the process whose working directory is dir (/proc).
+func killChildOf(t *testing.T, dir string) {
+	t.Helper()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if cwd, err := os.Readlink(filepath.Join("/proc", e.Name(), "cwd")); err == nil && cwd == dir {
+			pid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			for range 500 {
+				if _, err := os.Stat(filepath.Join("/proc", e.Name(), "cwd")); err != nil {
+					return
+				}
+				if st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); strings.Contains(string(st), ") Z ") {
+					return
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			return
+		}
+	}
+	t.Fatalf("no process in %s", dir)
 }

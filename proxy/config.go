@@ -261,6 +261,13 @@ type Stdio struct {
 	// MaxQueued bounds, per session, the requests in flight and the
 	// child's messages waiting for a client. Zero means 256.
 	MaxQueued int `yaml:"max_queued"`
+	// ForwardRoots passes the client's roots (MCP roots/list) to the
+	// children. Dangerous: a server may take a client's roots as what it
+	// may access (the filesystem server replaces its allowed directories
+	// with them), so that a user could point his child at another user's
+	// directory. False (the default) hides them: the roots capability is
+	// removed from initialize and a child's roots/list gets -32601.
+	ForwardRoots bool `yaml:"forward_roots"`
 }
 
 // Sessions bounds a route's session binding (middleware SessionConfig).

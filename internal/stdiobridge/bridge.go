@@ -98,6 +98,12 @@ type Config struct {
 	// MaxQueued bounds the messages waiting for a client in one session
 	// and the requests in flight in it. Zero means DefaultMaxQueued.
 	MaxQueued int
+	// ForwardRoots passes the client's roots (MCP roots/list) to the
+	// child. Dangerous: a server may take a client's roots as what it may
+	// access (the filesystem server replaces its allowed directories with
+	// them), so that a user could point his child at another user's
+	// directory. False hides them (roots.go).
+	ForwardRoots bool
 	// User returns who a request is for; false answers 403. Required.
 	User func(*http.Request) (User, bool)
 	// Logger receives the children's stderr lines and the bridge's
@@ -459,6 +465,12 @@ func (b *Bridge) initialize(w http.ResponseWriter, r *http.Request, u User, m me
 		b.log.Error("stdio: child not started", "user", u.Key, "error", err.Error())
 		writeJSONError(w, http.StatusBadGateway, m.id, -32603, "Server unavailable")
 		return
+	}
+	if !b.cfg.ForwardRoots {
+		raw := s.withoutRoots(m)
+		if m2, err := parseMessage(&b.pool, raw); err == nil {
+			m = m2
+		}
 	}
 	c, err := s.send(m)
 	if err != nil {

@@ -434,3 +434,27 @@ func TestConcurrentUsersState(t *testing.T) {
 	}
 	t.Logf("calls per user: %v", counts)
 }
+
+func TestWithoutRoots(t *testing.T) {
+	b := &Bridge{}
+	s := &session{b: b}
+	for _, tc := range []struct{ in, want string }{
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"roots":{"listChanged":true},"sampling":{}},"clientInfo":{}}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"sampling":{}},"clientInfo":{}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"elicitation":{},"roots":{}}}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"elicitation":{}}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"roots":{}}}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"sampling":{}}}}`,
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"sampling":{}}}}`},
+		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`},
+	} {
+		m, err := parseMessage(&b.pool, []byte(tc.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(s.withoutRoots(m)); got != tc.want {
+			t.Errorf("withoutRoots(%s) = %s, want %s", tc.in, got, tc.want)
+		}
+	}
+}

@@ -28,12 +28,12 @@ func (s *session) readStdout() {
 			}
 			break
 		}
-		m, err := parseMessage(&s.b.pool, line)
+		// A copy: the reader reuses its buffer, the message outlives it.
+		m, err := parseMessage(&s.b.pool, append([]byte(nil), line...))
 		if err != nil {
 			reason = "a line on stdout that is not a JSON-RPC message"
 			break
 		}
-		m.raw = append([]byte(nil), m.raw...) // the reader reuses its buffer
 		s.fromChild(m)
 	}
 	close(s.readerDone)
@@ -83,6 +83,10 @@ func (s *session) fromChild(m message) {
 		close(c.fin)
 		return
 	case kindRequest:
+		if m.method == "roots/list" && !s.b.cfg.ForwardRoots {
+			go func() { _ = s.ch.write(errorResponse(m.id, -32601, "Method not found"), writeTimeout) }()
+			return
+		}
 		if len(s.serverReqs) >= s.b.cfg.MaxQueued {
 			s.log.Warn("stdio: child request dropped: too many waiting for the client", "method", m.method)
 			return

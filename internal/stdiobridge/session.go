@@ -192,6 +192,10 @@ func (s *session) post(w http.ResponseWriter, r *http.Request, m message) {
 	switch m.kind {
 	case kindNotification:
 		line := m.raw
+		if m.method == "notifications/roots/list_changed" && !s.b.cfg.ForwardRoots {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
 		if m.method == "notifications/cancelled" {
 			line = s.cancelLine(m)
 			if line == nil {
