@@ -59,7 +59,9 @@ func (s *refusalSampler) allow(reason Reason, now time.Time, rate int) (ok bool,
 // exhausted step-ups and misconfiguration, sampled per Reason. It carries
 // the reason code, the internal cause, the MCP method and tool labels of
 // [Decision] (never a client-chosen name the policy does not list), the
-// client and the issuer of a valid token; never the token or the subject.
+// client and the issuer of a valid token, and its current actor's subject
+// ([Principal.Actors]; "actors" counts the chain when longer); never the
+// token or the subject.
 func (m *Middleware) logRefusal(r *http.Request, rf *refusal) {
 	ctx := r.Context()
 	level := max(rf.level, slog.LevelInfo)
@@ -94,6 +96,14 @@ func (m *Middleware) logRefusal(r *http.Request, rf *refusal) {
 	}
 	if p := rf.p; p != nil {
 		attrs = append(attrs, slog.String("client_id", p.ClientID), slog.String("issuer", p.Issuer))
+		// The party acting for the subject (RFC 8693 "act"), an agent
+		// rather than a user; the prior actors are counted only.
+		if a, err := p.Actors(); err == nil && len(a) > 0 {
+			attrs = append(attrs, slog.String("actor", a[0].Subject))
+			if len(a) > 1 {
+				attrs = append(attrs, slog.Int("actors", len(a)))
+			}
+		}
 	}
 	if suppressed > 0 {
 		attrs = append(attrs, slog.Int("suppressed", suppressed))
