@@ -194,7 +194,7 @@ func (m *Middleware) entryGrant(list, name string) (g *grant, public, ok bool) {
 	case methodResourcesList:
 		msg.method, msg.uri = stringField(methodResourceRead), stringField(name)
 	case methodTemplatesList:
-		g, err := m.policy.template(name, m.policy.methods[methodResourceRead], m.policy.resExact, m.policy.resPrefix, m.policy.unlistedResource)
+		g, err := m.policy.template(name, m.policy.methods[methodResourceRead], m.policy.resExact, &m.policy.resPrefix, m.policy.unlistedResource)
 		return g, false, err == nil
 	default:
 		return nil, false, false
@@ -218,24 +218,22 @@ func (m *Middleware) obtainable(op *operation) bool {
 // method's resource rules (exact, prefix, unl as in [policy.resource]; mg
 // the method's grant): the rules its expansions match, read from its
 // literal part (listEntry).
-func (p *policy) template(tmpl string, mg *grant, exact map[string]*grant, prefix []prefixRule, unl *grant) (*grant, error) {
+func (p *policy) template(tmpl string, mg *grant, exact map[string]*grant, prefix *prefixSet[*grant], unl *grant) (*grant, error) {
 	lit, rest, expr := strings.Cut(tmpl, "{")
 	if !expr || strings.ContainsAny(lit, "?#") || strings.HasPrefix(rest, "?") || strings.HasPrefix(rest, "&") || strings.HasPrefix(rest, "#") {
 		// Every expansion has the canonical form of lit: match it as a URI.
 		msg := message{uri: stringField(lit)}
 		return p.resource(&msg, mg, exact, prefix, unl)
 	}
-	if len(exact) == 0 && len(prefix) == 0 || lit == "" {
+	if len(exact) == 0 && len(prefix.keys) == 0 || lit == "" {
 		return p.unlisted(unl)
 	}
 	key, ok := canonicalResource(lit)
 	if !ok || key != lit {
 		return mg, errNonCanonicalURI
 	}
-	for _, r := range prefix {
-		if strings.HasPrefix(key, r.prefix) {
-			return r.g, nil
-		}
+	if g, ok := prefix.longest(key); ok {
+		return g, nil
 	}
 	return p.unlisted(unl)
 }

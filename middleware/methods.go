@@ -1,9 +1,6 @@
 package middleware
 
-import (
-	"cmp"
-	"slices"
-)
+import ()
 
 const (
 	methodResourcesSubscribe = "resources/subscribe"
@@ -91,8 +88,8 @@ func (m *Middleware) applyMethodDefaults(cfg *Config, p *policy) {
 // resourceRules are the compiled resource rules of one method.
 type resourceRules struct {
 	exact    map[string]*grant
-	prefix   []prefixRule // longest first
-	unlisted *grant       // a URI no rule matches
+	prefix   prefixSet[*grant]
+	unlisted *grant // a URI no rule matches
 }
 
 // compileSubscribe builds the resource rules of resources/subscribe: each
@@ -107,18 +104,19 @@ func (m *Middleware) compileSubscribe(cfg *Config, p *policy) resourceRules {
 func (m *Middleware) compileResourceRules(cfg *Config, method string, unl *grant) resourceRules {
 	op := cfg.Operations
 	rr := resourceRules{exact: map[string]*grant{}}
+	var prefixes []prefixRule
 	for _, r := range op.Resources {
 		g := &grant{
 			op:     m.newOperation(cfg.Scopes, op.Methods[methodResourceRead], op.Methods[method], r.Scopes),
 			method: method, name: r.URI,
 		}
 		if r.Prefix {
-			rr.prefix = append(rr.prefix, prefixRule{r.URI, g})
+			prefixes = append(prefixes, prefixRule{r.URI, g})
 		} else {
 			rr.exact[r.URI] = g
 		}
 	}
-	slices.SortStableFunc(rr.prefix, func(a, b prefixRule) int { return cmp.Compare(len(b.prefix), len(a.prefix)) })
+	rr.prefix = newPrefixSet(prefixes)
 	rr.unlisted = &grant{op: unl.op, method: method, name: unlistedLabel}
 	return rr
 }
@@ -177,7 +175,7 @@ func (p *policy) complete(msg *message, mg *grant) (*grant, error) {
 		case !msg.ref.uri.present:
 			return p.unlisted(p.completion.template)
 		}
-		return p.template(string(msg.ref.uri.v), p.completion.template, t.exact, t.prefix, t.unlisted)
+		return p.template(string(msg.ref.uri.v), p.completion.template, t.exact, &t.prefix, t.unlisted)
 	}
 	return p.unlisted(mg)
 }

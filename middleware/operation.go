@@ -1,7 +1,6 @@
 package middleware
 
 import (
-	"cmp"
 	"fmt"
 	"net/url"
 	"slices"
@@ -28,10 +27,8 @@ type grant struct {
 	method, name string
 }
 
-type prefixRule struct {
-	prefix string
-	g      *grant
-}
+// prefixRule is one resource prefix rule, for newPrefixSet.
+type prefixRule = prefixEntry[*grant]
 
 // policy is the compiled OperationPolicy.
 type policy struct {
@@ -42,7 +39,7 @@ type policy struct {
 	tools     map[string]*grant
 	prompts   map[string]*grant
 	resExact  map[string]*grant
-	resPrefix []prefixRule // longest first
+	resPrefix prefixSet[*grant] // prefix.go: the longest match in O(log n)
 	// unlisted*: a name or URI that no entry matches, with the method's
 	// operation.
 	unlistedTool, unlistedPrompt, unlistedResource *grant
@@ -85,15 +82,16 @@ func (m *Middleware) compilePolicy(cfg *Config) policy {
 	for name, s := range op.Prompts {
 		p.prompts[name] = named(methodPromptsGet, s, name)
 	}
+	var prefixes []prefixRule
 	for _, r := range op.Resources {
 		g := named(methodResourceRead, r.Scopes, r.URI)
 		if r.Prefix {
-			p.resPrefix = append(p.resPrefix, prefixRule{r.URI, g})
+			prefixes = append(prefixes, prefixRule{r.URI, g})
 		} else {
 			p.resExact[r.URI] = g
 		}
 	}
-	slices.SortStableFunc(p.resPrefix, func(a, b prefixRule) int { return cmp.Compare(len(b.prefix), len(a.prefix)) })
+	p.resPrefix = newPrefixSet(prefixes)
 	unlisted := func(method string) *grant {
 		return &grant{op: p.methods[method].op, method: method, name: unlistedLabel}
 	}
@@ -148,9 +146,9 @@ func (p *policy) lookup(msg *message) (*grant, error) {
 	case string(msg.method.v) == methodPromptsGet:
 		return p.named(p.prompts, msg.name, mg, p.unlistedPrompt)
 	case string(msg.method.v) == methodResourceRead:
-		return p.resource(msg, mg, p.resExact, p.resPrefix, p.unlistedResource)
+		return p.resource(msg, mg, p.resExact, &p.resPrefix, p.unlistedResource)
 	case string(msg.method.v) == methodResourcesSubscribe:
-		return p.resource(msg, mg, p.subscribe.exact, p.subscribe.prefix, p.subscribe.unlisted)
+		return p.resource(msg, mg, p.subscribe.exact, &p.subscribe.prefix, p.subscribe.unlisted)
 	case string(msg.method.v) == methodCompletion:
 		return p.complete(msg, mg)
 	}
@@ -160,14 +158,14 @@ func (p *policy) lookup(msg *message) (*grant, error) {
 // resource looks up the resource rule of msg's params.uri among exact and
 // prefix (built for one method; mg is its grant, unl its grant for a URI no
 // rule matches).
-func (p *policy) resource(msg *message, mg *grant, exact map[string]*grant, prefix []prefixRule, unl *grant) (*grant, error) {
+func (p *policy) resource(msg *message, mg *grant, exact map[string]*grant, prefix *prefixSet[*grant], unl *grant) (*grant, error) {
 	if msg.uri.notString() {
 		return mg, errNotString
 	}
 	if !msg.uri.present {
 		return p.unlisted(mg)
 	}
-	if len(exact) == 0 && len(prefix) == 0 {
+	if len(exact) == 0 && len(prefix.keys) == 0 {
 		return p.unlisted(unl)
 	}
 	// While rules exist only the canonical form is matched: another
@@ -181,10 +179,8 @@ func (p *policy) resource(msg *message, mg *grant, exact map[string]*grant, pref
 	if g := exact[key]; g != nil {
 		return g, nil
 	}
-	for _, r := range prefix {
-		if strings.HasPrefix(key, r.prefix) {
-			return r.g, nil
-		}
+	if g, ok := prefix.longest(key); ok {
+		return g, nil
 	}
 	return p.unlisted(unl)
 }

@@ -1,0 +1,75 @@
+package middleware
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/mcpguard/mcpguard/authtest"
+)
+
+// BenchmarkRules is a cached, authorized request through Handler with
+// and without rules (docs/performance.md, "Rules"):
+//
+//   - rules=0 and rules=10: a 2026-07-28 tools/call of get_weather with
+//     no rule, and with ten rules that all select it and none of which
+//     denies (conditions over user, mcp.name and mcp.args);
+//   - prefixes=1 and prefixes=1000: a resources/read whose URI matches
+//     one of 1 or 1,000 Operations.Resources prefix rules.
+func BenchmarkRules(b *testing.B) {
+	env := newBenchEnv(b)
+	v := env.validator(b, 0)
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	dw := &discardWriter{h: http.Header{}}
+	resTok := env.iss.Token(b, authtest.Token{Scopes: []string{"mcp", "res:read", "files:read"}})
+	run := func(name string, cfg Config, method, target string) {
+		m, err := New(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := m.Handler(next)
+		raw := []byte(rpcBody(modernRev, method, target))
+		tok := env.token
+		if method == "resources/read" {
+			tok = resTok
+		}
+		r := rpcRequest(modernRev, method, target, tok)
+		body := &rewindBody{}
+		r.Body, r.ContentLength = body, int64(len(raw))
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			rec := httptest.NewRecorder()
+			body.Reset(raw)
+			h.ServeHTTP(rec, r)
+			if rec.Code != http.StatusNoContent {
+				b.Fatalf("status %d: %s", rec.Code, rec.Body)
+			}
+			for b.Loop() {
+				body.Reset(raw)
+				h.ServeHTTP(dw, r)
+			}
+		})
+	}
+	cfg := testConfig(v, env.iss)
+	run("rules=0", cfg, "tools/call", "get_weather")
+	conds := []string{
+		"mcp.args.location == 'Paris'", "has(mcp.args.tenant) && mcp.args.tenant != user.tenant", "user.subject == 'mallory'",
+		"mcp.name == 'delete_repo'", "user.client == 'blocked'", "mcp.args.location.startsWith('Secret')",
+		"'admin' in user.scopes && mcp.args.location == ''", "user.issuer == 'https://evil.example'",
+		"size(mcp.args) > 10", "mcp.method != 'tools/call'",
+	}
+	for i, c := range conds {
+		cfg.Rules = append(cfg.Rules, Rule{Name: fmt.Sprintf("r%d", i), Tools: []string{"get_*"}, DenyWhen: c})
+	}
+	run("rules=10", cfg, "tools/call", "get_weather")
+	for _, n := range []int{1, 1000} {
+		cfg := testConfig(v, env.iss)
+		cfg.Operations.Resources = nil
+		for i := range n - 1 {
+			cfg.Operations.Resources = append(cfg.Operations.Resources, ResourceRule{URI: fmt.Sprintf("file:///p%04d/", i), Prefix: true, Scopes: []string{"files:read"}})
+		}
+		cfg.Operations.Resources = append(cfg.Operations.Resources, ResourceRule{URI: "file:///projects/", Prefix: true, Scopes: []string{"files:read"}})
+		run(fmt.Sprintf("prefixes=%d", n), cfg, "resources/read", "file:///projects/myapp/readme.md")
+	}
+}
