@@ -458,3 +458,37 @@ func TestWithoutRoots(t *testing.T) {
 		}
 	}
 }
+
+// TestTransportStreams: the in-process transport hands the answer's
+// header over at WriteHeader and its body as written; a panic is a 500.
+func TestTransportStreams(t *testing.T) {
+	step := make(chan struct{})
+	rt := handlerTransport{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/panic" {
+			panic("boom")
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "a")
+		<-step
+		_, _ = io.WriteString(w, "b")
+	})}
+	req := httptest.NewRequest(http.MethodGet, "http://stdio.invalid/mcp", nil)
+	resp, err := rt.RoundTrip(req)
+	if err != nil || resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("RoundTrip = %v, %v", resp, err)
+	}
+	buf := make([]byte, 1)
+	if _, err := io.ReadFull(resp.Body, buf); err != nil || string(buf) != "a" {
+		t.Fatalf("first byte %q, %v (before the handler went on)", buf, err)
+	}
+	close(step)
+	rest, _ := io.ReadAll(resp.Body)
+	if string(rest) != "b" {
+		t.Fatalf("rest %q", rest)
+	}
+	resp, err = rt.RoundTrip(httptest.NewRequest(http.MethodGet, "http://stdio.invalid/panic", nil))
+	if err != nil || resp.StatusCode != http.StatusInternalServerError {
+		t.Fatalf("panic: %v, %v", resp, err)
+	}
+}

@@ -1,6 +1,7 @@
 package stdiobridge
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"sync"
@@ -10,6 +11,8 @@ import (
 // bridge in process, streaming the answer, for the proxy's forwarder.
 func (b *Bridge) Transport() http.RoundTripper { return handlerTransport{b} }
 
+var errPanic = errors.New("stdiobridge: handler panicked")
+
 type handlerTransport struct{ h http.Handler }
 
 func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -17,6 +20,13 @@ func (t handlerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	rw := &pipeResponse{hdr: http.Header{}, pw: pw, ready: make(chan struct{})}
 	go func() {
 		defer func() {
+			// A handler that panics answers 500 (a server's recovery would
+			// do so), not a crash of the proxy.
+			if recover() != nil {
+				rw.WriteHeader(http.StatusInternalServerError)
+				_ = pw.CloseWithError(errPanic)
+				return
+			}
 			rw.WriteHeader(http.StatusOK)
 			_ = pw.Close()
 		}()
