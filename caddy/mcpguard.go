@@ -115,7 +115,7 @@ func (h *Handler) Cleanup() error {
 	if h.px == nil {
 		return nil
 	}
-	h.px.EndStreams(false)
+	h.px.EndGetStreams()
 	err := h.px.Close()
 	h.px = nil
 	return err
