@@ -86,6 +86,8 @@ type envConfig struct {
 	alsoTrust *authtest.Issuer
 	// policy is the proxy route's rules (policy_test.go).
 	policy proxy.Policy
+	// forwardHeaders is the proxy route's forward_headers.
+	forwardHeaders []string
 }
 
 // env is one example MCP server and its development authorization server,

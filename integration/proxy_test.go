@@ -29,9 +29,10 @@ func startProxy(t *testing.T, ts *httptest.Server, resource, upstream, issuer st
 				Methods: cfg.public.Methods, Tools: cfg.public.Tools, Prompts: cfg.public.Prompts, Resources: cfg.public.Resources,
 			},
 		},
-		DPoP:       dp,
-		Validation: proxy.Validation{TenantClaim: "tenant"},
-		Policy:     cfg.policy,
+		DPoP:           dp,
+		Validation:     proxy.Validation{TenantClaim: "tenant"},
+		Policy:         cfg.policy,
+		ForwardHeaders: cfg.forwardHeaders,
 	}}})
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)

@@ -282,6 +282,65 @@ func TestProxyTypeScriptUpstream(t *testing.T) {
 	checkRefusesClientToken(t, p, tok)
 }
 
+// TestProxyTypeScriptUpstreamHeaderAllowList: 50 identity-looking
+// request headers (tenants, users, assertions, tokens, impersonation,
+// forwarding) sent with every request of a go-sdk session never reach the
+// TypeScript SDK server behind the proxy; the headers it receives are the
+// protocol's, the proxy's assertion and the route's forward_headers. With
+// the proxy's former deny-list, 39 of them reached it.
+func TestProxyTypeScriptUpstreamHeaderAllowList(t *testing.T) {
+	node := requireUpstreamsNode(t)
+	t.Parallel()
+	p := newProxiedWith(t, envConfig{forwardHeaders: []string{"X-Request-Id"}}, func(jwksURL, issuer string) string {
+		return startProc(t, upstreamsDir, nil, node, "ts-upstream.mjs", "--jwks", jwksURL, "--issuer", issuer)
+	})
+	ctx := testContext(t)
+	tok := p.token(t, "alice")
+	sent := http.Header{"X-Request-Id": {"req-1"}}
+	for _, k := range identityLookalikes {
+		sent[k] = []string{"intruder"}
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "proxied-client", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.resource, HTTPClient: &http.Client{Transport: tokenRT{tok, sent}}}, nil)
+	if err != nil {
+		t.Fatalf("Connect through the proxy: %v", err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	var seen map[string]any
+	if err := json.Unmarshal([]byte(callText(ctx, t, cs, "seen_headers", nil)), &seen); err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{"accept": true, "content-type": true, "content-length": true, "mcp-protocol-version": true,
+		"mcp-session-id": true, "mcp-method": true, "mcp-name": true, "host": true, "x-request-id": true,
+		"accept-encoding": true, // Go's transport, not the client
+		"connection":      true, // Go's transport, hop by hop
+	}
+	for k, v := range seen {
+		if s := fmt.Sprint(v); strings.Contains(s, "intruder") || strings.Contains(s, tok) || !allowed[k] {
+			t.Errorf("the TypeScript upstream received %s: %s", k, s)
+		}
+	}
+	if seen["x-request-id"] != "req-1" {
+		t.Errorf("forward_headers: x-request-id = %v, want req-1", seen["x-request-id"])
+	}
+}
+
+// identityLookalikes are 50 request headers that upstreams, frameworks
+// and gateways trust as the caller's identity, tenant, credential or
+// origin (the proxy's own tests send the same).
+var identityLookalikes = []string{
+	"X-Tenant-Id", "X-Tenant", "X-Org-Id", "X-Organization-Id", "X-Account-Id",
+	"X-Auth-User", "X-Auth-Email", "X-Auth-Groups", "X-Auth-Roles", "X-Auth-Token",
+	"X-Userinfo", "X-User-Info", "X-Jwt-Assertion", "X-Jwt-Payload", "X-Access-Token",
+	"X-Id-Token", "X-Api-Key", "X-Apikey", "X-Consumer-Id", "X-Consumer-Username",
+	"X-Credential-Identifier", "X-Authenticated-User", "X-Authenticated-Userid", "X-Authenticated-Scope", "X-Principal",
+	"X-Roles", "X-Scopes", "X-Client-Id", "X-Client-Cert", "X-Ssl-Client-Cert",
+	"X-Ssl-Client-Dn", "X-Client-Dn", "X-Envoy-Original-Path", "X-Envoy-Peer-Metadata", "X-Istio-Attributes",
+	"X-Goog-Iap-Jwt-Assertion", "X-Amzn-Oidc-Identity", "X-Ms-Client-Principal-Name", "X-Forwarded-Email", "X-Forwarded-Preferred-Username",
+	"X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "Forwarded", "Impersonate-User",
+	"Impersonate-Group", "Impersonate-Uid", "Cookie", "Proxy-Authorization", "X-Mcpguard-Subject",
+}
+
 // TestProxyPythonUpstream: an MCP server in Python's standard library that
 // verifies the proxy's assertion with PyJWT (Debian's python3-jwt) serves
 // the go-sdk client through the proxy, and refuses the client's own token.

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"crypto"
 	"errors"
 	"fmt"
@@ -211,6 +212,12 @@ type Route struct {
 	// RateLimit optionally limits requests per user and tool calls per
 	// user and tool (429 with Retry-After).
 	RateLimit RateLimit `yaml:"rate_limit"`
+	// ForwardHeaders are request headers forwarded to the upstream on top
+	// of the protocol's own (docs/proxy.md, "What the upstream
+	// receives"); every other header a client sends is dropped. Each is a
+	// header name, case-insensitive; credentials, cookies, forwarding and
+	// identity headers are refused at load. Empty means none.
+	ForwardHeaders []string `yaml:"forward_headers"`
 }
 
 // Stdio runs a route's MCP server as child processes that speak MCP on
@@ -818,6 +825,9 @@ func checkRoute(i int, r *Route) error {
 	}
 	if r.MaxBodyBytes < 0 {
 		return fmt.Errorf("%w: %s.max_body_bytes: negative", ErrConfig, at)
+	}
+	if err := checkForwardHeaders(r.ForwardHeaders, cmp.Or(http.CanonicalHeaderKey(id.Header), "Authorization")); err != nil {
+		return fmt.Errorf("%w: %s.%w", ErrConfig, at, err)
 	}
 	if r.RateLimit.Principal != "" {
 		if _, err := parseLimit(r.RateLimit.Principal); err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptrace"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,11 +21,24 @@ import (
 	"github.com/mcpguard/mcpguard/middleware"
 )
 
-// alwaysStripped are the request headers never forwarded: the client's
-// credentials, cookies, the browser headers the proxy already checked
-// (an upstream's own cross-origin check would refuse them, since its Host
-// differs), forwarding headers a client may forge, and identity headers
-// of other gateways, which an upstream might trust.
+// protocolHeaders are the request headers forwarded to the upstream
+// besides the route's forward_headers and the identity the proxy sets: the
+// Streamable HTTP transport's own (2025-11-25 and 2026-07-28), each of which
+// the middleware read or checked. Every other header a client sends is
+// dropped (docs/proxy.md, "What the upstream receives").
+var protocolHeaders = []string{"Accept", "Content-Type", "Last-Event-Id", "Mcp-Method", "Mcp-Name", "Mcp-Protocol-Version", "Mcp-Session-Id"}
+
+// protocolPrefix starts the other request headers of the protocol: the
+// 2026-07-28 transport's Mcp-Param-{Name} headers (x-mcp-header tool
+// arguments), which the server checks against its tools' schemas.
+const protocolPrefix = "Mcp-Param-"
+
+// alwaysStripped are request headers never forwarded, even when a route
+// names them in forward_headers (refused at load, checkForwardHeaders):
+// the client's credentials, cookies, the browser headers the proxy
+// already checked (an upstream's own cross-origin check would refuse
+// them, since its Host differs), forwarding headers a client may forge,
+// and identity headers of other gateways, which an upstream might trust.
 var alwaysStripped = []string{
 	"Authorization", "Proxy-Authorization", "Dpop", "Cookie", "Cookie2",
 	"Origin", "Sec-Fetch-Site", "Sec-Fetch-Mode", "Sec-Fetch-Dest", "Sec-Fetch-User",
@@ -35,16 +49,19 @@ var alwaysStripped = []string{
 	// method-override, IIS, old Symfony): the upstream would route
 	// elsewhere than the request the proxy authorized.
 	"X-Http-Method-Override", "X-Http-Method", "X-Method-Override", "X-Original-Url", "X-Rewrite-Url",
+	// The message framing and connection, which are the proxy's own.
+	"Host", "Connection", "Proxy-Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Content-Length", "Accept-Encoding",
 }
 
 // decidedHeaders are the request headers the middleware's decision
 // read, forwarded even when the client's Connection header names them.
 var decidedHeaders = []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "Mcp-Method", "Mcp-Name", "Last-Event-Id", "Content-Type", "Accept"}
 
-// strippedPrefixes are header name prefixes never forwarded.
+// strippedPrefixes are header name prefixes never forwarded, even when a
+// route names such a header in forward_headers (refused at load).
 var strippedPrefixes = []string{
 	"X-Forwarded-", "X-Mcpguard-", "X-Auth-Request-", "X-Pomerium-", "X-Mcp-User", "X-Ms-Client-Principal",
-	"X-Goog-Authenticated-", "X-Amzn-Oidc-",
+	"X-Goog-Authenticated-", "X-Amzn-Oidc-", "Impersonate-",
 }
 
 // identityHeaders are the headers of the headers mode.
@@ -101,8 +118,9 @@ type forwarder struct {
 	rt       *route
 	target   *url.URL
 	rp       *httputil.ReverseProxy
-	strip    []string // exact, canonical
-	prefixes []string // canonical prefixes
+	allow    map[string]bool // canonical: protocolHeaders and the route's forward_headers
+	strip    []string        // exact, canonical
+	prefixes []string        // canonical prefixes
 	write    time.Duration
 	streams  *streamSet
 }
@@ -194,27 +212,10 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	out.URL.RawQuery = pr.In.URL.RawQuery
 	out.Host = ""
 	h := out.Header
-	for _, k := range f.strip {
-		delete(h, k)
-	}
 	for k := range h {
-		// A name with "_" is dropped, as nginx does by default: CGI-style
-		// servers (WSGI, Rack, Django) fold "_" and "-" into one name, so
-		// X_Mcpguard_Subject or Mcp_Session_Id would be an unchecked copy
-		// of a header the proxy strips, sets or binds.
-		if strings.IndexByte(k, '_') >= 0 {
+		if !f.forwards(k) {
 			delete(h, k)
-			continue
 		}
-		for _, p := range f.prefixes {
-			if strings.HasPrefix(k, p) {
-				delete(h, k)
-				break
-			}
-		}
-	}
-	if c := h["Connection"]; len(c) > 0 && strings.EqualFold(c[0], "Upgrade") {
-		delete(h, "Connection")
 	}
 	if len(pr.In.Header["Connection"]) > 0 {
 		// ReverseProxy removed the headers the client's Connection header
@@ -251,6 +252,28 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 			h[headerTenant] = []string{p.Tenant}
 		}
 	}
+}
+
+// forwards reports whether the request header k (canonical, as net/http
+// parsed it) goes upstream: it must be allowed (the protocol's own or the
+// route's forward_headers) and none of the stripped ones. A name with "_"
+// is dropped, as nginx does by default: CGI-style servers (WSGI, Rack,
+// Django) fold "_" and "-" into one name, so X_Mcpguard_Subject or
+// Mcp_Session_Id would be an unchecked copy of a header the proxy strips,
+// sets or binds.
+func (f *forwarder) forwards(k string) bool {
+	if strings.IndexByte(k, '_') >= 0 || !f.allow[k] && !strings.HasPrefix(k, protocolPrefix) {
+		return false
+	}
+	if slices.Contains(f.strip, k) {
+		return false
+	}
+	for _, p := range f.prefixes {
+		if strings.HasPrefix(k, p) {
+			return false
+		}
+	}
+	return true
 }
 
 // errUpstreamStatus is an upstream answer the proxy does not pass on.

@@ -1,8 +1,12 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/httptoken"
 )
 
 // maxRequestHeaderBytes (64 KiB, docs/proxy.md) bounds a request's head: the request line and
@@ -44,4 +48,42 @@ func headerTooLarge(w http.ResponseWriter) {
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(http.StatusRequestHeaderFieldsTooLarge)
 	_, _ = w.Write([]byte("431 Request Header Fields Too Large"))
+}
+
+// allowList returns the canonical names of the request headers a route
+// forwards: the protocol's own and its forward_headers (checked at load).
+func allowList(extra []string) map[string]bool {
+	allow := make(map[string]bool, len(protocolHeaders)+len(extra))
+	for _, h := range protocolHeaders {
+		allow[h] = true
+	}
+	for _, h := range extra {
+		allow[http.CanonicalHeaderKey(h)] = true
+	}
+	return allow
+}
+
+// checkForwardHeaders checks a route's forward_headers: each an RFC 9110
+// field name (a token), without "_", and none of the headers the proxy
+// never forwards, strips by prefix, or sets itself (the identity header,
+// idHeader, canonical).
+func checkForwardHeaders(names []string, idHeader string) error {
+	for j, h := range names {
+		k := http.CanonicalHeaderKey(h)
+		var why string
+		switch {
+		case !httptoken.Valid(h) || strings.HasSuffix(h, "*"):
+			why = "not a header name (prefixes are not supported)"
+		case strings.IndexByte(h, '_') >= 0:
+			why = "a name with \"_\" is never forwarded"
+		case k == idHeader || slices.Contains(alwaysStripped, k):
+			why = "never forwarded from a client"
+		case slices.ContainsFunc(strippedPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }):
+			why = "never forwarded from a client (a forwarding or identity header)"
+		}
+		if why != "" {
+			return fmt.Errorf("forward_headers[%d] %q: %s", j, h, why)
+		}
+	}
+	return nil
 }

@@ -365,7 +365,10 @@ func TestUnderscoreHeaders(t *testing.T) {
 		mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"jsonrpc":"2.0","id":7,"result":{}}`)
-	}, func(c *proxy.Config) { c.Routes[0].Identity = proxy.Identity{Mode: proxy.ModeHeaders} })
+	}, func(c *proxy.Config) {
+		c.Routes[0].Identity = proxy.Identity{Mode: proxy.ModeHeaders}
+		c.Routes[0].ForwardHeaders = []string{"X-Kept"}
+	})
 	addr := strings.TrimPrefix(e.proxyURL, "http://")
 	forged := "X_Mcpguard_Subject: root\r\nX_MCPGUARD_SCOPES: mcp:admin\r\nMcp_Session_Id: bobs-session\r\nX_Forwarded_For: 10.0.0.1\r\n" +
 		"Remote_User: root\r\nX-Mcpguard_Principal: root\r\nAuthorization_: x\r\nX-Kept: yes\r\n"

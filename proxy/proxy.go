@@ -356,6 +356,7 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 	x.limits = newLimiter(r.RateLimit, px.counter, px.now)
 	x.fwd = &forwarder{rt: x, target: up, write: px.cfg.Timeouts.StreamWrite, streams: px.streams}
 	x.fwd.strip, x.fwd.prefixes = stripLists(px.cfg.StripHeaders, header)
+	x.fwd.allow = allowList(r.ForwardHeaders)
 	x.fwd.rp = &httputil.ReverseProxy{
 		Rewrite:        x.fwd.rewrite,
 		Transport:      no1xx{rt},

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpguard/mcpguard/internal/devmint"
+	"github.com/mcpguard/mcpguard/proxy"
 )
 
 // TestGoSDKThroughProxy: the official Go SDK client talks to a go-sdk
@@ -111,7 +112,7 @@ func TestRefusals(t *testing.T) {
 // there, and the only credential is the proxy's assertion, whose claims
 // are those the docs list.
 func TestNothingOfTheClientUpstream(t *testing.T) {
-	e := newTestEnv(t, envOptions{})
+	e := newTestEnv(t, envOptions{route: func(r *proxy.Route) { r.ForwardHeaders = []string{"x-custom"} }})
 	ctx := testContext(t)
 	tok := e.token(t, "alice", baseScope)
 	forged := http.Header{
@@ -131,6 +132,7 @@ func TestNothingOfTheClientUpstream(t *testing.T) {
 		"X-Http-Method":          {"DELETE"},
 		"X-Method-Override":      {"DELETE"},
 		"X-Custom":               {"kept"},
+		"X-Not-Listed":           {"dropped"},
 	}
 	cs := e.connect(ctx, t, tok, forged)
 	callWhoami(ctx, t, cs, "whoami")
@@ -151,6 +153,9 @@ func TestNothingOfTheClientUpstream(t *testing.T) {
 			if _, ok := h[k]; ok {
 				t.Errorf("request %d: upstream received %s", i, k)
 			}
+		}
+		if _, ok := h["X-Not-Listed"]; ok {
+			t.Errorf("request %d: upstream received X-Not-Listed, which forward_headers does not name", i)
 		}
 		if h.Get("X-Custom") != "kept" {
 			t.Errorf("request %d: X-Custom = %q, want kept", i, h.Get("X-Custom"))
