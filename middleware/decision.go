@@ -2,7 +2,11 @@ package middleware
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/http"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // Decision is what the middleware decided about one request, reported to
@@ -44,6 +48,12 @@ type Decision struct {
 	// header is absent, and "(unlisted)" for any other value or for a
 	// repeated header.
 	ProtocolVersion string
+
+	// ArgumentsSHA256 is the hex SHA-256 of the RFC 8785 canonical form of
+	// params.arguments of a tools/call or prompts/get that was authorized
+	// or decided by a [Rule]; never the arguments themselves. Empty when
+	// the request has none or the decision came before they were read.
+	ArgumentsSHA256 string
 
 	// Rule is the name of the [Rule] that decided: the rule that denied
 	// (reason "rule_denied"), or the require-scopes rule whose scopes were
@@ -183,13 +193,14 @@ func (m *Middleware) report(ctx context.Context, h http.Header, rf *refusal) {
 	d.Status, d.Err = rf.status, rf.err
 	d.RequiredScopes, d.MissingScopes = scopesOf(rf.err)
 	d.Rule = rf.rule
+	d.ArgumentsSHA256 = argsDigest(rf.args)
 	m.onDecision(ctx, d)
 }
 
 // reportPass calls Config.OnDecision, if set, for a request passed to the
 // next handler as p's (p.grant its operation): authorized, with the
 // operation's scopes, or public.
-func (m *Middleware) reportPass(ctx context.Context, h http.Header, p *Principal) {
+func (m *Middleware) reportPass(ctx context.Context, h http.Header, p *Principal, args []byte) {
 	if m.onDecision == nil {
 		return
 	}
@@ -201,6 +212,7 @@ func (m *Middleware) reportPass(ctx context.Context, h http.Header, p *Principal
 	if !p.Anonymous {
 		d.RequiredScopes = p.grant.op.scopes
 	}
+	d.ArgumentsSHA256 = argsDigest(args)
 	m.onDecision(ctx, d)
 }
 
@@ -212,4 +224,18 @@ func decision(h http.Header, reason Reason, p *Principal, g *grant) Decision {
 		d.Method, d.Name = g.method, g.name
 	}
 	return d
+}
+
+// argsDigest returns Decision.ArgumentsSHA256 of raw, the raw
+// params.arguments ("" for none).
+func argsDigest(raw []byte) string {
+	if raw == nil {
+		return ""
+	}
+	c, err := strictjson.Canonical(raw)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(c)
+	return hex.EncodeToString(sum[:])
 }

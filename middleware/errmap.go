@@ -220,6 +220,7 @@ type refusal struct {
 	g    *grant     // the operation, labelling the log line and the decision; nil: unknown
 	id   []byte     // the raw JSON-RPC id, echoed only in the -32020, -32602 and task bodies
 	rule string     // the Rule that decided (rules.go), "" for none
+	args []byte     // the raw params.arguments of a rule decision, for Decision.ArgumentsSHA256
 
 	reason Reason // resolved with the answer
 	answer        // what the client is sent; its level is the log record's

@@ -51,7 +51,7 @@ func (m *Middleware) Protect(scopes ...string) func(http.Handler) http.Handler {
 			}
 			p.grant = g
 			r2 := withPrincipal(r, p)
-			m.reportPass(r2.Context(), r.Header, p)
+			m.reportPass(r2.Context(), r.Header, p, nil)
 			next.ServeHTTP(w, r2)
 		})
 	}

@@ -568,14 +568,14 @@ func (m *Middleware) applyRules(w http.ResponseWriter, r *http.Request, p *Princ
 	case v.deny != nil && errors.Is(v.err, errInvalidMessage):
 		// Arguments a rule must read but cannot (not an object, a case
 		// variant of a name it reads): refused as any unauthorizable body.
-		m.refuse(w, r, &refusal{err: v.err, p: p, g: g, id: msg.id, rule: v.deny.name})
+		m.refuse(w, r, &refusal{err: v.err, p: p, g: g, id: msg.id, rule: v.deny.name, args: msg.args})
 		return true
 	case v.deny != nil:
 		if errors.Is(v.err, errRuleFailed) {
 			m.log.LogAttrs(r.Context(), slog.LevelWarn, "middleware: rule failed, request denied",
 				slog.String("rule", v.deny.name), slog.String("error", v.err.Error()))
 		}
-		m.refuse(w, r, &refusal{err: &ruleError{rule: v.deny.name, err: v.err}, p: p, g: g, rule: v.deny.name})
+		m.refuse(w, r, &refusal{err: &ruleError{rule: v.deny.name, err: v.err}, p: p, g: g, rule: v.deny.name, args: msg.args})
 		return true
 	case len(v.scopes) == 0:
 		return false
@@ -585,7 +585,7 @@ func (m *Middleware) applyRules(w http.ResponseWriter, r *http.Request, p *Princ
 	if missing == nil {
 		return false
 	}
-	rf := &refusal{p: p, g: g, rule: v.rule.name}
+	rf := &refusal{p: p, g: g, rule: v.rule.name, args: msg.args}
 	m.insufficient(w, r, rf, scopeNeed(required), missing)
 	return true
 }

@@ -348,3 +348,24 @@ func TestRuleLists(t *testing.T) {
 		}
 	}
 }
+
+// TestRuleDecisionArguments: a decision carries the SHA-256 of the
+// canonical arguments, the same however the client spelled them, never
+// the arguments.
+func TestRuleDecisionArguments(t *testing.T) {
+	var got []Decision
+	f := newFixture(t, func(c *Config) {
+		c.TenantArgument = "tenant"
+		c.OnDecision = func(_ context.Context, d Decision) { got = append(got, d) }
+	})
+	for _, args := range []string{`{"tenant":"tenant-b","n":1}`, `{ "n" : 1.0, "\u0074enant":"tenant-b" }`, `{"tenant":"tenant-a"}`} {
+		r := httptest.NewRequest(http.MethodPost, resource, strings.NewReader(ruleBody(legacyRev, "get_weather", args)))
+		r.Header.Set("MCP-Protocol-Version", legacyRev)
+		r.Header.Set("Authorization", "Bearer "+f.token(t, "mcp:all", "weather:read"))
+		f.m.Handler(echoHandler()).ServeHTTP(httptest.NewRecorder(), r)
+	}
+	if len(got) != 3 || got[0].ArgumentsSHA256 == "" || got[0].ArgumentsSHA256 != got[1].ArgumentsSHA256 || got[2].ArgumentsSHA256 == got[0].ArgumentsSHA256 ||
+		got[0].Rule != "tenant_argument" || got[2].Reason != reasonAuthorized || len(got[2].ArgumentsSHA256) != 64 {
+		t.Fatalf("decisions = %+v", got)
+	}
+}

@@ -455,3 +455,15 @@ func Compact(v []byte) ([]byte, error) {
 	}
 	return out, nil
 }
+
+// Canonical returns v, a JSON value, in the RFC 8785 canonical form (JCS:
+// members sorted, no insignificant whitespace, numbers and strings in
+// their canonical spelling), for digests that must not depend on how a
+// client spelled the value. v is not modified.
+func Canonical(v []byte) ([]byte, error) {
+	c := jsontext.Value(bytes.Clone(v))
+	if err := c.Canonicalize(); err != nil {
+		return nil, classify(v, err)
+	}
+	return c, nil
+}
