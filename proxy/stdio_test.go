@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -162,5 +163,56 @@ func TestStdioConfig(t *testing.T) {
 		if !errors.Is(err, proxy.ErrConfig) || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want ErrConfig with %q", tc.name, err, tc.want)
 		}
+	}
+}
+
+// childPIDs lists the processes (zombies included) whose parent is this
+// test process, from /proc.
+func childPIDs(t *testing.T) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	var out []int
+	me := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after ")".
+		f := strings.Fields(string(st[strings.LastIndexByte(string(st), ')')+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(me) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestStdioCloseReaps: Proxy.Close stops every child of its stdio routes
+// and reaps it: no child process of the proxy is left, running or zombie.
+func TestStdioCloseReaps(t *testing.T) {
+	before := len(childPIDs(t))
+	e := stdioEnv(t, "")
+	ctx := testContext(t)
+	for _, sub := range []string{"alice", "bob", "carol"} {
+		cs := e.connect(ctx, t, e.token(t, sub, baseScope), nil)
+		if _, err := toolText(ctx, cs, "incr"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(childPIDs(t)) - before; n != 3 {
+		t.Fatalf("%d children running, want 3", n)
+	}
+	if err := e.px.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if left := childPIDs(t); len(left) != before {
+		t.Fatalf("after Close: children %v, want %d", left, before)
 	}
 }
