@@ -21,8 +21,7 @@ import (
 // partition's proof, bob's, could not be recorded and was refused.
 func TestUserFloodReplay(t *testing.T) {
 	const clients, capacity = 1000, 100
-	var f *dpopFixture
-	f = newDPoPFixture(t, DPoPRequired, func(c *Config) {
+	f := newDPoPFixture(t, DPoPRequired, func(c *Config) {
 		c.DPoP.Proof.ReplayStore = dpop.NewMemoryReplayStore(capacity, c.Now)
 	})
 	token := func(sub, client string) string {
