@@ -14,12 +14,14 @@ import (
 
 var (
 	errNotObject = fmt.Errorf("%w: not a JSON object", errInvalidMessage)
-	errDupKey    = fmt.Errorf("%w: repeated member", errInvalidMessage)
-	errCaseKey   = fmt.Errorf("%w: case-variant member name", errInvalidMessage)
-	errNotString = fmt.Errorf("%w: member is not a string", errInvalidMessage)
-	errBadString = fmt.Errorf("%w: invalid UTF-8 or U+FFFD", errInvalidMessage)
-	errNotJSON   = fmt.Errorf("%w: invalid JSON", errMalformedBody)
-	errReadBody  = fmt.Errorf("%w: reading body failed", errMalformedBody)
+	// errParamsNotObject: "params" is present and neither an object nor null.
+	errParamsNotObject = fmt.Errorf("%w: params not an object", errInvalidMessage)
+	errDupKey          = fmt.Errorf("%w: repeated member", errInvalidMessage)
+	errCaseKey         = fmt.Errorf("%w: case-variant member name", errInvalidMessage)
+	errNotString       = fmt.Errorf("%w: member is not a string", errInvalidMessage)
+	errBadString       = fmt.Errorf("%w: invalid UTF-8 or U+FFFD", errInvalidMessage)
+	errNotJSON         = fmt.Errorf("%w: invalid JSON", errMalformedBody)
+	errReadBody        = fmt.Errorf("%w: reading body failed", errMalformedBody)
 )
 
 // metaVersionKey is the _meta member carrying the protocol version (MCP
@@ -154,6 +156,16 @@ func (msg *message) member(v *strictjson.Value, name []byte) error {
 	case "method":
 		return msg.method.readString(v)
 	case "params":
+		// MCP's params are an object (JSON-RPC's by-name form); null
+		// decodes as absent. Any other value (a number, a string, an
+		// array) is refused: the SDKs refuse it when they decode params,
+		// so a message with it must not be authorized as if it had none.
+		if k := v.Kind(); k != '{' && k != 'n' {
+			if _, err := v.Raw(); err != nil {
+				return err
+			}
+			return errParamsNotObject
+		}
 		return v.Members([]string{"name", "uri", "_meta", "ref", "task", "taskId", "notifications", "arguments"}, msg.param)
 	case "id":
 		var err error

@@ -33,6 +33,7 @@ func TestOneJSONReader(t *testing.T) {
 		"prm/parse.go":                          {1, "decodes a document prm's checker accepted (no repeated name, no case variant of a member read)"},
 		"internal/clientrecord/clientrecord.go": {1, "store records of cimd clients that mcpguard wrote itself (cimd, cimd/boltstore, redisstore, devas)"},
 		"devas/consent.go":                      {1, "the development authorization server's consent form, HMAC-checked before it is read"},
+		"caddy/mcpguard.go":                     {1, "the Caddy module tells whether its `config` (operator configuration Caddy has already decoded as JSON) is a JSON string of YAML or an object; the YAML itself goes through proxy.Parse"},
 		"internal/apidump/dump.go":              {1, "the API file generator reads the go command's own `go list -json` stream (a sequence of objects), not untrusted input"},
 	}
 
