@@ -185,18 +185,12 @@ var noAuthSchemes = schemesJSON(securityScheme{Type: schemeNoAuth})
 // entryGrant returns the grant of a call of the entry name of list, and
 // whether it is public; false when no token could reach it.
 func (m *Middleware) entryGrant(list, name string) (g *grant, public, ok bool) {
-	var msg message
-	switch list {
-	case methodToolsList:
-		msg.method, msg.name = stringField(methodToolsCall), stringField(name)
-	case methodPromptsList:
-		msg.method, msg.name = stringField(methodPromptsGet), stringField(name)
-	case methodResourcesList:
-		msg.method, msg.uri = stringField(methodResourceRead), stringField(name)
-	case methodTemplatesList:
+	if list == methodTemplatesList {
 		g, err := m.policy.template(name, m.policy.methods[methodResourceRead], m.policy.resExact, &m.policy.resPrefix, m.policy.unlistedResource)
 		return g, false, err == nil
-	default:
+	}
+	msg, ok := callOf(list, name)
+	if !ok {
 		return nil, false, false
 	}
 	if m.public.lookup(&msg) != nil {
@@ -204,6 +198,23 @@ func (m *Middleware) entryGrant(list, name string) (g *grant, public, ok bool) {
 	}
 	g, err := m.policy.lookup(&msg)
 	return g, false, err == nil
+}
+
+// callOf returns the message of a call of the entry name of list
+// (tools/call, prompts/get or resources/read); false for a list whose
+// entries name no one call (templates, tasks).
+func callOf(list, name string) (msg message, ok bool) {
+	switch list {
+	case methodToolsList:
+		msg.method, msg.name = stringField(methodToolsCall), stringField(name)
+	case methodPromptsList:
+		msg.method, msg.name = stringField(methodPromptsGet), stringField(name)
+	case methodResourcesList:
+		msg.method, msg.uri = stringField(methodResourceRead), stringField(name)
+	default:
+		return msg, false
+	}
+	return msg, true
 }
 
 // obtainable reports whether a token could hold op's scopes: each is

@@ -602,15 +602,8 @@ func (m *Middleware) listRules(p *Principal, list, name string, op *operation) (
 	if p == nil || p.Anonymous {
 		return op, false
 	}
-	var msg message
-	switch list {
-	case methodToolsList:
-		msg.method, msg.name = stringField(methodToolsCall), stringField(name)
-	case methodPromptsList:
-		msg.method, msg.name = stringField(methodPromptsGet), stringField(name)
-	case methodResourcesList:
-		msg.method, msg.uri = stringField(methodResourceRead), stringField(name)
-	default:
+	msg, ok := callOf(list, name)
+	if !ok {
 		return op, false // a template names no one resource
 	}
 	v := m.rules.judgeAt(context.Background(), p, &msg, "", true)
