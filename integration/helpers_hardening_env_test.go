@@ -256,6 +256,9 @@ func (e *hxEnv) startProxy(t testing.TB) error {
 				server.ToolWhoami: nil, server.ToolNotesList: {server.ScopeNotesRead}, server.ToolNotesWrite: {server.ScopeNotesWrite},
 			}},
 			Validation: proxy.Validation{TenantClaim: "tenant"},
+			// The upstream counts requests by this header (hxSeen); the
+			// allow-list drops every header a route does not name.
+			ForwardHeaders: []string{hxRequestID},
 		}},
 		Issuers: map[string]proxy.Issuer{e.iss.URL: {JWKSURL: e.iss.JWKSURL, RefreshInterval: time.Hour}},
 		Now:     e.iss.Now,
