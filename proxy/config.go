@@ -35,6 +35,7 @@ const (
 	defaultDialTimeout       = 5 * time.Second
 	defaultResponseHeader    = 60 * time.Second
 	defaultIdleStream        = 5 * time.Minute
+	defaultStreamsPerUser    = 16
 	defaultStreamWrite       = 30 * time.Second
 	defaultMaxResponseHeader = 64 << 10
 	// upstreamIdleConn is how long a connection to an upstream stays
@@ -195,6 +196,12 @@ type Route struct {
 	StepUp StepUp `yaml:"step_up"`
 	// MaxBodyBytes bounds a POST body (413 beyond). Zero means 1 MiB.
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	// MaxStreamsPerUser bounds the SSE streams one user (whatever the
+	// client) holds open at once on this route: GET streams and POST
+	// answers that are streams. Beyond it the answer is a 429 with
+	// Retry-After; for a POST the upstream has already handled the
+	// request. Zero means 16.
+	MaxStreamsPerUser int `yaml:"max_streams_per_user"`
 	// ResourceName is the RFC 9728 resource_name of the metadata. Empty
 	// omits it.
 	ResourceName string `yaml:"resource_name"`
@@ -825,6 +832,9 @@ func checkRoute(i int, r *Route) error {
 	}
 	if r.MaxBodyBytes < 0 {
 		return fmt.Errorf("%w: %s.max_body_bytes: negative", ErrConfig, at)
+	}
+	if r.MaxStreamsPerUser < 0 {
+		return fmt.Errorf("%w: %s.max_streams_per_user: negative", ErrConfig, at)
 	}
 	if err := checkForwardHeaders(r.ForwardHeaders, cmp.Or(http.CanonicalHeaderKey(id.Header), "Authorization")); err != nil {
 		return fmt.Errorf("%w: %s.%w", ErrConfig, at, err)

@@ -15,3 +15,17 @@ const (
 
 // Load is load.
 var Load = load
+
+// UserStreams returns the open streams counted per user on p's routes, in
+// sum.
+func UserStreams(p *Proxy) int {
+	n := 0
+	for _, r := range p.routes {
+		r.fwd.users.mu.Lock()
+		for _, c := range r.fwd.users.open {
+			n += c
+		}
+		r.fwd.users.mu.Unlock()
+	}
+	return n
+}

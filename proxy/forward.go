@@ -123,6 +123,7 @@ type forwarder struct {
 	prefixes []string        // canonical prefixes
 	write    time.Duration
 	streams  *streamSet
+	users    *userStreams // the open SSE streams of each user
 }
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -340,7 +341,19 @@ func (f *forwarder) modifyResponse(resp *http.Response) error {
 		rc = st.rc
 	}
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+	var release func()
+	if sse && st != nil && !st.principal.Anonymous {
+		// The one point that sees every stream, GET or POST answer; the
+		// slot is given back when the body is closed, on every end
+		// (client gone, upstream end, idle_stream, shutdown).
+		user := st.principal.UserID()
+		if !f.users.acquire(user) {
+			return errUserStreams
+		}
+		release = func() { f.users.release(user) }
+	}
 	resp.Body = f.streams.wrap(resp, rc, sse, resp.Request.Method == http.MethodGet)
+	resp.Body.(*streamBody).release = release
 	return nil
 }
 
@@ -405,13 +418,20 @@ func (f *forwarder) errorHandler(w http.ResponseWriter, r *http.Request, err err
 				w.Header().Set("Retry-After", ue.retryAfter)
 			}
 		}
+	case errors.Is(err, errUserStreams):
+		status, class = http.StatusTooManyRequests, "user_streams"
+		w.Header().Set("Retry-After", userStreamsRetryAfter)
 	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		status, class = http.StatusGatewayTimeout, "upstream_timeout"
 	}
 	if st != nil {
 		st.proxyErr = class
 	}
-	f.rt.log.Warn("proxy: upstream failed", "route", f.rt.cfg.Resource, "class", class, "error", err.Error())
+	if class == "user_streams" {
+		f.rt.log.Info("proxy: stream refused, the user holds the route's maximum", "route", f.rt.cfg.Resource)
+	} else {
+		f.rt.log.Warn("proxy: upstream failed", "route", f.rt.cfg.Resource, "class", class, "error", err.Error())
+	}
 	writeError(w, body, status)
 }
 
@@ -491,10 +511,12 @@ type streamBody struct {
 	last     atomic.Int64 // when the last byte was read (or the answer began)
 	deadline int64        // when the write deadline was last set (Read only)
 
+	release func() // gives back the user's stream slot at Close; nil: none
+
 	mu    sync.Mutex
 	ended bool
 	done  bool
-	sse   bool // immutable, beside mu's fields to keep the struct at 80 bytes
+	sse   bool // immutable, beside mu's fields to keep the struct small
 	get   bool
 }
 
@@ -551,8 +573,12 @@ func (b *streamBody) end() {
 
 func (b *streamBody) Close() error {
 	b.mu.Lock()
+	first := !b.done
 	b.done = true
 	b.mu.Unlock()
+	if first && b.release != nil {
+		b.release()
+	}
 	b.timer.Stop() // after done: idleCheck no longer resets it
 	b.set.mu.Lock()
 	delete(b.set.open, b)

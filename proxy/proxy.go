@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"crypto"
 	"crypto/tls"
@@ -354,7 +355,8 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 	}
 	x.guard = g
 	x.limits = newLimiter(r.RateLimit, px.counter, px.now)
-	x.fwd = &forwarder{rt: x, target: up, write: px.cfg.Timeouts.StreamWrite, streams: px.streams}
+	x.fwd = &forwarder{rt: x, target: up, write: px.cfg.Timeouts.StreamWrite, streams: px.streams,
+		users: newUserStreams(cmp.Or(r.MaxStreamsPerUser, defaultStreamsPerUser))}
 	x.fwd.strip, x.fwd.prefixes = stripLists(px.cfg.StripHeaders, header)
 	x.fwd.allow = allowList(r.ForwardHeaders)
 	x.fwd.rp = &httputil.ReverseProxy{
