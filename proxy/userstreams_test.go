@@ -159,3 +159,96 @@ func TestStreamsPerUserNegative(t *testing.T) {
 		t.Fatalf("New = %v, want ErrConfig naming routes[0].max_streams_per_user", err)
 	}
 }
+
+// TestStreamsPerUserReleased: a POST answer that is a stream takes a slot
+// like a GET stream, and the slot is given back however the stream ends:
+// the client leaves, the upstream ends it, timeouts.idle_stream ends it.
+// Each case waits on the proxy's count (bounded), never on a duration.
+func TestStreamsPerUserReleased(t *testing.T) {
+	ping := `{"jsonrpc":"2.0","id":4,"method":"ping"}`
+	tests := []struct {
+		name   string
+		method string
+		query  string // "?end=1": the upstream ends the stream after its first event
+		idle   time.Duration
+		client bool // the client leaves
+	}{
+		{name: "GET, client gone", method: http.MethodGet, client: true},
+		{name: "POST answer, client gone", method: http.MethodPost, client: true},
+		{name: "GET, upstream end", method: http.MethodGet, query: "?end=1"},
+		{name: "POST answer, upstream end", method: http.MethodPost, query: "?end=1"},
+		{name: "GET, idle_stream", method: http.MethodGet, idle: 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hold := make(chan struct{})
+			t.Cleanup(func() { close(hold) })
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				io.Copy(io.Discard, r.Body)
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				io.WriteString(w, ": open\n\n")
+				http.NewResponseController(w).Flush()
+				if r.URL.Query().Get("end") != "" {
+					<-hold // until the test saw the slot taken
+					return
+				}
+				select {
+				case <-r.Context().Done():
+				case <-hold:
+				}
+			}))
+			t.Cleanup(up.Close)
+			e := newTestEnv(t, envOptions{
+				route: func(r *proxy.Route) { r.Upstream = up.URL + "/mcp"; r.MaxStreamsPerUser = 1 },
+				cfg: func(c *proxy.Config) {
+					if tt.idle > 0 {
+						c.Timeouts.IdleStream = tt.idle
+					}
+				},
+				upstream: func(*testing.T, string, string, string) http.Handler { return http.NotFoundHandler() },
+			})
+			tok := e.token(t, "alice", baseScope)
+			ctx, cancel := context.WithCancel(testContext(t))
+			defer cancel()
+			req, err := http.NewRequestWithContext(ctx, tt.method, e.resource+tt.query, strings.NewReader(map[string]string{http.MethodPost: ping}[tt.method]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Authorization", "Bearer "+tok)
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			if tt.method == http.MethodPost {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			line := make([]byte, len(": open\n"))
+			if _, err := io.ReadFull(resp.Body, line); resp.StatusCode != http.StatusOK || err != nil {
+				t.Fatalf("the stream: %d %q %v", resp.StatusCode, line, err)
+			}
+			if n := proxy.UserStreams(e.px); n != 1 {
+				t.Fatalf("open streams %d, want 1", n)
+			}
+			second := do(t, http.MethodGet, e.resource, "", http.Header{"Authorization": {"Bearer " + tok}, "Accept": {"text/event-stream"}})
+			readAll(t, second)
+			if second.StatusCode != http.StatusTooManyRequests {
+				t.Fatalf("a second stream: %d, want 429", second.StatusCode)
+			}
+			switch {
+			case tt.client:
+				cancel()
+			case tt.query != "":
+				hold <- struct{}{}
+			}
+			for i := 0; proxy.UserStreams(e.px) != 0; i++ {
+				if i == 1000 {
+					t.Fatalf("open streams %d after the end, want 0", proxy.UserStreams(e.px))
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		})
+	}
+}
