@@ -30,6 +30,7 @@ func FuzzMetadataJSON(f *testing.F) {
 		`{"resource":"https://h/mcp#","authorization_servers":["https://a"]}`,
 		`{"resource":"https://h/\u0000","authorization_servers":["https://a"],"bearer_methods_supported":[]}`,
 		`{"resource":"https://h","authorization_servers":["https://a"],"scopes_supported":["offline_access"]}`,
+		`{"resource":"https://h//","authorization_servers":["https://a"]}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -151,6 +151,9 @@ func TestPaths(t *testing.T) {
 		{"https://example.com/{id}", "", ErrInvalidResource},
 		{"https://example.com//mcp", "", ErrInvalidResource},
 		{"https://example.com/a//b", "", ErrInvalidResource},
+		// ServeMux would redirect these, never serve them (found by FuzzMetadataJSON).
+		{"https://example.com//", "", ErrInvalidResource},
+		{"https://example.com/mcp//", "", ErrInvalidResource},
 		{"https://example.com/v1/mcp:stream@x;y=1", "/.well-known/oauth-protected-resource/v1/mcp:stream@x;y=1", nil},
 	}
 	for _, tt := range tests {

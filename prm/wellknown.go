@@ -3,6 +3,7 @@ package prm
 import (
 	"fmt"
 	"net/url"
+	"path"
 	"strings"
 )
 
@@ -66,15 +67,19 @@ func Paths(resource string) (pathInserted, root string, err error) {
 	}
 	u, _ := url.Parse(resource) // checked above
 	p := u.EscapedPath()
-	if strings.Contains(strings.TrimSuffix(p, "/"), "//") {
-		return "", "", fmt.Errorf("%w: path has an empty segment", ErrInvalidResource)
-	}
 	for i := 0; i < len(p); i++ {
 		if !isMountable(p[i]) {
 			return "", "", fmt.Errorf("%w: path must not need percent-encoding", ErrInvalidResource)
 		}
 	}
-	return insertedPath(u), wellKnownPath, nil
+	ins := insertedPath(u)
+	// http.ServeMux redirects a path that path.Clean changes (keeping one
+	// trailing slash), so such a path could never be served where it is
+	// mounted: an empty segment anywhere, trailing "//" included.
+	if c := path.Clean(ins); c != ins && c+"/" != ins {
+		return "", "", fmt.Errorf("%w: path has an empty segment", ErrInvalidResource)
+	}
+	return ins, wellKnownPath, nil
 }
 
 // isMountable reports whether c is an RFC 3986 pchar other than
