@@ -448,12 +448,6 @@ func (px *Proxy) EndGetStreams() { px.streams.endStreams(false) }
 // waited long enough for answers to finish by themselves.
 func (px *Proxy) EndAnswers() { px.streams.endStreams(true) }
 
-// EndStreams is EndGetStreams (all false) or EndAnswers (all true).
-//
-// Deprecated: an exported boolean parameter; call EndGetStreams or
-// EndAnswers.
-func (px *Proxy) EndStreams(all bool) { px.streams.endStreams(all) }
-
 // OpenAnswers returns the number of upstream answers being forwarded
 // (open SSE streams included): a proxy replaced by a reload can be closed
 // for good once it is 0.
