@@ -152,7 +152,7 @@ func (tp *answerWriterPool) put(tw *answerWriter) {
 
 func (t *answerWriter) ownerKey() string {
 	if !t.known {
-		t.owner, t.known = taskOwner(t.p, t.hdr), true
+		t.owner, t.known = t.m.taskOwner(t.p, t.hdr), true
 	}
 	return t.owner
 }

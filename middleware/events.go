@@ -69,6 +69,9 @@ type eventTable struct {
 	all         eventList        // live entries, in order of last sending
 	parts       map[string]*eventPart
 	big         eventParts // max-heap of partitions by n
+	// client: SessionConfig.BindClient; owners are principals' IDs, not
+	// their UserIDs (sessions.owner).
+	client bool
 }
 
 // eventEntry is one ID: where it went (owner, or shared when it went to
@@ -82,7 +85,7 @@ type eventEntry struct {
 	all, own   eventLinks // in eventTable.all; in part.ids (next: free list)
 }
 
-// eventPart is a principal's IDs, oldest first.
+// eventPart is a user's IDs (userOf of their owners), oldest first.
 type eventPart struct {
 	name string
 	n    int
@@ -121,7 +124,10 @@ func (t *eventTable) hashes(path string, id []byte) (key, check uint64) {
 	return key, h.Sum64()
 }
 
-// record notes that the event id went, on path, to owner (a Principal.ID).
+// record notes that the event id went, on path, to owner (the key of a
+// principal's sessions, sessions.owner: its UserID, or its ID with
+// BindClient). Partitions are users (userOf), BindClient or not, so the
+// clients of one user share the user's.
 func (t *eventTable) record(path string, id []byte, owner string) {
 	key, check := t.hashes(path, id)
 	now := t.now().UnixNano()
@@ -151,18 +157,19 @@ func (t *eventTable) record(path string, id []byte, owner string) {
 	for len(t.m) >= t.max && t.all.head != noEvent && now >= t.ents[t.all.head].expires {
 		t.remove(t.all.head)
 	}
-	pt := t.parts[owner]
+	user := userOf(owner)
+	pt := t.parts[user]
 	if len(t.m) >= t.max {
 		victim := t.big[0]
 		if pt != nil && pt.n >= victim.n {
 			victim = pt
 		}
 		t.remove(victim.ids.head)
-		pt = t.parts[owner] // evicting its last ID removes the partition
+		pt = t.parts[user] // evicting its last ID removes the partition
 	}
 	if pt == nil {
-		pt = &eventPart{name: owner, ids: eventList{noEvent, noEvent}}
-		t.parts[owner] = pt
+		pt = &eventPart{name: user, ids: eventList{noEvent, noEvent}}
+		t.parts[user] = pt
 		heap.Push(&t.big, pt)
 	}
 	i := t.free
@@ -195,7 +202,10 @@ func (t *eventTable) owns(path, id string, p *Principal) bool {
 		t.remove(i)
 		return false
 	}
-	return e.check == check && !e.shared && p.isID(e.owner)
+	if t.client {
+		return e.check == check && !e.shared && p.isID(e.owner)
+	}
+	return e.check == check && !e.shared && p.isUserID(e.owner)
 }
 
 // remove drops the live entry i.

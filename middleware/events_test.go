@@ -276,3 +276,72 @@ func BenchmarkEventTableRecord(b *testing.B) {
 		i++
 	}
 }
+
+// TestResumeIsTheUsers: without a session, an event ID is the user's, as
+// its sessions are: alice's second client resumes after an event sent to
+// her first (400 with SessionConfig.BindClient), bob does not; and a
+// flood of event IDs from one user through 50 client IDs evicts only
+// that user's IDs, never bob's.
+func TestResumeIsTheUsers(t *testing.T) {
+	for _, bind := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bind_client=%v", bind), func(t *testing.T) {
+			f := newFixture(t, func(c *Config) {
+				c.Sessions.BindClient = bind
+				c.Sessions.Max = 8
+			})
+			srv := &sharedEventStore{}
+			h := f.m.Handler(srv)
+			token := func(sub, client string) string {
+				return f.iss.Token(t, authtest.Token{Subject: sub, ClientID: client, Scopes: []string{"mcp", "tools:read"}})
+			}
+			do := func(method, tok, lastID, sendID string) int {
+				t.Helper()
+				var body io.Reader
+				if method == http.MethodPost {
+					body = strings.NewReader(rpcBody(legacyRev, "tools/list", ""))
+				}
+				r := httptest.NewRequest(method, resource, body)
+				r.Header.Set("Content-Type", "application/json")
+				r.Header.Set("Accept", "application/json, text/event-stream")
+				r.Header.Set("MCP-Protocol-Version", legacyRev)
+				r.Header.Set("Authorization", "Bearer "+tok)
+				if lastID != "" {
+					r.Header.Set("Last-Event-ID", lastID)
+				}
+				if sendID != "" {
+					r.Header.Set("X-Send-ID", sendID)
+				}
+				w := httptest.NewRecorder()
+				h.ServeHTTP(w, r)
+				return w.Code
+			}
+			first, second := token("alice", "client-1"), token("alice", "https://app.example/second")
+			bob := token("bob", "client-1")
+			if code := do(http.MethodPost, first, "", "alice-1"); code != 200 {
+				t.Fatalf("POST: %d", code)
+			}
+			if code := do(http.MethodPost, bob, "", "bob-1"); code != 200 {
+				t.Fatalf("POST: %d", code)
+			}
+			want := 200
+			if bind {
+				want = 400
+			}
+			if code := do(http.MethodGet, second, "alice-1", ""); code != want {
+				t.Errorf("alice's second client resumes after her first's event: %d, want %d", code, want)
+			}
+			if code := do(http.MethodGet, bob, "alice-1", ""); code != 400 {
+				t.Errorf("bob resumes after alice's event: %d, want 400", code)
+			}
+			// 50 clients of alice's, two event IDs each, in a table of 8.
+			for i := range 50 {
+				if code := do(http.MethodPost, token("alice", fmt.Sprintf("https://c%d.example/client", i)), "", ""); code != 200 {
+					t.Fatalf("flood POST %d: %d", i, code)
+				}
+			}
+			if code := do(http.MethodGet, bob, "bob-1", ""); code != 200 {
+				t.Errorf("bob resumes after his event once alice flooded the table: %d, want 200", code)
+			}
+		})
+	}
+}

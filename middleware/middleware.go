@@ -80,6 +80,7 @@ func New(cfg Config) (*Middleware, error) {
 	m.sessions = newSessions(cfg.Sessions)
 	m.inflight = newInflightTable()
 	m.events = newEventTable(cfg.Sessions.Max, cfg.Sessions.IdleTimeout, cfg.Now)
+	m.events.client = cfg.Sessions.BindClient
 	m.buildAnswers(cfg.Scopes, retryAfterValue(cfg.RetryAfter))
 	m.buildDPoPAnswers(cfg.Scopes)
 	if cfg.StepUpLimit > 0 {

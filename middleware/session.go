@@ -95,8 +95,9 @@ type SessionConfig struct {
 	PassUnknown bool
 	// BindClient binds a session to the client too ([Principal.ID]): a
 	// request in it with another client_id of the same user gets 404, as
-	// another user's does (docs/sessions.md, "The user"). Quotas stay
-	// per user. Defaults to false: a session is its user's, whatever the
+	// another user's does (docs/sessions.md, "The user"); so are tasks
+	// ("Task not found") and the Last-Event-ID of requests without a
+	// session (400). Quotas stay per user. Defaults to false: a session is its user's, whatever the
 	// client, so that a client that registers anew at step-up (the go-sdk
 	// client with dynamic registration) keeps its session.
 	BindClient bool

@@ -88,17 +88,20 @@ func isTaskOp(method []byte) bool {
 	return bytes.HasPrefix(method, []byte(tasksPrefix)) && string(method) != methodTasksList
 }
 
-// taskOwner returns the owner key of the tasks p creates with r: p's ID,
-// and for the anonymous principal (public operations) also the request's
-// session, so that tokenless callers in different sessions do not share
-// tasks.
-func taskOwner(p *Principal, h http.Header) string {
+// taskOwner returns the owner key of the tasks p creates with r: the key
+// of p's sessions (sessions.owner: its UserID, or its ID with
+// SessionConfig.BindClient), so that every client of a user reaches the
+// user's tasks as it reaches the user's sessions (a client that registers
+// anew at step-up keeps its tasks); and for the anonymous principal
+// (public operations) also the request's session, so that tokenless
+// callers in different sessions do not share tasks.
+func (m *Middleware) taskOwner(p *Principal, h http.Header) string {
 	if p.Anonymous {
 		if sid := h.Get(sessionHeader); sid != "" {
 			return anonymousID + "\x00" + sid
 		}
 	}
-	return p.ID()
+	return m.sessions.owner(p)
 }
 
 // encodeTask and decodeTask are the owner of a task's record
@@ -142,7 +145,7 @@ func (m *Middleware) checkTask(w http.ResponseWriter, r *http.Request, p *Princi
 		return true
 	}
 	owner, scopes, valid := decodeTask(rec)
-	if !valid || owner != taskOwner(p, r.Header) {
+	if !valid || owner != m.taskOwner(p, r.Header) {
 		m.refuse(w, r, &refusal{err: errUnknownTask, p: p, g: g, id: msg.id})
 		return true
 	}

@@ -26,7 +26,7 @@ func FuzzTaskRewrite(f *testing.F) {
 	}
 	m := newFake(f, fakeValidator{claims: fakeClaims("mcp")}, nil)
 	p := newPrincipal(fakeClaims("mcp"))
-	owner := encodeTask(taskOwner(p, http.Header{}), "mcp")
+	owner := encodeTask(m.taskOwner(p, http.Header{}), "mcp")
 	f.Fuzz(func(t *testing.T, msg []byte, create bool) {
 		// A fresh store: tasks recorded by earlier inputs are not "mine".
 		m.tasks = newMemoryOwnerStore(memoryOwnerConfig{})

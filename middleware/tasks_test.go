@@ -400,3 +400,109 @@ func TestAnonymousTasks(t *testing.T) {
 		t.Errorf("tasks/get reached the server %d times, want 1 (the anonymous task's)", n)
 	}
 }
+
+// TestTasksAreTheUsers: a task belongs to the user whose request created
+// it, whatever client the user acts through (docs/policy.md, "Tasks are
+// the principal's"), as its sessions do: alice's second client (a client
+// that registered anew at step-up) lists, polls, reads and cancels her
+// task and receives its status notifications; bob, alice at another
+// tenant, and a client acting for itself whose client_id is alice's
+// first client's still get "Task not found". With
+// SessionConfig.BindClient a task is bound to the user and its client
+// again.
+func TestTasksAreTheUsers(t *testing.T) {
+	all := []string{"mcp", "tools:call", "weather:read"}
+	for _, bind := range []bool{false, true} {
+		t.Run(fmt.Sprintf("bind_client=%v", bind), func(t *testing.T) {
+			f := newFixture(t, func(c *Config) { c.Sessions.BindClient = bind })
+			s := newNaive()
+			h := f.m.Handler(s)
+			tok := func(sub, client, tenant string) taskClient {
+				return taskClient{h: h, rev: legacyRev, sse: true, token: f.iss.Token(t, authtest.Token{Subject: sub, ClientID: client, Tenant: tenant, Scopes: all})}
+			}
+			first := tok("alice", "client-1", "tenant-a")
+			second := tok("alice", "https://app.example/second", "tenant-a")
+			id := first.create(t)
+			want := `{"jsonrpc":"2.0","id":"r-tasks/get","error":{"code":-32602,"message":"Task not found"}}`
+			for _, c := range []struct {
+				name  string
+				who   taskClient
+				owner bool
+			}{
+				{"alice's first client", first, true},
+				{"alice's second client", second, !bind},
+				{"bob", tok("bob", "client-1", "tenant-a"), false},
+				{"alice at tenant-b", tok("alice", "client-1", "tenant-b"), false},
+				{"client-1 acting for itself", tok("client-1", "client-1", "tenant-a"), false},
+			} {
+				for _, method := range []string{"tasks/get", "tasks/result", "tasks/cancel"} {
+					before := s.hit(method)
+					w := c.who.post(t, method, `"taskId":"`+id+`"`)
+					reached := s.hit(method) != before
+					switch {
+					case c.owner && (w.Code != http.StatusOK || !reached):
+						t.Errorf("%s: %s of the task: %d %s, reached %v; want 200 from the server", c.name, method, w.Code, w.Body, reached)
+					case !c.owner && (reached || w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"Task not found"`)):
+						t.Errorf("%s: %s of alice's task: %d %s, reached %v; want 200 Task not found", c.name, method, w.Code, w.Body, reached)
+					}
+				}
+				if !c.owner {
+					if w := c.who.post(t, "tasks/get", `"taskId":"`+id+`"`); w.Body.String() != want {
+						t.Errorf("%s: %s, want %s", c.name, w.Body, want)
+					}
+				}
+				w := c.who.post(t, "tasks/list", "")
+				if listed := strings.Contains(w.Body.String(), `"taskId":"`+id+`"`); listed != c.owner {
+					t.Errorf("%s: tasks/list shows the task: %v, want %v: %s", c.name, listed, c.owner, w.Body)
+				}
+				// The POST's SSE answer carries the server's status
+				// notification of every task.
+				w = c.who.post(t, "ping", "")
+				if got := strings.Contains(w.Body.String(), `"taskId":"`+id+`"`); got != c.owner {
+					t.Errorf("%s: status notification of the task passed: %v, want %v: %s", c.name, got, c.owner, w.Body)
+				}
+			}
+		})
+	}
+}
+
+// TestTaskFloodManyClients: one user creating tasks through 100 client
+// IDs (CIMD lets a client choose its client_id at will) shares one quota:
+// it never fills the store for everyone. Bob's task survives the flood,
+// and bob can still create and read a new one; alice keeps her own most
+// recent tasks.
+func TestTaskFloodManyClients(t *testing.T) {
+	f, s, h := taskFixture(t, false)
+	f.m.tasks = newMemoryOwnerStore(memoryOwnerConfig{Max: 40, PerOwner: 10, Now: f.m.cfg.Now})
+	all := []string{"mcp", "tools:call", "weather:read"}
+	bob := taskClient{h: h, token: f.principal(t, "bob", "tenant-b", all...), rev: legacyRev}
+	b1 := bob.create(t)
+	const clients = 100
+	refused := 0
+	var last taskClient
+	for i := range clients * 4 {
+		if i%4 == 0 {
+			last = taskClient{h: h, rev: legacyRev, token: f.iss.Token(t, authtest.Token{Subject: "alice", ClientID: fmt.Sprintf("https://c%d.example/client", i/4), Tenant: "tenant-a", Scopes: all})}
+		}
+		w := last.post(t, "tools/call", `"name":"get_weather","arguments":{},"task":{"ttl":60000}`)
+		if !strings.Contains(w.Body.String(), `"taskId"`) {
+			refused++
+		}
+	}
+	if refused != 0 {
+		t.Errorf("alice's flood: %d of %d task creations refused, want 0 (her oldest tasks make room)", refused, clients*4)
+	}
+	if w := bob.post(t, "tasks/result", `"taskId":"`+b1+`"`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "secret of bob") {
+		t.Errorf("bob's task after alice's flood: %d %s", w.Code, w.Body)
+	}
+	b2 := bob.create(t)
+	if w := bob.post(t, "tasks/result", `"taskId":"`+b2+`"`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "secret of bob") {
+		t.Errorf("bob's new task after alice's flood: %d %s", w.Code, w.Body)
+	}
+	// Alice's newest task, created by her last client, is hers from any.
+	newest := fmt.Sprintf("task-%d", len(s.tasks)-1) // before b2
+	first := taskClient{h: h, rev: legacyRev, token: f.principal(t, "alice", "tenant-a", all...)}
+	if w := first.post(t, "tasks/result", `"taskId":"`+newest+`"`); w.Code != http.StatusOK || !strings.Contains(w.Body.String(), "secret of alice") {
+		t.Errorf("alice's newest task from her first client: %d %s", w.Code, w.Body)
+	}
+}
