@@ -3,6 +3,7 @@ package middleware
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -157,11 +158,46 @@ func (t *answerWriter) ownerKey() string {
 	return t.owner
 }
 
-// mayConcernTasks reports whether msg could be a task message at all: a
-// JSON text that names a task notification, a tasks array or a task must
-// contain "task" literally, or an escape.
+// mayConcernTasks reports whether msg could be a task message at all, to
+// any reader: a JSON text that names a task notification, a tasks array
+// or a task must contain "task" in some ASCII case (lenient readers such
+// as encoding/json match member names case-insensitively), an escape, or
+// a non-ASCII byte (under Unicode folding U+017F is "s" and U+212A "k").
 func mayConcernTasks(msg []byte) bool {
-	return bytes.Contains(msg, []byte("task")) || bytes.IndexByte(msg, '\\') >= 0
+	return bytes.IndexByte(msg, '\\') >= 0 || !isASCII(msg) ||
+		foldTaskEndsAt(msg, 'k') || foldTaskEndsAt(msg, 'K')
+}
+
+// foldTaskEndsAt reports whether some k in msg ends "task" in any ASCII
+// case. It finds each k with bytes.IndexByte, so that a long answer
+// without one costs a vectorized scan.
+func foldTaskEndsAt(msg []byte, k byte) bool {
+	for i := 0; ; {
+		j := bytes.IndexByte(msg[i:], k)
+		if j < 0 {
+			return false
+		}
+		i += j + 1
+		if e := i - 1; e >= 3 && msg[e-3]|0x20 == 't' && msg[e-2]|0x20 == 'a' && msg[e-1]|0x20 == 's' {
+			return true
+		}
+	}
+}
+
+// isASCII reports whether every byte of b is below 0x80, eight at a time.
+func isASCII(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b)&0x8080808080808080 != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // Rewrite implements rpcanswer.Rewriter.

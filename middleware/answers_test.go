@@ -177,3 +177,34 @@ func FuzzListRewrite(f *testing.F) {
 		}
 	})
 }
+
+// TestMayConcernTasks: the shortcut that lets an answer pass unread must
+// say yes to every spelling under which some reader sees a task member
+// or method, and may say no only to text that names none. The case
+// variants failed when it searched for "task" byte for byte
+// (FuzzTaskRewrite found `{"result":{"tAsks":[…]}}`).
+func TestMayConcernTasks(t *testing.T) {
+	tests := []struct {
+		msg  string
+		want bool
+	}{
+		{`{"result":{"tasks":[]}}`, true},
+		{`{"result":{"tAsks":[{"TaskId":"theirs"}]}}`, true},
+		{`{"result":{"TASKS":[]}}`, true},
+		{`{"method":"notifications/TASKS/status"}`, true},
+		{`{"result":{"ta\u0073ks":[]}}`, true},
+		{"{\"result\":{\"ta\u017fks\":[]}}", true}, // U+017F folds to s
+		{"{\"result\":{\"tas\u212as\":[]}}", true}, // U+212A folds to k
+		{`{"result":{"tools":[{"name":"mask"}]}}`, false},
+		{`{"result":{"content":[{"type":"text","text":"kkk tas k"}]}}`, false},
+		{`task`, true},
+		{`tas`, false},
+		{`k`, false},
+		{``, false},
+	}
+	for _, tt := range tests {
+		if got := mayConcernTasks([]byte(tt.msg)); got != tt.want {
+			t.Errorf("mayConcernTasks(%q) = %v, want %v", tt.msg, got, tt.want)
+		}
+	}
+}
