@@ -182,6 +182,11 @@ type Config struct {
 	// Empty means no such rule.
 	TenantArgument string
 
+	// Pins pins the definitions of the tools the handler lists
+	// ([ToolPins], docs/policy.md, "Pinned tools"). The zero value pins
+	// nothing.
+	Pins ToolPins
+
 	// Lists chooses what list answers (tools/list, prompts/list,
 	// resources/list, resources/templates/list) show, applied by the
 	// middleware to every answer of the handler it wraps: [ListAnnotate] (the
@@ -332,6 +337,7 @@ func (c Config) withDefaults() Config {
 		c.Metadata.ScopesSupported = c.policyScopes()
 	}
 	c.AllowedOrigins = slices.Clone(c.AllowedOrigins)
+	c.Pins.Accepted = maps.Clone(c.Pins.Accepted)
 	if c.StepUpLimit == 0 {
 		c.StepUpLimit = defaultStepUpLimit
 	}
@@ -423,6 +429,9 @@ func (c Config) check() error {
 		}
 	}
 	if err := checkPublic(&op); err != nil {
+		return err
+	}
+	if err := checkPinConfig(&c.Pins); err != nil {
 		return err
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.ScopeImplies)) {

@@ -76,6 +76,7 @@ const (
 	kindMethodNotFound
 	kindMethodNotAllowed
 	kindBadGateway
+	kindToolChanged
 	numKinds
 )
 
@@ -121,6 +122,8 @@ var errorKinds = []struct {
 	{errBodyNotAllowed, kindInvalidMessage, reasonBodyNotAllowed},
 	{errTaskStore, kindUnavailable, reasonTaskStore},
 	{errNoTenant, kindForbidden, reasonTenant},
+	{errToolChanged, kindToolChanged, reasonToolChanged},
+	{errPinStore, kindUnavailable, reasonPinStore},
 	{errTenantMismatch, kindForbidden, reasonTenant},
 	{validate.Error{Reason: "expired"}, kindInvalidToken, reasonExpired},
 	{validate.Error{Reason: "not_yet_valid"}, kindInvalidToken, reasonNotYetValid},
@@ -199,6 +202,7 @@ func (m *Middleware) buildAnswers(base []string, retryAfter string) {
 		kindMethodNotFound:     {http.StatusNotFound, "", "", "", debug},                                // body carries the id (notfound.go)
 		kindMethodNotAllowed:   {http.StatusMethodNotAllowed, "", "", bodyMethodNotAllowed, debug},      // Allow: httpmethod.go
 		kindBadGateway:         {http.StatusBadGateway, "", "", bodyBadGateway, warn},                   // a 101 from the next handler (session.go)
+		kindToolChanged:        {http.StatusOK, "", "", "", warn},                                       // body carries the id and the tool; 400 from 2026-07-28 (pins.go)
 	}
 }
 
@@ -221,6 +225,7 @@ type refusal struct {
 	id   []byte     // the raw JSON-RPC id, echoed only in the -32020, -32602 and task bodies
 	rule string     // the Rule that decided (rules.go), "" for none
 	args []byte     // the raw params.arguments of a rule decision, for Decision.ArgumentsSHA256
+	tool string     // the tool of errToolChanged, named in its body (pins.go)
 
 	reason Reason // resolved with the answer
 	answer        // what the client is sent; its level is the log record's
@@ -244,6 +249,11 @@ func (m *Middleware) refuse(w http.ResponseWriter, r *http.Request, rf *refusal)
 		rf.body = bodyMismatchHead + echoID(rf.id) + bodyMethodNotFoundTail
 	case kindUnknownTask:
 		rf.body = bodyMismatchHead + echoID(rf.id) + bodyTaskNotFoundTail
+		if isModern(r.Header) {
+			rf.status = http.StatusBadRequest // SEP-2575: -32602 is 400
+		}
+	case kindToolChanged:
+		rf.body = toolChangedBody(rf.id, rf.tool)
 		if isModern(r.Header) {
 			rf.status = http.StatusBadRequest // SEP-2575: -32602 is 400
 		}

@@ -333,10 +333,19 @@ func (t *answerWriter) filterEntries(result []byte) ([]byte, error) {
 		pos = e
 		return err
 	}
+	var hide []bool
+	if t.m.pins != nil && k.method == methodToolsList {
+		if hide, err = t.checkPins(elems); err != nil {
+			return nil, err
+		}
+	}
 	entries := func(out []byte) ([]byte, error) {
 		out = append(out, '[')
 		n := 0
-		for _, elem := range elems {
+		for i, elem := range elems {
+			if hide != nil && hide[i] {
+				continue // its definition is not its pin (pins.go)
+			}
 			start := len(out)
 			if n > 0 {
 				out = append(out, ',')

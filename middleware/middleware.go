@@ -25,6 +25,7 @@ type Middleware struct {
 	origins       originPolicy
 	policy        policy
 	rules         *ruleSet // nil: no Config.Rules (rules.go)
+	pins          *pins    // nil: Config.Pins is off (pins.go)
 	implies       map[string]map[string]struct{}
 	answers       [numKinds]answer
 	log           *slog.Logger
@@ -76,6 +77,7 @@ func New(cfg Config) (*Middleware, error) {
 		return nil, err
 	}
 	m.policy = m.compilePolicy(&cfg)
+	m.pins = newPins(&cfg)
 	m.public = m.newPublicSet(cfg.Operations.Public)
 	m.sessions = newSessions(cfg.Sessions)
 	m.inflight = newInflightTable()
@@ -228,6 +230,9 @@ func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Han
 	}
 	if sid == "" && err == nil {
 		err = m.checkResume(r, p)
+	}
+	if err == nil && m.pins != nil && string(msg.method.v) == methodToolsCall && m.refusePinned(w, r, p, msg) {
+		return // a changed tool, or the pin store failed (pins.go)
 	}
 	if err != nil {
 		if r.Method != http.MethodPost {
