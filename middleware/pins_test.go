@@ -373,3 +373,37 @@ func TestPinAnswers(t *testing.T) {
 		})
 	}
 }
+
+// FuzzToolDigest: the digest of a tools/list entry (an upstream's bytes)
+// never panics, and it is the same for the entry's RFC 8785 canonical
+// form and for the entry with a member it does not cover added.
+func FuzzToolDigest(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"t","description":"d","inputSchema":{"type":"object"}}`,
+		`{"name":"\u0074","title":"T","annotations":{"readOnlyHint":true},"outputSchema":{"type":"object","properties":{"n":{"maximum":1e1}}}}`,
+		`{"name":"t","Name":"u"}`, `{"name":"t","name":"t"}`, `[]`, `{}`, `{"name":1}`, `{"description":"\ud800"}`,
+	} {
+		f.Add([]byte(s))
+	}
+	var pool strictjson.Pool
+	f.Fuzz(func(t *testing.T, tool []byte) {
+		_, d, err := toolDigest(&pool, tool)
+		if err != nil {
+			return
+		}
+		c, err := strictjson.Canonical(tool)
+		if err != nil {
+			t.Fatalf("digest of %q but no canonical form: %v", tool, err)
+		}
+		if _, d2, err := toolDigest(&pool, c); err != nil || d2 != d {
+			t.Fatalf("canonical form %q: digest %s (%v), want %s", c, d2, err, d)
+		}
+		extra := append([]byte(`{"_meta":{"x":1},`), bytes.TrimPrefix(bytes.TrimSpace(tool), []byte("{"))...)
+		if bytes.HasPrefix(bytes.TrimSpace(tool), []byte("{}")) || bytes.Contains(tool, []byte(`"_meta"`)) || bytes.Contains(tool, []byte(`\`)) {
+			return // an empty object, or one that may have _meta already
+		}
+		if _, d3, err := toolDigest(&pool, extra); err == nil && d3 != d {
+			t.Fatalf("with _meta added %q: digest %s, want %s", extra, d3, d)
+		}
+	})
+}
