@@ -1,7 +1,7 @@
 package mcpguard_test
 
 import (
-	"bytes"
+	"fmt"
 	"log"
 	"net/http"
 	"os"
@@ -83,6 +83,20 @@ func normalize(s string) string {
 	return strings.Join(out, "\n")
 }
 
+// readmeBlocks returns the bodies of the fenced blocks of lang ("go",
+// "sh") in text, a README or a part of it, in order.
+func readmeBlocks(text, lang string) ([]string, error) {
+	var out []string
+	for _, part := range strings.Split(text, "```"+lang+"\n")[1:] {
+		body, _, ok := strings.Cut(part, "```")
+		if !ok {
+			return nil, fmt.Errorf("README: a %s block without its end", lang)
+		}
+		out = append(out, body)
+	}
+	return out, nil
+}
+
 // TestREADMESnippets fails when a Go snippet of README.md is not, line for
 // line, one of the compiled snippets above, or when one of those is not
 // in the README any more.
@@ -104,12 +118,12 @@ func TestREADMESnippets(t *testing.T) {
 		compiled = append(compiled, normalize(body))
 	}
 	var inREADME []string
-	for _, part := range bytes.Split(readme, []byte("```go\n"))[1:] {
-		body, _, ok := bytes.Cut(part, []byte("```"))
-		if !ok {
-			t.Fatal("README: a Go block without its end")
-		}
-		inREADME = append(inREADME, normalize(string(body)))
+	blocks, err := readmeBlocks(string(readme), "go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range blocks {
+		inREADME = append(inREADME, normalize(b))
 	}
 	if len(inREADME) != len(compiled) {
 		t.Fatalf("README has %d Go snippets, readme_test.go compiles %d", len(inREADME), len(compiled))

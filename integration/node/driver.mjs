@@ -9,13 +9,17 @@
 //                   [--cimd https://127.0.0.1:Q/client.json]  (else DCR, or --client-id)
 //                   [--client-id ID]  (a pre-registered public client)
 //                   [--notes-list]  (also call notes_list, a second step-up)
+//                   [--tool NAME [--args JSON]]  (call NAME instead of whoami and notes_write)
 //
 // The flow: connect (401 → protected-resource metadata → authorization
 // server metadata → registration → authorization code with PKCE and
 // resource → token), tools/list, whoami, notes_write (403
 // insufficient_scope → step-up authorization → retry), with --notes-list
-// notes_list (the same), done. Like an agent, it calls only tools that
-// tools/list offered, and reports each with its _meta.securitySchemes.
+// notes_list (the same), done. With --tool, the one call is NAME with the
+// arguments --args (a JSON object), stepping up the same way when it is
+// refused (the README's trial: echo of the everything server behind
+// mcpguard proxy), reported as "call". Like an agent, it calls only tools
+// that tools/list offered, and reports each with its _meta.securitySchemes.
 import { parseArgs } from 'node:util';
 
 const { values: opt } = parseArgs({
@@ -26,6 +30,8 @@ const { values: opt } = parseArgs({
     cimd: { type: 'string' },
     'client-id': { type: 'string' },
     'notes-list': { type: 'boolean', default: false },
+    tool: { type: 'string' },
+    args: { type: 'string', default: '{}' },
   },
 });
 
@@ -194,9 +200,14 @@ try {
     if (!listed.some((t) => t.name === name)) throw new Error(`Tool '${name}' not listed by tools/list`);
     return withAuth(transport, () => client.callTool({ name, arguments: args }));
   };
-  out.whoami = text(await call('whoami', {}));
-  const w = await call('notes_write', { text: 'hello from ' + sdk.pkg });
-  out.notesWrite = { isError: !!w.isError, text: text(w) };
+  if (opt.tool) {
+    const r = await call(opt.tool, JSON.parse(opt.args));
+    out.call = { tool: opt.tool, isError: !!r.isError, text: text(r) };
+  } else {
+    out.whoami = text(await call('whoami', {}));
+    const w = await call('notes_write', { text: 'hello from ' + sdk.pkg });
+    out.notesWrite = { isError: !!w.isError, text: text(w) };
+  }
   if (opt['notes-list']) {
     const l = await call('notes_list', {});
     out.notesList = { isError: !!l.isError, text: text(l) };
