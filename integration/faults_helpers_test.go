@@ -34,6 +34,13 @@ const (
 	// (CI runs two test packages at once). Bounds stay far below what a
 	// hanging authorization server would cause (FetchTimeout or forever).
 	hxSlack = 2500 * time.Millisecond
+	// hxEventWait bounds a wait for something the system under test does
+	// by itself (a refresh ending, a loop recovering): generous, so that
+	// only a bug, never a loaded machine, exhausts it.
+	hxEventWait = 30 * time.Second
+	// maxRetryBackoff is validate/jwks's cap on the background loop's
+	// retry delay after failed refreshes.
+	maxRetryBackoff = 30 * time.Second
 )
 
 func hxFaultEnv(t *testing.T, before func(iss *authtest.Issuer)) *hxEnv {
@@ -178,10 +185,10 @@ func (r *hxRefreshes) RefreshEnd(_ context.Context, e jwks.RefreshEnd) {
 // "JWKS requests at the issuer = 31 for 32 refreshes").
 func (e *hxEnv) settleRefreshes(t *testing.T) {
 	t.Helper()
-	deadline := time.Now().Add(e.jwksCfg.FetchTimeout + hxSlack)
+	deadline := time.Now().Add(e.jwksCfg.FetchTimeout + hxEventWait)
 	for e.refreshes.ended.Load() != e.refreshes.started.Load() {
 		if time.Now().After(deadline) {
-			t.Errorf("a key-source refresh still running %v after the last request", e.jwksCfg.FetchTimeout+hxSlack)
+			t.Errorf("a key-source refresh still running %v after the last request", e.jwksCfg.FetchTimeout+hxEventWait)
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
