@@ -10,7 +10,8 @@ import (
 )
 
 // Decision is what the middleware decided about one request, reported to
-// Config.OnDecision for metrics, logs and traces. Every string field is
+// Config.OnDecision for metrics, logs and traces, and recorded where
+// [ContextWithDecision] asks. Every string field is
 // low-cardinality, so it can be a metric label as is: values a client
 // chooses are reported only when the configuration or the MCP
 // specification names them, and as "(unlisted)" otherwise. Principal and Err
@@ -60,6 +61,16 @@ type Decision struct {
 	// missing (reason "insufficient_scope" or "step_up_exhausted"). Empty
 	// otherwise.
 	Rule string
+
+	// ID is the JSON-RPC "id" of the POST message as the client spelled
+	// it (raw JSON), when it is a string or a number of at most 256 bytes,
+	// the ids the middleware's own error answers echo; nil otherwise (no
+	// id, another type, or the body was not read). It is set for a
+	// message passed to the next handler, so that an answer the next
+	// handler writes itself (a proxy's JSON-RPC error) carries it, and
+	// for refusals that echo it. Never a label; it shares the request's
+	// body, so read it during the request.
+	ID []byte
 
 	// Principal is the authenticated caller, nil when the request was
 	// refused before (or without) a valid token.
@@ -183,25 +194,61 @@ func versionLabel(h http.Header) string {
 	return unlistedLabel
 }
 
-// report calls Config.OnDecision, if set, with the decision of rf. It
-// never allocates itself.
+type decisionKey struct{}
+
+// ContextWithDecision returns a copy of ctx in which the middleware
+// records its decision about a request served with that context: the
+// [Decision] reported to Config.OnDecision (by [Middleware.Handler],
+// [Middleware.Protect], [Middleware.RequireScopes] and
+// [Middleware.Challenge]) is also stored in *d, before the answer is
+// written or the next handler runs, whether the request is refused or
+// passed on. It is the one place where code composed around the
+// middleware reads what was decided, without a hook and without reading
+// the body again: a handler wrapping the middleware reads *d once it
+// returns (a log line with the upstream's status; d.Reason is empty when
+// nothing was decided), and the next handler reads it while it runs (the
+// operation, the principal and the JSON-RPC id it was passed with). A
+// later decision overwrites an earlier one (a RequireScopes refusal after
+// Handler passed the request). *d must not be read concurrently with the
+// request.
+func ContextWithDecision(ctx context.Context, d *Decision) context.Context {
+	return context.WithValue(ctx, decisionKey{}, d)
+}
+
+// deliver records d where the request's context asks
+// ([ContextWithDecision]) and reports it to Config.OnDecision.
+func (m *Middleware) deliver(ctx context.Context, rec *Decision, d Decision) {
+	if rec != nil {
+		*rec = d
+	}
+	if m.onDecision != nil {
+		m.onDecision(ctx, d)
+	}
+}
+
+// report delivers the decision of rf, if anyone asks for it (deliver).
+// It never allocates itself.
 func (m *Middleware) report(ctx context.Context, h http.Header, rf *refusal) {
-	if m.onDecision == nil {
+	rec, _ := ctx.Value(decisionKey{}).(*Decision)
+	if m.onDecision == nil && rec == nil {
 		return
 	}
 	d := decision(h, rf.reason, rf.p, rf.g)
 	d.Status, d.Err = rf.status, rf.err
 	d.RequiredScopes, d.MissingScopes = scopesOf(rf.err)
 	d.Rule = rf.rule
+	d.ID = echoable(rf.id)
 	d.ArgumentsSHA256 = argsDigest(rf.args)
-	m.onDecision(ctx, d)
+	m.deliver(ctx, rec, d)
 }
 
-// reportPass calls Config.OnDecision, if set, for a request passed to the
-// next handler as p's (p.grant its operation): authorized, with the
+// reportPass delivers the decision for a request passed to the next
+// handler as p's (p.grant its operation; msg its POST message, nil for
+// none), if anyone asks for it (deliver): authorized, with the
 // operation's scopes, or public.
-func (m *Middleware) reportPass(ctx context.Context, h http.Header, p *Principal, args []byte) {
-	if m.onDecision == nil {
+func (m *Middleware) reportPass(ctx context.Context, h http.Header, p *Principal, msg *message) {
+	rec, _ := ctx.Value(decisionKey{}).(*Decision)
+	if m.onDecision == nil && rec == nil {
 		return
 	}
 	reason := reasonAuthorized
@@ -212,8 +259,11 @@ func (m *Middleware) reportPass(ctx context.Context, h http.Header, p *Principal
 	if !p.Anonymous {
 		d.RequiredScopes = p.grant.op.scopes
 	}
-	d.ArgumentsSHA256 = argsDigest(args)
-	m.onDecision(ctx, d)
+	if msg != nil {
+		d.ID = echoable(msg.id)
+		d.ArgumentsSHA256 = argsDigest(msg.args)
+	}
+	m.deliver(ctx, rec, d)
 }
 
 // decision returns the labels of a decision: reason, the operation g

@@ -447,3 +447,63 @@ func BenchmarkDecision(b *testing.B) {
 		b.Errorf("counted %v", counts)
 	}
 }
+
+// TestContextWithDecision: the decision reported to OnDecision is also
+// recorded where the request's context asks, for the next handler while
+// it runs and for the caller once Handler returns, with the JSON-RPC id
+// an answer may echo (Decision.ID).
+func TestContextWithDecision(t *testing.T) {
+	long := `"` + strings.Repeat("a", 300) + `"`
+	tests := []struct {
+		name       string
+		auth       string
+		body       string
+		wantReason Reason
+		wantStatus int
+		wantID     string // "" for nil
+		wantNext   bool
+	}{
+		{name: "authorized", auth: "Bearer x", body: `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,
+			wantReason: reasonAuthorized, wantID: "7", wantNext: true},
+		{name: "string id as spelled", auth: "Bearer x", body: `{"jsonrpc":"2.0","id":"\u0061","method":"tools/list"}`,
+			wantReason: reasonAuthorized, wantID: `"\u0061"`, wantNext: true},
+		{name: "id too long", auth: "Bearer x", body: `{"jsonrpc":"2.0","id":` + long + `,"method":"tools/list"}`,
+			wantReason: reasonAuthorized, wantNext: true},
+		{name: "notification", auth: "Bearer x", body: `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+			wantReason: reasonAuthorized, wantNext: true},
+		{name: "no token", body: `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,
+			wantReason: reasonNoToken, wantStatus: http.StatusUnauthorized},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rc := &recorder{}
+			m := newFake(t, fakeValidator{claims: fakeClaims("mcp")}, func(c *Config) { c.OnDecision = rc.on })
+			var got Decision
+			ran := false
+			next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				ran = true
+				p, _ := PrincipalFromContext(r.Context())
+				if got.Reason != tt.wantReason || got.Principal != p {
+					t.Errorf("in next: Reason %q, Principal %p; want %q, %p", got.Reason, got.Principal, tt.wantReason, p)
+				}
+			})
+			r := httptest.NewRequest(http.MethodPost, resource, strings.NewReader(tt.body))
+			r.Header.Set("Content-Type", "application/json")
+			r.Header.Set("Accept", "application/json, text/event-stream")
+			if tt.auth != "" {
+				r.Header.Set("Authorization", tt.auth)
+			}
+			r = r.WithContext(ContextWithDecision(r.Context(), &got))
+			m.Handler(next).ServeHTTP(httptest.NewRecorder(), r)
+			if ran != tt.wantNext {
+				t.Errorf("next ran = %t, want %t", ran, tt.wantNext)
+			}
+			if got.Reason != tt.wantReason || got.Status != tt.wantStatus || string(got.ID) != tt.wantID || (got.ID == nil) != (tt.wantID == "") {
+				t.Errorf("recorded {%q %d %q}, want {%q %d %q}", got.Reason, got.Status, got.ID, tt.wantReason, tt.wantStatus, tt.wantID)
+			}
+			if d := rc.one(t); d.Reason != got.Reason || d.Status != got.Status || string(d.ID) != string(got.ID) || d.Principal != got.Principal {
+				t.Errorf("OnDecision got {%q %d %q}, recorded {%q %d %q}", d.Reason, d.Status, d.ID, got.Reason, got.Status, got.ID)
+			}
+		})
+	}
+}

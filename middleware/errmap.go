@@ -287,16 +287,26 @@ func scopeErrorOf(err error) (Error, bool) {
 	return Error{}, false
 }
 
-// echoID returns id if it is a JSON string or number (JSON-RPC 2.0 §4) of
-// reasonable size, else null.
+// echoID returns id as an answer echoes it: id if it is a JSON string or
+// number (JSON-RPC 2.0 §4) of reasonable size (echoable), else null.
 func echoID(id []byte) string {
-	if len(id) == 0 || len(id) > 256 {
+	if id = echoable(id); id == nil {
 		return "null"
 	}
-	if c := id[0]; c == '"' || c == '-' || ('0' <= c && c <= '9') {
-		return string(id)
+	return string(id)
+}
+
+// echoable returns id if it is a JSON string or number (JSON-RPC 2.0 §4)
+// of at most 256 bytes, else nil: the one rule of which ids an answer
+// echoes (the middleware's, and the next handler's through [Decision].ID).
+func echoable(id []byte) []byte {
+	if len(id) == 0 || len(id) > 256 {
+		return nil
 	}
-	return "null"
+	if c := id[0]; c == '"' || c == '-' || ('0' <= c && c <= '9') {
+		return id
+	}
+	return nil
 }
 
 // writeAnswer writes a refusal the way challenge.Write does: at most one

@@ -258,7 +258,7 @@ func (m *Middleware) admit(w http.ResponseWriter, r *http.Request, next http.Han
 		r2.ContentLength = int64(len(msg.body))
 		r2.TransferEncoding = nil
 	}
-	m.reportPass(r2.Context(), r.Header, p, msg.args)
+	m.reportPass(r2.Context(), r.Header, p, msg)
 	msg.sid = sid
 	if string(msg.method.v) == methodCancelled && !m.inflight.mayCancel(r.Header, p, msg) {
 		// Another principal's request, or none in flight (inflight.go):

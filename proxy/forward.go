@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -77,15 +76,16 @@ const (
 // reqState is the per-request state the proxy's handlers share through
 // the request context: allocated once per request by Proxy.ServeHTTP.
 type reqState struct {
-	route    *route
-	start    time.Time
+	route *route
+	start time.Time
+	// decision is what the route's middleware decided, recorded by it
+	// (middleware.ContextWithDecision, Proxy.ServeHTTP): its Reason is
+	// empty until then. The forwarder reads the principal, the operation
+	// and the JSON-RPC id there; the log line reads it after the request.
 	decision middleware.Decision
-	decided  bool
 	// identity header to set upstream (name and value), or none.
 	idName, idValue string
 	idHeaders       bool // the headers mode: set the X-Mcpguard-* headers
-	principal       *middleware.Principal
-	body            []byte // the POST body, for the JSON-RPC id of an error answer
 	upstreamStatus  int
 	proxyErr        string                   // the class of a proxy error answer, for the log
 	refused         int                      // the status of a refusal before the middleware (the Host check)
@@ -128,12 +128,12 @@ type forwarder struct {
 
 func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := stateFrom(r.Context())
-	p, ok := middleware.PrincipalFromContext(r.Context())
-	if !ok || st == nil {
+	if st == nil || st.decision.Principal == nil {
 		writeError(w, nil, http.StatusInternalServerError)
 		return
 	}
-	st.principal = p
+	d := &st.decision
+	p := d.Principal
 	if !p.Anonymous {
 		// The middleware read the whole body already; net/http would
 		// cancel a long handler's context when the server's read deadline
@@ -143,33 +143,24 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_ = rc.SetWriteDeadline(time.Now().Add(f.write))
 		st.rc = rc
 	}
-	if r.Method == http.MethodPost && r.Body != nil {
-		b, err := io.ReadAll(r.Body) // bytes the middleware already holds
-		if err != nil {
-			writeError(w, nil, http.StatusBadRequest)
-			return
-		}
-		st.body = b
-		r.Body = io.NopCloser(bytes.NewReader(b))
-	}
 	if l := f.rt.limits; l != nil && !p.Anonymous {
 		tool := ""
-		if st.decision.Method == "tools/call" {
-			tool = st.decision.Name
+		if d.Method == "tools/call" {
+			tool = d.Name
 		}
 		ra, err := l.allow(r.Context(), f.rt.cfg.Resource, p.UserID(), tool)
 		switch {
 		case errors.Is(err, errRateLimited):
 			st.proxyErr = "rate_limited"
 			w.Header().Set("Retry-After", strconv.Itoa(int((ra+time.Second-1)/time.Second)))
-			writeError(w, st.body, http.StatusTooManyRequests)
+			writeError(w, d.ID, http.StatusTooManyRequests)
 			return
 		case err != nil:
 			f.rt.log.Warn("proxy: rate-limit counters unavailable", "fail_closed", l.failClosed, "error", err.Error())
 			if l.failClosed {
 				st.proxyErr = "rate_limit_unavailable"
 				w.Header().Set("Retry-After", "1")
-				writeError(w, st.body, http.StatusServiceUnavailable)
+				writeError(w, d.ID, http.StatusServiceUnavailable)
 				return
 			}
 		}
@@ -181,7 +172,7 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status = http.StatusServiceUnavailable
 		}
 		f.rt.log.Warn("proxy: upstream identity failed", "route", f.rt.cfg.Resource, "error", err.Error())
-		writeError(w, st.body, status)
+		writeError(w, d.ID, status)
 		return
 	}
 	f.rp.ServeHTTP(w, r)
@@ -242,8 +233,7 @@ func (f *forwarder) rewrite(pr *httputil.ProxyRequest) {
 	if st.idName != "" {
 		h[st.idName] = []string{st.idValue}
 	}
-	if st.idHeaders && st.principal != nil && !st.principal.Anonymous {
-		p := st.principal
+	if p := st.decision.Principal; st.idHeaders && p != nil && !p.Anonymous {
 		h[headerSubject] = []string{p.Subject}
 		h[headerIssuer] = []string{p.Issuer}
 		h[headerClientID] = []string{p.ClientID}
@@ -342,11 +332,11 @@ func (f *forwarder) modifyResponse(resp *http.Response) error {
 	}
 	sse := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
 	var release func()
-	if sse && st != nil && !st.principal.Anonymous {
+	if sse && st != nil && !st.decision.Principal.Anonymous {
 		// The one point that sees every stream, GET or POST answer; the
 		// slot is given back when the body is closed, on every end
 		// (client gone, upstream end, idle_stream, shutdown).
-		user := st.principal.UserID()
+		user := st.decision.Principal.UserID()
 		if !f.users.acquire(user) {
 			return errUserStreams
 		}
@@ -396,9 +386,9 @@ func (c *traceCtx) Value(key any) any {
 // no upstream detail.
 func (f *forwarder) errorHandler(w http.ResponseWriter, r *http.Request, err error) {
 	st := stateFrom(r.Context())
-	var body []byte
+	var id []byte
 	if st != nil {
-		body = st.body
+		id = st.decision.ID
 	}
 	if r.Context().Err() != nil {
 		if st != nil {
@@ -432,7 +422,7 @@ func (f *forwarder) errorHandler(w http.ResponseWriter, r *http.Request, err err
 	} else {
 		f.rt.log.Warn("proxy: upstream failed", "route", f.rt.cfg.Resource, "class", class, "error", err.Error())
 	}
-	writeError(w, body, status)
+	writeError(w, id, status)
 }
 
 // streamSet tracks the open upstream answers, to end them at shutdown.

@@ -3,8 +3,6 @@ package proxy
 import (
 	"net/http"
 	"strconv"
-
-	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // jsonrpcErrorCode is the JSON-RPC error code of every answer the proxy
@@ -13,25 +11,18 @@ import (
 // status text; no upstream or request detail is ever included.
 const jsonrpcErrorCode = -32603
 
-// maxEchoedID bounds the JSON-RPC id echoed in an error answer.
-const maxEchoedID = 256
-
-// writeError answers status with a JSON-RPC error object carrying the id
-// of body's request, when body is one JSON-RPC request with an id.
-func writeError(w http.ResponseWriter, body []byte, status int) {
-	id := "null"
-	if len(body) > 0 {
-		_ = strictjson.Members(body, []string{"id"}, func(name, v []byte) error {
-			if string(name) == "id" && len(v) > 0 && len(v) <= maxEchoedID && (v[0] == '"' || v[0] == '-' || (v[0] >= '0' && v[0] <= '9')) {
-				id = string(v)
-			}
-			return nil
-		})
+// writeError answers status with a JSON-RPC error object carrying id,
+// the request's JSON-RPC id as the middleware decided it may be echoed
+// (middleware.Decision.ID), or null when id is nil.
+func writeError(w http.ResponseWriter, id []byte, status int) {
+	echo := "null"
+	if id != nil {
+		echo = string(id)
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
-	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + id + `,"error":{"code":` + strconv.Itoa(jsonrpcErrorCode) +
+	_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":` + echo + `,"error":{"code":` + strconv.Itoa(jsonrpcErrorCode) +
 		`,"message":"` + http.StatusText(status) + `"}}` + "\n"))
 }

@@ -19,7 +19,7 @@ func (px *Proxy) logRequest(r *http.Request, st *reqState) {
 	switch {
 	case st.refused != 0: // before the middleware: no decision
 		outcome, status = st.proxyErr, st.refused
-	case !st.decided:
+	case d.Reason == "": // the middleware recorded no decision
 		outcome = "not_decided"
 	case st.proxyErr != "":
 		outcome = st.proxyErr

@@ -340,15 +340,6 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 	if px.cfg.Instrument != nil {
 		px.cfg.Instrument(&gc)
 	}
-	hook := gc.Middleware.OnDecision
-	gc.Middleware.OnDecision = func(ctx context.Context, d middleware.Decision) {
-		if st := stateFrom(ctx); st != nil {
-			st.decision, st.decided = d, true
-		}
-		if hook != nil {
-			hook(ctx, d)
-		}
-	}
 	g, err := mcpguard.New(gc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, at, err)
@@ -430,7 +421,9 @@ func (px *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	sc := &stateCtx{Context: r.Context()}
 	sc.s.start = px.now()
-	r2 := r.WithContext(sc)
+	// The route's middleware records its decision in the state, where the
+	// forwarder and the log line read it.
+	r2 := r.WithContext(middleware.ContextWithDecision(sc, &sc.s.decision))
 	px.mux.ServeHTTP(w, r2)
 	if sc.s.route != nil {
 		px.logRequest(r2, &sc.s)
