@@ -175,7 +175,7 @@ func TestAuthorizerPanicReleasesLeadership(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodGet, f.resource, nil)
 		_, _ = tr.RoundTrip(req)
 	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, f.resource, nil)
 	resp, err := tr.RoundTrip(req)

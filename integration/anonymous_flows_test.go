@@ -84,7 +84,7 @@ func TestAnonymousServerRequestsGoSDK(t *testing.T) {
 		t.Fatalf("connect without a token: %v", err)
 	}
 	for tool, want := range map[string]string{"sample": "model=test-model", "elicit": "action=accept", "roots": "root=file:///workspace"} {
-		callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		callCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		res, err := cs.CallTool(callCtx, &mcp.CallToolParams{Name: tool})
 		cancel()
 		if err != nil || res.IsError || len(res.Content) == 0 || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, want) {
@@ -172,7 +172,7 @@ func TestAnonymousServerRequestsMCPGo(t *testing.T) {
 		t.Fatalf("initialize without a token: %v", err)
 	}
 	for tool, want := range map[string]string{"sample": "model=test-model", "elicit": "action=accept", "roots": "root=file:///workspace"} {
-		callCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		callCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		req := mcpgotypes.CallToolRequest{}
 		req.Params.Name = tool
 		res, err := c.CallTool(callCtx, req)

@@ -191,7 +191,7 @@ var listFronts = []listFront{
 		pxTS.Config.Handler = px
 		pxTS.Start()
 		t.Cleanup(pxTS.Close)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := px.WaitReady(ctx); err != nil {
 			t.Fatal(err)

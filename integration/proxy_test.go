@@ -41,7 +41,7 @@ func startProxy(t *testing.T, ts *httptest.Server, resource, upstream, issuer st
 	ts.Config.Handler = px
 	ts.Start()
 	t.Cleanup(ts.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := px.WaitReady(ctx); err != nil {
 		t.Fatalf("proxy keys: %v", err)

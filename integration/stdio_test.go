@@ -48,7 +48,7 @@ func newStdioProxied(t *testing.T, s proxy.Stdio) *proxied {
 	pxTS.Config.Handler = px
 	pxTS.Start()
 	t.Cleanup(pxTS.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := px.WaitReady(ctx); err != nil {
 		t.Fatal(err)

@@ -101,7 +101,7 @@ func newBenchTargets(b testing.TB, up *httptest.Server) *benchTargets {
 	pxTS.Config.Handler = px
 	pxTS.Start()
 	b.Cleanup(pxTS.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := px.WaitReady(ctx); err != nil {
 		b.Fatal(err)

@@ -134,7 +134,7 @@ func newTestEnv(t *testing.T, o envOptions) *testEnv {
 	upTS.Config.Handler = e.upstream.wrap(mk(t, e.proxyURL+px.JWKSPath(), px.AssertionIssuer(), e.upstreamURL))
 	upTS.Start()
 	t.Cleanup(upTS.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := px.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady: %v", err)

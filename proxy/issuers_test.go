@@ -170,7 +170,7 @@ func TestIssuerSettings(t *testing.T) {
 			if err != nil {
 				t.Fatalf("proxy: %v", err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := e.px.WaitReady(ctx); err != nil {
 				t.Fatalf("WaitReady: %v", err)
@@ -295,7 +295,7 @@ func TestValidationOptions(t *testing.T) {
 			if err != nil {
 				t.Fatalf("proxy: %v", err)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			if err := e.px.WaitReady(ctx); err != nil {
 				t.Fatalf("WaitReady: %v", err)

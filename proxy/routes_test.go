@@ -61,7 +61,7 @@ func multiEnv(t *testing.T, pxTS *httptest.Server, cfg proxy.Config) (*devas.Ser
 	pxTS.Config.Handler = px
 	pxTS.Start()
 	t.Cleanup(pxTS.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := px.WaitReady(ctx); err != nil {
 		t.Fatal(err)
@@ -267,7 +267,7 @@ func TestReplicasShareSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { px.Close() })
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		if err := px.WaitReady(ctx); err != nil {
 			t.Fatal(err)
 		}

@@ -125,7 +125,7 @@ func startProxied(t *testing.T, kind behind) *proxied {
 	upTS.Config.Handler = h
 	upTS.Start()
 	t.Cleanup(upTS.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := px.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady: %v", err)
