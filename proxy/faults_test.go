@@ -287,7 +287,9 @@ func TestStreamFaults(t *testing.T) {
 		readEvent(t, br)
 		_, err := io.ReadAll(br)
 		resp.Body.Close()
-		if err != nil || time.Since(start) > 5*time.Second {
+		// The upstream stays silent and open: only IdleStream ends the
+		// stream; the bound is generous for a loaded machine.
+		if err != nil || time.Since(start) > 20*time.Second {
 			t.Errorf("idle stream: %v after %s, want a clean end after 300ms", err, time.Since(start))
 		}
 		waitFor(t, "the upstream request ended", func() bool { return isClosed(u.gone) })

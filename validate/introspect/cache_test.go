@@ -279,7 +279,9 @@ func TestAuthtestFaults(t *testing.T) {
 				want = validate.Error{Reason: "malformed"}
 			}
 			checkErr(t, err, want)
-			if d := time.Since(start); d > 3*time.Second {
+			// "hang" is held until the client gives up: only the 200 ms
+			// Timeout ends it; the bound is generous for a loaded machine.
+			if d := time.Since(start); d > 20*time.Second {
 				t.Errorf("took %v", d)
 			}
 		})

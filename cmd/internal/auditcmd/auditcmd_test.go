@@ -231,7 +231,10 @@ func TestDeadlineFlag(t *testing.T) {
 	defer ts.Close()
 	start := time.Now()
 	code, out, errOut := runCmd(t, nil, "-timeout", "1s", "-deadline", "2s", ts.URL+"/mcp")
-	if d := time.Since(start); d > 4*time.Second {
+	// The exit code and stderr below say the deadline ended the run; the
+	// time is a backstop, generous for a loaded machine: the server
+	// drips for a minute.
+	if d := time.Since(start); d > 2*time.Second+15*time.Second {
 		t.Errorf("the run took %v, want about the 2 s deadline", d)
 	}
 	if code != ExitNotAudit || !strings.Contains(errOut, "deadline") {
