@@ -123,6 +123,10 @@ type Config struct {
 	// (middleware SessionConfig.Store). Nil means this process only, or
 	// Redis with Redis.Addr.
 	OwnerStore middleware.OwnerStore `yaml:"-"`
+	// PinStore, if set, keeps every route's pinned tool definitions
+	// (Route.Pins; middleware ToolPins.Store). Nil means in memory, for
+	// this Proxy alone, or Redis with Redis.Addr.
+	PinStore middleware.PinStore `yaml:"-"`
 	// ReplayStore, if set, remembers used DPoP proofs for every route. Nil
 	// means in memory, or Redis with Redis.Addr.
 	ReplayStore dpop.ReplayStore `yaml:"-"`
@@ -174,6 +178,9 @@ type Route struct {
 	// Policy holds rules beyond scopes, in CEL (docs/policy.md, "Rules").
 	// The zero value has none.
 	Policy Policy `yaml:"policy"`
+	// Pins pins the definitions of the upstream's tools (docs/policy.md,
+	// "Pinned tools"). The zero value pins nothing.
+	Pins Pins `yaml:"pins"`
 	// Identity says how the upstream learns who the caller is. The
 	// client's own token never reaches it.
 	Identity Identity `yaml:"identity"`
@@ -664,6 +671,20 @@ func (t Timeouts) check() error {
 	return nil
 }
 
+// Pins pins a route's tool definitions (middleware ToolPins;
+// docs/policy.md, "Pinned tools"): a tool the upstream lists with a
+// definition other than the one first listed (or accepted) is removed
+// from lists and its calls are refused, until its new digest is accepted
+// here and the configuration reloaded.
+type Pins struct {
+	// Tools pins every tool the upstream lists. Defaults to false.
+	Tools bool `yaml:"tools"`
+	// Accepted maps a tool name to the digest an operator accepted for it
+	// (64 lower-case hex digits: the "listed" digest of the proxy's log
+	// line "tool definition changed"). Needs Tools. Empty means none.
+	Accepted map[string]string `yaml:"accepted"`
+}
+
 // dpopPolicy parses Route.DPoP.
 func dpopPolicy(s string) (middleware.DPoPPolicy, error) {
 	switch s {
@@ -791,6 +812,9 @@ func checkRoute(i int, r *Route) error {
 		if _, err := fetch.CheckURL(iss, true); err != nil {
 			return fmt.Errorf("%w: %s.issuers[%d] %q: must be https, or http on a loopback host", ErrConfig, at, j, iss)
 		}
+	}
+	if len(r.Pins.Accepted) > 0 && !r.Pins.Tools {
+		return fmt.Errorf("%w: %s.pins.accepted needs pins.tools: true", ErrConfig, at)
 	}
 	switch r.Lists {
 	case "", "annotate", "hide", "off":

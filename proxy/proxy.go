@@ -172,6 +172,9 @@ func New(cfg Config) (*Proxy, error) {
 			return fail(err)
 		}
 	}
+	if px.cfg.PinStore == nil {
+		px.cfg.PinStore = middleware.NewMemoryPinStore() // one for every route: the route is the resource
+	}
 
 	var rt http.RoundTripper = cfg.Transport
 	if rt == nil {
@@ -320,6 +323,7 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 			Lists:          listMode(r.Lists),
 			Rules:          r.Policy.rules(),
 			TenantArgument: r.Policy.TenantArgument,
+			Pins:           middleware.ToolPins{On: r.Pins.Tools, Store: px.cfg.PinStore, Accepted: r.Pins.Accepted},
 			Sessions: middleware.SessionConfig{
 				Max: r.Sessions.Max, PerPrincipal: r.Sessions.PerPrincipal, IdleTimeout: r.Sessions.IdleTimeout, BindClient: r.Sessions.BindClient,
 				Store: px.cfg.OwnerStore,

@@ -78,17 +78,24 @@ func assertionKeyFile(t *testing.T) string {
 }
 
 // startProxyCmd runs "mcpguard proxy -addr addr -config <cfg> -log-level
-// info" with the environment env, waits (at most about 60 s) until its
+// info" (cfg written to a file) with the environment env, waits (at most about 60 s) until its
 // /readyz answers 200, and stops it when the test ends, checking it exits
 // 0. It returns the proxy's log (one line per decision).
 func startProxyCmd(t *testing.T, addr, cfg string, env map[string]string) *lockedBuf {
 	t.Helper()
-	cfgFile := writeFile(t, "mcpguard.yaml", cfg)
+	return startProxyFile(t, addr, writeFile(t, "mcpguard.yaml", cfg), env)
+}
+
+// startProxyFile is startProxyCmd with the configuration in cfgFile and
+// the flags extra added.
+func startProxyFile(t *testing.T, addr, cfgFile string, env map[string]string, extra ...string) *lockedBuf {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut lockedBuf
 	done := make(chan int, 1)
+	args := append([]string{"proxy", "-addr", addr, "-config", cfgFile, "-log-level", "info"}, extra...)
 	go func() {
-		done <- run(ctx, []string{"proxy", "-addr", addr, "-config", cfgFile, "-log-level", "info"}, func(k string) string { return env[k] }, &out, &errOut)
+		done <- run(ctx, args, func(k string) string { return env[k] }, &out, &errOut)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -131,6 +138,7 @@ type seenRequest struct {
 // answering the assertion's subject, recording every request it gets.
 type upstream struct {
 	url string
+	srv *mcp.Server // its tools may change while it serves
 
 	mu   sync.Mutex
 	seen []seenRequest
@@ -164,6 +172,7 @@ func startUpstream(t *testing.T, origin string) *upstream {
 		t.Fatal(err)
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "upstream", Version: "1"}, nil)
+	u.srv = s
 	a.Install(s)
 	mcp.AddTool(s, &mcp.Tool{Name: "whoami"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		p, ok := gosdk.Principal(req)

@@ -26,8 +26,9 @@ const retireAfter = 30 * time.Second
 // file, and replaces it atomically on a reload: requests that started on
 // the previous one finish there, new ones go to the new one. Without
 // Redis, every generation shares one step-up store, one session-owner
-// store and one DPoP replay store, so that sessions, step-up counts and
-// replay records survive a reload.
+// store, one DPoP replay store and one pin store, so that sessions,
+// step-up counts, replay records and pinned tools survive a reload (a
+// reload must never re-pin a changed tool).
 type generations struct {
 	cur atomic.Pointer[proxy.Proxy]
 
@@ -41,6 +42,7 @@ type generations struct {
 	stepUp  middleware.StepUpStore
 	owners  middleware.OwnerStore
 	replays dpop.ReplayStore
+	pins    middleware.PinStore
 
 	mu      sync.Mutex // one reload at a time; guards the fields below
 	retired []*proxy.Proxy
@@ -61,8 +63,9 @@ func (g *generations) share(cfg *proxy.Config) {
 		g.stepUp = middleware.NewMemoryStepUpStore()
 		g.owners = middleware.NewMemoryOwnerStore(nil)
 		g.replays = dpop.NewMemoryReplayStore(0, nil)
+		g.pins = middleware.NewMemoryPinStore()
 	}
-	cfg.StepUpStore, cfg.OwnerStore, cfg.ReplayStore = g.stepUp, g.owners, g.replays
+	cfg.StepUpStore, cfg.OwnerStore, cfg.ReplayStore, cfg.PinStore = g.stepUp, g.owners, g.replays, g.pins
 }
 
 // readFile reads the configuration file, bounded.
