@@ -204,7 +204,7 @@ func jwksGoroutines() int {
 // waitGoroutines waits until cond holds for the goroutine count, or fails.
 func waitGoroutines(t *testing.T, what string, cond func(jwks, all int) bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		j, all := jwksGoroutines(), runtime.NumGoroutine()
 		if cond(j, all) {

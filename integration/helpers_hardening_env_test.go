@@ -435,7 +435,7 @@ func (c *hxCountingBody) Read(p []byte) (int, error) {
 // to at most baseline+tolerance, and fails with a stack dump if it does not.
 func hxSettleGoroutines(t testing.TB, baseline, tolerance int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	n := runtime.NumGoroutine()
 	for n > baseline+tolerance && time.Now().Before(deadline) {
 		time.Sleep(hxPoll)

@@ -274,7 +274,7 @@ func TestTraces(t *testing.T) {
 	}
 	// The on-demand refresh's span ends just after its waiters wake.
 	var byName map[string][]sdktrace.ReadOnlySpan
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
 		byName = map[string][]sdktrace.ReadOnlySpan{}
 		for _, s := range e.spans.Ended() {
 			byName[s.Name()] = append(byName[s.Name()], s)

@@ -75,7 +75,7 @@ func TestDiscoveryRecoversByItself(t *testing.T) {
 		t.Fatalf("Keys = %v, want %v wrapping %v", err, validate.ErrKeysUnavailable, asmeta.ErrNotFound)
 	}
 	f.setMetaIssuer(f.srv.URL)
-	eventually(t, 10*time.Second, func() bool { return s.stats().Keys == 1 })
+	eventually(t, 30*time.Second, func() bool { return s.stats().Keys == 1 })
 	if _, err := s.Keys(t.Context(), "k1"); err != nil {
 		t.Errorf("Keys after metadata appeared = %v", err)
 	}

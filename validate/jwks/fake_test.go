@@ -253,7 +253,7 @@ func newSource(t *testing.T, cfg Config) *Source {
 // waitFirst waits (bounded) until the first refresh has ended.
 func waitFirst(t *testing.T, s *Source) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() bool { return s.stats().Fetches >= 1 && s.idle() })
+	eventually(t, 30*time.Second, func() bool { return s.stats().Fetches >= 1 && s.idle() })
 }
 
 // idle reports that no refresh is running.

@@ -88,7 +88,7 @@ func TestHealthAndObserver(t *testing.T) {
 	if err := s.WaitReady(t.Context()); err != nil {
 		t.Fatalf("WaitReady = %v", err)
 	}
-	eventually(t, 5*time.Second, func() bool { return !s.Health().NextRefresh.IsZero() })
+	eventually(t, 30*time.Second, func() bool { return !s.Health().NextRefresh.IsZero() })
 	h := s.Health()
 	if !h.Ready || h.Keys != 1 || !h.LastSuccess.Equal(clk.Now()) || !h.LastAttempt.Equal(clk.Now()) || h.LastError != nil ||
 		h.Cause != causeNone || h.ConsecutiveFailures != 0 || !h.NextRefresh.Equal(clk.Now().Add(time.Hour)) || h.Issuer != cfg.Issuer {
@@ -102,7 +102,7 @@ func TestHealthAndObserver(t *testing.T) {
 	if _, err := s.Keys(ctx, "unknown"); err == nil {
 		t.Fatal("Keys(unknown) = nil")
 	}
-	eventually(t, 5*time.Second, func() bool { _, ends, _ := rec.snapshot(); return len(ends) == 2 })
+	eventually(t, 30*time.Second, func() bool { _, ends, _ := rec.snapshot(); return len(ends) == 2 })
 	h = s.Health()
 	if !h.Ready || h.Keys != 1 || h.Cause != causeNotFound || h.ConsecutiveFailures != 1 || !h.LastAttempt.Equal(clk.Now()) {
 		t.Errorf("Health after a failure = %+v", h)

@@ -36,7 +36,7 @@ func TestCloseStopsGoroutines(t *testing.T) {
 		t.Fatalf("second Close = %v", err)
 	}
 	fetches := s.stats().Fetches
-	eventually(t, 10*time.Second, func() bool { return runtime.NumGoroutine() <= before })
+	eventually(t, 30*time.Second, func() bool { return runtime.NumGoroutine() <= before })
 
 	// A request aborted by Close may still reach the server late, so the
 	// server count is read once everything has settled.
@@ -69,13 +69,13 @@ func TestCloseAbortsHangingFetch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, func() bool { return f.hits.Load() == 1 })
+	eventually(t, 30*time.Second, func() bool { return f.hits.Load() == 1 })
 	start := time.Now()
 	_ = s.Close()
 	if d := time.Since(start); d > 20*time.Second {
 		t.Errorf("Close took %v (FetchTimeout is a minute)", d)
 	}
-	eventually(t, 10*time.Second, func() bool { return runtime.NumGoroutine() <= before })
+	eventually(t, 30*time.Second, func() bool { return runtime.NumGoroutine() <= before })
 }
 
 func TestNewConfig(t *testing.T) {

@@ -29,7 +29,7 @@ func TestOutageAtStartRecoversByItself(t *testing.T) {
 	}
 
 	f.setKeys(t, k1) // the AS comes back; nobody calls Refresh
-	eventually(t, 10*time.Second, func() bool { return s.stats().Keys == 1 })
+	eventually(t, 30*time.Second, func() bool { return s.stats().Keys == 1 })
 	if _, err := s.Keys(t.Context(), "k1"); err != nil {
 		t.Fatalf("Keys after recovery = %v", err)
 	}
@@ -164,7 +164,7 @@ func TestRetryAfterDelaysBackgroundRetry(t *testing.T) {
 		t.Errorf("fetches within Retry-After = %d, want 1", got)
 	}
 	f.setKeys(t, ecJWK(t, "k1"))
-	eventually(t, 10*time.Second, func() bool { return s.stats().Keys == 1 })
+	eventually(t, 30*time.Second, func() bool { return s.stats().Keys == 1 })
 }
 
 func TestNextDelay(t *testing.T) {

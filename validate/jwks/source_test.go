@@ -76,7 +76,7 @@ func TestRemovedKeyStopsWorking(t *testing.T) {
 		waitFirst(t, s)
 
 		f.setKeys(t, k2)
-		eventually(t, 10*time.Second, func() bool {
+		eventually(t, 30*time.Second, func() bool {
 			_, err := s.Keys(t.Context(), "k1")
 			return errors.Is(err, validate.Error{Reason: "unknown_key"})
 		})
@@ -236,7 +236,7 @@ func TestCancelledRequestDoesNotAbortRefresh(t *testing.T) {
 	f.setGate(nil, nil)
 	close(gate)
 	// The refresh the request started finishes in the background.
-	eventually(t, 10*time.Second, func() bool {
+	eventually(t, 30*time.Second, func() bool {
 		_, err := s.Keys(context.Background(), "k2")
 		return err == nil
 	})
