@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -25,6 +26,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/authtest"
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
@@ -88,6 +90,15 @@ type envConfig struct {
 	policy proxy.Policy
 	// forwardHeaders is the proxy route's forward_headers.
 	forwardHeaders []string
+	// rules are the example server's middleware rules (library), or with
+	// viaProxy the proxy route's (as policy.rules; events_test.go,
+	// rules_clients_test.go).
+	rules []middleware.Rule
+	// proxyLog, instrument and wrapProxy are the proxy's Config.Logger,
+	// Config.Instrument and a wrapper of its handler (events_test.go).
+	proxyLog   *slog.Logger
+	instrument func(*mcpguard.Config)
+	wrapProxy  func(http.Handler) http.Handler
 }
 
 // env is one example MCP server and its development authorization server,
@@ -238,6 +249,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 		Stateful:             cfg.stateful,
 		Public:               cfg.public,
 		Lists:                cfg.lists,
+		Rules:                libraryRules(cfg),
 	})
 	if err != nil {
 		t.Fatalf("server.New: %v", err)
@@ -253,6 +265,15 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	mcpTS.Start()
 	t.Cleanup(mcpTS.Close)
 	return e
+}
+
+// libraryRules are the example server's rules: cfg.rules unless the
+// proxy applies them.
+func libraryRules(cfg envConfig) []middleware.Rule {
+	if cfg.viaProxy {
+		return nil
+	}
+	return cfg.rules
 }
 
 // token mints an access token for the MCP server directly at the

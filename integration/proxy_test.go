@@ -21,7 +21,14 @@ func startProxy(t *testing.T, ts *httptest.Server, resource, upstream, issuer st
 	if cfg.alsoTrust != nil {
 		issuers = append(issuers, cfg.alsoTrust.URL)
 	}
-	px, err := proxy.New(proxy.Config{Routes: []proxy.Route{{
+	policy := cfg.policy
+	for _, r := range cfg.rules {
+		policy.Rules = append(policy.Rules, proxy.PolicyRule{
+			Name: r.Name, Methods: r.Methods, Tools: r.Tools, Prompts: r.Prompts, Resources: r.Resources,
+			DenyWhen: r.DenyWhen, RequireScopes: r.RequireScopes, When: r.When,
+		})
+	}
+	px, err := proxy.New(proxy.Config{Logger: cfg.proxyLog, Instrument: cfg.instrument, Routes: []proxy.Route{{
 		Resource: resource, Upstream: upstream, Issuers: issuers, Scopes: []string{baseScope},
 		Operations: proxy.Operations{
 			Tools: map[string][]string{server.ToolWhoami: nil, server.ToolNotesList: {server.ScopeNotesRead}, server.ToolNotesWrite: {server.ScopeNotesWrite}},
@@ -31,7 +38,7 @@ func startProxy(t *testing.T, ts *httptest.Server, resource, upstream, issuer st
 		},
 		DPoP:           dp,
 		Validation:     proxy.Validation{TenantClaim: "tenant"},
-		Policy:         cfg.policy,
+		Policy:         policy,
 		ForwardHeaders: cfg.forwardHeaders,
 	}}})
 	if err != nil {
@@ -39,6 +46,9 @@ func startProxy(t *testing.T, ts *httptest.Server, resource, upstream, issuer st
 	}
 	t.Cleanup(func() { px.Close() })
 	ts.Config.Handler = px
+	if cfg.wrapProxy != nil {
+		ts.Config.Handler = cfg.wrapProxy(px)
+	}
 	ts.Start()
 	t.Cleanup(ts.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

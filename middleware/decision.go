@@ -11,11 +11,13 @@ import (
 
 // Decision is what the middleware decided about one request, reported to
 // Config.OnDecision for metrics, logs and traces, and recorded where
-// [ContextWithDecision] asks. Every string field is
-// low-cardinality, so it can be a metric label as is: values a client
-// chooses are reported only when the configuration or the MCP
-// specification names them, and as "(unlisted)" otherwise. Principal and Err
-// are for logs, never for labels.
+// [ContextWithDecision] asks (the schema of the event,
+// in logs and OpenTelemetry, is in docs/operations.md, "Decision events").
+// Status, Reason, Method, Name and ProtocolVersion are low-cardinality, so
+// each can be a metric label as is: values a client chooses are reported
+// only when the configuration or the MCP specification names them, and as
+// "(unlisted)" otherwise. Session, ArgumentsSHA256, Rule, Principal and
+// Err are for logs and traces, never for labels.
 //
 // The slices and the Principal are shared with the middleware and the
 // request; read them during the call and do not modify them.
@@ -49,6 +51,12 @@ type Decision struct {
 	// header is absent, and "(unlisted)" for any other value or for a
 	// repeated header.
 	ProtocolVersion string
+
+	// Session is the request's Mcp-Session-Id when it is well formed
+	// (one value of visible ASCII, at most 256 bytes), else "". It is the
+	// server's choice, or for a refused request the client's: for logs
+	// and traces, never a metric label.
+	Session string
 
 	// ArgumentsSHA256 is the hex SHA-256 of the RFC 8785 canonical form of
 	// params.arguments of a tools/call or prompts/get that was authorized
@@ -270,6 +278,7 @@ func (m *Middleware) reportPass(ctx context.Context, h http.Header, p *Principal
 // (nil: unknown), the protocol version of h and the principal p.
 func decision(h http.Header, reason Reason, p *Principal, g *grant) Decision {
 	d := Decision{Reason: reason, ProtocolVersion: versionLabel(h), Principal: p}
+	d.Session, _ = sessionID(h)
 	if g != nil {
 		d.Method, d.Name = g.method, g.name
 	}

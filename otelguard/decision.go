@@ -23,8 +23,19 @@ const (
 	attrOperation = "mcpguard.operation.name"
 	attrVersion   = "mcp.protocol.version"
 	attrIssuer    = "mcpguard.issuer"
-	attrClient    = "mcpguard.client_id" // spans only, never a metric label
+	// Spans and span events only, never metric labels.
+	attrClient  = "mcpguard.client_id"
+	attrUser    = "user.id"
+	attrTenant  = "mcpguard.tenant"
+	attrSession = "mcp.session.id"
+	attrArgs    = "mcpguard.arguments.sha256"
+	attrRule    = "mcpguard.rule.name"
 )
+
+// eventName is the span event of a decision reported without a decision
+// span (a request not served through [Telemetry.Handler]), added to the
+// recording span of the request's context.
+const eventName = "mcpguard.decision"
 
 type decisionKey struct {
 	status                        int
@@ -57,18 +68,46 @@ func (t *Telemetry) onDecision(ctx context.Context, d middleware.Decision) {
 		t.exhausted.Add(ctx, 1, t.stepUpOptions(d).add...)
 	}
 	ds, ok := ctx.Value(decisionSpanKey{}).(*decisionSpan)
-	if !ok || !ds.ended.CompareAndSwap(false, true) {
+	if !ok {
+		// No decision span: the decision is an event on the request's
+		// span, if one records (otelhttp's, for instance).
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			span.AddEvent(eventName, trace.WithAttributes(eventAttrs(k, d)...))
+		}
+		return
+	}
+	if !ds.ended.CompareAndSwap(false, true) {
 		return
 	}
 	span := ds.span
-	span.SetAttributes(decisionAttrs(k)...)
-	if p := d.Principal; p != nil {
-		span.SetAttributes(attribute.String(attrIssuer, p.Issuer), attribute.String(attrClient, p.ClientID))
-	}
+	span.SetAttributes(eventAttrs(k, d)...)
 	if d.Status >= 500 {
 		span.SetStatus(codes.Error, string(d.Reason))
 	}
 	span.End()
+}
+
+// eventAttrs are the attributes of the decision event d (labels k):
+// the labels, then who, in which session, with which arguments' digest,
+// decided by which rule (docs/operations.md, "Decision events"). Empty
+// values are left out.
+func eventAttrs(k decisionKey, d middleware.Decision) []attribute.KeyValue {
+	kv := decisionAttrs(k)
+	str := func(key, v string) {
+		if v != "" {
+			kv = append(kv, attribute.String(key, v))
+		}
+	}
+	if p := d.Principal; p != nil {
+		str(attrIssuer, p.Issuer)
+		str(attrUser, p.Subject)
+		str(attrClient, p.ClientID)
+		str(attrTenant, p.Tenant)
+	}
+	str(attrSession, d.Session)
+	str(attrArgs, d.ArgumentsSHA256)
+	str(attrRule, d.Rule)
+	return kv
 }
 
 func (t *Telemetry) stepUpOptions(d middleware.Decision) options {

@@ -43,8 +43,13 @@
 // the request's context (otelhttp's, for instance) or, when there is
 // none, of the trace context the request carries (Config.Propagator); the
 // decision ends it, so it covers the checks, not the MCP handler. Its
-// attributes are the decision's labels, the issuer and the client id of
-// a valid token; never the subject, a token or a claim value. Key
+// attributes are the decision event's (docs/operations.md, "Decision
+// events"): the labels, the issuer, subject ("user.id"), client and tenant
+// of a valid token, the session, the SHA-256 of the arguments and the
+// rule; never a token, the arguments or another claim value. A decision
+// of a request not served through Handler is added, with the same
+// attributes, as the event "mcpguard.decision" on the request context's
+// span when it records. Key
 // refreshes ("mcpguard.jwks.refresh") that a request starts and
 // introspection calls ("mcpguard.introspect") are its children;
 // background refreshes are root spans.

@@ -2,6 +2,7 @@ package otelguard_test
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -291,11 +292,16 @@ func TestTraces(t *testing.T) {
 		if s.SpanContext().TraceID().String() != "4bf92f3577b34da6a3ce929d0e0e4736" || s.Parent().SpanID().String() != "00f067aa0ba902b7" || !s.Parent().IsRemote() {
 			t.Errorf("authorize span not linked to the incoming trace: trace %s parent %s", s.SpanContext().TraceID(), s.Parent().SpanID())
 		}
+		// The user is the decision event's user.id (docs/operations.md,
+		// "Decision events"); never a token, and no other attribute.
 		for _, kv := range s.Attributes() {
-			if v := kv.Value.String(); strings.Contains(v, good) || strings.Contains(v, "user-1") {
+			if v := kv.Value.String(); strings.Contains(v, good) || (kv.Key != "user.id" && strings.Contains(v, "user-1")) {
 				t.Errorf("span attribute %s=%s", kv.Key, v)
 			}
 		}
+	}
+	if got := attr(auth[0], "user.id"); got != "user-1" {
+		t.Errorf("authorized span user.id = %q, want the subject", got)
 	}
 	if got := attr(auth[0], "mcpguard.decision.reason"); got != "authorized" {
 		t.Errorf("first span reason = %q", got)
@@ -407,5 +413,72 @@ func TestNoAllocations(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { tel.ObserveValidation(ctx, o) }); n != 0 {
 		t.Errorf("ObserveValidation allocates %v", n)
+	}
+}
+
+// TestDecisionEvent: a decision of a request not served through
+// Telemetry.Handler is the span event "mcpguard.decision" on the
+// request's recording span, with the attributes of the decision span
+// (docs/operations.md, "Decision events"); the metrics never carry the
+// user, client, session, digest or rule.
+func TestDecisionEvent(t *testing.T) {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	reader := sdkmetric.NewManualReader()
+	tel, err := otelguard.New(otelguard.Config{TracerProvider: tp, MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, span := tp.Tracer("test").Start(context.Background(), "request")
+	d := middleware.Decision{
+		Status: 403, Reason: middleware.Reason("rule_denied"), Method: "tools/call", Name: "delete_repo", ProtocolVersion: "2026-07-28",
+		Session: "sess-1", ArgumentsSHA256: "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a", Rule: "no-deletes",
+		Principal: &middleware.Principal{Issuer: "https://as.example", Subject: "alice", ClientID: "app-1", Tenant: "acme"},
+	}
+	tel.OnDecision(ctx, d)
+	span.End()
+	tel.OnDecision(context.Background(), d) // no span: nothing to add to, nothing fails
+
+	ended := spans.Ended()
+	if len(ended) != 1 || len(ended[0].Events()) != 1 {
+		t.Fatalf("spans %v, want one with one event", names(ended))
+	}
+	ev := ended[0].Events()[0]
+	if ev.Name != "mcpguard.decision" {
+		t.Errorf("event %q", ev.Name)
+	}
+	got := map[string]string{}
+	for _, kv := range ev.Attributes {
+		got[string(kv.Key)] = kv.Value.Emit()
+	}
+	want := map[string]string{
+		"mcpguard.decision.outcome": "refused", "mcpguard.decision.reason": "rule_denied", "http.response.status_code": "403",
+		"mcp.method.name": "tools/call", "mcpguard.operation.name": "delete_repo", "mcp.protocol.version": "2026-07-28",
+		"mcpguard.issuer": "https://as.example", "user.id": "alice", "mcpguard.client_id": "app-1", "mcpguard.tenant": "acme",
+		"mcp.session.id": "sess-1", "mcpguard.arguments.sha256": d.ArgumentsSHA256, "mcpguard.rule.name": "no-deletes",
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("event attributes\n got %v\nwant %v", got, want)
+	}
+
+	var rm metricdata.ResourceMetrics
+	if err := reader.Collect(context.Background(), &rm); err != nil {
+		t.Fatal(err)
+	}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			s, ok := m.Data.(metricdata.Sum[int64])
+			if !ok {
+				continue
+			}
+			for _, dp := range s.DataPoints {
+				for _, kv := range dp.Attributes.ToSlice() {
+					switch kv.Key {
+					case "user.id", "mcpguard.client_id", "mcpguard.tenant", "mcp.session.id", "mcpguard.arguments.sha256", "mcpguard.rule.name":
+						t.Errorf("metric %s carries %s", m.Name, kv.Key)
+					}
+				}
+			}
+		}
 	}
 }

@@ -8,10 +8,11 @@ import (
 	"sync"
 )
 
-// logRequest writes the one line of a request to a route: who, which
-// operation, the decision and its reason, what the upstream answered and
-// how long it took. Never a token: the principal is its ID (issuer,
-// subject, client, tenant).
+// logRequest writes the one line of a request to a route, the decision
+// event of docs/operations.md ("Decision events"): who (issuer, subject,
+// client, tenant), in which session, which operation and revision, the
+// SHA-256 of its arguments, the decision, its reason and rule, what the
+// upstream answered and how long it took. Never a token or the arguments.
 func (px *Proxy) logRequest(r *http.Request, st *reqState) {
 	d := &st.decision
 	status := d.Status
@@ -26,26 +27,43 @@ func (px *Proxy) logRequest(r *http.Request, st *reqState) {
 	case d.Status == 0:
 		status = st.upstreamStatus
 	}
-	principal := ""
-	if d.Principal != nil {
-		principal = d.Principal.ID()
-	}
 	level := slog.LevelInfo
 	if st.proxyErr != "" && st.proxyErr != "client_gone" {
 		level = slog.LevelWarn
 	}
-	px.log.LogAttrs(r.Context(), level, "mcp request",
+	attrs := make([]slog.Attr, 0, 20)
+	attrs = append(attrs,
 		slog.String("route", st.route.cfg.Resource),
 		slog.String("http_method", r.Method),
 		slog.String("mcp_method", d.Method),
 		slog.String("name", d.Name),
-		slog.String("principal", principal),
+		slog.String("revision", d.ProtocolVersion))
+	if p := d.Principal; p != nil {
+		attrs = append(attrs,
+			slog.String("issuer", p.Issuer),
+			slog.String("subject", p.Subject),
+			slog.String("client_id", p.ClientID),
+			slog.String("tenant", p.Tenant))
+		if p.Anonymous {
+			attrs = append(attrs, slog.Bool("anonymous", true))
+		}
+	}
+	if d.Session != "" {
+		attrs = append(attrs, slog.String("session", d.Session))
+	}
+	if d.ArgumentsSHA256 != "" {
+		attrs = append(attrs, slog.String("arguments_sha256", d.ArgumentsSHA256))
+	}
+	if d.Rule != "" {
+		attrs = append(attrs, slog.String("rule", d.Rule))
+	}
+	attrs = append(attrs,
 		slog.String("reason", string(d.Reason)),
 		slog.String("outcome", outcome),
 		slog.Int("status", status),
 		slog.String("identity", st.route.identity.mode()),
-		slog.Duration("latency", px.now().Sub(st.start)),
-	)
+		slog.Duration("latency", px.now().Sub(st.start)))
+	px.log.LogAttrs(r.Context(), level, "mcp request", attrs...)
 }
 
 // minLevel is a slog.Handler passing records at or above level only.

@@ -78,6 +78,9 @@ type Config struct {
 	// Public lists operations served without a token
 	// (middleware.OperationPolicy.Public). The zero value lists none.
 	Public middleware.PublicOperations
+	// Rules are the middleware's rules beyond scopes
+	// (middleware.Config.Rules, docs/policy.md "Rules"). Nil means none.
+	Rules []middleware.Rule
 	// AllowedOrigins are the browser origins allowed besides the
 	// resource's own (middleware.Config.AllowedOrigins): their requests
 	// pass the Origin check and get CORS answers. Nil means none.
@@ -142,6 +145,7 @@ func New(cfg Config) (*Server, error) {
 		Scopes:         cfg.Scopes,
 		Operations:     middleware.OperationPolicy{Tools: toolScopes(), Public: cfg.Public},
 		Lists:          cfg.Lists,
+		Rules:          cfg.Rules,
 		Logger:         cfg.Logger,
 		Now:            cfg.Now,
 		DPoP:           cfg.DPoP,
