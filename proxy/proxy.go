@@ -74,145 +74,191 @@ type route struct {
 // route, the assertion signer. Errors wrap [ErrConfig] and name the
 // field. On error nothing is left running.
 func New(cfg Config) (*Proxy, error) {
-	if len(cfg.Routes) == 0 {
-		return nil, fmt.Errorf("%w: routes: at least one route is required", ErrConfig)
-	}
-	cfg.Routes = slices.Clone(cfg.Routes)
-	if err := cfg.Timeouts.check(); err != nil {
+	cfg = cfg.withDefaults()
+	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	cfg.Timeouts = cfg.Timeouts.withDefaults()
-	logger := cfg.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
+	px := &Proxy{cfg: cfg, mux: http.NewServeMux(), streams: newStreamSet(cfg.Timeouts.IdleStream, cfg.Timeouts.StreamWrite),
+		log: cfg.Logger, now: cfg.Now}
+	if px.now == nil {
+		px.now = time.Now // cfg.Now stays nil: the packages below default it themselves
 	}
-	now := cfg.Now
-	if now == nil {
-		now = time.Now
-	}
-	paths := map[string]int{}
-	for i := range cfg.Routes {
-		r := &cfg.Routes[i]
-		if err := checkRoute(i, r); err != nil {
-			return nil, err
-		}
-		u, _ := url.Parse(r.Resource)
-		p := u.EscapedPath()
-		if p == "" {
-			p = "/"
-		}
-		if j, dup := paths[p]; dup {
-			return nil, fmt.Errorf("%w: routes[%d].resource has the path %q of routes[%d]; give each route its own path", ErrConfig, i, p, j)
-		}
-		paths[p] = i
-	}
-	if err := checkIssuers(&cfg); err != nil {
-		return nil, err
-	}
-	if (cfg.TLS.CertFile == "") != (cfg.TLS.KeyFile == "") {
-		return nil, fmt.Errorf("%w: tls: cert_file and key_file go together", ErrConfig)
-	}
-	if cfg.DevAS != "" && !loopbackHostPort(cfg.DevAS) {
-		return nil, fmt.Errorf("%w: dev_as %q: must be a loopback host:port (the development authorization server approves everyone)", ErrConfig, cfg.DevAS)
-	}
-	px := &Proxy{cfg: cfg, mux: http.NewServeMux(), streams: newStreamSet(cfg.Timeouts.IdleStream, cfg.Timeouts.StreamWrite), log: logger, now: now}
-	fail := func(err error) (*Proxy, error) {
+	if err := px.build(); err != nil {
 		_ = px.Close()
 		return nil, err
 	}
+	return px, nil
+}
 
-	// The assertion signer, if any route uses it.
-	a := cfg.Assertion
-	if a.Issuer == "" {
-		u, _ := url.Parse(cfg.Routes[0].Resource)
-		a.Issuer = u.Scheme + "://" + u.Host
+// withDefaults returns c with its defaults filled in: its own copy of
+// the routes, the timeouts, a discarding logger, the assertion issuer
+// (the first route's origin) and JWK Set path.
+func (c Config) withDefaults() Config {
+	c.Routes = slices.Clone(c.Routes)
+	c.Timeouts = c.Timeouts.withDefaults()
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	if a.JWKSPath == "" {
-		a.JWKSPath = defaultJWKSPath
+	if a := &c.Assertion; a.Issuer == "" && len(c.Routes) > 0 {
+		if u, err := url.Parse(c.Routes[0].Resource); err == nil && u.Host != "" {
+			a.Issuer = u.Scheme + "://" + u.Host
+		}
 	}
+	if c.Assertion.JWKSPath == "" {
+		c.Assertion.JWKSPath = defaultJWKSPath
+	}
+	return c
+}
+
+// check refuses a configuration New cannot build, naming the field: the
+// routes (each, and their paths), the issuers, TLS, the development
+// authorization server and the assertion JWK Set path.
+func (c *Config) check() error {
+	if len(c.Routes) == 0 {
+		return fmt.Errorf("%w: routes: at least one route is required", ErrConfig)
+	}
+	if err := c.Timeouts.check(); err != nil {
+		return err
+	}
+	paths := map[string]int{}
+	for i := range c.Routes {
+		r := &c.Routes[i]
+		if err := checkRoute(i, r); err != nil {
+			return err
+		}
+		p := routePath(r)
+		if j, dup := paths[p]; dup {
+			return fmt.Errorf("%w: routes[%d].resource has the path %q of routes[%d]; give each route its own path", ErrConfig, i, p, j)
+		}
+		paths[p] = i
+	}
+	if err := checkIssuers(c); err != nil {
+		return err
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		return fmt.Errorf("%w: tls: cert_file and key_file go together", ErrConfig)
+	}
+	if c.DevAS != "" && !loopbackHostPort(c.DevAS) {
+		return fmt.Errorf("%w: dev_as %q: must be a loopback host:port (the development authorization server approves everyone)", ErrConfig, c.DevAS)
+	}
+	a := &c.Assertion
 	if !strings.HasPrefix(a.JWKSPath, "/") {
-		return fail(fmt.Errorf("%w: assertion.jwks_path %q: must start with /", ErrConfig, a.JWKSPath))
+		return fmt.Errorf("%w: assertion.jwks_path %q: must start with /", ErrConfig, a.JWKSPath)
 	}
 	if _, taken := paths[a.JWKSPath]; taken {
-		return fail(fmt.Errorf("%w: assertion.jwks_path %q is a route's path", ErrConfig, a.JWKSPath))
+		return fmt.Errorf("%w: assertion.jwks_path %q is a route's path", ErrConfig, a.JWKSPath)
 	}
-	needSigner := slices.ContainsFunc(cfg.Routes, func(r Route) bool {
-		return !r.Stdio.enabled() && (r.Identity.Mode == "" || r.Identity.Mode == modeAssertion)
-	})
-	if needSigner {
-		key := a.Key
-		if key == nil && a.KeyFile != "" {
-			k, err := loadKey("assertion.key_file", a.KeyFile)
-			if err != nil {
-				return fail(fmt.Errorf("%w: %w", ErrConfig, err))
-			}
-			key = k
-		}
-		var publish []crypto.PublicKey
-		for i, f := range a.PublishKeyFiles {
-			k, err := loadPublicKey(fmt.Sprintf("assertion.publish_key_files[%d]", i), f)
-			if err != nil {
-				return fail(fmt.Errorf("%w: %w", ErrConfig, err))
-			}
-			publish = append(publish, k)
-		}
-		s, err := newSigner(a.Issuer, key, publish)
-		if err != nil {
-			return fail(err)
-		}
-		px.signer = s
-		px.mux.Handle(a.JWKSPath, s)
-	}
-	px.cfg.Assertion = a
+	return nil
+}
 
+// routePath returns the path a route is served at: its resource's
+// (checked by checkRoute), "/" for none.
+func routePath(r *Route) string {
+	u, _ := url.Parse(r.Resource)
+	if p := u.EscapedPath(); p != "" {
+		return p
+	}
+	return "/"
+}
+
+// build builds the checked configuration px.cfg: the assertion signer,
+// the shared state, the upstream transport, the key sources and the
+// routes, then the proxy's own endpoints.
+func (px *Proxy) build() error {
+	if err := px.buildSigner(); err != nil {
+		return err
+	}
 	// Shared state: Redis when configured, else this process.
 	px.counter = &memCounter{counts: map[string]memCount{}}
-	if cfg.Redis.Addr != "" {
+	if px.cfg.Redis.Addr != "" {
 		if err := px.useRedis(); err != nil {
-			return fail(err)
+			return err
 		}
 	}
 	if px.cfg.PinStore == nil {
 		px.cfg.PinStore = middleware.NewMemoryPinStore() // one for every route: the route is the resource
 	}
-
-	var rt http.RoundTripper = cfg.Transport
+	rt := px.cfg.Transport
 	if rt == nil {
-		px.tr = newTransport(cfg.Timeouts)
+		px.tr = newTransport(px.cfg.Timeouts)
 		rt = px.tr
 	}
-	// One key source per issuer, shared by the routes that trust it.
-	keys := map[string]validate.KeySource{}
-	for _, r := range cfg.Routes {
-		for _, iss := range r.Issuers {
-			if keys[iss] != nil {
-				continue
-			}
-			is := cfg.Issuers[iss]
-			if is.OpaqueOnly {
-				keys[iss] = &validate.StaticKeys{} // no JWT of it verifies; its tokens are introspected
-				continue
-			}
-			src, err := jwks.New(jwks.Config{Issuer: iss, JWKSURL: is.JWKSURL, RefreshInterval: is.RefreshInterval,
-				Observer: cfg.KeysObserver, Logger: logger.With("component", "jwks"), Now: cfg.Now})
-			if err != nil {
-				return fail(fmt.Errorf("%w: issuers[%s]: %w", ErrConfig, iss, err))
-			}
-			px.sources = append(px.sources, src)
-			keys[iss] = src
-		}
+	keys, err := px.keySources()
+	if err != nil {
+		return err
 	}
-	for i := range cfg.Routes {
-		r, err := px.newRoute(i, &cfg.Routes[i], keys, rt)
+	for i := range px.cfg.Routes {
+		r, err := px.newRoute(i, &px.cfg.Routes[i], keys, rt)
 		if err != nil {
-			return fail(err)
+			return err
 		}
 		px.routes = append(px.routes, r)
 	}
 	px.mux.HandleFunc("/healthz", health)
 	px.mux.Handle("/readyz", http.HandlerFunc(px.ready))
 	px.mux.HandleFunc("/", notFound)
-	return px, nil
+	return nil
+}
+
+// buildSigner builds the assertion signer and serves its JWK Set, if a
+// route uses assertions.
+func (px *Proxy) buildSigner() error {
+	needSigner := slices.ContainsFunc(px.cfg.Routes, func(r Route) bool {
+		return !r.Stdio.enabled() && (r.Identity.Mode == "" || r.Identity.Mode == modeAssertion)
+	})
+	if !needSigner {
+		return nil
+	}
+	a := &px.cfg.Assertion
+	key := a.Key
+	if key == nil && a.KeyFile != "" {
+		k, err := loadKey("assertion.key_file", a.KeyFile)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		key = k
+	}
+	var publish []crypto.PublicKey
+	for i, f := range a.PublishKeyFiles {
+		k, err := loadPublicKey(fmt.Sprintf("assertion.publish_key_files[%d]", i), f)
+		if err != nil {
+			return fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		publish = append(publish, k)
+	}
+	s, err := newSigner(a.Issuer, key, publish)
+	if err != nil {
+		return err
+	}
+	px.signer = s
+	px.mux.Handle(a.JWKSPath, s)
+	return nil
+}
+
+// keySources returns one key source per issuer, shared by the routes
+// that trust it.
+func (px *Proxy) keySources() (map[string]validate.KeySource, error) {
+	keys := map[string]validate.KeySource{}
+	for _, r := range px.cfg.Routes {
+		for _, iss := range r.Issuers {
+			if keys[iss] != nil {
+				continue
+			}
+			is := px.cfg.Issuers[iss]
+			if is.OpaqueOnly {
+				keys[iss] = &validate.StaticKeys{} // no JWT of it verifies; its tokens are introspected
+				continue
+			}
+			src, err := jwks.New(jwks.Config{Issuer: iss, JWKSURL: is.JWKSURL, RefreshInterval: is.RefreshInterval,
+				Observer: px.cfg.KeysObserver, Logger: px.log.With("component", "jwks"), Now: px.cfg.Now})
+			if err != nil {
+				return nil, fmt.Errorf("%w: issuers[%s]: %w", ErrConfig, iss, err)
+			}
+			px.sources = append(px.sources, src)
+			keys[iss] = src
+		}
+	}
+	return keys, nil
 }
 
 // newTransport is the transport to upstreams: no proxy from the
@@ -236,52 +282,13 @@ func newTransport(t Timeouts) *http.Transport {
 	}
 }
 
+// newRoute builds the route r (routes[i], checked), its identity, its
+// Guard and its forwarder over rt, and mounts it and its metadata.
 func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, rt http.RoundTripper) (*route, error) {
 	at := fmt.Sprintf("routes[%d]", i)
-	up, _ := url.Parse(r.Upstream)
-	if r.Stdio.enabled() {
-		up = stdioTarget
-	}
-	rl := px.log.With("route", r.Resource)
-	res, _ := url.Parse(r.Resource) // checked by checkRoute
-	x := &route{cfg: *r, log: rl, upstream: up, host: newHostRule(res)}
-	if up.Scheme == "unix" {
-		x.unix, _ = parseUnixUpstream(up) // checked by checkRoute
-		up = x.unix.target
-		if px.cfg.Transport == nil {
-			tr := x.unix.transport(px.cfg.Timeouts)
-			px.owned = append(px.owned, tr)
-			rt = tr
-		}
-	}
-	audience := r.Identity.Audience
-	if audience == "" {
-		audience = r.Upstream
-	}
-	header := http.CanonicalHeaderKey(r.Identity.Header)
-	if header == "" {
-		header = "Authorization"
-	}
-	bearer := header == "Authorization"
-	switch r.Identity.Mode {
-	case "", modeAssertion:
-		ttl := r.Identity.TTL
-		if ttl == 0 {
-			ttl = defaultAssertionTTL
-		}
-		prefix := ""
-		if bearer {
-			prefix = "Bearer "
-		}
-		x.identity = &assertionIdentity{a: newAssertions(px.signer, audience, ttl, px.now, prefix), header: header, bearer: bearer}
-	case modeHeaders:
-		x.identity = headersIdentity{}
-		rl.Warn("proxy: identity mode headers: the upstream trusts plain X-Mcpguard-* headers; keep it reachable by the proxy only", "upstream", r.Upstream)
-	case modeExchange:
-		hc := fetch.NewClient(fetch.ClientConfig{Timeout: exchangeTimeout})
-		x.identity = &exchangeIdentity{cfg: r.Identity.Exchange, audience: audience, resource: r.Upstream, header: header, bearer: bearer,
-			client: hc, now: px.now, cache: map[string]cachedToken{}, endpoints: newTokenEndpoints(hc, px.now)}
-	}
+	x, rt := px.routeUpstream(r, rt)
+	header := cmp.Or(http.CanonicalHeaderKey(r.Identity.Header), "Authorization")
+	x.identity = px.routeIdentity(r, header, x.log)
 	if r.Stdio.enabled() {
 		// The child learns its user from its environment; its requests
 		// never leave the process.
@@ -293,6 +300,87 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 		x.bridge = b
 		rt = b.Transport()
 	}
+	gc, err := px.guardConfig(r, keys, x.log)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", at, err)
+	}
+	g, err := mcpguard.New(gc)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, at, err)
+	}
+	x.guard = g
+	x.limits = newLimiter(r.RateLimit, px.counter, px.now)
+	x.fwd = px.newForwarder(x, r, header, rt)
+	routes := g.Routes(x.fwd)
+	for j, rr := range routes {
+		h := rr.Handler
+		if j == len(routes)-1 { // the MCP endpoint
+			x.handler = h
+			h = x
+		} else if len(px.cfg.Routes) > 1 && j > 0 {
+			continue // the root well-known metadata: only for a single route
+		}
+		px.mux.Handle(rr.Pattern, h)
+	}
+	return x, nil
+}
+
+// routeUpstream returns the route r with its upstream (a stdio or unix
+// socket one resolved) and the transport to reach it: rt, or for a unix
+// socket without Config.Transport, the socket's own (owned by px).
+func (px *Proxy) routeUpstream(r *Route, rt http.RoundTripper) (*route, http.RoundTripper) {
+	up, _ := url.Parse(r.Upstream)
+	if r.Stdio.enabled() {
+		up = stdioTarget
+	}
+	res, _ := url.Parse(r.Resource) // checked by checkRoute
+	x := &route{cfg: *r, log: px.log.With("route", r.Resource), upstream: up, host: newHostRule(res)}
+	if up.Scheme == "unix" {
+		x.unix, _ = parseUnixUpstream(up) // checked by checkRoute
+		if px.cfg.Transport == nil {
+			tr := x.unix.transport(px.cfg.Timeouts)
+			px.owned = append(px.owned, tr)
+			rt = tr
+		}
+	}
+	return x, rt
+}
+
+// target returns the URL requests to the upstream are sent to.
+func (x *route) target() *url.URL {
+	if x.unix != nil {
+		return x.unix.target
+	}
+	return x.upstream
+}
+
+// routeIdentity returns how the route r (logging to rl) tells its
+// upstream who the user is, in the request header named header
+// (canonical).
+func (px *Proxy) routeIdentity(r *Route, header string, rl *slog.Logger) identity {
+	audience := cmp.Or(r.Identity.Audience, r.Upstream)
+	bearer := header == "Authorization"
+	switch r.Identity.Mode {
+	case modeHeaders:
+		rl.Warn("proxy: identity mode headers: the upstream trusts plain X-Mcpguard-* headers; keep it reachable by the proxy only", "upstream", r.Upstream)
+		return headersIdentity{}
+	case modeExchange:
+		hc := fetch.NewClient(fetch.ClientConfig{Timeout: exchangeTimeout})
+		return &exchangeIdentity{cfg: r.Identity.Exchange, audience: audience, resource: r.Upstream, header: header, bearer: bearer,
+			client: hc, now: px.now, cache: map[string]cachedToken{}, endpoints: newTokenEndpoints(hc, px.now)}
+	}
+	prefix := ""
+	if bearer {
+		prefix = "Bearer "
+	}
+	ttl := cmp.Or(r.Identity.TTL, defaultAssertionTTL)
+	return &assertionIdentity{a: newAssertions(px.signer, audience, ttl, px.now, prefix), header: header, bearer: bearer}
+}
+
+// guardConfig returns the mcpguard.Config of the route r: its issuers'
+// key sources, its policy, validation, DPoP, sessions and stores, its
+// introspection, then Config.Instrument.
+func (px *Proxy) guardConfig(r *Route, keys map[string]validate.KeySource, rl *slog.Logger) (mcpguard.Config, error) {
 	dp, _ := dpopPolicy(r.DPoP)
 	proof := dpop.Config{
 		ReplayStore: px.cfg.ReplayStore, Window: r.DPoPProof.Window, ReplayMargin: r.DPoPProof.ReplayMargin,
@@ -338,43 +426,32 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 	}
 	tv, err := px.introspection(r, dp != middleware.DPoPOff)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", at, err)
+		return gc, err
 	}
 	gc.TokenValidator = tv
 	if px.cfg.Instrument != nil {
 		px.cfg.Instrument(&gc)
 	}
-	g, err := mcpguard.New(gc)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, at, err)
-	}
-	x.guard = g
-	x.limits = newLimiter(r.RateLimit, px.counter, px.now)
-	x.fwd = &forwarder{rt: x, target: up, write: px.cfg.Timeouts.StreamWrite, streams: px.streams,
+	return gc, nil
+}
+
+// newForwarder returns the forwarder of the route x (r built) over rt,
+// removing header, the identity's, from what the client sends.
+func (px *Proxy) newForwarder(x *route, r *Route, header string, rt http.RoundTripper) *forwarder {
+	f := &forwarder{rt: x, target: x.target(), write: px.cfg.Timeouts.StreamWrite, streams: px.streams,
 		users: newUserStreams(cmp.Or(r.MaxStreamsPerUser, defaultStreamsPerUser))}
-	x.fwd.strip, x.fwd.prefixes = stripLists(px.cfg.StripHeaders, header)
-	x.fwd.allow = allowList(r.ForwardHeaders)
-	x.fwd.rp = &httputil.ReverseProxy{
-		Rewrite:        x.fwd.rewrite,
+	f.strip, f.prefixes = stripLists(px.cfg.StripHeaders, header)
+	f.allow = allowList(r.ForwardHeaders)
+	f.rp = &httputil.ReverseProxy{
+		Rewrite:        f.rewrite,
 		Transport:      no1xx{rt},
 		FlushInterval:  -1, // every SSE event as it arrives
-		ModifyResponse: x.fwd.modifyResponse,
-		ErrorHandler:   x.fwd.errorHandler,
+		ModifyResponse: f.modifyResponse,
+		ErrorHandler:   f.errorHandler,
 		BufferPool:     bufferPool{},
 		ErrorLog:       log.New(discard{}, "", 0),
 	}
-	routes := g.Routes(x.fwd)
-	for j, rr := range routes {
-		h := rr.Handler
-		if j == len(routes)-1 { // the MCP endpoint
-			x.handler = h
-			h = x
-		} else if len(px.cfg.Routes) > 1 && j > 0 {
-			continue // the root well-known metadata: only for a single route
-		}
-		px.mux.Handle(rr.Pattern, h)
-	}
-	return x, nil
+	return f
 }
 
 // ServeHTTP marks the request as the route's, refuses a foreign Host on
