@@ -82,7 +82,10 @@ func TestStdioEverythingServer(t *testing.T) {
 			mu.Unlock()
 		},
 	})
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.resource, HTTPClient: &http.Client{Transport: tokenRT{p.token(t, "alice"), forgedHeaders}}}, nil)
+	// 2025-11-25: a session, in which the child may ask the client
+	// (sampling); a 2026-07-28 client is below.
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.resource, HTTPClient: &http.Client{Transport: tokenRT{p.token(t, "alice"), forgedHeaders}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: rev20251125})
 	if err != nil {
 		t.Fatalf("Connect: %v", err)
 	}
@@ -141,6 +144,21 @@ func TestStdioEverythingServer(t *testing.T) {
 		t.Errorf("progress notifications = %v, want 3", progress)
 	}
 	mu.Unlock()
+	// A 2026-07-28 client (stateless: server/discover, no session) shares
+	// alice's stateless child; the bridge drove its initialize.
+	mc := mcp.NewClient(&mcp.Implementation{Name: "stdio-modern", Version: "1"}, nil)
+	ms, err := mc.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.resource, HTTPClient: &http.Client{Transport: tokenRT{p.token(t, "alice"), forgedHeaders}}},
+		&mcp.ClientSessionOptions{ProtocolVersion: rev20260728})
+	if err != nil {
+		t.Fatalf("Connect %s: %v", rev20260728, err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	if v := ms.InitializeResult().ProtocolVersion; v != rev20260728 {
+		t.Errorf("stateless client negotiated %q", v)
+	}
+	if got := callText(ctx, t, ms, "echo", map[string]any{"message": "stateless over stdio"}); !strings.Contains(got, "stateless over stdio") {
+		t.Errorf("stateless echo = %q", got)
+	}
 	req, _ := http.NewRequest("POST", p.resource, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
@@ -260,7 +278,10 @@ func TestStdioFilesystemServer(t *testing.T) {
 		for _, r := range roots {
 			c.AddRoots(&mcp.Root{URI: "file://" + r, Name: "offered"})
 		}
-		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.resource, HTTPClient: &http.Client{Transport: tokenRT{p.token(t, sub), nil}}}, nil)
+		// 2025-11-25 sessions (a crash ends one); 2026-07-28 is
+		// TestStdioFilesystemStateless.
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.resource, HTTPClient: &http.Client{Transport: tokenRT{p.token(t, sub), nil}}},
+			&mcp.ClientSessionOptions{ProtocolVersion: rev20251125})
 		if err != nil {
 			t.Fatalf("Connect %s: %v", sub, err)
 		}
@@ -280,6 +301,63 @@ func TestStdioFilesystemServer(t *testing.T) {
 	if got, refused := fsCall(ctx, t, bob, "write_file", map[string]any{"path": filepath.Join(bobDir, "mine.txt"), "content": "bob's"}); refused {
 		t.Fatalf("bob writes his own file: %s", got)
 	}
+	secret := filepath.Join(aliceDir, "secret.txt")
+	fsDenied(ctx, t, bob, aliceDir, bobDir)
+	// bob's child crashes (killed from outside): alice's session is untouched.
+	killChildOf(t, bobDir)
+	if _, err := bob.CallTool(ctx, &mcp.CallToolParams{Name: "list_allowed_directories", Arguments: map[string]any{}}); err == nil {
+		t.Error("bob's session still answers after his child died")
+	}
+	if got, refused := fsCall(ctx, t, alice, "read_text_file", map[string]any{"path": secret}); refused || !strings.Contains(got, "alice's secret") {
+		t.Errorf("alice after bob's crash: %q %v", got, refused)
+	}
+}
+
+// TestStdioFilesystemStateless: the same denials for 2026-07-28 clients,
+// each user's stateless requests served by that user's one child.
+func TestStdioFilesystemStateless(t *testing.T) {
+	node, entry := requireFilesystemServer(t)
+	t.Parallel()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newStdioProxied(t, proxy.Stdio{Command: []string{node, entry, "."}, PassEnv: []string{"PATH", "HOME"},
+		Dir: filepath.Join(base, "{tenant}", "{subject}")})
+	ctx := testContext(t)
+	aliceDir, bobDir := filepath.Join(base, "acme", "alice"), filepath.Join(base, "acme", "bob")
+	connect := func(sub string) *mcp.ClientSession {
+		c := mcp.NewClient(&mcp.Implementation{Name: "fs-client", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: p.resource, HTTPClient: &http.Client{Transport: tokenRT{p.token(t, sub), nil}}},
+			&mcp.ClientSessionOptions{ProtocolVersion: rev20260728})
+		if err != nil {
+			t.Fatalf("Connect %s: %v", sub, err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		if v := cs.InitializeResult().ProtocolVersion; v != rev20260728 {
+			t.Fatalf("%s negotiated %q", sub, v)
+		}
+		return cs
+	}
+	alice := connect("alice")
+	if got, refused := fsCall(ctx, t, alice, "write_file", map[string]any{"path": filepath.Join(aliceDir, "secret.txt"), "content": "alice's secret"}); refused {
+		t.Fatalf("alice writes her own file: %s", got)
+	}
+	// A second client of alice reaches the same child and directory.
+	if got, refused := fsCall(ctx, t, connect("alice"), "read_text_file", map[string]any{"path": filepath.Join(aliceDir, "secret.txt")}); refused || !strings.Contains(got, "alice's secret") {
+		t.Fatalf("alice's second client reads her file: %q %v", got, refused)
+	}
+	bob := connect("bob")
+	if got, refused := fsCall(ctx, t, bob, "write_file", map[string]any{"path": filepath.Join(bobDir, "mine.txt"), "content": "bob's"}); refused {
+		t.Fatalf("bob writes his own file: %s", got)
+	}
+	fsDenied(ctx, t, bob, aliceDir, bobDir)
+}
+
+// fsDenied checks that bob, whose directory is bobDir, can read, list or
+// write nothing of alice's through any tool of the filesystem server.
+func fsDenied(ctx context.Context, t *testing.T, bob *mcp.ClientSession, aliceDir, bobDir string) {
+	t.Helper()
 	secret := filepath.Join(aliceDir, "secret.txt")
 	for _, tc := range []struct {
 		tool string
@@ -316,14 +394,6 @@ func TestStdioFilesystemServer(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(aliceDir); len(ents) != 1 {
 		t.Errorf("alice's directory after bob: %v", ents)
-	}
-	// bob's child crashes (killed from outside): alice's session is untouched.
-	killChildOf(t, bobDir)
-	if _, err := bob.CallTool(ctx, &mcp.CallToolParams{Name: "list_allowed_directories", Arguments: map[string]any{}}); err == nil {
-		t.Error("bob's session still answers after his child died")
-	}
-	if got, refused := fsCall(ctx, t, alice, "read_text_file", map[string]any{"path": secret}); refused || !strings.Contains(got, "alice's secret") {
-		t.Errorf("alice after bob's crash: %q %v", got, refused)
 	}
 }
 

@@ -203,6 +203,7 @@ type Bridge struct {
 
 	mu       sync.Mutex
 	sessions map[string]*session
+	shared   map[string]*sharedChild // children shared by a user's requests, by key
 	perUser  map[string]int
 	running  int
 	closed   bool
@@ -223,7 +224,7 @@ func New(cfg Config) (*Bridge, error) {
 		return nil, fmt.Errorf("%w: command %q: %w", ErrConfig, cfg.Command[0], err)
 	}
 	dir, _ := parseDir(cfg.Dir)
-	b := &Bridge{cfg: cfg, path: path, dir: dir, log: cfg.Logger, sessions: map[string]*session{}, perUser: map[string]int{},
+	b := &Bridge{cfg: cfg, path: path, dir: dir, log: cfg.Logger, sessions: map[string]*session{}, shared: map[string]*sharedChild{}, perUser: map[string]int{},
 		stopJanitor: make(chan struct{}), janitorDone: make(chan struct{})}
 	go b.janitor()
 	return b, nil
@@ -322,8 +323,9 @@ func mapKeys(m map[string]string) func(func(string) bool) {
 // errBusy is the process bound: 503 with Retry-After.
 var errBusy = errors.New("stdiobridge: too many children")
 
-// start reserves a slot for u and starts a child in a new session.
-func (b *Bridge) start(u User) (*session, error) {
+// start reserves a slot for u and starts a child in a new session;
+// sharedKey is its key in b.shared ("" for a session's own child).
+func (b *Bridge) start(u User, stateless bool, sharedKey string) (*session, error) {
 	b.mu.Lock()
 	if b.closed || b.running >= b.cfg.MaxChildren || b.perUser[u.Key] >= b.cfg.MaxPerUser {
 		b.mu.Unlock()
@@ -358,7 +360,7 @@ func (b *Bridge) start(u User) (*session, error) {
 	}
 	var idb [16]byte
 	_, _ = rand.Read(idb[:])
-	s := newSession(b, hex.EncodeToString(idb[:]), u, ch, log, release)
+	s := newSession(b, hex.EncodeToString(idb[:]), u, ch, log, release, stateless, sharedKey)
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
@@ -375,6 +377,9 @@ func (b *Bridge) remove(s *session) {
 	b.mu.Lock()
 	if b.sessions[s.id] == s {
 		delete(b.sessions, s.id)
+	}
+	if sc := b.shared[s.sharedKey]; s.sharedKey != "" && sc != nil && sc.s == s {
+		delete(b.shared, s.sharedKey)
 	}
 	b.mu.Unlock()
 }
@@ -393,19 +398,31 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusForbidden, nil, -32600, "Forbidden")
 		return
 	}
+	if modernHeader(r) {
+		// MCP 2026-07-28: no sessions (Mcp-Session-Id is ignored), POST
+		// only.
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", "POST")
+			writeJSONError(w, http.StatusMethodNotAllowed, nil, -32600, "Method not allowed")
+			return
+		}
+		b.post(w, r, u, nil, true)
+		return
+	}
 	sid := r.Header.Get("Mcp-Session-Id")
 	var s *session
 	if sid != "" {
 		s = b.lookup(sid)
-		// A session of another user is as unknown as an ended one.
-		if s == nil || s.user.Key != u.Key {
+		// A session of another user is as unknown as an ended one, and a
+		// user's stateless child has no session.
+		if s == nil || s.user.Key != u.Key || s.stateless {
 			writeJSONError(w, http.StatusNotFound, nil, -32001, "Session not found")
 			return
 		}
 	}
 	switch r.Method {
 	case http.MethodPost:
-		b.post(w, r, u, s)
+		b.post(w, r, u, s, false)
 	case http.MethodGet:
 		if s == nil {
 			writeJSONError(w, http.StatusBadRequest, nil, -32600, "Mcp-Session-Id required")
@@ -425,7 +442,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (b *Bridge) post(w http.ResponseWriter, r *http.Request, u User, s *session) {
+func (b *Bridge) post(w http.ResponseWriter, r *http.Request, u User, s *session, modern bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(b.cfg.MaxMessageBytes)+1))
 	if err != nil || len(body) > b.cfg.MaxMessageBytes {
 		writeJSONError(w, http.StatusBadRequest, nil, -32600, "Invalid Request")
@@ -436,11 +453,15 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request, u User, s *session
 		writeJSONError(w, http.StatusBadRequest, nil, -32600, "Invalid Request")
 		return
 	}
+	if modern || s == nil && b.modernMeta(m) {
+		b.postStateless(w, r, u, m)
+		return
+	}
 	if s == nil {
 		if m.kind != kindRequest || m.method != "initialize" {
-			// A stateless (2026-07-28) request, or one after its session
-			// was lost: a stdio child needs its own initialize.
-			writeJSONError(w, http.StatusBadRequest, m.id, -32600, "Stateless requests are not supported by this stdio server: initialize a session")
+			// A request without a session that is not stateless: a stdio
+			// child needs its own initialize.
+			writeJSONError(w, http.StatusBadRequest, m.id, -32600, "Bad Request: initialize a session, or send a stateless request")
 			return
 		}
 		b.initialize(w, r, u, m)
@@ -454,7 +475,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request, u User, s *session
 }
 
 func (b *Bridge) initialize(w http.ResponseWriter, r *http.Request, u User, m message) {
-	s, err := b.start(u)
+	s, err := b.start(u, false, "")
 	if errors.Is(err, errBusy) {
 		b.log.Warn("stdio: process bound reached", "user", u.Key)
 		w.Header().Set("Retry-After", retryAfter)

@@ -98,7 +98,9 @@ func (h *harness) connect(t *testing.T, user string, opts *mcp.ClientOptions) *m
 	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
 	tr := &mcp.StreamableClientTransport{Endpoint: h.srv.URL, MaxRetries: -1,
 		HTTPClient: &http.Client{Transport: userRT{user, http.DefaultTransport}}}
-	cs, err := c.Connect(ctx, tr, nil)
+	// 2025-11-25, a session (go-sdk's default is the stateless 2026-07-28,
+	// stateless_test.go).
+	cs, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatalf("connect as %s: %v", user, err)
 	}
@@ -209,12 +211,13 @@ func TestSessionOfAnotherUser(t *testing.T) {
 			t.Errorf("%s in %s: %d, want %d", tc.user, tc.sid, resp.StatusCode, tc.want)
 		}
 	}
-	// A stateless request (no session, not initialize) is refused.
-	resp = rawPost(t, h.srv.URL, "alice", "", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	// A request without a session that is neither initialize nor
+	// stateless is refused.
+	resp = rawPost(t, h.srv.URL, "alice", "", `{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{}}`)
 	body, _ = io.ReadAll(resp.Body)
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), `"id":7,"error":{"code":-32600`) {
-		t.Errorf("stateless: %d %s", resp.StatusCode, body)
+		t.Errorf("no session: %d %s", resp.StatusCode, body)
 	}
 }
 

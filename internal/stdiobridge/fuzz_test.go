@@ -82,3 +82,41 @@ func FuzzMessage(f *testing.F) {
 		}
 	})
 }
+
+// FuzzStatelessRewrite: what a child writes, reshaped for a stateless
+// client (modernResult) or made a server/discover answer from its
+// initialize result (discoverResponse), is always one valid JSON object
+// with the client's id, and a response that is a message stays a
+// response.
+func FuzzStatelessRewrite(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"result":{}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{ }}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"tools":[],"ttlMs":5}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","cacheScope":"public"}}`,
+		`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}`,
+		`{"jsonrpc":"2.0","id":1,"result":[]}`,
+		`{"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":true},"logging":{},"tasks":{}},"serverInfo":{"name":"x","version":"1"},"instructions":"hi"}`,
+		`{"capabilities":{"tools":1,"prompts":{}},"instructions":3,"serverInfo":"x"}`,
+	} {
+		f.Add([]byte(s), "tools/list")
+	}
+	var pool strictjson.Pool
+	f.Fuzz(func(t *testing.T, in []byte, method string) {
+		if m, err := parseMessage(&pool, in); err == nil && m.kind == kindResponse {
+			out := modernResult(&pool, method, m.raw)
+			m2, err := parseMessage(&pool, out)
+			if err != nil || m2.kind != kindResponse || !bytes.Equal(m2.id, m.id) {
+				t.Fatalf("modernResult(%q) = %q: %v", in, out, err)
+			}
+		}
+		if strictjson.Valid(in) != nil || len(in) == 0 || in[0] != '{' {
+			return
+		}
+		out := discoverResponse(&pool, []byte("7"), in)
+		m, err := parseMessage(&pool, out)
+		if err != nil || m.kind != kindResponse || string(m.id) != "7" {
+			t.Fatalf("discoverResponse(%q) = %q: %v", in, out, err)
+		}
+	})
+}

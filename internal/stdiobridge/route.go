@@ -83,7 +83,8 @@ func (s *session) fromChild(m message) {
 		close(c.fin)
 		return
 	case kindRequest:
-		if m.method == "roots/list" && !s.b.cfg.ForwardRoots {
+		if s.stateless || m.method == "roots/list" && !s.b.cfg.ForwardRoots {
+			// A stateless client receives no server-to-client request.
 			go func() { _ = s.ch.write(errorResponse(m.id, -32601, "Method not found"), writeTimeout) }()
 			return
 		}
@@ -115,6 +116,9 @@ func (s *session) fromChild(m message) {
 			return
 		default:
 		}
+	}
+	if s.stateless {
+		return // no stream outlives a stateless request
 	}
 	if len(s.queue) >= s.b.cfg.MaxQueued {
 		s.log.Warn("stdio: child message dropped: queue full", "method", m.method)

@@ -14,6 +14,7 @@ import (
 // call is one client request in flight to the child.
 type call struct {
 	clientID []byte // the client's raw id
+	method   string
 	childKey string // the id the child sees
 	progress string // the raw progress token, or ""
 	out      chan []byte
@@ -33,6 +34,11 @@ type session struct {
 	ch      *child
 	log     *slog.Logger
 	release func()
+	// stateless: the child serves a user's stateless requests (set
+	// before the session is shared, never changed).
+	stateless bool
+	// sharedKey is the key of the child in Bridge.shared, or "".
+	sharedKey string
 
 	mu         sync.Mutex
 	next       int64
@@ -43,6 +49,7 @@ type session struct {
 	inflight   []*call          // in order
 	get        *stream
 	queue      [][]byte
+	initResult []byte // the child's initialize result, for a shared child
 	last       time.Time
 	ended      bool
 	endedCh    chan struct{}
@@ -51,8 +58,8 @@ type session struct {
 	active     sync.WaitGroup // request handlers
 }
 
-func newSession(b *Bridge, id string, u User, ch *child, log *slog.Logger, release func()) *session {
-	s := &session{b: b, id: id, user: u, ch: ch, log: log.With("session", id[:8]), release: release,
+func newSession(b *Bridge, id string, u User, ch *child, log *slog.Logger, release func(), stateless bool, sharedKey string) *session {
+	s := &session{b: b, id: id, user: u, ch: ch, log: log.With("session", id[:8]), release: release, stateless: stateless, sharedKey: sharedKey,
 		pending: map[string]*call{}, byClient: map[string]*call{}, progress: map[string]*call{}, serverReqs: map[string]bool{},
 		last: time.Now(), endedCh: make(chan struct{}), readerDone: make(chan struct{})}
 	b.wg.Add(3)
@@ -128,6 +135,13 @@ func (s *session) end(reason string) {
 	<-s.ch.exited
 }
 
+// isEnded reports whether the session has ended.
+func (s *session) isEnded() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ended
+}
+
 // send registers a client request and writes it to the child with the
 // bridge's id.
 func (s *session) send(m message) (*call, error) {
@@ -142,7 +156,7 @@ func (s *session) send(m message) (*call, error) {
 	}
 	s.next++
 	id := itoa(s.next)
-	c := &call{clientID: append([]byte(nil), m.id...), childKey: string(id), out: make(chan []byte, 16), fin: make(chan struct{})}
+	c := &call{clientID: append([]byte(nil), m.id...), method: m.method, childKey: string(id), out: make(chan []byte, 16), fin: make(chan struct{})}
 	if tok := m.progressToken(&s.b.pool); tok != nil {
 		c.progress = string(tok)
 		s.progress[c.progress] = c
@@ -257,6 +271,11 @@ func (s *session) request(w http.ResponseWriter, r *http.Request, m message) {
 		w.Header().Set("Retry-After", retryAfter)
 		writeJSONError(w, http.StatusServiceUnavailable, m.id, -32603, "Server busy")
 		return
+	case err != nil && s.stateless:
+		// The user's stateless child ended as the request came: the next
+		// request starts another.
+		writeJSONError(w, http.StatusBadGateway, m.id, -32603, "Server unavailable")
+		return
 	case err != nil:
 		writeJSONError(w, http.StatusNotFound, nil, -32001, "Session not found")
 		return
@@ -266,6 +285,7 @@ func (s *session) request(w http.ResponseWriter, r *http.Request, m message) {
 	if sse {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.Header().Set("Cache-Control", "no-cache")
+		w.Header().Set("X-Accel-Buffering", "no")
 		w.WriteHeader(http.StatusOK)
 		if fl != nil {
 			fl.Flush()
@@ -293,6 +313,9 @@ func (s *session) request(w http.ResponseWriter, r *http.Request, m message) {
 				resp = errorResponse(c.clientID, -32603, "Server process ended")
 			} else {
 				s.done(c)
+				if s.stateless {
+					resp = modernResult(&s.b.pool, c.method, resp)
+				}
 			}
 			if sse {
 				_ = writeEvent(w, fl, resp)
