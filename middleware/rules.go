@@ -14,7 +14,7 @@ import (
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
-	"github.com/google/cel-go/common/types/traits"
+	celref "github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
 
 	"github.com/mcpguard/mcpguard/internal/strictjson"
@@ -93,6 +93,9 @@ type compiledRule struct {
 	// What the condition reads: mcp.args needs the arguments decoded,
 	// claims the claims set.
 	args bool
+	// loops: the condition has a comprehension, the only part of an
+	// evaluation that checks the request's context.
+	loops bool
 }
 
 // namePattern is one Tools or Prompts pattern of a rule.
@@ -101,17 +104,49 @@ type namePattern struct {
 	r       *compiledRule
 }
 
+// names are the Tools or Prompts selectors of the rules: exact names in
+// a map, patterns with "*" in a list.
+type names struct {
+	exact    map[string][]*compiledRule
+	patterns []namePattern
+}
+
+func (n *names) add(pattern string, c *compiledRule) {
+	if !strings.Contains(pattern, "*") {
+		if n.exact == nil {
+			n.exact = map[string][]*compiledRule{}
+		}
+		n.exact[pattern] = append(n.exact[pattern], c)
+		return
+	}
+	n.patterns = append(n.patterns, namePattern{pattern, c})
+}
+
+// each calls fn with every rule whose selector matches name.
+func (n *names) each(name string, fn func(*compiledRule)) {
+	for _, c := range n.exact[name] {
+		fn(c)
+	}
+	for _, np := range n.patterns {
+		if matchName(np.pattern, name) {
+			fn(np.r)
+		}
+	}
+}
+
 // ruleSet is the compiled Config.Rules: the rules by what selects them,
 // so that a request evaluates only its own.
 type ruleSet struct {
 	every    []*compiledRule // no selector
 	methods  map[string][]*compiledRule
-	tools    []namePattern
-	prompts  []namePattern
+	tools    names
+	prompts  names
 	res      prefixSet[*compiledRule]
 	hasRes   bool
 	argNames []string // names the conditions use: case variants in arguments are refused
 	anyArgs  bool
+	user     *recordType // the types of user and mcp, which build a request's values
+	mcp      *recordType
 }
 
 // compileRules checks and plans rules (and the TenantArgument shorthand)
@@ -130,11 +165,11 @@ func compileRules(rules []Rule, tenantArg string) (*ruleSet, error) {
 	if len(rules) == 0 {
 		return nil, nil
 	}
-	env, err := newRuleEnv()
+	env, user, mcp, err := newRuleEnv()
 	if err != nil {
 		return nil, fmt.Errorf("%w: rules environment: %w", errConfig, err)
 	}
-	rs := &ruleSet{methods: map[string][]*compiledRule{}}
+	rs := &ruleSet{methods: map[string][]*compiledRule{}, user: user, mcp: mcp}
 	seen := map[string]bool{}
 	names := map[string]bool{}
 	var prefixes []prefixEntry[*compiledRule]
@@ -159,7 +194,7 @@ func compileRules(rules []Rule, tenantArg string) (*ruleSet, error) {
 		}
 		c := &compiledRule{name: r.Name, deny: r.DenyWhen != "", scopes: appendUnique(nil, r.RequireScopes...)}
 		if expr := r.DenyWhen + r.When; expr != "" {
-			if c.prg, c.args, err = compileCondition(env, expr, names); err != nil {
+			if c.prg, c.args, c.loops, err = compileCondition(env, expr, names); err != nil {
 				return nil, fmt.Errorf("%w: %s: %w", errConfig, at, err)
 			}
 			rs.anyArgs = rs.anyArgs || c.args
@@ -176,10 +211,10 @@ func compileRules(rules []Rule, tenantArg string) (*ruleSet, error) {
 			rs.methods[m] = append(rs.methods[m], c)
 		}
 		for _, t := range r.Tools {
-			rs.tools = append(rs.tools, namePattern{t, c})
+			rs.tools.add(t, c)
 		}
 		for _, p := range r.Prompts {
-			rs.prompts = append(rs.prompts, namePattern{p, c})
+			rs.prompts.add(p, c)
 		}
 		for _, u := range r.Resources {
 			if strings.ContainsAny(u, "?#") {
@@ -196,33 +231,35 @@ func compileRules(rules []Rule, tenantArg string) (*ruleSet, error) {
 
 // compileCondition compiles expr, which must be of type bool and within
 // the cost bound, and plans it (a comprehension stops when the request's
-// context ends). It reports
-// whether expr reads mcp.args, and adds to names every field name and
+// context ends). It reports whether expr reads mcp.args and whether it
+// has a comprehension (loops), and adds to names every field name and
 // string constant it uses (for the case-variant check of arguments).
-func compileCondition(env *cel.Env, expr string, names map[string]bool) (cel.Program, bool, error) {
+func compileCondition(env *cel.Env, expr string, names map[string]bool) (prg cel.Program, args, loops bool, err error) {
 	checked, iss := env.Compile(expr)
 	if iss.Err() != nil {
-		return nil, false, fmt.Errorf("condition: %s", iss.Err().Error())
+		return nil, false, false, fmt.Errorf("condition: %s", iss.Err().Error())
 	}
 	if !checked.OutputType().IsExactType(types.BoolType) {
-		return nil, false, fmt.Errorf("condition has type %s, want bool", checked.OutputType())
+		return nil, false, false, fmt.Errorf("condition has type %s, want bool", checked.OutputType())
 	}
 	est, err := env.EstimateCost(checked, sizeEstimator{})
 	if err != nil {
-		return nil, false, fmt.Errorf("condition cost: %w", err)
+		return nil, false, false, fmt.Errorf("condition cost: %w", err)
 	}
 	if est.Max > maxRuleCost {
-		return nil, false, fmt.Errorf("condition may cost %d, over the bound %d", est.Max, maxRuleCost)
+		return nil, false, false, fmt.Errorf("condition may cost %d, over the bound %d", est.Max, maxRuleCost)
 	}
-	prg, err := env.Program(checked, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(1000))
+	prg, err = env.Program(checked, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(ruleInterruptCheck))
 	if err != nil {
-		return nil, false, fmt.Errorf("condition: %w", err)
+		return nil, false, false, fmt.Errorf("condition: %w", err)
 	}
 	// The condition reads the arguments unless every use of mcp selects
 	// another field of it.
 	mcpUses, otherFields := 0, 0
 	ast.PostOrderVisit(checked.NativeRep().Expr(), ast.NewExprVisitor(func(e ast.Expr) {
 		switch e.Kind() {
+		case ast.ComprehensionKind:
+			loops = true
 		case ast.SelectKind:
 			s := e.AsSelect()
 			names[s.FieldName()] = true
@@ -239,7 +276,7 @@ func compileCondition(env *cel.Env, expr string, names map[string]bool) (cel.Pro
 			}
 		}
 	}))
-	return prg, mcpUses > otherFields, nil
+	return prg, mcpUses > otherFields, loops, nil
 }
 
 // validArgName reports whether s is a name TenantArgument accepts.
@@ -288,13 +325,14 @@ type verdict struct {
 // ruleRequest is one request as the rules see it (the CEL activation):
 // built once, read by every rule.
 type ruleRequest struct {
-	p        *Principal
-	user     ruleUser
-	mcp      ruleMCP
-	claims   map[string]any
-	claimErr error
-	claimed  bool
-	argsErr  error // arguments that are not an object, or hold a case variant of a name the rules use
+	p                           *Principal
+	method, name, uri, revision string
+	args                        celref.Val // mcp.args; nil: {}
+	user, mcp                   record
+	claims                      map[string]any
+	claimErr                    error
+	claimed                     bool
+	argsErr                     error // arguments that are not an object, or hold a case variant of a name the rules use
 }
 
 // ResolveName implements interpreter.Activation.
@@ -343,6 +381,12 @@ func (rs *ruleSet) judge(ctx context.Context, p *Principal, msg *message, revisi
 func (rs *ruleSet) judgeAt(ctx context.Context, p *Principal, msg *message, revision string, listTime bool) verdict {
 	var v verdict
 	var req *ruleRequest
+	// One execution frame serves every condition of the request; it gets
+	// the request's context (which cel-go copies into a cancelable one)
+	// only when a condition with a comprehension, the one part of an
+	// evaluation that checks it, is evaluated.
+	var frame *interpreter.ExecutionFrame
+	withCtx := false
 	eval := func(c *compiledRule) {
 		if c.prg == nil {
 			v.require(c)
@@ -358,8 +402,17 @@ func (rs *ruleSet) judgeAt(ctx context.Context, p *Principal, msg *message, revi
 			v.denyBy(c, req.argsErr) // errInvalidMessage: 400
 			return
 		}
-		out, _, err := c.prg.ContextEval(ctx, req)
+		if frame == nil {
+			frame, _ = interpreter.NewExecutionFrame(req) // a *ruleRequest is an Activation: no error
+		}
+		if c.loops && !withCtx {
+			withCtx = frame.SetContext(ctx, ruleInterruptCheck) == nil
+		}
+		out, _, err := c.prg.Eval(frame)
 		if err != nil {
+			if withCtx && errors.Is(err, interpreter.InterruptError{}) {
+				err = fmt.Errorf("%w: %w", err, context.Cause(ctx))
+			}
 			v.denyBy(c, fmt.Errorf("%w: %w", errRuleFailed, err))
 			return
 		}
@@ -374,6 +427,9 @@ func (rs *ruleSet) judgeAt(ctx context.Context, p *Principal, msg *message, revi
 		}
 	}
 	rs.each(msg, eval)
+	if frame != nil {
+		frame.Close()
+	}
 	return v
 }
 
@@ -390,12 +446,12 @@ func (rs *ruleSet) each(msg *message, fn func(*compiledRule)) {
 	for _, c := range rs.methods[string(method)] {
 		fn(c)
 	}
-	var pats []namePattern
+	var pats *names
 	switch string(method) {
 	case methodToolsCall:
-		pats = rs.tools
+		pats = &rs.tools
 	case methodPromptsGet:
-		pats = rs.prompts
+		pats = &rs.prompts
 	case methodResourceRead, methodResourcesSubscribe:
 		if rs.hasRes && msg.uri.str {
 			if key, ok := canonicalResource(string(msg.uri.v)); ok {
@@ -407,14 +463,14 @@ func (rs *ruleSet) each(msg *message, fn func(*compiledRule)) {
 			}
 		}
 	}
-	if msg.name.str {
-		for _, np := range pats {
-			if matchName(np.pattern, string(msg.name.v)) {
-				fn(np.r)
-			}
-		}
+	if pats != nil && msg.name.str {
+		pats.each(string(msg.name.v), fn)
 	}
 }
+
+// ruleInterruptCheck is how many comprehension iterations pass between
+// two checks of the request's context.
+const ruleInterruptCheck = 1000
 
 // nonCanonicalRule denies a resource request whose URI cannot be put in
 // canonical form while resource-prefix rules exist.
@@ -439,26 +495,22 @@ func (v *verdict) require(c *compiledRule) {
 
 // request builds the activation of msg for p.
 func (rs *ruleSet) request(p *Principal, msg *message, revision string) *ruleRequest {
-	a := &ruleRequest{p: p}
-	a.user = ruleUser{Issuer: p.Issuer, Subject: p.Subject, Client: p.ClientID, Tenant: p.Tenant, Scopes: p.Scopes}
-	if a.user.Scopes == nil {
-		a.user.Scopes = []string{}
-	}
-	a.mcp = ruleMCP{Method: string(msg.method.v), Revision: revision}
+	a := &ruleRequest{p: p, method: string(msg.method.v), revision: revision}
+	a.user = record{kind: rs.user, req: a}
+	a.mcp = record{kind: rs.mcp, req: a}
 	if msg.name.str {
-		a.mcp.Name = string(msg.name.v)
+		a.name = string(msg.name.v)
 	}
 	if msg.uri.str {
-		a.mcp.URI = string(msg.uri.v)
+		a.uri = string(msg.uri.v)
 	}
-	var args map[string]any
 	if rs.anyArgs {
+		var args map[string]any
 		args, a.argsErr = decodeArgs(msg.args, rs.argNames)
+		if args != nil {
+			a.args = types.DefaultTypeAdapter.NativeToValue(args)
+		}
 	}
-	if args == nil {
-		args = map[string]any{}
-	}
-	a.mcp.Args = ruleArgs{types.DefaultTypeAdapter.NativeToValue(args).(traits.Mapper)}
 	return a
 }
 

@@ -1,7 +1,9 @@
 package middleware
 
 import (
+	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
@@ -22,33 +24,249 @@ import (
 //     MCP-Protocol-Version header) and args (params.arguments of
 //     tools/call and prompts/get, a map; empty when absent).
 
-// ruleUser is the CEL type of "user".
-type ruleUser struct {
-	Issuer  string   `cel:"issuer"`
-	Subject string   `cel:"subject"`
-	Client  string   `cel:"client"`
-	Tenant  string   `cel:"tenant"`
-	Scopes  []string `cel:"scopes"`
+// user and mcp are CEL structs of the types below, declared to the
+// checker by ruleTypes. Their values (record) are built per request from
+// the principal and the body peek; each field becomes a CEL value on its
+// first read, kept for the request's other conditions. cel-go's native
+// types, which these replace, read every field through reflection and
+// converted it again on every read.
+
+// recordType is the CEL struct type of user or mcp.
+type recordType struct {
+	t      *types.Type
+	names  []string
+	fields map[string]*types.FieldType
+	// value computes field i of a request's record; for req nil, the
+	// field's zero value. has() reports a field absent when it is an
+	// empty string; a list or map is always present.
+	value func(req *ruleRequest, i int) celref.Val
 }
 
-// ruleMCP is the CEL type of "mcp".
-type ruleMCP struct {
-	Method   string   `cel:"method"`
-	Name     string   `cel:"name"`
-	URI      string   `cel:"uri"`
-	Revision string   `cel:"revision"`
-	Args     ruleArgs `cel:"args"`
+const (
+	userTypeName = "middleware.ruleUser"
+	mcpTypeName  = "middleware.ruleMCP"
+)
+
+var (
+	scopesType = types.NewListType(types.StringType)
+	argsType   = types.NewMapType(types.StringType, types.DynType)
+)
+
+func newRecordType(name string, names []string, ftypes []*types.Type, value func(*ruleRequest, int) celref.Val) *recordType {
+	rt := &recordType{t: types.NewObjectType(name), names: names, fields: map[string]*types.FieldType{}, value: value}
+	for i, n := range names {
+		rt.fields[n] = &types.FieldType{
+			Type: ftypes[i],
+			IsSet: func(obj any) bool {
+				r, ok := obj.(*record)
+				return ok && r.kind == rt && r.isSet(i)
+			},
+			GetFrom: func(obj any) (any, error) {
+				r, ok := obj.(*record)
+				if !ok || r.kind != rt {
+					return nil, fmt.Errorf("no such field: %s", n)
+				}
+				return r.field(i), nil
+			},
+		}
+	}
+	return rt
 }
 
-// ruleArgs is mcp.args: the arguments as a CEL map(string, dyn). The
-// native type provider maps no Go interface type, so the map is a CEL
-// value whose zero value names its type.
-type ruleArgs struct{ traits.Mapper }
+// newUserType is the type of user: issuer, subject, client, tenant
+// (strings) and scopes (list(string)).
+func newUserType() *recordType {
+	s := types.StringType
+	return newRecordType(userTypeName, []string{"issuer", "subject", "client", "tenant", "scopes"},
+		[]*types.Type{s, s, s, s, scopesType},
+		func(req *ruleRequest, i int) celref.Val {
+			if i == 4 {
+				var scopes []string
+				if req != nil {
+					scopes = req.p.Scopes
+				}
+				if scopes == nil {
+					scopes = []string{}
+				}
+				return types.NewStringList(types.DefaultTypeAdapter, scopes)
+			}
+			if req == nil {
+				return types.String("")
+			}
+			p := req.p
+			return types.String([...]string{p.Issuer, p.Subject, p.ClientID, p.Tenant}[i])
+		})
+}
 
-var argsType = types.NewMapType(types.StringType, types.DynType)
+// newMCPType is the type of mcp: method, name, uri, revision (strings)
+// and args (map(string, dyn)).
+func newMCPType() *recordType {
+	s := types.StringType
+	return newRecordType(mcpTypeName, []string{"method", "name", "uri", "revision", "args"},
+		[]*types.Type{s, s, s, s, argsType},
+		func(req *ruleRequest, i int) celref.Val {
+			switch {
+			case i == 4 && req != nil && req.args != nil:
+				return req.args
+			case i == 4:
+				return types.DefaultTypeAdapter.NativeToValue(map[string]any{})
+			case req == nil:
+				return types.String("")
+			}
+			return types.String([...]string{req.method, req.name, req.uri, req.revision}[i])
+		})
+}
 
-// Type implements celref.Val, also for the zero value.
-func (ruleArgs) Type() celref.Type { return argsType }
+// record is a value of a recordType: user or mcp of one request (req), or
+// one a condition built (req nil, vals set).
+type record struct {
+	kind *recordType
+	req  *ruleRequest
+	vals [5]celref.Val
+}
+
+func (r *record) field(i int) celref.Val {
+	if r.vals[i] == nil {
+		r.vals[i] = r.kind.value(r.req, i)
+	}
+	return r.vals[i]
+}
+
+func (r *record) isSet(i int) bool {
+	s, ok := r.field(i).(types.String)
+	return !ok || s != ""
+}
+
+func (r *record) index(field celref.Val) (int, celref.Val) {
+	name, ok := field.(types.String)
+	if !ok {
+		return 0, types.MaybeNoSuchOverloadErr(field)
+	}
+	if i := slices.Index(r.kind.names, string(name)); i >= 0 {
+		return i, nil
+	}
+	return 0, types.NewErr("no such field: %s", string(name))
+}
+
+// ConvertToNative implements celref.Val: a record has no Go form.
+func (r *record) ConvertToNative(t reflect.Type) (any, error) {
+	return nil, fmt.Errorf("type conversion error from '%s' to '%v'", r.kind.t.TypeName(), t)
+}
+
+// ConvertToType implements celref.Val.
+func (r *record) ConvertToType(t celref.Type) celref.Val {
+	switch {
+	case t == types.TypeType:
+		return r.kind.t
+	case t.TypeName() == r.kind.t.TypeName():
+		return r
+	}
+	return types.NewErr("type conversion error from '%s' to '%s'", r.kind.t.TypeName(), t.TypeName())
+}
+
+// Equal implements celref.Val: records of one type are equal when all their
+// fields are.
+func (r *record) Equal(other celref.Val) celref.Val {
+	o, ok := other.(*record)
+	if !ok || o.kind != r.kind {
+		return types.False
+	}
+	for i := range r.kind.names {
+		if r.field(i).Equal(o.field(i)) != types.True {
+			return types.False
+		}
+	}
+	return types.True
+}
+
+// Type implements celref.Val.
+func (r *record) Type() celref.Type { return r.kind.t }
+
+// Value implements celref.Val: the record itself, which the field getters
+// read.
+func (r *record) Value() any { return r }
+
+// Get implements traits.Indexer (a field read through dyn()).
+func (r *record) Get(field celref.Val) celref.Val {
+	i, err := r.index(field)
+	if err != nil {
+		return err
+	}
+	return r.field(i)
+}
+
+// IsSet implements traits.FieldTester (has() through dyn()).
+func (r *record) IsSet(field celref.Val) celref.Val {
+	i, err := r.index(field)
+	if err != nil {
+		return err
+	}
+	return types.Bool(r.isSet(i))
+}
+
+var (
+	_ celref.Val         = (*record)(nil)
+	_ traits.Indexer     = (*record)(nil)
+	_ traits.FieldTester = (*record)(nil)
+)
+
+// ruleTypes is the type provider of rule conditions: the environment's
+// own, and the types of user and mcp.
+type ruleTypes struct {
+	types.Provider
+	records map[string]*recordType
+}
+
+// FindIdent implements types.Provider: the type names of user and mcp.
+func (p *ruleTypes) FindIdent(name string) (celref.Val, bool) {
+	if rt, ok := p.records[name]; ok {
+		return rt.t, true
+	}
+	return p.Provider.FindIdent(name)
+}
+
+// FindStructType implements types.Provider.
+func (p *ruleTypes) FindStructType(name string) (*types.Type, bool) {
+	if rt, ok := p.records[name]; ok {
+		return types.NewTypeTypeWithParam(rt.t), true
+	}
+	return p.Provider.FindStructType(name)
+}
+
+// FindStructFieldNames implements types.Provider.
+func (p *ruleTypes) FindStructFieldNames(name string) ([]string, bool) {
+	if rt, ok := p.records[name]; ok {
+		return slices.Clone(rt.names), true
+	}
+	return p.Provider.FindStructFieldNames(name)
+}
+
+// FindStructFieldType implements types.Provider.
+func (p *ruleTypes) FindStructFieldType(name, field string) (*types.FieldType, bool) {
+	if rt, ok := p.records[name]; ok {
+		ft, ok := rt.fields[field]
+		return ft, ok
+	}
+	return p.Provider.FindStructFieldType(name, field)
+}
+
+// NewValue implements types.Provider: a record a condition builds, the
+// fields it does not set zero.
+func (p *ruleTypes) NewValue(name string, fields map[string]celref.Val) celref.Val {
+	rt, ok := p.records[name]
+	if !ok {
+		return p.Provider.NewValue(name, fields)
+	}
+	r := &record{kind: rt}
+	for n, v := range fields {
+		i := slices.Index(rt.names, n)
+		if i < 0 {
+			return types.NewErr("no such field: %s", n)
+		}
+		r.vals[i] = v
+	}
+	return r
+}
 
 // Cost bounds of one condition (docs/policy.md, "Cost"). maxRuleCost
 // bounds the static estimate, checked in New, computed with every list
@@ -66,30 +284,22 @@ const (
 	maxRuleString  = 1 << 20
 )
 
-// newRuleEnv returns the CEL environment of rule conditions.
-func newRuleEnv() (*cel.Env, error) {
-	return cel.NewEnv(
-		nativeTypes(types.ParseStructTags(true), reflect.TypeFor[ruleUser](), reflect.TypeFor[ruleMCP]()),
-		cel.Variable("user", cel.ObjectType("middleware.ruleUser")),
-		cel.Variable("mcp", cel.ObjectType("middleware.ruleMCP")),
+// newRuleEnv returns the CEL environment of rule conditions and the types
+// of user and mcp, which build their values.
+func newRuleEnv() (*cel.Env, *recordType, *recordType, error) {
+	user, mcp := newUserType(), newMCPType()
+	env, err := cel.NewEnv(
+		func(env *cel.Env) (*cel.Env, error) {
+			return cel.CustomTypeProvider(&ruleTypes{
+				Provider: env.CELTypeProvider(),
+				records:  map[string]*recordType{userTypeName: user, mcpTypeName: mcp},
+			})(env)
+		},
+		cel.Variable("user", user.t),
+		cel.Variable("mcp", mcp.t),
 		cel.Variable("claims", cel.MapType(cel.StringType, cel.DynType)),
 	)
-}
-
-// nativeTypes declares the Go struct types of user and mcp to env, by
-// their `cel` tags (what cel-go's ext.NativeTypes does, without the ext
-// package and its dependencies).
-func nativeTypes(args ...any) cel.EnvOption {
-	return func(env *cel.Env) (*cel.Env, error) {
-		p, a, err := types.ComposeTypes(env.CELTypeProvider(), env.CELTypeAdapter(), args...)
-		if err != nil {
-			return nil, err
-		}
-		if env, err = cel.CustomTypeAdapter(a)(env); err != nil {
-			return nil, err
-		}
-		return cel.CustomTypeProvider(p)(env)
-	}
+	return env, user, mcp, err
 }
 
 // sizeEstimator bounds the size of every input for the static cost
