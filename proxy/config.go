@@ -910,20 +910,20 @@ func (r *Route) validateConfig(now func() time.Time) validate.Config {
 	return vc
 }
 
-// policy converts Operations to the middleware's policy.
+// policy converts Operations to the middleware's policy. Its resource
+// rules and public operations are Go conversions, which stop compiling
+// when the middleware's types gain a field; TestOperationsPolicy checks
+// the rest, field by field.
 func (o Operations) policy() middleware.OperationPolicy {
 	p := middleware.OperationPolicy{
 		Methods:      o.Methods,
 		Tools:        o.Tools,
 		Prompts:      o.Prompts,
 		DenyUnlisted: o.DenyUnlisted,
-		Public: middleware.PublicOperations{
-			Methods: o.Public.Methods, Tools: o.Public.Tools,
-			Prompts: o.Public.Prompts, Resources: o.Public.Resources,
-		},
+		Public:       middleware.PublicOperations(o.Public),
 	}
 	for _, r := range o.Resources {
-		p.Resources = append(p.Resources, middleware.ResourceRule{URI: r.URI, Prefix: r.Prefix, Scopes: r.Scopes})
+		p.Resources = append(p.Resources, middleware.ResourceRule(r))
 	}
 	return p
 }
