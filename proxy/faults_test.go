@@ -199,7 +199,7 @@ func TestStreaming(t *testing.T) {
 		for i := 1; i <= 3; i++ {
 			select {
 			case u.next <- struct{}{}:
-			case <-time.After(5 * time.Second):
+			case <-time.After(30 * time.Second):
 				t.Fatal("upstream not waiting")
 			}
 			if ev, want := readEvent(t, br), fmt.Sprintf("id: %d\ndata: {\"n\":%d}\n", i, i); ev != want {

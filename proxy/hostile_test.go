@@ -565,7 +565,7 @@ func TestUpstreamSwitchingProtocols(t *testing.T) {
 	for range 3 {
 		select {
 		case <-gone:
-		case <-time.After(3 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("the upstream connection of a 101 answer is still open")
 		}
 	}
