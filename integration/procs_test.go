@@ -120,6 +120,12 @@ type driverResult struct {
 		IsError bool   `json:"isError"`
 		Text    string `json:"text"`
 	} `json:"notesList"`
+	// Call is the one call of --tool.
+	Call *struct {
+		Tool    string `json:"tool"`
+		IsError bool   `json:"isError"`
+		Text    string `json:"text"`
+	} `json:"call"`
 }
 
 // runNode runs `node script args...` in integration/node, bounded by ctx,
