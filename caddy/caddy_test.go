@@ -383,8 +383,9 @@ func testContext(t *testing.T) context.Context {
 // TestCaddyTLS: Caddy with the module (Caddyfile, the route's YAML inline)
 // and tls internal in front of the everything server: the 401 challenge
 // and the RFC 9728 metadata name https URLs; a path mcpguard does not
-// serve reaches the next handler; the go-sdk client registers, is refused
-// 403 insufficient_scope for echo, steps up and calls it.
+// serve reaches the next handler; the go-sdk client and the TypeScript
+// SDK client (integration/node) each register, are refused 403
+// insufficient_scope for echo, step up and call it.
 func TestCaddyTLS(t *testing.T) {
 	node := requireNode(t)
 	upstream := startEverything(t, node)
@@ -486,6 +487,93 @@ func TestCaddyTLS(t *testing.T) {
 			t.Errorf("MCP answers %v: want 200 for the retried call after the step-up", statuses)
 		}
 	})
+	// The TypeScript SDK client, trusting Caddy's CA (NODE_EXTRA_CA_CERTS),
+	// registers (DCR), keeps its client across the step-up, and so one
+	// session: 401, registration, 403 insufficient_scope naming the echo
+	// scope, a second authorization with it, the call.
+	t.Run("typescript", func(t *testing.T) {
+		requireDriver(t)
+		r := tsClient(t, node, d, resource, "through caddy")
+		var got []string
+		for _, s := range r.Trace {
+			switch {
+			case s.URL == resource && s.Method == "POST" && (s.Status == 401 || s.Status == 403):
+				got = append(got, fmt.Sprintf("%d %s", s.Status, s.WWWAuthenticate))
+			case strings.HasSuffix(s.URL, "/register") && s.Status == 201:
+				got = append(got, "registered")
+			}
+		}
+		want := []string{
+			`401 Bearer scope="` + baseScope + `", resource_metadata="` + prmURL + `"`,
+			"registered",
+			`403 Bearer error="insufficient_scope", scope="` + baseScope + " " + echoScope + `", resource_metadata="` + prmURL + `", error_description="The operation requires additional scope"`,
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("refusals and registration %q, want %q", got, want)
+		}
+		var scopes []string
+		for _, a := range r.Authorizations {
+			scopes = append(scopes, a.Scope)
+		}
+		if !slices.Equal(scopes, []string{baseScope, baseScope + " " + echoScope}) {
+			t.Errorf("authorizations with scopes %q, want %s, then the step-up", scopes, baseScope)
+		}
+		if r.Call.IsError || r.Call.Text != "Echo: through caddy" {
+			t.Errorf("echo after the step-up = %+v", r.Call)
+		}
+	})
+}
+
+// nodeDir holds the TypeScript SDK clients' driver, with its own lockfile.
+var nodeDir = filepath.Join("..", "integration", "node")
+
+// requireDriver skips, or fails under CI, when the TypeScript SDK client
+// of integration/node is not installed.
+func requireDriver(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(nodeDir, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("the TypeScript SDK is not installed in integration/node (CI is set, so this test may not skip): run npm ci there")
+		}
+		t.Skip("the TypeScript SDK is not installed: run npm ci in integration/node")
+	}
+}
+
+// tsClient runs the TypeScript SDK client (integration/node/driver.mjs,
+// SDK v1) against resource, trusting Caddy's local CA, to call echo with
+// message; it returns the client's report.
+func tsClient(t *testing.T, node string, d caddyData, resource, message string) tsReport {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	args, _ := json.Marshal(map[string]string{"message": message})
+	cmd := exec.CommandContext(ctx, node, "driver.mjs", "--sdk", "v1", "--url", resource, "--tool", "echo", "--args", string(args))
+	cmd.Dir = nodeDir
+	cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+d.rootCA())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var r tsReport
+	if jerr := json.Unmarshal(out, &r); err != nil || jerr != nil || !r.OK {
+		t.Fatalf("driver.mjs: %v %v, error %q\nstdout: %s\nstderr: %s", err, jerr, r.Error, out, stderr.String())
+	}
+	return r
+}
+
+// tsReport is what driver.mjs prints.
+type tsReport struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error"`
+	Trace []struct {
+		Method, URL     string
+		Status          int
+		WWWAuthenticate string `json:"wwwAuthenticate"`
+	} `json:"trace"`
+	Authorizations []struct{ Scope string } `json:"authorizations"`
+	Call           struct {
+		IsError bool   `json:"isError"`
+		Text    string `json:"text"`
+	} `json:"call"`
 }
 
 // sdkClient connects the go-sdk client with cfg's authorization, lists
