@@ -66,7 +66,7 @@ const (
 )
 
 // ways are how the suite reaches the server.
-var ways = []string{"direct", "library", "library+token", "proxy", "proxy+token"}
+var ways = []string{"direct", "library", "library+token", "proxy", "proxy+token", "caddy"}
 
 // check is one check of a scenario, as the suite writes it (checks.json).
 type check struct {
@@ -137,7 +137,8 @@ func differences(d, o outcome) string {
 type run struct {
 	server, rev, way string
 	target           string // the MCP endpoint the suite is pointed at
-	upstream, proxy  *proc  // the run's processes (proxy nil but for the proxy ways)
+	upstream, proxy  *proc  // the run's processes (proxy nil but for the proxy and caddy ways)
+	ca               string // the caddy way: Caddy's local CA, which the suite trusts
 	results          map[string]outcome
 	order            []string
 	err              error
@@ -168,6 +169,8 @@ func TestConformance(t *testing.T) {
 		}
 	}
 
+	caddyBin := buildCaddy(t, dir)
+
 	// Every run gets its own upstream, so that no scenario sees another's
 	// state (list_changed triggers, subscriptions), and all runs go at
 	// once: the suite mostly waits on the network.
@@ -187,7 +190,7 @@ func TestConformance(t *testing.T) {
 	// be known before they start, get one that the test holds until just
 	// before it starts them, outside the range the system gives port 0
 	// and outgoing connections (ports).
-	ports := newPorts(t, len(runs))
+	ports := newPorts(t, 2*len(runs))
 	upstreams := make([]*proc, len(runs))
 	for i, r := range runs {
 		name := fmt.Sprintf("%s %s %s upstream", r.server, r.rev, r.way)
@@ -217,6 +220,8 @@ func TestConformance(t *testing.T) {
 			r.target, p = startProxy(t, bin, dir, fmt.Sprintf("%s-%s-%s", r.server, r.rev, r.way), up, r.way == "proxy+token", ports)
 			r.proxy = p
 			proxies = append(proxies, p)
+		case "caddy":
+			r.target, r.proxy, r.ca = startCaddy(t, caddyBin, dir, fmt.Sprintf("%s-%s-%s", r.server, r.rev, r.way), up, ports)
 		}
 		r.upstream = upstreams[i]
 	}
@@ -227,13 +232,18 @@ func TestConformance(t *testing.T) {
 		p.wait(t, "/readyz", nil)
 		p.wait(t, "", throughProxy)
 	}
+	for _, r := range runs {
+		if r.way == "caddy" {
+			r.proxy.wait(t, "", throughCaddy(r.ca))
+		}
+	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, parallel)
 	for _, r := range runs {
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			r.results, r.order, r.err = runSuite(node, suite, r.target, []string{"--requirements", r.rev}, filepath.Join(dir, "out", r.server, r.rev, strings.ReplaceAll(r.way, "+", "-")))
+			r.results, r.order, r.err = runSuite(node, suite, r.target, r.ca, []string{"--requirements", r.rev}, filepath.Join(dir, "out", r.server, r.rev, strings.ReplaceAll(r.way, "+", "-")))
 		})
 	}
 	wg.Wait()
@@ -268,6 +278,9 @@ func TestConformance(t *testing.T) {
 				for _, sc := range d.order {
 					differs := !update && oldRows[section(s.name, rev)][sc] != row(byKey, s.name, rev, sc)
 					for _, way := range ways[1:] {
+						if way == "caddy" && overTLS[s.name+" "+rev+" "+sc] != "" {
+							continue
+						}
 						o := byKey[s.name+" "+rev+" "+way]
 						if !same(s.name+" "+rev+" "+sc+" ", d.results[sc], o.results[sc], map[string]bool{}) {
 							differs = true
@@ -302,7 +315,7 @@ func TestConformance(t *testing.T) {
 				wg.Go(func() {
 					slots <- struct{}{}
 					defer func() { <-slots }()
-					res, _, err := runSuite(node, suite, r.target, []string{"--spec-version", a.rev, "--scenario", a.scenario}, filepath.Join(dir, "again", fmt.Sprint(attempt), fmt.Sprint(i), strings.ReplaceAll(way, "+", "-")))
+					res, _, err := runSuite(node, suite, r.target, r.ca, []string{"--spec-version", a.rev, "--scenario", a.scenario}, filepath.Join(dir, "again", fmt.Sprint(attempt), fmt.Sprint(i), strings.ReplaceAll(way, "+", "-")))
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
@@ -327,7 +340,14 @@ func TestConformance(t *testing.T) {
 			d := byKey[s.name+" "+rev+" direct"]
 			for _, sc := range d.order {
 				for _, way := range ways[1:] {
-					if o := byKey[s.name+" "+rev+" "+way].results[sc]; !same(s.name+" "+rev+" "+sc+" ", d.results[sc], o, used) {
+					o := byKey[s.name+" "+rev+" "+way].results[sc]
+					if way == "caddy" && overTLS[s.name+" "+rev+" "+sc] != "" {
+						if same(s.name+" "+rev+" "+sc+" ", d.results[sc], o, map[string]bool{}) {
+							t.Errorf("overTLS lists %s %s %s, which gives the same checks through Caddy as directly: remove it", s.name, rev, sc)
+						}
+						continue
+					}
+					if !same(s.name+" "+rev+" "+sc+" ", d.results[sc], o, used) {
 						diff := fmt.Sprintf("%s %s %s: %s %v, direct %v: %s", s.name, rev, sc, way, o, d.results[sc], differences(d.results[sc], o))
 						diffs = append(diffs, diff)
 						t.Error(diff)
@@ -517,18 +537,21 @@ func get(u string, ok200 bool) error {
 // throughProxy POSTs a ping to a proxy's target: the upstream's answer
 // (a refusal without a session will do), not the proxy's 502, 503 or 504
 // for an upstream it cannot reach.
-func throughProxy(p *proc) error {
-	req, _ := http.NewRequest(http.MethodPost, p.target, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+func throughProxy(p *proc) error { return forwards(probeClient, p.target) }
+
+// forwards POSTs a ping to target with c (see throughProxy).
+func forwards(c *http.Client, target string) error {
+	req, _ := http.NewRequest(http.MethodPost, target, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	resp, err := probeClient.Do(req)
+	resp, err := c.Do(req)
 	if err != nil {
 		return err
 	}
 	resp.Body.Close()
 	switch resp.StatusCode {
 	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
-		return fmt.Errorf("POST %s: %s", p.target, resp.Status)
+		return fmt.Errorf("POST %s: %s", target, resp.Status)
 	}
 	return nil
 }
@@ -717,9 +740,25 @@ func startProxy(t *testing.T, bin, dir, name, upstream string, withToken bool, p
 		resource = "http://" + front.Addr().String() + "/mcp"
 	}
 	iss := newIssuer(t, resource)
+	file := writeProxyConfig(t, dir, name, resource, upstream, iss.URL)
+	p := startProc(t, "proxy "+name, "", nil, bin, "proxy", "-addr", addr, "-config", file, "-log-level", "warn")
+	p.target = resource
+	if withToken {
+		p.listening = proxyListening
+		p.onAddr = append(p.onAddr, func(a string) { serveFront(t, front, iss, a) })
+	} else {
+		p.addr = addr
+	}
+	return resource, p
+}
+
+// writeProxyConfig writes the configuration file of the proxy ways (and
+// of the caddy way's module): one route from resource to upstream, with
+// issuer and every operation public, and returns its path.
+func writeProxyConfig(t *testing.T, dir, name, resource, upstream, issuer string) string {
 	po := publicOperations()
 	cfg := map[string]any{"routes": []any{map[string]any{
-		"resource": resource, "upstream": upstream, "issuers": []string{iss.URL},
+		"resource": resource, "upstream": upstream, "issuers": []string{issuer},
 		"operations": map[string]any{"public": map[string]any{
 			"methods": po.Methods, "tools": po.Tools, "prompts": po.Prompts, "resources": po.Resources,
 		}},
@@ -732,15 +771,7 @@ func startProxy(t *testing.T, bin, dir, name, upstream string, withToken bool, p
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := startProc(t, "proxy "+name, "", nil, bin, "proxy", "-addr", addr, "-config", file, "-log-level", "warn")
-	p.target = resource
-	if withToken {
-		p.listening = proxyListening
-		p.onAddr = append(p.onAddr, func(a string) { serveFront(t, front, iss, a) })
-	} else {
-		p.addr = addr
-	}
-	return resource, p
+	return file
 }
 
 // forward is a reverse proxy to the URL u (its path replaces the
@@ -763,11 +794,15 @@ func forward(u *url.URL, edit func(*http.Request)) http.Handler {
 var scenarioDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d\d-\d\dT[0-9-]+Z$`)
 
 // runSuite runs the suite's server scenarios selected by args against
-// target and reads the checks of each scenario, in the suite's order.
-func runSuite(node, suite, target string, args []string, out string) (map[string]outcome, []string, error) {
+// target (trusting the CA certificate file ca, if any) and reads the
+// checks of each scenario, in the suite's order.
+func runSuite(node, suite, target, ca string, args []string, out string) (map[string]outcome, []string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, append([]string{suite, "server", "--url", target, "-o", out, "--timeout", scenarioTimeout}, args...)...)
+	if ca != "" {
+		cmd.Env = append(os.Environ(), "NODE_EXTRA_CA_CERTS="+ca)
+	}
 	log, _ := cmd.CombinedOutput() // non-zero when any scenario fails; the checks say which
 	if ctx.Err() != nil {
 		return nil, nil, fmt.Errorf("suite %v against %s timed out:\n%s", args, target, tail(log))
@@ -882,7 +917,7 @@ with Node.js from the npm `+"`node`"+` package, against:
 	}
 	b.WriteString(`
 
-Each server is reached five ways, each with its own server process, all
+Each server is reached six ways, each with its own server process, all
 runs at once:
 
 - **direct**: the suite talks to the everything-server.
@@ -896,6 +931,10 @@ runs at once:
   that makes the same operations public (its default identity mode: the
   server receives the proxy's assertion).
 - **proxy+token**: the proxy behind the token-adding front.
+- **caddy**: through Caddy (` + "`caddy/cmd/caddy`" + `, built by the test) with the
+  ` + "`http.handlers.mcpguard`" + ` module configured by the proxy's file, over TLS
+  (` + "`tls internal`" + `; the suite trusts Caddy's local CA through
+  ` + "`NODE_EXTRA_CA_CERTS`" + `), HTTP/1.1 and HTTP/2.
 
 A scenario whose checks differ between ways, or whose row differs from
 this page, is run again alone, every way at once; only a difference that
@@ -919,6 +958,10 @@ checks.
 	b.WriteString("\n## Checks that pass only behind mcpguard\n\nmcpguard answers these itself, as the spec requires, where the server does not (the test allows exactly these):\n\n")
 	for _, k := range slices.Sorted(maps.Keys(betterBehind)) {
 		fmt.Fprintf(&b, "- %s: %s\n", k, betterBehind[k])
+	}
+	b.WriteString("\n## Scenarios the suite cannot run over TLS\n\nThe caddy way is not compared with direct for these (the test fails when one agrees with direct):\n\n")
+	for _, k := range slices.Sorted(maps.Keys(overTLS)) {
+		fmt.Fprintf(&b, "- %s: %s\n", k, overTLS[k])
 	}
 	if len(diffs) > 0 {
 		b.WriteString("\n## Differences from direct\n\nThe run that generated this page found these (the test fails on each):\n\n")
