@@ -80,7 +80,7 @@ func TestEvictedSessionClosed(t *testing.T) {
 	old := f.initialize(t, alice)
 	cur := f.initialize(t, alice) // evicts old
 	var r *response
-	for i := 0; i < 100; i++ { // the close runs in the background
+	for i := 0; i < 1500; i++ { // the close runs in the background
 		if r = f.call(t, "whoami", alice, old); r.status == http.StatusNotFound {
 			break
 		}

@@ -316,7 +316,7 @@ func TestSessionFloodAndExpiryGoSDK(t *testing.T) {
 		t.Fatalf("victim after the flood: %d %s", a.status, a.body)
 	}
 	var live map[string]bool
-	for i := 0; i < 100; i++ { // closing runs in the background
+	for i := 0; i < 1500; i++ { // closing runs in the background
 		if live = goSDKSessions(srv); len(live) <= 7 {
 			break
 		}
@@ -333,7 +333,7 @@ func TestSessionFloodAndExpiryGoSDK(t *testing.T) {
 	if a := s.send(t, http.MethodPost, victim, sid, rpcCall(3, "recall", `{}`)); a.status != http.StatusNotFound {
 		t.Fatalf("victim's idle session: %d %s, want 404", a.status, a.body)
 	}
-	for i := 0; i < 100 && goSDKSessions(srv)[sid]; i++ {
+	for i := 0; i < 1500 && goSDKSessions(srv)[sid]; i++ {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if goSDKSessions(srv)[sid] {

@@ -130,7 +130,7 @@ func TestStdioEverythingServer(t *testing.T) {
 	if _, err := cs.CallTool(ctx, params); err != nil {
 		t.Fatalf("long-running operation: %v", err)
 	}
-	for range 500 {
+	for range 3000 {
 		mu.Lock()
 		n := len(progress)
 		mu.Unlock()
@@ -410,7 +410,7 @@ func killChildOf(t *testing.T, dir string) {
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
-			for range 500 {
+			for range 3000 {
 				if _, err := os.Stat(filepath.Join("/proc", e.Name(), "cwd")); err != nil {
 					return
 				}

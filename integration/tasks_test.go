@@ -219,7 +219,7 @@ func (c *taskCaller) createTask(t *testing.T) string {
 // waitDone polls tasks/get until the task is terminal.
 func (c *taskCaller) waitDone(t *testing.T, id string) {
 	t.Helper()
-	for range 100 {
+	for range 1500 {
 		a := c.post(t, "tasks/get", `"taskId":"`+id+`"`)
 		res, _ := a.response()["result"].(map[string]any)
 		if s, _ := res["status"].(string); s == "completed" || s == "failed" || s == "cancelled" {

@@ -83,7 +83,7 @@ func (s *fakeSessions) servedCount() int {
 // waitClosed waits (bounded) until the server has ended sid.
 func (s *fakeSessions) waitClosed(t *testing.T, sid string) {
 	t.Helper()
-	for i := 0; i < 200 && s.isLive(sid); i++ {
+	for i := 0; i < 3000 && s.isLive(sid); i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if s.isLive(sid) {
@@ -275,7 +275,7 @@ func TestSessionFlood(t *testing.T) {
 	}
 	// Closing runs in the background: bounded wait for the server to
 	// hold the victim's plus 4 + 4.
-	for i := 0; i < 200 && e.srv.liveCount() > 9; i++ {
+	for i := 0; i < 3000 && e.srv.liveCount() > 9; i++ {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if n := e.srv.liveCount(); n != 9 {

@@ -117,7 +117,7 @@ func TestSessionUpgrade(t *testing.T) {
 	if resp, _ := do("upgraded-1", "X-None", ""); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("the 101's session ID afterwards: %d, want 404", resp.StatusCode)
 	}
-	for i := 0; i < 200; i++ { // the close runs in the background
+	for i := 0; i < 3000; i++ { // the close runs in the background
 		mu.Lock()
 		n := len(deleted)
 		mu.Unlock()
