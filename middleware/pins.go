@@ -55,7 +55,8 @@ type ToolPins struct {
 // satisfies it without importing this one. Implementations must be safe
 // for concurrent use and bounded; an error means the store is
 // unavailable, and the middleware then fails closed (a list answer it
-// cannot check is refused, a tools/call answered 503).
+// cannot check is refused: 502, or its SSE event removed; a tools/call is
+// answered 503).
 type PinStore interface {
 	// Observe records the tools a tools/list answer on route shows:
 	// digests[i] is the digest of tools[i]. A tool without a pin gets

@@ -82,7 +82,8 @@ type Config struct {
 	Timeouts Timeouts `yaml:"timeouts"`
 
 	// Redis, when Addr is set, holds the state replicas share: step-up
-	// counters, DPoP proof replay, session owners and rate-limit counters,
+	// counters, DPoP proof replay, session owners, pinned tools and
+	// rate-limit counters,
 	// so that several proxies behind a load balancer act as one.
 	Redis Redis `yaml:"redis"`
 

@@ -653,7 +653,8 @@ func (px *Proxy) ready(w http.ResponseWriter, r *http.Request) {
 }
 
 // useRedis connects to Config.Redis and puts the shared state there: the
-// step-up counters, DPoP replay, session owners and rate-limit counters
+// step-up counters, DPoP replay, session owners, pinned tools and
+// rate-limit counters
 // (each unless the Go caller gave its own store).
 func (px *Proxy) useRedis() error {
 	rc := px.cfg.Redis
@@ -683,6 +684,13 @@ func (px *Proxy) useRedis() error {
 			return fmt.Errorf("%w: redis: %w", ErrConfig, err)
 		}
 		px.cfg.OwnerStore = s
+	}
+	if px.cfg.PinStore == nil {
+		s, err := redisstore.NewPinStore(sc)
+		if err != nil {
+			return fmt.Errorf("%w: redis: %w", ErrConfig, err)
+		}
+		px.cfg.PinStore = s
 	}
 	prefix := rc.Prefix
 	if prefix == "" {

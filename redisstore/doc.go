@@ -9,7 +9,9 @@
 //   - [NewReplayStore]: the DPoP proof replay cache (validate/dpop's
 //     ReplayStore);
 //   - [OwnerStore], a middleware.OwnerStore (SessionConfig.Store): which
-//     principal owns each MCP session, across replicas and restarts.
+//     principal owns each MCP session, across replicas and restarts;
+//   - [PinStore], a middleware.PinStore (ToolPins.Store): each route's
+//     pinned tool definitions, across replicas and restarts.
 //
 // A program that does not import this package does not link go-redis.
 // The in-process stores (the middleware's own when Config.StepUpStore is nil,
@@ -23,7 +25,8 @@
 // # Keys, TTLs and atomicity
 //
 // Every key starts with Config.Prefix ("mcpguard:" by default) and a
-// store name ("stepup:", "replay:", "client:", "dcrquota:", "owner:"). Step-up,
+// store name ("stepup:", "replay:", "client:", "dcrquota:", "owner:",
+// "pins:"). Step-up,
 // replay and owner keys are the base64url SHA-256 of the caller's key (for
 // owners: the kind and the session or task ID), so they are 43 bytes
 // whatever the principal and hold no subject; step-up and replay keys
@@ -43,6 +46,10 @@
 //     timeout (Owner, on every request of the session), each one Lua
 //     script; Forget is DEL. The value is the owner's Principal.UserID
 //     (Principal.ID with SessionConfig.BindClient);
+//   - pins: one hash per route (hashed key, two fields per tool, at most
+//     10 000 tools), written by one Lua script per tools/list answer
+//     (HSET of new pins and last listed digests, PEXPIRE 400 days), read
+//     with HMGET per tools/call;
 //   - clients: SET key record PX ttl (Config.ClientTTL, 90 days by
 //     default, or the secret's expiry when sooner); GET;
 //   - the DCR per-network quota of the client store (a
@@ -60,6 +67,9 @@
 //     with 503 and Retry-After, and logs the outage once per reason
 //     (until a call succeeds again). Requests without a session ID
 //     (stateless servers) are not affected.
+//   - [PinStore] fails closed: a tools/list answer is refused (502, or
+//     its SSE event removed) and a tools/call answered 503 with
+//     Retry-After, on routes that pin tools.
 //   - The replay store's Claim fails closed: it returns an error and
 //     fresh=false, and the proof is refused (a 401 the client can retry).
 //     Accepting a proof that might be a replay would defeat DPoP.

@@ -9,3 +9,6 @@ func SetReplayPartitionKeys(s any, n int) { s.(*replayStore).maxKeys = n }
 
 // ErrConfig is the unexported configuration error, for errors.Is.
 var ErrConfig = errConfig
+
+// SetPinRouteTools lowers a pin store's per-route bound.
+func SetPinRouteTools(s *PinStore, n int) { s.maxTools = n }
