@@ -283,6 +283,12 @@ type Stdio struct {
 	// MaxQueued bounds, per session, the requests in flight and the
 	// child's messages waiting for a client. Zero means 256.
 	MaxQueued int `yaml:"max_queued"`
+	// PerUser shares one child between the sessions (2025-11-25) of a
+	// user instead of starting one per session; it is never shared
+	// between users. Stateless (2026-07-28) requests of a user always
+	// share that user's stateless child. False (the default) gives each
+	// session its own.
+	PerUser bool `yaml:"per_user"`
 	// ForwardRoots passes the client's roots (MCP roots/list) to the
 	// children. Dangerous: a server may take a client's roots as what it
 	// may access (the filesystem server replaces its allowed directories

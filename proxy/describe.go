@@ -35,7 +35,11 @@ func (px *Proxy) Describe(w io.Writer) {
 		}
 		fmt.Fprintf(w, "route %s\n", r.Resource)
 		if r.Stdio.enabled() {
-			fmt.Fprintf(w, "  upstream:          stdio %q, a process per session (dir %q)\n", r.Stdio.Command, r.Stdio.Dir)
+			per := "session"
+			if r.Stdio.PerUser {
+				per = "user"
+			}
+			fmt.Fprintf(w, "  upstream:          stdio %q, a process per %s (dir %q)\n", r.Stdio.Command, per, r.Stdio.Dir)
 		} else {
 			fmt.Fprintf(w, "  upstream:          %s\n", r.Upstream)
 		}

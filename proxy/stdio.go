@@ -24,8 +24,8 @@ func (x *route) bridgeConfig() stdiobridge.Config {
 		Command: s.Command, Env: s.Env, PassEnv: s.PassEnv, Dir: s.Dir,
 		MaxChildren: s.MaxChildren, MaxPerUser: s.MaxPerUser, StartTimeout: s.StartTimeout, IdleTimeout: s.IdleTimeout,
 		StopGrace: s.StopGrace, RequestTimeout: s.RequestTimeout, MaxMessageBytes: s.MaxMessageBytes, MaxQueued: s.MaxQueued,
-		ForwardRoots: s.ForwardRoots,
-		User:         stdioUser, Logger: x.log.With("component", "stdio"),
+		ForwardRoots: s.ForwardRoots, PerUser: s.PerUser,
+		User: stdioUser, Logger: x.log.With("component", "stdio"),
 	}
 }
 

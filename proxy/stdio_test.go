@@ -216,3 +216,48 @@ func TestStdioCloseReaps(t *testing.T) {
 		t.Fatalf("after Close: children %v, want %d", left, before)
 	}
 }
+
+// TestStdioPerUser: with stdio.per_user, alice's two 2025-11-25 sessions
+// (each bound to her by the middleware) share her process, bob's never
+// does, and bob cannot use alice's session ids.
+func TestStdioPerUser(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv(t, envOptions{route: func(r *proxy.Route) {
+		r.Upstream = ""
+		r.Stdio = proxy.Stdio{Command: []string{exe}, Env: map[string]string{testserver.Env: "1"}, PerUser: true}
+	}})
+	ctx := testContext(t)
+	session := func(tok string) *mcp.ClientSession {
+		c := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "1"}, nil)
+		cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: e.resource, HTTPClient: &http.Client{Transport: bearerRT{tok, nil}}},
+			&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+		if err != nil {
+			t.Fatalf("Connect: %v", err)
+		}
+		t.Cleanup(func() { cs.Close() })
+		return cs
+	}
+	aliceTok, bobTok := e.token(t, "alice", baseScope), e.token(t, "bob", baseScope)
+	a1, a2, b1 := session(aliceTok), session(aliceTok), session(bobTok)
+	for i, step := range []struct {
+		cs   *mcp.ClientSession
+		want string
+	}{{a1, "1"}, {a2, "2"}, {b1, "1"}, {a1, "3"}} {
+		if got, err := toolText(ctx, step.cs, "incr"); err != nil || got != `{"text":"`+step.want+`"}` {
+			t.Fatalf("step %d: incr = %q, %v; want %s", i, got, err, step.want)
+		}
+	}
+	h := http.Header{"Authorization": {"Bearer " + bobTok}, "Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		"Mcp-Session-Id": {a2.ID()}, "Mcp-Protocol-Version": {"2025-11-25"}}
+	resp := do(t, "POST", e.resource, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"incr","arguments":{}}}`, h)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("bob in alice's shared session: %d, want 404", resp.StatusCode)
+	}
+	if got, err := toolText(ctx, a2, "incr"); err != nil || got != `{"text":"4"}` {
+		t.Fatalf("alice after bob's attempt: %q, %v; want 4", got, err)
+	}
+}

@@ -98,6 +98,11 @@ type Config struct {
 	// MaxQueued bounds the messages waiting for a client in one session
 	// and the requests in flight in it. Zero means DefaultMaxQueued.
 	MaxQueued int
+	// PerUser shares one child between the sessions of a user: the
+	// first session's initialize starts it, later sessions of the same
+	// user are answered from its initialize result and reach the same
+	// process (never another user's). False gives each session its own.
+	PerUser bool
 	// ForwardRoots passes the client's roots (MCP roots/list) to the
 	// child. Dangerous: a server may take a client's roots as what it may
 	// access (the filesystem server replaces its allowed directories with
@@ -204,6 +209,7 @@ type Bridge struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	shared   map[string]*sharedChild // children shared by a user's requests, by key
+	views    map[string]*session     // client sessions of shared children, by session id
 	perUser  map[string]int
 	running  int
 	closed   bool
@@ -224,7 +230,7 @@ func New(cfg Config) (*Bridge, error) {
 		return nil, fmt.Errorf("%w: command %q: %w", ErrConfig, cfg.Command[0], err)
 	}
 	dir, _ := parseDir(cfg.Dir)
-	b := &Bridge{cfg: cfg, path: path, dir: dir, log: cfg.Logger, sessions: map[string]*session{}, shared: map[string]*sharedChild{}, perUser: map[string]int{},
+	b := &Bridge{cfg: cfg, path: path, dir: dir, log: cfg.Logger, sessions: map[string]*session{}, shared: map[string]*sharedChild{}, views: map[string]*session{}, perUser: map[string]int{},
 		stopJanitor: make(chan struct{}), janitorDone: make(chan struct{})}
 	go b.janitor()
 	return b, nil
@@ -381,13 +387,42 @@ func (b *Bridge) remove(s *session) {
 	if sc := b.shared[s.sharedKey]; s.sharedKey != "" && sc != nil && sc.s == s {
 		delete(b.shared, s.sharedKey)
 	}
+	for id, v := range b.views {
+		if v == s {
+			delete(b.views, id)
+		}
+	}
 	b.mu.Unlock()
 }
 
-func (b *Bridge) lookup(id string) *session {
+// lookup returns the child of session id and the scope of the session
+// in it: "" for a session's own child, id for a client session of a
+// shared child. A stateless child, or a shared one by its own id, is
+// no session.
+func (b *Bridge) lookup(id string) (*session, string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.sessions[id]
+	if s := b.views[id]; s != nil {
+		return s, id
+	}
+	if s := b.sessions[id]; s != nil && s.sharedKey == "" {
+		return s, ""
+	}
+	return nil, ""
+}
+
+// dropView forgets client session id of shared child s and reports
+// whether it was the child's last.
+func (b *Bridge) dropView(id string, s *session) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.views, id)
+	for _, v := range b.views {
+		if v == s {
+			return false
+		}
+	}
+	return true
 }
 
 // ServeHTTP serves the Streamable HTTP endpoint (MCP 2025-11-25
@@ -406,35 +441,40 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeJSONError(w, http.StatusMethodNotAllowed, nil, -32600, "Method not allowed")
 			return
 		}
-		b.post(w, r, u, nil, true)
+		b.post(w, r, u, nil, "", true)
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
 	var s *session
+	scope := ""
 	if sid != "" {
-		s = b.lookup(sid)
+		s, scope = b.lookup(sid)
 		// A session of another user is as unknown as an ended one, and a
-		// user's stateless child has no session.
-		if s == nil || s.user.Key != u.Key || s.stateless {
+		// shared child is reached only through a session of its user.
+		if s == nil || s.user.Key != u.Key {
 			writeJSONError(w, http.StatusNotFound, nil, -32001, "Session not found")
 			return
 		}
 	}
 	switch r.Method {
 	case http.MethodPost:
-		b.post(w, r, u, s, false)
+		b.post(w, r, u, s, scope, false)
 	case http.MethodGet:
 		if s == nil {
 			writeJSONError(w, http.StatusBadRequest, nil, -32600, "Mcp-Session-Id required")
 			return
 		}
-		s.serveGET(w, r)
+		s.serveGET(w, r, scope)
 	case http.MethodDelete:
 		if s == nil {
 			writeJSONError(w, http.StatusBadRequest, nil, -32600, "Mcp-Session-Id required")
 			return
 		}
-		s.end("session deleted by the client")
+		if scope == "" {
+			s.end("session deleted by the client")
+		} else if b.dropView(scope, s) {
+			s.end("the user's last session deleted by the client")
+		}
 		w.WriteHeader(http.StatusNoContent)
 	default:
 		w.Header().Set("Allow", "GET, POST, DELETE")
@@ -442,7 +482,7 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (b *Bridge) post(w http.ResponseWriter, r *http.Request, u User, s *session, modern bool) {
+func (b *Bridge) post(w http.ResponseWriter, r *http.Request, u User, s *session, scope string, modern bool) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, int64(b.cfg.MaxMessageBytes)+1))
 	if err != nil || len(body) > b.cfg.MaxMessageBytes {
 		writeJSONError(w, http.StatusBadRequest, nil, -32600, "Invalid Request")
@@ -464,6 +504,10 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request, u User, s *session
 			writeJSONError(w, http.StatusBadRequest, m.id, -32600, "Bad Request: initialize a session, or send a stateless request")
 			return
 		}
+		if b.cfg.PerUser {
+			b.initializeShared(w, r, u, m)
+			return
+		}
 		b.initialize(w, r, u, m)
 		return
 	}
@@ -471,7 +515,7 @@ func (b *Bridge) post(w http.ResponseWriter, r *http.Request, u User, s *session
 		writeJSONError(w, http.StatusBadRequest, m.id, -32600, "Session already initialized")
 		return
 	}
-	s.post(w, r, m)
+	s.post(w, r, m, scope)
 }
 
 func (b *Bridge) initialize(w http.ResponseWriter, r *http.Request, u User, m message) {
@@ -488,12 +532,12 @@ func (b *Bridge) initialize(w http.ResponseWriter, r *http.Request, u User, m me
 		return
 	}
 	if !b.cfg.ForwardRoots {
-		raw := s.withoutRoots(m)
+		raw := b.withoutRoots(m)
 		if m2, err := parseMessage(&b.pool, raw); err == nil {
 			m = m2
 		}
 	}
-	c, err := s.send(m)
+	c, err := s.send(m, "")
 	if err != nil {
 		s.end("initialize not written: " + err.Error())
 		writeJSONError(w, http.StatusBadGateway, m.id, -32603, "Server unavailable")

@@ -440,7 +440,6 @@ func TestConcurrentUsersState(t *testing.T) {
 
 func TestWithoutRoots(t *testing.T) {
 	b := &Bridge{}
-	s := &session{b: b}
 	for _, tc := range []struct{ in, want string }{
 		{`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"roots":{"listChanged":true},"sampling":{}},"clientInfo":{}}}`,
 			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"capabilities":{"sampling":{}},"clientInfo":{}}}`},
@@ -456,7 +455,7 @@ func TestWithoutRoots(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := string(s.withoutRoots(m)); got != tc.want {
+		if got := string(b.withoutRoots(m)); got != tc.want {
 			t.Errorf("withoutRoots(%s) = %s, want %s", tc.in, got, tc.want)
 		}
 	}

@@ -18,14 +18,14 @@ var (
 
 // withoutRoots returns initialize m without params.capabilities.roots
 // (m.raw itself when there is none).
-func (s *session) withoutRoots(m message) []byte {
-	caps, cs, ce := m.paramMember(&s.b.pool, capsNames, "capabilities")
+func (b *Bridge) withoutRoots(m message) []byte {
+	caps, cs, ce := m.paramMember(&b.pool, capsNames, "capabilities")
 	if caps == nil || caps[0] != '{' {
 		return m.raw
 	}
 	out := []byte{'{'}
 	found := false
-	err := s.b.pool.MemberSpans(caps, rootsNames, func(name []byte, start, end int) error {
+	err := b.pool.MemberSpans(caps, rootsNames, func(name []byte, start, end int) error {
 		if string(name) == "roots" {
 			found = true
 			return nil

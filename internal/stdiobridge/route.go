@@ -105,17 +105,26 @@ func (s *session) fromChild(m message) {
 				return
 			}
 		}
-		if s.get == nil && len(s.inflight) > 0 {
+		if len(s.gets) == 0 && len(s.inflight) > 0 {
 			s.toCall(s.inflight[0], m.raw)
 			return
 		}
 	}
-	if s.get != nil {
+	// A notification goes to every GET stream (the client sessions of a
+	// shared child are one user's), a request to one.
+	sent := false
+	for _, g := range s.gets {
 		select {
-		case s.get.out <- m.raw:
-			return
+		case g.out <- m.raw:
+			sent = true
 		default:
 		}
+		if sent && m.kind == kindRequest {
+			break
+		}
+	}
+	if sent {
+		return
 	}
 	if s.stateless {
 		return // no stream outlives a stateless request

@@ -14,6 +14,7 @@ import (
 // call is one client request in flight to the child.
 type call struct {
 	clientID []byte // the client's raw id
+	scope    string // the client session of a shared child, or ""
 	method   string
 	childKey string // the id the child sees
 	progress string // the raw progress token, or ""
@@ -43,11 +44,11 @@ type session struct {
 	mu         sync.Mutex
 	next       int64
 	pending    map[string]*call // by child id
-	byClient   map[string]*call // by the client's raw id
+	byClient   map[string]*call // by scope, NUL and the client's raw id
 	progress   map[string]*call // by raw progress token
 	serverReqs map[string]bool  // the child's requests waiting for the client
 	inflight   []*call          // in order
-	get        *stream
+	gets       map[string]*stream // open GET streams, by scope
 	queue      [][]byte
 	initResult []byte // the child's initialize result, for a shared child
 	last       time.Time
@@ -60,7 +61,7 @@ type session struct {
 
 func newSession(b *Bridge, id string, u User, ch *child, log *slog.Logger, release func(), stateless bool, sharedKey string) *session {
 	s := &session{b: b, id: id, user: u, ch: ch, log: log.With("session", id[:8]), release: release, stateless: stateless, sharedKey: sharedKey,
-		pending: map[string]*call{}, byClient: map[string]*call{}, progress: map[string]*call{}, serverReqs: map[string]bool{},
+		gets: map[string]*stream{}, pending: map[string]*call{}, byClient: map[string]*call{}, progress: map[string]*call{}, serverReqs: map[string]bool{},
 		last: time.Now(), endedCh: make(chan struct{}), readerDone: make(chan struct{})}
 	b.wg.Add(3)
 	go s.readStdout()
@@ -144,7 +145,7 @@ func (s *session) isEnded() bool {
 
 // send registers a client request and writes it to the child with the
 // bridge's id.
-func (s *session) send(m message) (*call, error) {
+func (s *session) send(m message, scope string) (*call, error) {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
@@ -156,13 +157,13 @@ func (s *session) send(m message) (*call, error) {
 	}
 	s.next++
 	id := itoa(s.next)
-	c := &call{clientID: append([]byte(nil), m.id...), method: m.method, childKey: string(id), out: make(chan []byte, 16), fin: make(chan struct{})}
+	c := &call{clientID: append([]byte(nil), m.id...), scope: scope, method: m.method, childKey: string(id), out: make(chan []byte, 16), fin: make(chan struct{})}
 	if tok := m.progressToken(&s.b.pool); tok != nil {
 		c.progress = string(tok)
 		s.progress[c.progress] = c
 	}
 	s.pending[c.childKey] = c
-	s.byClient[string(m.id)] = c
+	s.byClient[scope+"\x00"+string(m.id)] = c
 	s.inflight = append(s.inflight, c)
 	s.mu.Unlock()
 	if err := s.ch.write(m.withID(id), writeTimeout); err != nil {
@@ -186,8 +187,8 @@ func (s *session) done(c *call) {
 
 func (s *session) forget(c *call) {
 	delete(s.pending, c.childKey)
-	if s.byClient[string(c.clientID)] == c {
-		delete(s.byClient, string(c.clientID))
+	if k := c.scope + "\x00" + string(c.clientID); s.byClient[k] == c {
+		delete(s.byClient, k)
 	}
 	if c.progress != "" && s.progress[c.progress] == c {
 		delete(s.progress, c.progress)
@@ -202,7 +203,9 @@ func (s *session) forget(c *call) {
 }
 
 // post serves a client message in this session.
-func (s *session) post(w http.ResponseWriter, r *http.Request, m message) {
+// post serves a client message in this session; scope names the client
+// session of a shared child ("" for a session's own child).
+func (s *session) post(w http.ResponseWriter, r *http.Request, m message, scope string) {
 	switch m.kind {
 	case kindNotification:
 		line := m.raw
@@ -210,8 +213,13 @@ func (s *session) post(w http.ResponseWriter, r *http.Request, m message) {
 			w.WriteHeader(http.StatusAccepted)
 			return
 		}
+		if m.method == "notifications/initialized" && scope != "" {
+			// The bridge initialized the shared child itself.
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
 		if m.method == "notifications/cancelled" {
-			line = s.cancelLine(m)
+			line = s.cancelLine(m, scope)
 			if line == nil {
 				w.WriteHeader(http.StatusAccepted)
 				return
@@ -231,7 +239,7 @@ func (s *session) post(w http.ResponseWriter, r *http.Request, m message) {
 		}
 		s.forward(w, m.raw)
 	case kindRequest:
-		s.request(w, r, m)
+		s.request(w, r, m, scope)
 	}
 }
 
@@ -246,13 +254,13 @@ func (s *session) forward(w http.ResponseWriter, line []byte) {
 
 // cancelLine maps notifications/cancelled's requestId from the client's
 // id to the child's, or returns nil for a request not in flight.
-func (s *session) cancelLine(m message) []byte {
+func (s *session) cancelLine(m message, scope string) []byte {
 	v, start, end := m.paramMember(&s.b.pool, cancelNames, "requestId")
 	if v == nil {
 		return nil
 	}
 	s.mu.Lock()
-	c := s.byClient[string(v)]
+	c := s.byClient[scope+"\x00"+string(v)]
 	s.mu.Unlock()
 	if c == nil {
 		return nil
@@ -262,10 +270,10 @@ func (s *session) cancelLine(m message) []byte {
 
 // request serves a client request: the answer is an SSE stream carrying
 // what the child sends for it, then its response.
-func (s *session) request(w http.ResponseWriter, r *http.Request, m message) {
+func (s *session) request(w http.ResponseWriter, r *http.Request, m message, scope string) {
 	s.active.Add(1)
 	defer s.active.Done()
-	c, err := s.send(m)
+	c, err := s.send(m, scope)
 	switch {
 	case errors.Is(err, errBusy):
 		w.Header().Set("Retry-After", retryAfter)
@@ -372,26 +380,26 @@ func writeEvent(w io.Writer, fl http.Flusher, msg []byte) error {
 }
 
 // serveGET is the session's stream of messages not tied to a request.
-func (s *session) serveGET(w http.ResponseWriter, r *http.Request) {
+func (s *session) serveGET(w http.ResponseWriter, r *http.Request, scope string) {
 	if !acceptsSSE(r) {
 		writeJSONError(w, http.StatusNotAcceptable, nil, -32600, "Not Acceptable: text/event-stream required")
 		return
 	}
 	st := &stream{out: make(chan []byte, s.b.cfg.MaxQueued)}
 	s.mu.Lock()
-	if s.get != nil {
+	if s.gets[scope] != nil {
 		s.mu.Unlock()
 		writeJSONError(w, http.StatusConflict, nil, -32600, "Conflict: a stream is already open")
 		return
 	}
-	s.get = st
+	s.gets[scope] = st
 	queued := s.queue
 	s.queue = nil
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		if s.get == st {
-			s.get = nil
+		if s.gets[scope] == st {
+			delete(s.gets, scope)
 		}
 		s.mu.Unlock()
 	}()

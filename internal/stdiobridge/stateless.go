@@ -159,7 +159,7 @@ func (s *session) initialize(body []byte) error {
 	if err != nil {
 		return err
 	}
-	c, err := s.send(m)
+	c, err := s.send(m, "")
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func (b *Bridge) postStateless(w http.ResponseWriter, r *http.Request, u User, m
 		_, _ = w.Write(discoverResponse(&b.pool, m.id, init))
 		return
 	}
-	s.request(w, r, m)
+	s.request(w, r, m, "")
 }
 
 var (

@@ -589,7 +589,11 @@ func printBanner(w io.Writer, scheme, addr string, cfg proxy.Config, px *proxy.P
 	for _, r := range cfg.Routes {
 		up := r.Upstream
 		if len(r.Stdio.Command) > 0 {
-			up = fmt.Sprintf("stdio %q (a process per session)", r.Stdio.Command)
+			per := "session"
+			if r.Stdio.PerUser {
+				per = "user"
+			}
+			up = fmt.Sprintf("stdio %q (a process per %s)", r.Stdio.Command, per)
 		}
 		fmt.Fprintf(w, "  %s -> %s (issuers %s)\n", r.Resource, up, strings.Join(r.Issuers, " "))
 	}

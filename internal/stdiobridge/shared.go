@@ -1,0 +1,75 @@
+package stdiobridge
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+)
+
+// With Config.PerUser, the sessions of one user share one child: the
+// first initialize of the user starts it and is passed to it (without
+// roots unless ForwardRoots), with notifications/initialized sent by the
+// bridge; every later initialize of the user gets the child's result
+// again, under a session id of its own. The child's request ids are the
+// bridge's, so the sessions' requests never collide; a cancellation
+// names a request of its own session; a notification of the child goes
+// to every open GET stream of its sessions, a request of the child to
+// the oldest request in flight (a child asks while it serves one) or one
+// GET stream. Deleting a session ends the child with the last one.
+
+// sessionKey is the key of a user's shared session child in b.shared.
+func sessionKey(u User) string { return "session\x00" + u.Key }
+
+// initializeShared answers initialize m with a new session on u's
+// shared child.
+func (b *Bridge) initializeShared(w http.ResponseWriter, r *http.Request, u User, m message) {
+	body := m.raw
+	if !b.cfg.ForwardRoots {
+		body = b.withoutRoots(m)
+	}
+	s, err := b.sharedSession(r.Context(), sessionKey(u), u, false, func(s *session) error { return s.initialize(body) })
+	switch {
+	case errors.Is(err, errBusy):
+		b.log.Warn("stdio: process bound reached", "user", u.Key)
+		w.Header().Set("Retry-After", retryAfter)
+		writeJSONError(w, http.StatusServiceUnavailable, m.id, -32603, "Server busy")
+		return
+	case errors.Is(err, errStartTimeout):
+		writeJSONError(w, http.StatusGatewayTimeout, m.id, -32603, "Server did not start")
+		return
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return
+	case err != nil:
+		b.log.Error("stdio: shared child not started", "user", u.Key, "error", err.Error())
+		writeJSONError(w, http.StatusBadGateway, m.id, -32603, "Server unavailable")
+		return
+	}
+	var idb [16]byte
+	_, _ = rand.Read(idb[:])
+	id := hex.EncodeToString(idb[:])
+	s.mu.Lock()
+	init, ended := s.initResult, s.ended
+	s.mu.Unlock()
+	b.mu.Lock()
+	if !ended && b.sessions[s.id] == s {
+		b.views[id] = s
+	} else {
+		ended = true
+	}
+	b.mu.Unlock()
+	if ended {
+		writeJSONError(w, http.StatusBadGateway, m.id, -32603, "Server unavailable")
+		return
+	}
+	out := []byte(`{"jsonrpc":"2.0","id":`)
+	out = append(out, m.id...)
+	out = append(out, `,"result":`...)
+	out = append(out, init...)
+	out = append(out, '}')
+	w.Header().Set("Mcp-Session-Id", id)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+}
