@@ -43,11 +43,11 @@ type session struct {
 
 	mu         sync.Mutex
 	next       int64
-	pending    map[string]*call // by child id
-	byClient   map[string]*call // by scope, NUL and the client's raw id
-	progress   map[string]*call // by raw progress token
-	serverReqs map[string]bool  // the child's requests waiting for the client
-	inflight   []*call          // in order
+	pending    map[string]*call   // by child id
+	byClient   map[string]*call   // by scope, NUL and the client's raw id
+	progress   map[string]*call   // by raw progress token
+	serverReqs map[string]bool    // the child's requests waiting for the client
+	inflight   []*call            // in order
 	gets       map[string]*stream // open GET streams, by scope
 	queue      [][]byte
 	initResult []byte // the child's initialize result, for a shared child

@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
