@@ -13,9 +13,11 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/oauth2"
 
 	"github.com/mcpguard/mcpguard/internal/devmint"
+	"github.com/mcpguard/mcpguard/internal/redistest"
 )
 
 // TestPinnedToolsThroughProxy (issue 35 item 4): "mcpguard proxy" from a
@@ -28,7 +30,23 @@ import (
 // 2026-07-28), and never reaches the upstream; the proxy logs the new
 // digest; once the digest is put under pins.accepted and the file
 // reloaded (-watch-config), get_weather is listed and callable again.
+// Once with the pins in memory, once on a real redis-server.
 func TestPinnedToolsThroughProxy(t *testing.T) {
+	t.Run("memory", func(t *testing.T) { pinnedThroughProxy(t, "") })
+	t.Run("redis", func(t *testing.T) {
+		rd := redistest.Start(t)
+		pinnedThroughProxy(t, "redis:\n  addr: "+rd.Addr+"\n")
+		rdb := redis.NewClient(&redis.Options{Addr: rd.Addr})
+		defer rdb.Close()
+		if keys, err := rdb.Keys(context.Background(), "mcpguard:pins:*").Result(); err != nil || len(keys) != 1 {
+			t.Errorf("pin keys on Redis = %q, %v; want the route's one", keys, err)
+		}
+	})
+}
+
+// pinnedThroughProxy is TestPinnedToolsThroughProxy with the YAML
+// redis section redisYAML ("" for none).
+func pinnedThroughProxy(t *testing.T, redisYAML string) {
 	addr := freeAddr(t)
 	origin := "http://" + addr
 	resource := origin + "/mcp"
@@ -47,7 +65,7 @@ func TestPinnedToolsThroughProxy(t *testing.T) {
     issuers: [%s]
     scopes: [mcp:tools]
     pins: {tools: true}
-`, resource, up.url, issuer)
+%s`, resource, up.url, issuer, redisYAML)
 	cfgFile := writeFile(t, "mcpguard.yaml", cfg)
 	logs := startProxyFile(t, addr, cfgFile, nil, "-watch-config", "100ms")
 	tok, err := devmint.Of(as).IssueToken("alice", "tenant-a", e2eClientID, resource, []string{"mcp:tools"})
