@@ -3,10 +3,8 @@ package proxy
 import (
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -21,6 +19,7 @@ import (
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 
+	"github.com/mcpguard/mcpguard/internal/keyalg"
 	"github.com/mcpguard/mcpguard/middleware"
 )
 
@@ -88,54 +87,17 @@ func loadKey(field, path string) (crypto.Signer, error) {
 	if err != nil {
 		return nil, err
 	}
-	var k any
-	switch blk.Type {
-	case "PRIVATE KEY":
-		k, err = x509.ParsePKCS8PrivateKey(blk.Bytes)
-	case "EC PRIVATE KEY":
-		k, err = x509.ParseECPrivateKey(blk.Bytes)
-	case "RSA PRIVATE KEY":
-		k, err = x509.ParsePKCS1PrivateKey(blk.Bytes)
-	default:
-		return nil, fmt.Errorf("%s %s: PEM block %q; want PRIVATE KEY, EC PRIVATE KEY or RSA PRIVATE KEY", field, path, blk.Type)
-	}
+	k, err := keyalg.ParsePrivateKey(blk)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", field, path, err)
 	}
-	s, ok := k.(crypto.Signer)
-	if !ok {
-		return nil, fmt.Errorf("%s %s: not a signing key", field, path)
-	}
-	return s, nil
-}
-
-// algorithmOf returns the JWS algorithm of a public key, refusing weak
-// keys.
-func algorithmOf(key crypto.PublicKey) (jose.SignatureAlgorithm, error) {
-	switch k := key.(type) {
-	case *ecdsa.PublicKey:
-		switch k.Curve {
-		case elliptic.P256():
-			return jose.ES256, nil
-		case elliptic.P384():
-			return jose.ES384, nil
-		}
-		return "", fmt.Errorf("EC key: want P-256 or P-384")
-	case ed25519.PublicKey:
-		return jose.EdDSA, nil
-	case *rsa.PublicKey:
-		if k.N.BitLen() < 2048 {
-			return "", fmt.Errorf("RSA key of %d bits: want 2048 or more", k.N.BitLen())
-		}
-		return jose.RS256, nil
-	}
-	return "", fmt.Errorf("unsupported key type %T", key)
+	return k, nil
 }
 
 // publicJWK is the JWK of a public key, its kid the RFC 7638
 // thumbprint.
 func publicJWK(key crypto.PublicKey) (jose.JSONWebKey, jose.SignatureAlgorithm, error) {
-	alg, err := algorithmOf(key)
+	alg, err := keyalg.Assertion(key)
 	if err != nil {
 		return jose.JSONWebKey{}, "", err
 	}

@@ -15,7 +15,7 @@ func TestDeps(t *testing.T) {
 		Direct: true,
 		Allowed: []string{
 			deptest.Module, deptest.Module + "/middleware", deptest.Module + "/prm", deptest.Module + "/asmeta", deptest.Module + "/validate",
-			deptest.Module + "/validate/jwks", deptest.Module + "/validate/dpop", deptest.Module + "/validate/introspect", deptest.Module + "/internal/fetch", deptest.Module + "/internal/strictjson", deptest.Module + "/internal/httptoken", deptest.Module + "/internal/answer", deptest.Module + "/internal/mwdefault", deptest.Module + "/internal/stdiobridge",
+			deptest.Module + "/validate/jwks", deptest.Module + "/validate/dpop", deptest.Module + "/validate/introspect", deptest.Module + "/internal/fetch", deptest.Module + "/internal/strictjson", deptest.Module + "/internal/httptoken", deptest.Module + "/internal/answer", deptest.Module + "/internal/mwdefault", deptest.Module + "/internal/stdiobridge", deptest.Module + "/internal/keyalg",
 			deptest.Module + "/redisstore", "github.com/redis/go-redis/v9",
 			"github.com/go-jose/go-jose/v4", "github.com/go-jose/go-jose/v4/jwt",
 			"go.yaml.in/yaml/v3",

@@ -1,6 +1,9 @@
-// Package keyalg names the default JWS algorithm of a public key, the one
-// rule that the module's two signers of client assertions (client and
-// validate/introspect, private_key_jwt) share.
+// Package keyalg names the JWS algorithm of a key: the default of a
+// public key, the one rule that the module's two signers of client
+// assertions (client and validate/introspect, private_key_jwt) share
+// (Default), and mcpguard proxy's assertion key rule with its PEM private
+// key reading, which the proxy and the audit share (Assertion,
+// ParsePrivateKey).
 package keyalg
 
 import (

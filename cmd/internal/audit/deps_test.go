@@ -20,6 +20,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/internal/fetch",
 			deptest.Module + "/internal/strictjson", // through asmeta: the one JSON reader
 			deptest.Module + "/internal/scopetoken",
+			deptest.Module + "/internal/keyalg",    // the proxy's assertion key rule, a leaf
 			deptest.Module + "/internal/httptoken", // through challenge
 			"code.dny.dev/ssrf",
 			"github.com/go-jose/go-jose/v4/...",

@@ -4,11 +4,8 @@ import (
 	"context"
 	"crypto"
 	"crypto/ecdsa"
-	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/rsa"
-	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
 	"errors"
@@ -19,6 +16,7 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 
+	"github.com/mcpguard/mcpguard/internal/keyalg"
 	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
@@ -75,22 +73,9 @@ func ParseAssertionKey(b []byte) (crypto.Signer, error) {
 	if blk == nil {
 		return nil, errors.New("no PEM block")
 	}
-	var k any
-	var err error
-	switch blk.Type {
-	case "EC PRIVATE KEY":
-		k, err = x509.ParseECPrivateKey(blk.Bytes)
-	case "RSA PRIVATE KEY":
-		k, err = x509.ParsePKCS1PrivateKey(blk.Bytes)
-	default:
-		k, err = x509.ParsePKCS8PrivateKey(blk.Bytes)
-	}
+	s, err := keyalg.ParsePrivateKey(blk)
 	if err != nil {
-		return nil, errors.New("not a PKCS #8, SEC 1 or PKCS #1 private key")
-	}
-	s, ok := k.(crypto.Signer)
-	if !ok {
-		return nil, errors.New("not a signing key")
+		return nil, err
 	}
 	if _, err := assertionAlg(s); err != nil {
 		return nil, err
@@ -98,24 +83,10 @@ func ParseAssertionKey(b []byte) (crypto.Signer, error) {
 	return s, nil
 }
 
-// assertionAlg is the JWS algorithm of key.
+// assertionAlg is the JWS algorithm of key, as mcpguard proxy chooses it
+// (keyalg.Assertion).
 func assertionAlg(key crypto.Signer) (jose.SignatureAlgorithm, error) {
-	switch k := key.(type) {
-	case *ecdsa.PrivateKey:
-		switch k.Curve {
-		case elliptic.P256():
-			return jose.ES256, nil
-		case elliptic.P384():
-			return jose.ES384, nil
-		}
-	case ed25519.PrivateKey:
-		return jose.EdDSA, nil
-	case *rsa.PrivateKey:
-		if k.N.BitLen() >= 2048 {
-			return jose.RS256, nil
-		}
-	}
-	return "", errors.New("unsupported key: want ECDSA P-256 or P-384, Ed25519, or RSA of 2048 bits or more")
+	return keyalg.Assertion(key.Public())
 }
 
 // thumbprint is the RFC 7638 SHA-256 thumbprint of key's public part,
