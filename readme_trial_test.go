@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/heldport"
 )
 
 // The README's trial ("Protect any MCP server"): its first sh block
@@ -27,7 +29,8 @@ import (
 // bash, from the repository's root, with three changes only: `go run
 // ./cmd/mcpguard` is a binary built once from the same package; each
 // loopback port of the README (and the proxy's default -addr, 8080) is a
-// free one, so that runs on one machine do not collide; and the npm ci
+// free one outside the ephemeral range (heldport), so that runs on one
+// machine do not collide; and the npm ci
 // line is checked, not run (no network in tests: .ci/run installs from
 // the same lockfiles first).
 
@@ -185,6 +188,11 @@ func TestREADMETrial(t *testing.T) {
 	t.Parallel()
 
 	e := &trialEnv{ports: map[string]string{}, env: os.Environ()}
+	e.bin = filepath.Join(t.TempDir(), "mcpguard")
+	if out, err := exec.Command("go", "build", "-o", e.bin, "./cmd/mcpguard").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/mcpguard: %v\n%s", err, out)
+	}
+	// The ports are taken last, just before the servers bind them.
 	for _, l := range slices.Concat(servers, clients) {
 		for _, re := range []*regexp.Regexp{loopback, portEnv} {
 			for _, m := range re.FindAllStringSubmatch(l, -1) {
@@ -195,21 +203,9 @@ func TestREADMETrial(t *testing.T) {
 	if _, ok := e.ports["8080"]; !ok {
 		t.Fatalf("the README's trial never names the proxy's 127.0.0.1:8080: %q", clients)
 	}
-	var held []net.Listener // until every port is chosen: all distinct
+	held := heldport.New(t, len(e.ports))
 	for p := range e.ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		held = append(held, l)
-		_, e.ports[p], _ = net.SplitHostPort(l.Addr().String())
-	}
-	for _, l := range held {
-		l.Close()
-	}
-	e.bin = filepath.Join(t.TempDir(), "mcpguard")
-	if out, err := exec.Command("go", "build", "-o", e.bin, "./cmd/mcpguard").CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/mcpguard: %v\n%s", err, out)
+		_, e.ports[p], _ = net.SplitHostPort(held.Take())
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/heldport"
 )
 
 // caddyModule is the directory of the Caddy module, its own Go module
@@ -39,8 +41,8 @@ func buildCaddy(t *testing.T, dir string) string {
 // internal; no admin endpoint, no HTTP/3, nothing saved). It returns the
 // MCP endpoint's URL, the process and the CA certificate's path, which
 // exists once Caddy has started.
-func startCaddy(t *testing.T, bin, dir, name, upstream string, ports *ports) (string, *proc, string) {
-	addr := ports.take()
+func startCaddy(t *testing.T, bin, dir, name, upstream string, ports *heldport.Ports) (string, *proc, string) {
+	addr := ports.Take()
 	resource := "https://" + addr + "/mcp"
 	file := writeProxyConfig(t, dir, name+"-caddy", resource, upstream, newIssuer(t, resource).URL)
 	data := filepath.Join(dir, name+"-caddy-data")

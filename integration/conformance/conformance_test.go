@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/mcpguard/mcpguard"
 	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/internal/heldport"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/validate"
 )
@@ -189,13 +189,13 @@ func TestConformance(t *testing.T) {
 	// the go-sdk upstreams and the token-less proxies, whose address must
 	// be known before they start, get one that the test holds until just
 	// before it starts them, outside the range the system gives port 0
-	// and outgoing connections (ports).
-	ports := newPorts(t, 2*len(runs))
+	// and outgoing connections (heldport).
+	ports := heldport.New(t, 2*len(runs))
 	upstreams := make([]*proc, len(runs))
 	for i, r := range runs {
 		name := fmt.Sprintf("%s %s %s upstream", r.server, r.rev, r.way)
 		if r.server == "go-sdk" {
-			addr := ports.take()
+			addr := ports.Take()
 			upstreams[i] = startProc(t, name, "", nil, es, "-http", addr, fmt.Sprintf("-stateless=%t", r.rev != "2025-11-25"))
 			upstreams[i].addr = addr
 		} else {
@@ -570,62 +570,6 @@ func (r *run) dump(t *testing.T) {
 	r.proxy.dump(t)
 }
 
-// ports hands out loopback ports that the system gives neither to port
-// 0 nor to outgoing connections (below or above
-// net.ipv4.ip_local_port_range), each held by the test until taken.
-type ports struct {
-	t    *testing.T
-	held []net.Listener
-}
-
-func newPorts(t *testing.T, n int) *ports {
-	lo, hi := 32768, 60999 // Linux's default range
-	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
-		_, _ = fmt.Sscan(string(b), &lo, &hi)
-	}
-	var free [][2]int // candidate ranges, [from, to)
-	if lo-10000 >= 2*n {
-		free = append(free, [2]int{10000, lo})
-	}
-	if 65535-hi >= 2*n {
-		free = append(free, [2]int{hi + 1, 65536})
-	}
-	if len(free) == 0 {
-		t.Fatalf("no loopback ports outside the ephemeral range %d-%d", lo, hi)
-	}
-	ps := &ports{t: t}
-	t.Cleanup(func() {
-		for _, l := range ps.held {
-			_ = l.Close()
-		}
-	})
-	r := free[0]
-	for port, tries := r[0]+rand.IntN(r[1]-r[0]), 0; len(ps.held) < n; port, tries = port+1, tries+1 {
-		if tries == r[1]-r[0] {
-			t.Fatalf("only %d free loopback ports in %d-%d", len(ps.held), r[0], r[1]-1)
-		}
-		if port >= r[1] {
-			port = r[0]
-		}
-		if l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
-			ps.held = append(ps.held, l)
-		}
-	}
-	return ps
-}
-
-// take releases a held port for the process about to be started on it.
-func (ps *ports) take() string {
-	if len(ps.held) == 0 {
-		ps.t.Fatal("no held port left")
-	}
-	l := ps.held[0]
-	ps.held = ps.held[1:]
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // publicOperations makes every operation of both everything-servers
 // public: the suite sends no token. completion/complete and
 // resources/subscribe are public through the prompts and resources they
@@ -727,13 +671,13 @@ func startLibrary(t *testing.T, upstream string, withToken bool) string {
 // without, its URL is the resource, so it gets a held port. It logs at
 // warn: every failed forward, with the upstream's error, and no line per
 // request.
-func startProxy(t *testing.T, bin, dir, name, upstream string, withToken bool, ports *ports) (string, *proc) {
+func startProxy(t *testing.T, bin, dir, name, upstream string, withToken bool, ports *heldport.Ports) (string, *proc) {
 	addr := "127.0.0.1:0"
 	var front net.Listener
 	if withToken {
 		front = listen(t)
 	} else {
-		addr = ports.take() // bound by the proxy at once
+		addr = ports.Take() // bound by the proxy at once
 	}
 	resource := "http://" + addr + "/mcp"
 	if withToken {
