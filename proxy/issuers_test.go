@@ -225,6 +225,10 @@ func TestIssuerConfigErrors(t *testing.T) {
 		{"tls cert without key", "tls: {cert_file: c.pem}\n" + route, `tls: cert_file and key_file go together`},
 		{"dev_as off loopback", "dev_as: 0.0.0.0:9000\n" + route, `dev_as "0.0.0.0:9000": must be a loopback host:port`},
 		{"dev_as without port", "dev_as: 127.0.0.1\n" + route, `dev_as "127.0.0.1": must be a loopback host:port`},
+		{"pins accepted without tools", strings.Replace(route, "    issuers:", "    pins: {accepted: {t: "+strings.Repeat("a", 64)+"}}\n    issuers:", 1),
+			`routes[0].pins.accepted needs pins.tools: true`},
+		{"pins accepted not a digest", strings.Replace(route, "    issuers:", "    pins: {tools: true, accepted: {t: ABC}}\n    issuers:", 1),
+			`Pins.Accepted[t] is not a lower-case hex SHA-256`},
 		{"hmac algorithm", strings.Replace(route, "    issuers:", "    validation: {algorithms: [HS256]}\n    issuers:", 1),
 			`routes[0]: mcpguard: invalid config: Validate: validate: invalid config: algorithm "HS256" is not an allowed asymmetric JWS algorithm`},
 	}
