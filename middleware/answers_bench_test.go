@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
 // BenchmarkListAnswer: a tools/list answer of 1,000 tools (about 180 KiB
@@ -12,7 +14,8 @@ import (
 // annotated in annotate mode ("filtered"), against the same answer to a
 // request whose JSON answer passes unread ("forwarded": ping). Both pay
 // the same token check and body read; the ratio is the list layer's cost
-// (docs/performance.md).
+// (docs/performance.md). "valid" is strictjson.Valid of the answer alone:
+// one pass of the tokenizer, the least any strict read of it costs.
 func BenchmarkListAnswer(b *testing.B) {
 	var sb strings.Builder
 	sb.WriteString(`{"jsonrpc":"2.0","id":1,"result":{"tools":[`)
@@ -33,6 +36,17 @@ func BenchmarkListAnswer(b *testing.B) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(answer)
 	}))
+	b.Run("valid", func(b *testing.B) {
+		b.ReportAllocs()
+		start := dpopCPUTime()
+		b.SetBytes(int64(len(answer)))
+		for b.Loop() {
+			if err := strictjson.Valid(answer); err != nil {
+				b.Fatal(err)
+			}
+		}
+		reportCPU(b, start)
+	})
 	for _, method := range []string{"ping", "tools/list"} {
 		name := map[string]string{"ping": "forwarded", "tools/list": "filtered"}[method]
 		reqBody := []byte(`{"jsonrpc":"2.0","id":1,"method":"` + method + `"}`)

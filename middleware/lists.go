@@ -293,13 +293,53 @@ var entryRead = map[string][]string{
 // not an array (or null) is refused.
 func (t *answerWriter) filterEntries(result []byte) ([]byte, error) {
 	k := t.entries
+	read := entryRead[k.key]
+	// One pass of the tokenizer over the result: its members, the entries
+	// array, and the members of each entry the filter reads.
 	as, ae, cs, ce := -1, -1, -1, -1
-	err := t.m.json.MemberSpans(result, k.read, func(name []byte, s, e int) error {
+	isArray := false
+	var entries []listEntrySpan
+	err := t.m.json.Walk(result, k.read, func(v *strictjson.Value, name []byte) error {
 		switch string(name) {
 		case k.member:
-			as, ae = s, e
+			if v.Kind() != '[' {
+				_, err := v.Raw()
+				as, ae = v.Offsets()
+				return err
+			}
+			isArray = true
+			err := v.Elements(func(e *strictjson.Value) error {
+				es := listEntrySpan{ms: -1, ss: -1}
+				var err error
+				if e.Kind() == '{' {
+					err = e.Members(read, func(mv *strictjson.Value, n []byte) error {
+						var err error
+						switch string(n) {
+						case k.key:
+							es.name, err = mv.Raw()
+						case memberMeta:
+							_, err = mv.Raw()
+							es.ms, es.me = mv.Offsets()
+						case memberSchemes:
+							_, err = mv.Raw()
+							es.ss, es.se = mv.Offsets()
+						}
+						return err
+					})
+					es.object = true
+				} else {
+					_, err = e.Raw()
+				}
+				es.s, es.e = e.Offsets()
+				entries = append(entries, es)
+				return err
+			})
+			as, ae = v.Offsets()
+			return err
 		case memberCacheScope:
-			cs, ce = s, e
+			_, err := v.Raw()
+			cs, ce = v.Offsets()
+			return err
 		}
 		return nil
 	})
@@ -309,16 +349,10 @@ func (t *answerWriter) filterEntries(result []byte) ([]byte, error) {
 	if as < 0 {
 		return result, nil
 	}
-	arr := result[as:ae]
-	if string(arr) == "null" {
-		arr = []byte("[]")
-	}
-	elems, ok := strictjson.Elements(arr)
-	if !ok {
+	if !isArray && string(result[as:ae]) != "null" {
 		return nil, rpcanswer.ErrInvalid
 	}
-	read := entryRead[k.key]
-	out := make([]byte, 0, len(result)+len(elems)*48+32)
+	out := make([]byte, 0, len(result)+len(entries)*48+32)
 	out = append(out, '{')
 	if cs < 0 {
 		out = append(out, `"`+memberCacheScope+`":"private",`...)
@@ -335,14 +369,18 @@ func (t *answerWriter) filterEntries(result []byte) ([]byte, error) {
 	}
 	var hide []bool
 	if t.m.pins != nil && k.method == methodToolsList {
+		elems := make([][]byte, len(entries))
+		for i, es := range entries {
+			elems[i] = result[es.s:es.e:es.e]
+		}
 		if hide, err = t.checkPins(elems); err != nil {
 			return nil, err
 		}
 	}
-	entries := func(out []byte) ([]byte, error) {
+	list := func(out []byte) ([]byte, error) {
 		out = append(out, '[')
 		n := 0
-		for i, elem := range elems {
+		for i := range entries {
 			if hide != nil && hide[i] {
 				continue // its definition is not its pin (pins.go)
 			}
@@ -350,7 +388,7 @@ func (t *answerWriter) filterEntries(result []byte) ([]byte, error) {
 			if n > 0 {
 				out = append(out, ',')
 			}
-			kept, o, err := t.appendEntry(out, elem, read)
+			kept, o, err := t.appendEntry(out, result, &entries[i])
 			if err != nil {
 				return nil, err
 			}
@@ -368,7 +406,7 @@ func (t *answerWriter) filterEntries(result []byte) ([]byte, error) {
 		err = emit(cs, ce, private)
 	}
 	if err == nil {
-		err = emit(as, ae, entries)
+		err = emit(as, ae, list)
 	}
 	if err == nil && cs > as {
 		err = emit(cs, ce, private)
@@ -379,30 +417,24 @@ func (t *answerWriter) filterEntries(result []byte) ([]byte, error) {
 	return append(out, result[pos:]...), nil
 }
 
-// appendEntry appends elem, one entry of t's list, to out as listEntry
-// shows it, or reports false when it is left out.
-func (t *answerWriter) appendEntry(out, elem []byte, read []string) (bool, []byte, error) {
-	if len(elem) == 0 || elem[0] != '{' {
+// listEntrySpan is one element of a list answer's entries as
+// filterEntries read it: offsets in the result (-1: absent).
+type listEntrySpan struct {
+	s, e   int    // the element
+	object bool   // it is an object
+	name   []byte // its name (URI, template) member, raw; nil if absent
+	ms, me int    // its _meta member's value
+	ss, se int    // its securitySchemes member's value
+}
+
+// appendEntry appends es, one entry of t's list in result, to out as
+// listEntry shows it, or reports false when it is left out.
+func (t *answerWriter) appendEntry(out, result []byte, es *listEntrySpan) (bool, []byte, error) {
+	if !es.object {
 		return false, out, nil
 	}
 	k := t.entries
-	var name []byte
-	ms, me, ss, se := -1, -1, -1, -1
-	err := t.m.json.MemberSpans(elem, read, func(n []byte, s, e int) error {
-		switch string(n) {
-		case k.key:
-			name = elem[s:e]
-		case memberMeta:
-			ms, me = s, e
-		case memberSchemes:
-			ss, se = s, e
-		}
-		return nil
-	})
-	if err != nil {
-		return false, nil, err
-	}
-	str, ok := rpcanswer.String(name)
+	str, ok := rpcanswer.String(es.name)
 	if !ok {
 		return false, out, nil
 	}
@@ -410,9 +442,18 @@ func (t *answerWriter) appendEntry(out, elem []byte, read []string) (bool, []byt
 	if !v.listed {
 		return false, out, nil
 	}
+	elem := result[es.s:es.e]
 	js := v.schemes
 	if js == nil {
 		return true, append(out, elem...), nil
+	}
+	// Offsets within elem.
+	ms, me, ss, se := es.ms, es.me, es.ss, es.se
+	if ms >= 0 {
+		ms, me = ms-es.s, me-es.s
+	}
+	if ss >= 0 {
+		ss, se = ss-es.s, se-es.s
 	}
 	tool := k.method == methodToolsList
 	out = append(out, '{')
@@ -429,6 +470,7 @@ func (t *answerWriter) appendEntry(out, elem []byte, read []string) (bool, []byt
 	}
 	if ms >= 0 {
 		out = append(out, elem[pos:ms]...)
+		var err error
 		if out, err = t.appendMeta(out, elem[ms:me], js); err != nil {
 			return false, nil, err
 		}

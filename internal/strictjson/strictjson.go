@@ -111,7 +111,7 @@ func (p *Pool) put(r *reader) {
 	r.err = nil
 	r.value = Value{}
 	for _, l := range r.nested {
-		l.value = Value{}
+		l.value, l.elem = Value{}, Value{}
 	}
 	p.mu.Lock()
 	if len(p.free) < maxFree {

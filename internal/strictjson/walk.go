@@ -12,10 +12,11 @@ import (
 // ([Value.Members]), or leaves it, and then it is skipped (still checked
 // by the policy). A Value is valid only during the callback it is given to.
 type Value struct {
-	r     *reader
-	doc   []byte
-	depth int  // of the object the member is in
-	read  bool // Raw or Members consumed the value
+	r          *reader
+	doc        []byte
+	depth      int  // of the object the member is in
+	read       bool // Raw, Members or Elements consumed the value
+	start, end int  // its offsets in doc once read
 }
 
 // Kind returns the kind of the value without reading it: '{', '[', '"',
@@ -50,8 +51,15 @@ func (v *Value) span() ([]byte, int, error) {
 	// The decoder reads the document in place (bytes.Buffer), so raw lies
 	// in it and ends at the input offset.
 	end := int(v.r.dec.InputOffset())
+	v.start, v.end = end-len(raw), end
 	return v.doc[end-len(raw) : end : end], end, nil
 }
+
+// Offsets returns the byte offsets of the value in the document,
+// doc[start:end], once it has been read by [Value.Raw], [Value.Members]
+// or [Value.Elements] without error; before, or after an error, they mean
+// nothing.
+func (v *Value) Offsets() (start, end int) { return v.start, v.end }
 
 // Members reads the value, which must be an object (else it is only
 // read, and Members returns nil), calling fn for each of its members as
@@ -70,7 +78,62 @@ func (v *Value) Members(read []string, fn func(v *Value, name []byte) error) err
 		v.r.err = classify(v.doc, err)
 		return v.r.err
 	}
-	return v.r.object(v.doc, v.depth+1, read, fn)
+	v.start = int(v.r.dec.InputOffset()) - 1 // the '{' just read
+	err := v.r.object(v.doc, v.depth+1, read, fn)
+	v.end = int(v.r.dec.InputOffset())
+	return err
+}
+
+// Elements reads the value, which must be an array (else it is only read,
+// and Elements returns nil), calling fn for each of its elements in
+// order with the element's [Value], which fn reads ([Value.Raw]),
+// descends into ([Value.Members], [Value.Elements]) or leaves to be
+// skipped (still checked by the policy), all in the one pass of the
+// tokenizer. Its errors wait for the end of the array, as those of
+// [Value.Members]: a syntax error anywhere in it first, then the first
+// error fn returned (fn is not called again after one).
+func (v *Value) Elements(fn func(e *Value) error) error {
+	if v.Kind() != '[' {
+		_, err := v.Raw()
+		return err
+	}
+	v.read = true
+	r := v.r
+	dec := &r.dec
+	if _, err := dec.ReadToken(); err != nil {
+		r.err = classify(v.doc, err)
+		return r.err
+	}
+	v.start = int(dec.InputOffset()) - 1 // the '[' just read
+	// Elements take the depth below the array's, with a slot of their
+	// own: an element's members are one level further down, so no two
+	// values being read at once share a slot.
+	e := r.elem(v.depth + 1)
+	var first error
+	for {
+		if k := dec.PeekKind(); k == ']' || k == 0 {
+			break
+		}
+		*e = Value{r: r, doc: v.doc, depth: v.depth + 1}
+		if first == nil {
+			first = fn(e)
+		}
+		if r.err != nil {
+			return r.err
+		}
+		if !e.read {
+			if _, err := dec.ReadValue(); err != nil {
+				r.err = classify(v.doc, err)
+				return r.err
+			}
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil { // ']', or a syntax error
+		r.err = classify(v.doc, err)
+		return r.err
+	}
+	v.end = int(dec.InputOffset())
+	return first
 }
 
 func (v *Value) fail() error {
@@ -203,8 +266,16 @@ func (r *reader) level(depth int) (*nameSet, *Value) {
 	return &l.names, &l.value
 }
 
-// level is the state of one object below the top during [Walk].
+// elem returns the slot of the element values of an array whose
+// elements are at depth (> 0), kept in r as level does.
+func (r *reader) elem(depth int) *Value {
+	r.level(depth)
+	return &r.nested[depth-1].elem
+}
+
+// level is the state of one object (or array) below the top during [Walk].
 type level struct {
 	names nameSet
 	value Value
+	elem  Value
 }

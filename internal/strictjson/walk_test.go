@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -9,13 +10,29 @@ import (
 var errStop = errors.New("stop")
 
 // membersTree is what Walk replaces: Members on the document, then on the
-// raw value of each "sub" object member, recursively.
+// raw value of each "sub" object member, recursively, and on each object
+// element of a "sub" array (Elements).
 func membersTree(doc []byte, path string, out *[]string) error {
 	return Members(doc, []string{"a", "sub"}, func(name, value []byte) error {
 		p := path + "/" + string(name)
 		switch {
 		case string(name) == "sub" && value[0] == '{':
 			return membersTree(value, p, out)
+		case string(name) == "sub" && value[0] == '[':
+			elems, ok := Elements(value)
+			if !ok {
+				return ErrSyntax
+			}
+			var first error
+			for i, e := range elems {
+				ep := fmt.Sprintf("%s[%d]", p, i)
+				*out = append(*out, ep+"@"+string(e))
+				if e[0] != '{' || first != nil {
+					continue
+				}
+				first = membersTree(e, ep, out)
+			}
+			return first
 		case string(value) == `"stop"`:
 			return errStop
 		}
@@ -32,6 +49,32 @@ func walkTree(doc []byte, out *[]string) error {
 			p := path + "/" + string(name)
 			if string(name) == "sub" && v.Kind() == '{' {
 				return v.Members([]string{"a", "sub"}, member(p))
+			}
+			if string(name) == "sub" && v.Kind() == '[' {
+				i := 0
+				var first error
+				err := v.Elements(func(e *Value) error {
+					ep := fmt.Sprintf("%s[%d]", p, i)
+					i++
+					var err error
+					if e.Kind() == '{' {
+						n := len(*out)
+						err = e.Members([]string{"a", "sub"}, member(ep))
+						s, end := e.Offsets()
+						*out = slices.Insert(*out, n, ep+"@"+string(doc[s:end]))
+					} else if _, err = e.Raw(); err == nil {
+						s, end := e.Offsets()
+						*out = append(*out, ep+"@"+string(doc[s:end]))
+					}
+					if first == nil {
+						first = err
+					}
+					return nil
+				})
+				if err != nil {
+					return err
+				}
+				return first
 			}
 			raw, err := v.Raw()
 			if err != nil {
@@ -52,7 +95,8 @@ func walkTree(doc []byte, out *[]string) error {
 func FuzzWalkAgreesWithMembers(f *testing.F) {
 	for _, s := range []string{`{}`, `{"a":1,"sub":{"a":"x","sub":{"A":1}}}`, `{"sub":{"a":"stop"},"x":[}`,
 		`{"sub":{"a":1,"b":2,"b":3}}`, `{"sub":{"a":"stop"},"A":1}`, `{"a":"stop","sub":{"SUB":1}}`,
-		`{"sub":{"Sub":{},"sub":{}}}`, "{\"sub\":{\"a\":\"\xff\"}}", `[{"a":1}]`, `{"sub":[{"a":1}]}`} {
+		`{"sub":{"Sub":{},"sub":{}}}`, "{\"sub\":{\"a\":\"\xff\"}}", `[{"a":1}]`, `{"sub":[{"a":1}]}`,
+		`{"sub":[ {"a":1} , 2,{"sub":[[],{"A":1,"a":2}]} ,"x"]}`, `{"sub":[{"a":"stop"},{"a":1,"a":2}]}`, `{"sub":[1,}`, `{"sub":[]}`} {
 		f.Add([]byte(s))
 	}
 	sentinels := []error{ErrSyntax, ErrInvalidUTF8, ErrDuplicateName, ErrCaseVariant, ErrNotObject, errStop}
