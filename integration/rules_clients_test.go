@@ -6,12 +6,19 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 
+	mcpgomcp "github.com/mark3labs/mcp-go/mcp"
+	mcpgoserver "github.com/mark3labs/mcp-go/server"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
+	"github.com/mcpguard/mcpguard/internal/devmint"
+	"github.com/mcpguard/mcpguard/middleware"
 )
 
 // seenCall is one tools/call a server answered: the tool, the status and
@@ -262,6 +269,102 @@ func TestRulesTypeScriptClients(t *testing.T) {
 					re.checkDenied(t, re.front.since(n), re.upstream.since(nu), re.insufficientScope(baseScope, server.ScopeNotesWrite))
 					t.Logf("%s: denied call ends with %q", r.Client, r.Error)
 				})
+			}
+		})
+	}
+}
+
+// TestRulesProxiedUpstreams: the same rules in mcpguard proxy in front of
+// an mcp-go server and a TypeScript SDK server, called by the go-sdk
+// client with a fixed token (no authorization handler, so it cannot step
+// up): a require-scopes rule answers its 403 insufficient_scope once and
+// the call fails without reaching the upstream, a token with the rule's
+// scope is served, and a deny rule stops the call at the proxy: the
+// upstream never sees a denied argument.
+func TestRulesProxiedUpstreams(t *testing.T) {
+	t.Parallel()
+	rules := []middleware.Rule{
+		eventRules[0], // whoami needs notes:read
+		{Name: "no-secret-tenants", Tools: []string{"tenant_*"}, DenyWhen: "has(mcp.args.tenant) && mcp.args.tenant.contains('secret')"},
+	}
+	for _, upstream := range []string{"mcp-go", "typescript"} {
+		t.Run(upstream, func(t *testing.T) {
+			t.Parallel()
+			front, seen := &callsSeen{}, &callsSeen{}
+			cfg := envConfig{rules: rules, wrapProxy: front.wrap}
+			var p *proxied
+			switch upstream {
+			case "mcp-go":
+				s := mcpgoserver.NewMCPServer("mcp-go-upstream", "1")
+				s.AddTool(mcpgomcp.NewTool(server.ToolWhoami), func(context.Context, mcpgomcp.CallToolRequest) (*mcpgomcp.CallToolResult, error) {
+					return mcpgomcp.NewToolResultText("mcp-go"), nil
+				})
+				s.AddTool(mcpgomcp.NewTool("tenant_notes", mcpgomcp.WithString("tenant")), func(_ context.Context, r mcpgomcp.CallToolRequest) (*mcpgomcp.CallToolResult, error) {
+					return mcpgomcp.NewToolResultText("notes of " + r.GetString("tenant", "")), nil
+				})
+				ts := httptest.NewServer(seen.wrap(mcpgoserver.NewStreamableHTTPServer(s)))
+				t.Cleanup(ts.Close)
+				p = newProxiedWith(t, cfg, func(string, string) string { return ts.URL + "/mcp" })
+			case "typescript":
+				node := requireUpstreamsNode(t)
+				p = newProxiedWith(t, cfg, func(jwksURL, issuer string) string {
+					return startProc(t, upstreamsDir, nil, node, "ts-upstream.mjs", "--jwks", jwksURL, "--issuer", issuer)
+				})
+			}
+			ctx := testContext(t)
+			mint := func(scopes ...string) string {
+				tok, err := devmint.Of(p.as).IssueToken("alice", "acme", "proxied-client", p.resource, scopes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return tok
+			}
+			metaURL := strings.Replace(p.resource, "/mcp", "/.well-known/oauth-protected-resource/mcp", 1)
+
+			// Each call in a session of its own: the go-sdk client closes
+			// its session on a refused request.
+			call := func(tok, name string, args map[string]any) (string, error) {
+				cs := p.connect(ctx, t, tok)
+				defer cs.Close()
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+				if err != nil {
+					return "", err
+				}
+				return contentText(res), nil
+			}
+			base, read := mint(baseScope), mint(baseScope, server.ScopeNotesRead)
+			if _, err := call(base, server.ToolWhoami, map[string]any{}); err == nil {
+				t.Error("whoami without the rule's scope succeeded")
+			}
+			if _, err := call(base, "tenant_notes", map[string]any{"tenant": "top secret"}); err == nil {
+				t.Error("the denied call succeeded")
+			}
+			if got, err := call(base, "tenant_notes", map[string]any{"tenant": "acme"}); err != nil || got != "notes of acme" {
+				t.Errorf("tenant_notes = %q, %v", got, err)
+			}
+			if got, err := call(read, server.ToolWhoami, map[string]any{}); err != nil || got == "" {
+				t.Errorf("whoami with the rule's scope = %q, %v", got, err)
+			}
+
+			want := []seenCall{
+				{tool: server.ToolWhoami, status: 403, www: `Bearer error="insufficient_scope", scope="` + baseScope + ` ` + server.ScopeNotesRead +
+					`", resource_metadata="` + metaURL + `", error_description="The operation requires additional scope"`},
+				{tool: "tenant_notes", secret: true, status: 403, www: `Bearer resource_metadata="` + metaURL + `"`},
+				{tool: "tenant_notes", status: 200},
+				{tool: server.ToolWhoami, status: 200},
+			}
+			if got := front.since(0); !slices.Equal(got, want) {
+				t.Errorf("the proxy saw %+v,\nwant %+v", got, want)
+			}
+			switch upstream {
+			case "mcp-go":
+				if got, want := seen.since(0), []seenCall{{tool: "tenant_notes", status: 200}, {tool: server.ToolWhoami, status: 200}}; !slices.Equal(got, want) {
+					t.Errorf("the mcp-go server saw %+v, want %+v", got, want)
+				}
+			case "typescript":
+				if got, err := call(base, "seen_tenants", map[string]any{}); err != nil || got != `["acme"]` {
+					t.Errorf("the TypeScript server saw tenants %s (%v), want only acme", got, err)
+				}
 			}
 		})
 	}
