@@ -1,0 +1,131 @@
+package integration
+
+import (
+	"context"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/proxy"
+)
+
+// envScope is the scope the step-up tool of newStdioClientsEnv's route
+// needs: calling it steps up.
+const envScope = "env:read"
+
+// newStdioClientsEnv is devas (DCR, auto-approve) and mcpguard proxy with
+// one stdio route running s, whose tool stepUp needs envScope on top of
+// the base scope.
+func newStdioClientsEnv(t *testing.T, s proxy.Stdio, stepUp string) (resource, issuer string) {
+	t.Helper()
+	asTS := httptest.NewUnstartedServer(nil)
+	pxTS := httptest.NewUnstartedServer(nil)
+	issuer = "http://" + asTS.Listener.Addr().String()
+	resource = "http://" + pxTS.Listener.Addr().String() + "/mcp"
+	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope, envScope},
+		AutoApprove: true, EnableDCR: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asTS.Config.Handler = as
+	asTS.Start()
+	t.Cleanup(asTS.Close)
+	px, err := proxy.New(proxy.Config{Routes: []proxy.Route{{Resource: resource, Issuers: []string{issuer}, Scopes: []string{baseScope},
+		Operations: proxy.Operations{Tools: map[string][]string{stepUp: {envScope}}}, Stdio: s}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { px.Close() })
+	pxTS.Config.Handler = px
+	pxTS.Start()
+	t.Cleanup(pxTS.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := px.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return resource, issuer
+}
+
+// TestStdioTypeScriptClients: the TypeScript SDK clients (v1; v2 in
+// 2025-11-25 and in the stateless 2026-07-28) through mcpguard proxy in
+// front of stdio servers, the reference everything server and the Python
+// server: 401, metadata, dynamic registration, token, the protected tool
+// refused with 403 insufficient_scope, step-up, and the call reaching the
+// user's child (which names its user).
+func TestStdioTypeScriptClients(t *testing.T) {
+	node := requireNode(t)
+	requireUpstreamsNode(t)
+	t.Parallel()
+	entry, err := filepath.Abs(filepath.Join(upstreamsDir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := filepath.Abs(filepath.Join(upstreamsDir, "python_stdio.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(debianPython); err != nil && os.Getenv("CI") != "" {
+		t.Fatalf("%s missing (CI is set, so this test may not skip)", debianPython)
+	}
+	for _, srv := range []struct {
+		name, tool, want string
+		stdio            proxy.Stdio
+	}{
+		{"everything", "get-env", "MCPGUARD_USER_SUBJECT", proxy.Stdio{Command: []string{node, entry, "stdio"}, PassEnv: []string{"PATH", "HOME"}}},
+		{"python", "whoami", `"sub"`, proxy.Stdio{Command: []string{debianPython, script}, Dir: filepath.Join(t.TempDir(), "{user}")}},
+	} {
+		t.Run(srv.name, func(t *testing.T) {
+			if srv.name == "python" {
+				if _, err := os.Stat(debianPython); err != nil {
+					t.Skipf("%s missing", debianPython)
+				}
+			}
+			resource, issuer := newStdioClientsEnv(t, srv.stdio, srv.tool)
+			for _, c := range tsClients {
+				t.Run(c.sdk+"/"+c.revision, func(t *testing.T) {
+					checkStdioClient(t, node, c, resource, issuer, srv.tool, srv.want)
+				})
+			}
+		})
+	}
+}
+
+// checkStdioClient runs one TypeScript client through the whole flow
+// with the one call tool, which steps up, and checks each step.
+func checkStdioClient(t *testing.T, node string, c tsClient, resource, issuer, tool, want string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout)
+	defer cancel()
+	r := runDriver(ctx, t, node, "--sdk", c.sdk, "--revision", c.revision, "--url", resource, "--tool", tool)
+	if !r.OK || r.Call == nil || r.Call.IsError || !strings.Contains(r.Call.Text, want) {
+		t.Fatalf("%s: ok %v error %q call %+v", tool, r.OK, r.Error, r.Call)
+	}
+	if r.ProtocolVersion != c.revision {
+		t.Errorf("negotiated %q, want %s", r.ProtocolVersion, c.revision)
+	}
+	steps := map[string]bool{}
+	for _, e := range r.Trace {
+		switch {
+		case e.Method == "POST" && e.URL == resource && e.Status == 401:
+			steps["401"] = true
+		case e.Method == "POST" && strings.HasPrefix(e.URL, issuer+"/reg") && e.Status == 201:
+			steps["registration"] = true
+		case e.Method == "POST" && e.URL == resource && e.Status == 403 &&
+			strings.Contains(e.WWWAuthenticate, `error="insufficient_scope"`) && strings.Contains(e.WWWAuthenticate, `scope="`+baseScope+" "+envScope+`"`):
+			steps["403"] = true
+		}
+	}
+	for _, s := range []string{"401", "registration", "403"} {
+		if !steps[s] {
+			t.Errorf("no %s in the trace: %+v", s, r.Trace)
+		}
+	}
+	if len(r.Tokens) != 2 || len(r.Authorizations) != 2 || !strings.Contains(r.Authorizations[1].Scope, envScope) {
+		t.Errorf("authorizations %+v tokens %d, want the first and one step-up to %s", r.Authorizations, len(r.Tokens), envScope)
+	}
+}
