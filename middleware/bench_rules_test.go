@@ -16,7 +16,9 @@ import (
 //     no rule, and with ten rules that all select it and none of which
 //     denies (conditions over user, mcp.name and mcp.args);
 //   - prefixes=1 and prefixes=1000: a resources/read whose URI matches
-//     one of 1 or 1,000 Operations.Resources prefix rules.
+//     one of 1 or 1,000 Operations.Resources prefix rules;
+//   - pins=on: the tools/call of rules=0 with Config.Pins on (the
+//     in-process store, get_weather pinned and listed unchanged).
 func BenchmarkRules(b *testing.B) {
 	env := newBenchEnv(b)
 	v := env.validator(b, 0)
@@ -65,6 +67,12 @@ func BenchmarkRules(b *testing.B) {
 		cfg.Rules = append(cfg.Rules, Rule{Name: fmt.Sprintf("r%d", i), Tools: []string{"get_*"}, DenyWhen: c})
 	}
 	run("rules=10", cfg, "tools/call", "get_weather")
+	pins := testConfig(v, env.iss)
+	pins.Pins = ToolPins{On: true, Store: NewMemoryPinStore()}
+	if _, err := pins.Pins.Store.Observe(b.Context(), resource, []string{"get_weather"}, []string{"d"}); err != nil {
+		b.Fatal(err)
+	}
+	run("pins=on", pins, "tools/call", "get_weather")
 	for _, n := range []int{1, 1000} {
 		cfg := testConfig(v, env.iss)
 		cfg.Operations.Resources = nil
