@@ -228,19 +228,27 @@ func TestRulesGoSDKClient(t *testing.T) {
 }
 
 // TestRulesTypeScriptClients: the TypeScript SDK v1 and v2 clients
-// (driver.mjs --tool) against the same rules, behind the library and
+// (driver.mjs --tool) against the same rules, with the example go-sdk
+// server stateless and stateful (2025-11-25), behind the library and
 // behind mcpguard proxy: each steps up on the rule's 403
 // insufficient_scope and completes whoami, and stops on the deny rule's
 // terminal 403 after exactly one request for the denied call.
 func TestRulesTypeScriptClients(t *testing.T) {
 	node := requireNode(t)
 	t.Parallel()
-	for _, via := range []string{"library", "proxy"} {
-		t.Run(via, func(t *testing.T) {
+	for _, env := range []struct {
+		via      string
+		stateful bool
+	}{{"library", false}, {"proxy", false}, {"library", true}, {"proxy", true}} {
+		mode := map[bool]string{false: "stateless", true: "stateful"}[env.stateful]
+		t.Run(env.via+"/"+mode, func(t *testing.T) {
 			t.Parallel()
-			re := newRulesEnv(t, via == "proxy", false)
+			re := newRulesEnv(t, env.via == "proxy", env.stateful)
 			// One client at a time: the counts are per run.
 			for _, c := range tsClients {
+				if env.stateful && c.revision != rev20251125 {
+					continue // 2026-07-28 is stateless
+				}
 				t.Run(c.sdk+"/"+c.revision, func(t *testing.T) {
 					drive := func(args ...string) *driverResult { // each run bounded by nodeTimeout
 						ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout)
