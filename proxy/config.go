@@ -310,8 +310,9 @@ type Sessions struct {
 	// middleware's default.
 	IdleTimeout time.Duration `yaml:"idle_timeout"`
 	// BindClient binds a session to the client too: a request in it
-	// with another client_id of the same user gets 404. Defaults to
-	// false: a session is its user's, whatever the client.
+	// with another client_id of the same user gets 404; so are tasks and
+	// sessionless Last-Event-ID (docs/sessions.md, "The user"). Defaults
+	// to false: a session is its user's, whatever the client.
 	BindClient bool `yaml:"bind_client"`
 }
 
