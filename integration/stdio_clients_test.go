@@ -129,3 +129,37 @@ func checkStdioClient(t *testing.T, node string, c tsClient, resource, issuer, t
 		t.Errorf("authorizations %+v tokens %d, want the first and one step-up to %s", r.Authorizations, len(r.Tokens), envScope)
 	}
 }
+
+// TestStdioGoSDKClient: the official Go SDK client (its OAuth handler,
+// dynamic registration) in both revisions through mcpguard proxy in front
+// of the everything server on stdio: 401, registration, token, get-env
+// refused with 403 insufficient_scope, the handler's step-up, and the
+// retried call reaching the user's child.
+func TestStdioGoSDKClient(t *testing.T) {
+	node := requireUpstreamsNode(t)
+	t.Parallel()
+	entry, err := filepath.Abs(filepath.Join(upstreamsDir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resource, issuer := newStdioClientsEnv(t, proxy.Stdio{Command: []string{node, entry, "stdio"}, PassEnv: []string{"PATH", "HOME"}}, "get-env")
+	e := &env{issuer: issuer, mcpURL: resource}
+	for _, rev := range revisions {
+		t.Run(rev, func(t *testing.T) {
+			ctx := testContext(t)
+			cs, rec := e.connect(ctx, t, sdkClient{reg: viaDCR, revision: rev})
+			res, err := cs.CallTool(ctx, callParams("get-env", nil))
+			if err != nil || res.IsError || !strings.Contains(toolText(res), "MCPGUARD_USER_SUBJECT") {
+				t.Fatalf("get-env: %v %+v", err, res)
+			}
+			if n := len(rec.withStatus(401)); n == 0 {
+				t.Errorf("no 401 before registration")
+			}
+			forbidden := rec.withStatus(403)
+			if len(forbidden) != 1 || len(forbidden[0].wwwAuth) != 1 || !strings.Contains(forbidden[0].wwwAuth[0], `error="insufficient_scope"`) ||
+				!strings.Contains(forbidden[0].wwwAuth[0], `scope="`+baseScope+" "+envScope+`"`) {
+				t.Errorf("403 answers = %+v, want one step-up challenge for %s", forbidden, envScope)
+			}
+		})
+	}
+}
