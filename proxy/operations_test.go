@@ -3,6 +3,9 @@ package proxy
 import (
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
 
 	"github.com/mcpguard/mcpguard/middleware"
 )
@@ -47,5 +50,43 @@ func TestOperationsPolicy(t *testing.T) {
 	}
 	if got := o.policy(); !reflect.DeepEqual(got, want) {
 		t.Errorf("policy() = %+v, want %+v", got, want)
+	}
+}
+
+// TestValidationConfig: validateConfig carries every field of
+// Validation, the YAML's validation, over to the validate.Config field of
+// the same name (Algorithms as JWS algorithms, Audiences after the
+// route's resource).
+func TestValidationConfig(t *testing.T) {
+	v := Validation{
+		Audiences: []string{"https://alt.example.com/mcp"}, Leeway: time.Second, TenantClaim: "tid",
+		AllowJWTType: true, AllowSCP: true, AllowMissingJTI: true, AllowMissingClientID: true,
+		AllowedClients: []string{"c"}, AllowMissingIssuedAt: true, AllowMissingSubject: true,
+		RejectMultipleAudiences: true, Algorithms: []string{"ES256"}, MaxTokenLifetime: time.Hour,
+		MaxTokenBytes: 4096, RequireKID: true, CacheSize: 7, MaxKeyWait: time.Minute,
+	}
+	r := &Route{Resource: "https://mcp.example.com/mcp", Validation: v}
+	got := reflect.ValueOf(r.validateConfig(nil))
+	in := reflect.ValueOf(v)
+	for i := range in.NumField() {
+		name := in.Type().Field(i).Name
+		if in.Field(i).IsZero() {
+			t.Fatalf("the test leaves Validation.%s zero", name)
+		}
+		out := got.FieldByName(name)
+		if !out.IsValid() {
+			t.Errorf("validate.Config has no field %s", name)
+			continue
+		}
+		want := in.Field(i).Interface()
+		switch name {
+		case "Algorithms":
+			want = []jose.SignatureAlgorithm{jose.ES256}
+		case "Audiences":
+			want = []string{r.Resource, "https://alt.example.com/mcp"}
+		}
+		if !reflect.DeepEqual(out.Interface(), want) {
+			t.Errorf("validate.Config.%s = %v, want %v", name, out.Interface(), want)
+		}
 	}
 }
