@@ -159,29 +159,42 @@ func TestStateless(t *testing.T) {
 }
 
 // TestStatelessBoundsAndIdle: a user's stateless child counts against
-// max_per_user (503 beyond), is stopped when idle and reaped, and the
+// max_per_user (503 beyond); it is stopped when idle and reaped, and the
 // next stateless request starts a fresh one.
 func TestStatelessBoundsAndIdle(t *testing.T) {
-	h := newHarness(t, Config{MaxPerUser: 1, IdleTimeout: 300 * time.Millisecond, StopGrace: 100 * time.Millisecond})
 	call := modernBody("1", "tools/call", `"name":"incr","arguments":{},`)
-	resp, body := modernPost(t, h.srv.URL, "alice", "tools/call", "", call)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `\"1\"`) {
-		t.Fatalf("first call: %d %s", resp.StatusCode, body)
-	}
-	h.b.mu.Lock()
-	pid := h.b.shared[statelessKey(User{Key: "https://as.example|alice"})].s.ch.cmd.Process.Pid
-	h.b.mu.Unlock()
-	// alice's one process is her stateless child: a session is refused.
-	r2 := rawPost(t, h.srv.URL, "alice", "", initBody)
-	r2.Body.Close()
-	if r2.StatusCode != http.StatusServiceUnavailable || r2.Header.Get("Retry-After") != retryAfter {
-		t.Fatalf("a second process of alice: %d Retry-After %q, want 503", r2.StatusCode, r2.Header.Get("Retry-After"))
-	}
-	waitFor(t, func() bool { return h.b.Children() == 0 && !alive(pid) })
-	resp, body = modernPost(t, h.srv.URL, "alice", "tools/call", "", call)
-	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `\"1\"`) {
-		t.Fatalf("after the idle stop: %d %s, want a fresh counter", resp.StatusCode, body)
-	}
+	alice := User{Key: "https://as.example|alice"}
+	t.Run("bound", func(t *testing.T) {
+		h := newHarness(t, Config{MaxPerUser: 1})
+		resp, body := modernPost(t, h.srv.URL, "alice", "tools/call", "", call)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `\"1\"`) {
+			t.Fatalf("first call: %d %s", resp.StatusCode, body)
+		}
+		// alice's one process is her stateless child: a session is refused.
+		r2 := rawPost(t, h.srv.URL, "alice", "", initBody)
+		r2.Body.Close()
+		if r2.StatusCode != http.StatusServiceUnavailable || r2.Header.Get("Retry-After") != retryAfter {
+			t.Fatalf("a second process of alice: %d Retry-After %q, want 503", r2.StatusCode, r2.Header.Get("Retry-After"))
+		}
+	})
+	t.Run("idle", func(t *testing.T) {
+		h := newHarness(t, Config{IdleTimeout: 100 * time.Millisecond, StopGrace: 100 * time.Millisecond})
+		resp, body := modernPost(t, h.srv.URL, "alice", "tools/call", "", call)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `\"1\"`) {
+			t.Fatalf("first call: %d %s", resp.StatusCode, body)
+		}
+		h.b.mu.Lock()
+		var pid int
+		if sc := h.b.shared[statelessKey(alice)]; sc != nil && sc.s != nil {
+			pid = sc.s.ch.cmd.Process.Pid
+		}
+		h.b.mu.Unlock()
+		waitFor(t, func() bool { return h.b.Children() == 0 && (pid == 0 || !alive(pid)) })
+		resp, body = modernPost(t, h.srv.URL, "alice", "tools/call", "", call)
+		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `\"1\"`) {
+			t.Fatalf("after the idle stop: %d %s, want a fresh counter", resp.StatusCode, body)
+		}
+	})
 }
 
 // TestStatelessConcurrentStart: concurrent first requests of one user
@@ -190,14 +203,13 @@ func TestStatelessConcurrentStart(t *testing.T) {
 	h := newHarness(t, Config{})
 	const n = 8
 	errs := make(chan string, n)
-	for i := range n {
+	for range n {
 		go func() {
 			resp, body := modernPost(t, h.srv.URL, "alice", "tools/call", "", modernBody("1", "tools/call", `"name":"incr","arguments":{},`))
 			if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"resultType":"complete"`) {
 				errs <- body
 				return
 			}
-			_ = i
 			errs <- ""
 		}()
 	}
