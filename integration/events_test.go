@@ -232,7 +232,7 @@ func TestDecisionEvents(t *testing.T) {
 	all.WriteString(logs.String())
 	for _, s := range spans.Ended() {
 		for _, kv := range s.Attributes() {
-			all.WriteString(kv.Value.Emit())
+			all.WriteString(kv.Value.String())
 		}
 	}
 	for _, secretValue := range []string{full, base, secret, "top secret"} {
@@ -245,7 +245,7 @@ func TestDecisionEvents(t *testing.T) {
 func spanAttr(s sdktrace.ReadOnlySpan, key string) string {
 	for _, kv := range s.Attributes() {
 		if string(kv.Key) == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

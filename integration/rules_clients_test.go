@@ -192,7 +192,7 @@ func TestRulesGoSDKClient(t *testing.T) {
 				for _, rev := range revs {
 					t.Run(rev, func(t *testing.T) {
 						ctx := testContext(t)
-						n, nu, az := re.front.len(), re.upstream.len(), re.authorizations()
+						n, az := re.front.len(), re.authorizations()
 						cs, _ := re.connect(ctx, t, sdkClient{reg: viaDCR, revision: rev, loginHint: "alice@acme"})
 						defer cs.Close()
 						var who server.WhoamiResult
@@ -205,7 +205,8 @@ func TestRulesGoSDKClient(t *testing.T) {
 							t.Errorf("%d authorizations, want 2 (the first, the rule's step-up)", got)
 						}
 
-						n, nu, az = re.front.len(), re.upstream.len(), re.authorizations()
+						n, az = re.front.len(), re.authorizations()
+						nu := re.upstream.len()
 						_, err := cs.CallTool(ctx, callParams(server.ToolNotesWrite, map[string]any{"text": "top secret"}))
 						if err == nil {
 							t.Fatal("the denied call succeeded")

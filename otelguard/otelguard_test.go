@@ -449,7 +449,7 @@ func TestDecisionEvent(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, kv := range ev.Attributes {
-		got[string(kv.Key)] = kv.Value.Emit()
+		got[string(kv.Key)] = kv.Value.String()
 	}
 	want := map[string]string{
 		"mcpguard.decision.outcome": "refused", "mcpguard.decision.reason": "rule_denied", "http.response.status_code": "403",
