@@ -698,11 +698,16 @@ func startProxy(t *testing.T, bin, dir, name, upstream string, withToken bool, p
 
 // writeProxyConfig writes the configuration file of the proxy ways (and
 // of the caddy way's module): one route from resource to upstream, with
-// issuer and every operation public, and returns its path.
+// issuer and every operation public, and returns its path. Every run of
+// one way is one user (one token, or none), who holds many more streams at
+// once than the default max_streams_per_user of 16 while the suite's
+// scenarios run in parallel; the cap has its own tests (proxy
+// TestStreamsPerUser), so here it is out of the way.
 func writeProxyConfig(t *testing.T, dir, name, resource, upstream, issuer string) string {
 	po := publicOperations()
 	cfg := map[string]any{"routes": []any{map[string]any{
 		"resource": resource, "upstream": upstream, "issuers": []string{issuer},
+		"max_streams_per_user": 10000,
 		"operations": map[string]any{"public": map[string]any{
 			"methods": po.Methods, "tools": po.Tools, "prompts": po.Prompts, "resources": po.Resources,
 		}},
