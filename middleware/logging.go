@@ -59,6 +59,7 @@ func (s *refusalSampler) allow(reason Reason, now time.Time, rate int) (ok bool,
 // exhausted step-ups and misconfiguration, sampled per Reason. It carries
 // the reason code, the internal cause, the MCP method and tool labels of
 // [Decision] (never a client-chosen name the policy does not list), the
+// revision, session and arguments' digest of the decision event, the
 // client and the issuer of a valid token, and its current actor's subject
 // ([Principal.Actors]; "actors" counts the chain when longer); never the
 // token or the subject.
@@ -76,7 +77,7 @@ func (m *Middleware) logRefusal(r *http.Request, rf *refusal) {
 	if !ok {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 10)
+	attrs := make([]slog.Attr, 0, 14)
 	attrs = append(attrs,
 		slog.Int("status", rf.status),
 		slog.String("reason", string(rf.reason)),
@@ -93,6 +94,17 @@ func (m *Middleware) logRefusal(r *http.Request, rf *refusal) {
 	}
 	if rf.rule != "" {
 		attrs = append(attrs, slog.String("rule", rf.rule))
+	}
+	// The decision event's request fields (docs/operations.md, "Decision
+	// events"); never the arguments, their digest only.
+	if v := versionLabel(r.Header); v != "" {
+		attrs = append(attrs, slog.String("revision", v))
+	}
+	if sid, err := sessionID(r.Header); err == nil && sid != "" {
+		attrs = append(attrs, slog.String("session", sid))
+	}
+	if d := argsDigest(rf.args); d != "" {
+		attrs = append(attrs, slog.String("arguments_sha256", d))
 	}
 	if p := rf.p; p != nil {
 		attrs = append(attrs, slog.String("client_id", p.ClientID), slog.String("issuer", p.Issuer))

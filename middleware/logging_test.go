@@ -81,7 +81,7 @@ func TestRefusalLogs(t *testing.T) {
 	lines = buf.lines()
 	last := lines[len(lines)-1]
 	for _, w := range []string{"level=INFO", "status=403", "reason=insufficient_scope", "mcp_method=tools/call", "tool=delete_repo",
-		"client_id=client-7", "issuer=" + f.iss.URL} {
+		"revision=" + modernRev, "client_id=client-7", "issuer=" + f.iss.URL} {
 		if !strings.Contains(last, w) {
 			t.Errorf("record %s lacks %s", last, w)
 		}
@@ -134,5 +134,39 @@ func TestRefusalSamplerConcurrent(t *testing.T) {
 	}
 	if ok, sup := s.allow(reasonNoToken, now.Add(time.Second), 5); !ok || sup != 795 {
 		t.Errorf("next window: %v %d, want true 795", ok, sup)
+	}
+}
+
+// TestRefusalLogsRule: a rule's refusal record carries the decision
+// event's request fields (docs/operations.md, "Decision events"): the
+// rule, the revision, the session and the arguments' SHA-256, never the
+// arguments.
+func TestRefusalLogsRule(t *testing.T) {
+	var buf syncBuf
+	f := newFixture(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&buf, nil))
+		c.TenantArgument = "tenant"
+	})
+	r := httptest.NewRequest(http.MethodPost, resource, strings.NewReader(ruleBody(legacyRev, "get_weather", `{"tenant":"tenant-zz"}`)))
+	r.Header.Set("MCP-Protocol-Version", legacyRev)
+	r.Header.Set("Mcp-Session-Id", "sess-7")
+	r.Header.Set("Authorization", "Bearer "+f.token(t, "mcp:all", "weather:read"))
+	rec := httptest.NewRecorder()
+	f.m.Handler(echoHandler()).ServeHTTP(rec, r)
+	if rec.Code != http.StatusForbidden {
+		t.Fatalf("status %d", rec.Code)
+	}
+	lines := buf.lines()
+	if len(lines) != 1 {
+		t.Fatalf("records %q", lines)
+	}
+	digest := argsDigest([]byte(`{"tenant":"tenant-zz"}`))
+	for _, w := range []string{"reason=rule_denied", "rule=tenant_argument", "revision=" + legacyRev, "session=sess-7", "arguments_sha256=" + digest} {
+		if !strings.Contains(lines[0], w) {
+			t.Errorf("record %s lacks %s", lines[0], w)
+		}
+	}
+	if len(digest) != 64 || strings.Contains(lines[0], "tenant-zz") {
+		t.Errorf("record %s: want the digest, never the arguments", lines[0])
 	}
 }
