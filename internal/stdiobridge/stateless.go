@@ -310,8 +310,11 @@ var stampNames = []string{"result", "resultType", "ttlMs", "cacheScope"}
 
 // modernResult returns a child's response to method in the stateless
 // revision's shape: a result gets resultType "complete" when it has
-// none, and a cacheable one ttlMs 0 and cacheScope "private" when it has
-// none. An error response is returned as it is.
+// none, and a cacheable one ttlMs 0 when it has none and cacheScope
+// "private" whatever it had: the child serves one user, so what it
+// answers is that user's, and a "public" of its own (a server on a newer
+// SDK says so of its lists) would let a shared cache hand one user's
+// answer to another. An error response is returned as it is.
 func modernResult(pool *strictjson.Pool, method string, resp []byte) []byte {
 	var result []byte
 	start := -1
@@ -325,10 +328,19 @@ func modernResult(pool *strictjson.Pool, method string, resp []byte) []byte {
 		return resp
 	}
 	has := map[string]bool{}
+	scopeStart, scopeEnd := -1, -1
 	_ = pool.MemberSpans(result, stampNames, func(n []byte, s, e int) error {
 		has[string(n)] = true
+		if string(n) == "cacheScope" {
+			scopeStart, scopeEnd = s, e
+		}
 		return nil
 	})
+	if cacheable[method] && scopeStart >= 0 && string(result[scopeStart:scopeEnd]) != `"private"` {
+		// Replaced first: the insertion below is at a lower offset.
+		resp = splice(resp, start+scopeStart, start+scopeEnd, []byte(`"private"`))
+		result = resp[start : start+len(result)-(scopeEnd-scopeStart)+len(`"private"`)]
+	}
 	var add []byte
 	if !has["resultType"] {
 		add = append(add, `"resultType":"complete",`...)

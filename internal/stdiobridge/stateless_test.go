@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/strictjson"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -224,5 +225,32 @@ func TestStatelessConcurrentStart(t *testing.T) {
 	resp, body := modernPost(t, h.srv.URL, "alice", "tools/call", "", modernBody("1", "tools/call", `"name":"incr","arguments":{},`))
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `\"9\"`) {
 		t.Fatalf("ninth call: %d %s, want 9 (one counter)", resp.StatusCode, body)
+	}
+}
+
+// TestModernResultCacheScope: a cacheable result of a child leaves the
+// bridge with cacheScope "private" whatever the child said (its child
+// serves one user); other members and other methods are untouched. The
+// "public" cases kept the child's value before.
+func TestModernResultCacheScope(t *testing.T) {
+	tests := []struct{ method, in, want string }{
+		{"tools/list", `{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":0,"cacheScope":"private","tools":[]}}`},
+		{"tools/list", `{"jsonrpc":"2.0","id":1,"result":{"tools":[],"cacheScope":"public","ttlMs":60000}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","tools":[],"cacheScope":"private","ttlMs":60000}}`},
+		{"resources/read", `{"jsonrpc":"2.0","id":"r","result":{"resultType":"complete","cacheScope": "public" ,"contents":[]}}`,
+			`{"jsonrpc":"2.0","id":"r","result":{"ttlMs":0,"resultType":"complete","cacheScope": "private" ,"contents":[]}}`},
+		{"tools/list", `{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":5,"cacheScope":"private"}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","ttlMs":5,"cacheScope":"private"}}`},
+		{"tools/call", `{"jsonrpc":"2.0","id":1,"result":{"content":[],"cacheScope":"public"}}`,
+			`{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete","content":[],"cacheScope":"public"}}`},
+		{"tools/list", `{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}`,
+			`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"}}`},
+	}
+	var pool strictjson.Pool
+	for _, tt := range tests {
+		if got := string(modernResult(&pool, tt.method, []byte(tt.in))); got != tt.want {
+			t.Errorf("modernResult(%s, %s)\n got %s\nwant %s", tt.method, tt.in, got, tt.want)
+		}
 	}
 }
