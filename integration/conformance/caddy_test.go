@@ -44,7 +44,7 @@ func buildCaddy(t *testing.T, dir string) string {
 func startCaddy(t *testing.T, bin, dir, name, upstream string, ports *heldport.Ports) (string, *proc, string) {
 	addr := ports.Take()
 	resource := "https://" + addr + "/mcp"
-	file := writeProxyConfig(t, dir, name+"-caddy", resource, upstream, newIssuer(t, resource).URL)
+	file := writeProxyConfig(t, dir, name+"-caddy", resource, upstream, nil, newIssuer(t, resource).URL)
 	data := filepath.Join(dir, name+"-caddy-data")
 	cfg, err := json.Marshal(map[string]any{
 		"admin": map[string]any{"disabled": true, "config": map[string]any{"persist": false}},

@@ -42,17 +42,20 @@ const everythingServer = "github.com/modelcontextprotocol/go-sdk/conformance/eve
 var upstreamsDir = filepath.Join("..", "upstreams")
 
 // A server is one everything-server and the requirement sets it is run
-// against.
+// against. stdio names, for a server that also speaks stdio, its command
+// (run in upstreamsDir; "node" is the suite's Node.js): it is reached the
+// stdio way too.
 type server struct {
 	name, doc string
 	revs      []string
+	stdio     []string
 }
 
 var servers = []server{
 	{"go-sdk", "the go-sdk's `conformance/everything-server` (the go.mod version; stateful for 2025-11-25, stateless for 2026-07-28)",
-		[]string{"2025-11-25", "2026-07-28"}},
+		[]string{"2025-11-25", "2026-07-28"}, nil},
 	{"typescript", "the reference TypeScript `@modelcontextprotocol/server-everything` (integration/upstreams' lockfile), Streamable HTTP, stateful; it speaks protocol revisions up to 2025-11-25 only, so it runs that requirement set",
-		[]string{"2025-11-25"}},
+		[]string{"2025-11-25"}, []string{"node", filepath.Join("node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"), "stdio"}},
 }
 
 // parallel bounds the suite runs at once; rerunAttempts the runs again
@@ -65,8 +68,23 @@ const (
 	scenarioTimeout = "120000"
 )
 
-// ways are how the suite reaches the server.
+// ways are how the suite reaches every server; stdioWay is how it
+// reaches a server that speaks stdio too (server.stdio).
 var ways = []string{"direct", "library", "library+token", "proxy", "proxy+token", "caddy"}
+
+// stdioWay is the mcpguard proxy running the server's stdio mode as a
+// stdio route, behind the token front: a stdio route serves no anonymous
+// request (a child always has a user), so there is no token-less stdio
+// way.
+const stdioWay = "stdio+token"
+
+// waysOf are the ways s is reached, direct first.
+func (s server) waysOf() []string {
+	if s.stdio != nil {
+		return append(slices.Clip(ways), stdioWay)
+	}
+	return ways
+}
 
 // check is one check of a scenario, as the suite writes it (checks.json).
 type check struct {
@@ -93,11 +111,12 @@ func (o outcome) String() string {
 	return fmt.Sprintf("%d/%d ✗", o.pass, o.pass+o.fail)
 }
 
-// same reports whether o, behind mcpguard, has the checks of d, direct,
-// with the same status, except the checks that mcpguard passes for the
-// server (betterBehind, prefix "server revision scenario "), which may
-// pass behind it while failing directly.
-func same(prefix string, d, o outcome, used map[string]bool) bool {
+// same reports whether o, behind mcpguard (reached way), has the checks
+// of d, direct, with the same status, except the checks that mcpguard
+// passes for the server (betterBehind, prefix "server revision scenario
+// "), which may pass behind it while failing directly, and, the stdio
+// way, the checks of stdioDiffers, which may have any other status.
+func same(prefix, way string, d, o outcome, used map[string]bool) bool {
 	if d.status == nil || o.status == nil || len(d.status) != len(o.status) {
 		return false
 	}
@@ -107,6 +126,8 @@ func same(prefix string, d, o outcome, used map[string]bool) bool {
 			return false
 		case os == s:
 		case s == "FAILURE" && os == "SUCCESS" && betterBehind[prefix+id] != "":
+			used[prefix+id] = true
+		case way == stdioWay && stdioDiffers[prefix+id] != "":
 			used[prefix+id] = true
 		default:
 			return false
@@ -142,6 +163,7 @@ type run struct {
 	results          map[string]outcome
 	order            []string
 	err              error
+	took             time.Duration
 }
 
 func TestConformance(t *testing.T) {
@@ -175,9 +197,11 @@ func TestConformance(t *testing.T) {
 	// state (list_changed triggers, subscriptions), and all runs go at
 	// once: the suite mostly waits on the network.
 	var runs []*run
+	stdioOf := map[string][]string{}
 	for _, s := range servers {
+		stdioOf[s.name] = s.stdio
 		for _, rev := range s.revs {
-			for _, way := range ways {
+			for _, way := range s.waysOf() {
 				runs = append(runs, &run{server: s.name, rev: rev, way: way})
 			}
 		}
@@ -194,21 +218,38 @@ func TestConformance(t *testing.T) {
 	upstreams := make([]*proc, len(runs))
 	for i, r := range runs {
 		name := fmt.Sprintf("%s %s %s upstream", r.server, r.rev, r.way)
-		if r.server == "go-sdk" {
+		switch {
+		case r.way == stdioWay: // the proxy starts it, per session
+		case r.server == "go-sdk":
 			addr := ports.Take()
 			upstreams[i] = startProc(t, name, "", nil, es, "-http", addr, fmt.Sprintf("-stateless=%t", r.rev != "2025-11-25"))
 			upstreams[i].addr = addr
-		} else {
+		default:
 			upstreams[i] = startProc(t, name, upstreamsDir, []string{"PORT=0"}, node, host)
 			upstreams[i].listening = everythingListening
 		}
 	}
 	// Every upstream answers before anything is put in front of it.
 	for _, p := range upstreams {
-		p.wait(t, "/mcp", nil)
+		if p != nil {
+			p.wait(t, "/mcp", nil)
+		}
 	}
 	var proxies []*proc
 	for i, r := range runs {
+		if r.way == stdioWay {
+			cmd := slices.Clone(stdioOf[r.server])
+			for j, a := range cmd {
+				if a == "node" {
+					cmd[j] = node
+				} else if !filepath.IsAbs(a) && strings.Contains(a, string(filepath.Separator)) {
+					cmd[j], _ = filepath.Abs(filepath.Join(upstreamsDir, a))
+				}
+			}
+			r.target, r.proxy = startProxy(t, bin, dir, fmt.Sprintf("%s-%s-%s", r.server, r.rev, r.way), "", cmd, true, ports)
+			proxies = append(proxies, r.proxy)
+			continue
+		}
 		up := upstreams[i].url("/mcp")
 		switch r.way {
 		case "direct":
@@ -217,7 +258,7 @@ func TestConformance(t *testing.T) {
 			r.target = startLibrary(t, up, r.way == "library+token")
 		case "proxy", "proxy+token":
 			var p *proc
-			r.target, p = startProxy(t, bin, dir, fmt.Sprintf("%s-%s-%s", r.server, r.rev, r.way), up, r.way == "proxy+token", ports)
+			r.target, p = startProxy(t, bin, dir, fmt.Sprintf("%s-%s-%s", r.server, r.rev, r.way), up, nil, r.way == "proxy+token", ports)
 			r.proxy = p
 			proxies = append(proxies, p)
 		case "caddy":
@@ -239,14 +280,34 @@ func TestConformance(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	slots := make(chan struct{}, parallel)
+	first := func(r *run) {
+		start := time.Now()
+		r.results, r.order, r.err = runSuite(node, suite, r.target, r.ca, []string{"--requirements", r.rev}, filepath.Join(dir, "out", r.server, r.rev, strings.ReplaceAll(r.way, "+", "-")))
+		r.took = time.Since(start)
+	}
 	for _, r := range runs {
+		if r.way == stdioWay {
+			continue
+		}
 		wg.Go(func() {
 			slots <- struct{}{}
 			defer func() { <-slots }()
-			r.results, r.order, r.err = runSuite(node, suite, r.target, r.ca, []string{"--requirements", r.rev}, filepath.Join(dir, "out", r.server, r.rev, strings.ReplaceAll(r.way, "+", "-")))
+			first(r)
 		})
 	}
 	wg.Wait()
+	// The stdio way's runs then, alone: each MCP session starts a child
+	// process, whose start a machine loaded by the other runs delays past
+	// the suite's bounds (5 s for an initialize in server-initialize; on
+	// a machine at load 70, the bridge's 30 s start_timeout).
+	for _, r := range runs {
+		if r.way == stdioWay {
+			first(r)
+		}
+	}
+	for _, r := range runs {
+		t.Logf("%s %s %s: the suite ran %v", r.server, r.rev, r.way, r.took.Round(time.Second))
+	}
 	for _, r := range runs {
 		if r.err != nil {
 			r.dump(t)
@@ -269,20 +330,19 @@ func TestConformance(t *testing.T) {
 	update := os.Getenv("MCPGUARD_CONFORMANCE_UPDATE") != ""
 	old, _ := os.ReadFile(docPath)
 	oldRows := docRows(splitSections(old)["server"])
-	type rerun struct{ server, rev, scenario string }
 	differing := func(log bool) []rerun {
 		var again []rerun
 		for _, s := range servers {
 			for _, rev := range s.revs {
 				d := byKey[s.name+" "+rev+" direct"]
 				for _, sc := range d.order {
-					differs := !update && oldRows[section(s.name, rev)][sc] != row(byKey, s.name, rev, sc)
-					for _, way := range ways[1:] {
+					differs := !update && oldRows[section(s.name, rev)][sc] != row(byKey, s, rev, sc)
+					for _, way := range s.waysOf()[1:] {
 						if way == "caddy" && overTLS[s.name+" "+rev+" "+sc] != "" {
 							continue
 						}
 						o := byKey[s.name+" "+rev+" "+way]
-						if !same(s.name+" "+rev+" "+sc+" ", d.results[sc], o.results[sc], map[string]bool{}) {
+						if !same(s.name+" "+rev+" "+sc+" ", way, d.results[sc], o.results[sc], map[string]bool{}) {
 							differs = true
 							if log {
 								t.Logf("%s %s %s %s differs from direct: %s", s.name, rev, way, sc, differences(d.results[sc], o.results[sc]))
@@ -291,7 +351,7 @@ func TestConformance(t *testing.T) {
 						}
 					}
 					if differs {
-						again = append(again, rerun{s.name, rev, sc})
+						again = append(again, rerun{s, rev, sc})
 					}
 				}
 			}
@@ -310,8 +370,8 @@ func TestConformance(t *testing.T) {
 			slots = make(chan struct{}, 1)
 		}
 		for i, a := range again {
-			for _, way := range ways {
-				r := byKey[a.server+" "+a.rev+" "+way]
+			for _, way := range a.server.waysOf() {
+				r := byKey[a.server.name+" "+a.rev+" "+way]
 				wg.Go(func() {
 					slots <- struct{}{}
 					defer func() { <-slots }()
@@ -319,7 +379,7 @@ func TestConformance(t *testing.T) {
 					mu.Lock()
 					defer mu.Unlock()
 					if err != nil {
-						rerunErr = append(rerunErr, fmt.Sprintf("%s %s %s %s again: %v", a.server, a.rev, way, a.scenario, err))
+						rerunErr = append(rerunErr, fmt.Sprintf("%s %s %s %s again: %v", a.server.name, a.rev, way, a.scenario, err))
 						r.dump(t)
 						return
 					}
@@ -339,15 +399,15 @@ func TestConformance(t *testing.T) {
 		for _, rev := range s.revs {
 			d := byKey[s.name+" "+rev+" direct"]
 			for _, sc := range d.order {
-				for _, way := range ways[1:] {
+				for _, way := range s.waysOf()[1:] {
 					o := byKey[s.name+" "+rev+" "+way].results[sc]
 					if way == "caddy" && overTLS[s.name+" "+rev+" "+sc] != "" {
-						if same(s.name+" "+rev+" "+sc+" ", d.results[sc], o, map[string]bool{}) {
+						if same(s.name+" "+rev+" "+sc+" ", way, d.results[sc], o, map[string]bool{}) {
 							t.Errorf("overTLS lists %s %s %s, which gives the same checks through Caddy as directly: remove it", s.name, rev, sc)
 						}
 						continue
 					}
-					if !same(s.name+" "+rev+" "+sc+" ", d.results[sc], o, used) {
+					if !same(s.name+" "+rev+" "+sc+" ", way, d.results[sc], o, used) {
 						diff := fmt.Sprintf("%s %s %s: %s %v, direct %v: %s", s.name, rev, sc, way, o, d.results[sc], differences(d.results[sc], o))
 						diffs = append(diffs, diff)
 						t.Error(diff)
@@ -370,9 +430,22 @@ func TestConformance(t *testing.T) {
 			t.Errorf("betterBehind lists %s, which passes nowhere behind mcpguard while failing directly: remove it", k)
 		}
 	}
+	for _, k := range slices.Sorted(maps.Keys(stdioDiffers)) {
+		if !used[k] {
+			t.Errorf("stdioDiffers lists %s, which the stdio way no longer changes: remove it", k)
+		}
+	}
 	// The server section of docs/conformance.md (doc_test.go).
 	checkDocSection(t, "server", render(version, byKey, diffs), len(diffs) == 0)
 }
+
+// rerun is a scenario of a server's requirement set run again.
+type rerun struct {
+	server        server
+	rev, scenario string
+}
+
+func (a rerun) String() string { return a.server.name + " " + a.rev + " " + a.scenario }
 
 // suiteVersion is the pinned suite's version, from its package.json.
 func suiteVersion(t *testing.T) string {
@@ -444,10 +517,25 @@ func (o *output) String() string {
 }
 
 // startProc starts name in dir (the test's directory if "") until the
-// test ends.
+// test ends, then kills it.
 func startProc(t *testing.T, name, dir string, env []string, bin string, args ...string) *proc {
+	return startProcStop(t, name, dir, env, false, bin, args...)
+}
+
+// stopGrace bounds a graceful stop (startProcStop) before the kill.
+const stopGrace = 20 * time.Second
+
+// startProcStop is startProc, but with graceful it ends the process with
+// SIGINT, as an operator would, and kills it only after stopGrace: a
+// proxy with a stdio route then stops and reaps its children, which a
+// kill would leave running.
+func startProcStop(t *testing.T, name, dir string, env []string, graceful bool, bin string, args ...string) *proc {
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, args...)
+	if graceful {
+		cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+		cmd.WaitDelay = stopGrace
+	}
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	p := &proc{name: name, out: &output{}, exited: make(chan struct{})}
@@ -663,15 +751,16 @@ func startLibrary(t *testing.T, upstream string, withToken bool) string {
 	return resource
 }
 
-// startProxy starts the mcpguard binary's proxy in front of upstream with
-// a configuration file that makes every operation public, behind a token
+// startProxy starts the mcpguard binary's proxy in front of upstream, or
+// of a stdio route running the command stdio when it is not nil, with a
+// configuration file that makes every operation public, behind a token
 // front when withToken, and returns the MCP endpoint's URL and the
 // process. With the front, the proxy binds port 0 and its banner says
 // which port (the front forwards there once it is known, proc.started);
 // without, its URL is the resource, so it gets a held port. It logs at
 // warn: every failed forward, with the upstream's error, and no line per
 // request.
-func startProxy(t *testing.T, bin, dir, name, upstream string, withToken bool, ports *heldport.Ports) (string, *proc) {
+func startProxy(t *testing.T, bin, dir, name, upstream string, stdio []string, withToken bool, ports *heldport.Ports) (string, *proc) {
 	addr := "127.0.0.1:0"
 	var front net.Listener
 	if withToken {
@@ -684,8 +773,8 @@ func startProxy(t *testing.T, bin, dir, name, upstream string, withToken bool, p
 		resource = "http://" + front.Addr().String() + "/mcp"
 	}
 	iss := newIssuer(t, resource)
-	file := writeProxyConfig(t, dir, name, resource, upstream, iss.URL)
-	p := startProc(t, "proxy "+name, "", nil, bin, "proxy", "-addr", addr, "-config", file, "-log-level", "warn")
+	file := writeProxyConfig(t, dir, name, resource, upstream, stdio, iss.URL)
+	p := startProcStop(t, "proxy "+name, "", nil, stdio != nil, bin, "proxy", "-addr", addr, "-config", file, "-log-level", "warn")
 	p.target = resource
 	if withToken {
 		p.listening = proxyListening
@@ -697,21 +786,34 @@ func startProxy(t *testing.T, bin, dir, name, upstream string, withToken bool, p
 }
 
 // writeProxyConfig writes the configuration file of the proxy ways (and
-// of the caddy way's module): one route from resource to upstream, with
+// of the caddy way's module): one route from resource to upstream, or to
+// a stdio route running the command stdio when it is not nil, with
 // issuer and every operation public, and returns its path. Every run of
 // one way is one user (one token, or none), who holds many more streams at
 // once than the default max_streams_per_user of 16 while the suite's
 // scenarios run in parallel; the cap has its own tests (proxy
 // TestStreamsPerUser), so here it is out of the way.
-func writeProxyConfig(t *testing.T, dir, name, resource, upstream, issuer string) string {
+func writeProxyConfig(t *testing.T, dir, name, resource, upstream string, stdio []string, issuer string) string {
 	po := publicOperations()
-	cfg := map[string]any{"routes": []any{map[string]any{
-		"resource": resource, "upstream": upstream, "issuers": []string{issuer},
+	route := map[string]any{
+		"resource": resource, "issuers": []string{issuer},
 		"max_streams_per_user": 10000,
 		"operations": map[string]any{"public": map[string]any{
 			"methods": po.Methods, "tools": po.Tools, "prompts": po.Prompts, "resources": po.Resources,
 		}},
-	}}}
+	}
+	if stdio != nil {
+		// A child per session; the suite does not end its sessions, so
+		// they stay until the test ends: room for every scenario's.
+		// Node.js's compile cache (a directory of the test's) shortens
+		// each child's start, which the suite's 5 s bound on an
+		// initialize (server-initialize) meets on a loaded machine.
+		route["stdio"] = map[string]any{"command": stdio, "max_children": stdioChildren, "max_per_user": stdioChildren,
+			"env": map[string]string{"NODE_COMPILE_CACHE": filepath.Join(dir, "node-compile-cache")}}
+	} else {
+		route["upstream"] = upstream
+	}
+	cfg := map[string]any{"routes": []any{route}}
 	b, err := json.Marshal(cfg) // JSON is YAML
 	if err != nil {
 		t.Fatal(err)
@@ -722,6 +824,11 @@ func writeProxyConfig(t *testing.T, dir, name, resource, upstream, issuer string
 	}
 	return file
 }
+
+// stdioChildren bounds the children of the stdio way's route, in all and
+// for its one user (the front's token): above the sessions one run of
+// the suite opens, reruns included.
+const stdioChildren = 256
 
 // forward is a reverse proxy to the URL u (its path replaces the
 // request's) that keeps the client's Host (the suite's DNS-rebinding
@@ -815,11 +922,11 @@ func tail(b []byte) []byte {
 func section(server, rev string) string { return "## " + server + ", " + rev }
 
 // row is a scenario's table row.
-func row(byKey map[string]*run, server, rev, sc string) string {
+func row(byKey map[string]*run, s server, rev, sc string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| %s |", sc)
-	for _, w := range ways {
-		fmt.Fprintf(&b, " %v |", byKey[server+" "+rev+" "+w].results[sc])
+	for _, w := range s.waysOf() {
+		fmt.Fprintf(&b, " %v |", byKey[s.name+" "+rev+" "+w].results[sc])
 	}
 	return b.String()
 }
@@ -866,8 +973,10 @@ with Node.js from the npm `+"`node`"+` package, against:
 	}
 	b.WriteString(`
 
-Each server is reached six ways, each with its own server process, all
-runs at once:
+Each server is reached six ways, and a server that speaks stdio too a
+seventh, each with its own server process; all runs at once, then the
+stdio way's alone (each MCP session there starts a child process, which a
+machine loaded by the other runs delays past the suite's bounds):
 
 - **direct**: the suite talks to the everything-server.
 - **library**: through ` + "`mcpguard.Guard.Mount`" + ` (every operation of the
@@ -884,6 +993,11 @@ runs at once:
   ` + "`http.handlers.mcpguard`" + ` module configured by the proxy's file, over TLS
   (` + "`tls internal`" + `; the suite trusts Caddy's local CA through
   ` + "`NODE_EXTRA_CA_CERTS`" + `), HTTP/1.1 and HTTP/2.
+- **stdio+token**: the proxy with a stdio route (docs/proxy.md, "stdio
+  upstreams") that runs the server in its stdio mode, a child process per
+  MCP session, behind the token-adding front: a stdio route serves no
+  anonymous request, so there is no token-less stdio way. The baseline is
+  the same server in its own Streamable HTTP mode (direct).
 
 A scenario whose checks differ between ways, or whose row differs from
 this page, is run again alone, every way at once; only a difference that
@@ -894,9 +1008,9 @@ checks.
 	for _, s := range servers {
 		for _, rev := range s.revs {
 			d := byKey[s.name+" "+rev+" direct"]
-			fmt.Fprintf(&b, "\n%s\n\n| scenario | %s |\n|---|%s\n", section(s.name, rev), strings.Join(ways, " | "), strings.Repeat("---|", len(ways)))
+			fmt.Fprintf(&b, "\n%s\n\n| scenario | %s |\n|---|%s\n", section(s.name, rev), strings.Join(s.waysOf(), " | "), strings.Repeat("---|", len(s.waysOf())))
 			for _, sc := range d.order {
-				b.WriteString(row(byKey, s.name, rev, sc) + "\n")
+				b.WriteString(row(byKey, s, rev, sc) + "\n")
 			}
 		}
 	}
@@ -907,6 +1021,10 @@ checks.
 	b.WriteString("\n## Checks that pass only behind mcpguard\n\nmcpguard answers these itself, as the spec requires, where the server does not (the test allows exactly these):\n\n")
 	for _, k := range slices.Sorted(maps.Keys(betterBehind)) {
 		fmt.Fprintf(&b, "- %s: %s\n", k, betterBehind[k])
+	}
+	b.WriteString("\n## Checks that differ behind the stdio bridge\n\nThe stdio way differs from the server's own Streamable HTTP mode in these checks only (the test allows exactly these):\n\n")
+	for _, k := range slices.Sorted(maps.Keys(stdioDiffers)) {
+		fmt.Fprintf(&b, "- %s: %s\n", k, stdioDiffers[k])
 	}
 	b.WriteString("\n## Scenarios the suite cannot run over TLS\n\nThe caddy way is not compared with direct for these (the test fails when one agrees with direct):\n\n")
 	for _, k := range slices.Sorted(maps.Keys(overTLS)) {
