@@ -269,6 +269,11 @@ func TestCrashEndsOnlyThatSession(t *testing.T) {
 	if !strings.Contains(h.log.String(), "exit status 3") {
 		t.Errorf("log lacks the exit status:\n%s", h.log.String())
 	}
+	// The end of stdout is no garbage line (a break that ended only a
+	// switch logged it as one).
+	if strings.Contains(h.log.String(), "not a JSON-RPC message") {
+		t.Errorf("a crash logged as a line that is not JSON-RPC:\n%s", h.log.String())
+	}
 }
 
 func TestGarbageEndsChild(t *testing.T) {

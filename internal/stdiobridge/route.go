@@ -13,6 +13,7 @@ func (s *session) readStdout() {
 	defer s.b.wg.Done()
 	lr := newLineReader(s.ch.stdout, s.b.cfg.MaxMessageBytes)
 	reason := ""
+read:
 	for {
 		line, err := lr.next()
 		if err != nil {
@@ -26,7 +27,7 @@ func (s *session) readStdout() {
 			default:
 				reason = "stdout: " + err.Error()
 			}
-			break
+			break read // a bare break would end only the switch
 		}
 		// A copy: the reader reuses its buffer, the message outlives it.
 		m, err := parseMessage(&s.b.pool, append([]byte(nil), line...))
