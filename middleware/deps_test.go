@@ -24,6 +24,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/internal/strictjson",  // the one JSON reader
 			deptest.Module + "/internal/fairlru",     // the one fair bounded map (stdlib only)
 			deptest.Module + "/internal/mwdefault",   // the Config defaults (constants only)
+			deptest.Module + "/internal/mcprev",      // the one rule of modern revisions (stdlib only)
 			deptest.Module + "/internal/jws",         // through validate
 			deptest.Module + "/internal/jwtclaims",   // through validate
 			deptest.Module + "/internal/answer",      // reading and rewriting answers (task binding)

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/mcpguard/mcpguard/internal/mcprev"
 )
 
 // modernRevision is the first MCP revision with standard request headers
-// and operation-only scope challenges.
-const modernRevision = "2026-07-28"
+// and operation-only scope challenges (internal/mcprev).
+const modernRevision = mcprev.Modern
 
 // Canonical header keys (net/http canonicalizes incoming names).
 const (
@@ -34,23 +36,11 @@ var (
 // allows a server that supports old clients to assume 2025-03-26).
 func isModern(h http.Header) bool {
 	for _, v := range h[hdrProtocolVersion] {
-		if isModernVersion(v) {
+		if mcprev.IsModern(v) {
 			return true
 		}
 	}
 	return false
-}
-
-func isModernVersion(v string) bool {
-	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if i != 4 && i != 7 && (v[i] < '0' || v[i] > '9') {
-			return false
-		}
-	}
-	return v >= modernRevision
 }
 
 // checkHeaders compares the MCP request headers with the JSON-RPC message
@@ -89,7 +79,7 @@ func checkHeaders(h http.Header, msg *message) error {
 	case string(msg.method.v) == methodResourceRead:
 		needsName, want, hasWant = true, msg.uri.v, msg.uri.str
 	}
-	if len(vers) == 1 && isModernVersion(vers[0]) && msg.method.present && (msg.id != nil) {
+	if len(vers) == 1 && mcprev.IsModern(vers[0]) && msg.method.present && (msg.id != nil) {
 		switch {
 		case !msg.version.present:
 			return errMissingMeta

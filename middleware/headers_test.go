@@ -94,14 +94,3 @@ func TestCheckHeaders(t *testing.T) {
 		})
 	}
 }
-
-func TestIsModernVersion(t *testing.T) {
-	for v, want := range map[string]bool{
-		"2026-07-28": true, "2026-12-01": true, "2025-11-25": false, "2025-03-26": false,
-		"": false, "draft": false, "2026-7-28": false, "2026-07-28x": false, "9999-99-99": true, "2026/07/28": false,
-	} {
-		if got := isModernVersion(v); got != want {
-			t.Errorf("isModernVersion(%q) = %t, want %t", v, got, want)
-		}
-	}
-}

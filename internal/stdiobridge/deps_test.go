@@ -14,6 +14,7 @@ func TestDeps(t *testing.T) {
 	deptest.DepChecker{
 		Allowed: []string{
 			deptest.Module + "/internal/strictjson",
+			deptest.Module + "/internal/mcprev",
 			"github.com/go-json-experiment/json/...",
 		},
 	}.Check(t, ".")

@@ -1,10 +1,8 @@
 package stdiobridge
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"net/http"
 )
 
@@ -30,20 +28,7 @@ func (b *Bridge) initializeShared(w http.ResponseWriter, r *http.Request, u User
 		body = b.withoutRoots(m)
 	}
 	s, err := b.sharedSession(r.Context(), sessionKey(u), u, false, func(s *session) error { return s.initialize(body) })
-	switch {
-	case errors.Is(err, errBusy):
-		b.log.Warn("stdio: process bound reached", "user", u.Key)
-		w.Header().Set("Retry-After", retryAfter)
-		writeJSONError(w, http.StatusServiceUnavailable, m.id, -32603, "Server busy")
-		return
-	case errors.Is(err, errStartTimeout):
-		writeJSONError(w, http.StatusGatewayTimeout, m.id, -32603, "Server did not start")
-		return
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return
-	case err != nil:
-		b.log.Error("stdio: shared child not started", "user", u.Key, "error", err.Error())
-		writeJSONError(w, http.StatusBadGateway, m.id, -32603, "Server unavailable")
+	if b.startFailed(w, err, m.id, u, "shared") {
 		return
 	}
 	var idb [16]byte

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
+	"github.com/mcpguard/mcpguard/internal/mcprev"
 	"github.com/mcpguard/mcpguard/internal/strictjson"
 )
 
@@ -37,30 +38,16 @@ const (
 	// childRevision is the revision the bridge asks a stateless child for.
 	childRevision = "2025-11-25"
 	// modernRevision is the first stateless revision.
-	modernRevision = "2026-07-28"
+	modernRevision = mcprev.Modern
 	metaVersionKey = "io.modelcontextprotocol/protocolVersion"
 	metaServerInfo = "io.modelcontextprotocol/serverInfo"
 )
-
-// isModernVersion reports whether v is a revision date of 2026-07-28 or
-// later (YYYY-MM-DD).
-func isModernVersion(v string) bool {
-	if len(v) != 10 || v[4] != '-' || v[7] != '-' {
-		return false
-	}
-	for i := 0; i < len(v); i++ {
-		if i != 4 && i != 7 && (v[i] < '0' || v[i] > '9') {
-			return false
-		}
-	}
-	return v >= modernRevision
-}
 
 // modernHeader reports whether r names a stateless revision in
 // MCP-Protocol-Version.
 func modernHeader(r *http.Request) bool {
 	for _, v := range r.Header.Values("Mcp-Protocol-Version") {
-		if isModernVersion(v) {
+		if mcprev.IsModern(v) {
 			return true
 		}
 	}
@@ -78,7 +65,7 @@ func (b *Bridge) modernMeta(m message) bool {
 	modern := false
 	_ = b.pool.MemberSpans(meta, metaVersionNames, func(n []byte, s, e int) error {
 		if v, ok := strictjson.String(meta[s:e]); ok && string(n) == metaVersionKey {
-			modern = isModernVersion(v)
+			modern = mcprev.IsModern(v)
 		}
 		return nil
 	})
@@ -143,6 +130,29 @@ func (b *Bridge) sharedSession(ctx context.Context, key string, u User, stateles
 }
 
 var errStartTimeout = errors.New("stdiobridge: no answer to initialize within the start timeout")
+
+// startFailed answers a request whose shared child (kind: "shared" or
+// "stateless") could not be had, and reports whether err was such a
+// failure: 503 with Retry-After at the process bound, 504 when the child
+// did not answer initialize within the start timeout, nothing when the
+// client left, else 502. The error itself is logged, never answered.
+func (b *Bridge) startFailed(w http.ResponseWriter, err error, id []byte, u User, kind string) bool {
+	switch {
+	case err == nil:
+		return false
+	case errors.Is(err, errBusy):
+		b.log.Warn("stdio: process bound reached", "user", u.Key)
+		w.Header().Set("Retry-After", retryAfter)
+		writeJSONError(w, http.StatusServiceUnavailable, id, -32603, "Server busy")
+	case errors.Is(err, errStartTimeout):
+		writeJSONError(w, http.StatusGatewayTimeout, id, -32603, "Server did not start")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+	default:
+		b.log.Error("stdio: "+kind+" child not started", "user", u.Key, "error", err.Error())
+		writeJSONError(w, http.StatusBadGateway, id, -32603, "Server unavailable")
+	}
+	return true
+}
 
 // initStateless drives a stateless child's lifecycle: initialize with
 // no client capabilities, then notifications/initialized.
@@ -214,17 +224,7 @@ func (b *Bridge) postStateless(w http.ResponseWriter, r *http.Request, u User, m
 		return
 	}
 	s, err := b.sharedSession(r.Context(), statelessKey(u), u, true, b.initStateless)
-	switch {
-	case errors.Is(err, errBusy):
-		b.log.Warn("stdio: process bound reached", "user", u.Key)
-		w.Header().Set("Retry-After", retryAfter)
-		writeJSONError(w, http.StatusServiceUnavailable, m.id, -32603, "Server busy")
-		return
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return
-	case err != nil:
-		b.log.Error("stdio: stateless child not started", "user", u.Key, "error", err.Error())
-		writeJSONError(w, http.StatusBadGateway, m.id, -32603, "Server unavailable")
+	if b.startFailed(w, err, m.id, u, "stateless") {
 		return
 	}
 	if m.method == "server/discover" {

@@ -254,3 +254,36 @@ func TestModernResultCacheScope(t *testing.T) {
 		}
 	}
 }
+
+// TestStartTimeoutAnswers: a child that never answers initialize gets the
+// same answer whichever way it was started (its own session, a user's
+// shared child, a user's stateless child): 504 "Server did not start".
+// The stateless way answered 502 "Server unavailable" before the three
+// shared one rule.
+func TestStartTimeoutAnswers(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		perUser bool
+	}{
+		{"session", false},
+		{"per user", true},
+		{"stateless", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{Command: []string{"sleep", "60"}, StartTimeout: 300 * time.Millisecond, StopGrace: 100 * time.Millisecond, PerUser: tc.perUser})
+			var resp *http.Response
+			var body string
+			if tc.name == "stateless" {
+				resp, body = modernPost(t, h.srv.URL, "alice", "tools/list", "", modernBody("7", "tools/list", ""))
+			} else {
+				resp = rawPost(t, h.srv.URL, "alice", "", initBody)
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				body = string(b)
+			}
+			if resp.StatusCode != http.StatusGatewayTimeout || !strings.Contains(body, `"message":"Server did not start"`) {
+				t.Fatalf("%d %s; want 504 Server did not start", resp.StatusCode, body)
+			}
+		})
+	}
+}
