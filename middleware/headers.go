@@ -9,10 +9,6 @@ import (
 	"github.com/mcpguard/mcpguard/internal/mcprev"
 )
 
-// modernRevision is the first MCP revision with standard request headers
-// and operation-only scope challenges (internal/mcprev).
-const modernRevision = mcprev.Modern
-
 // Canonical header keys (net/http canonicalizes incoming names).
 const (
 	hdrProtocolVersion = "Mcp-Protocol-Version"
