@@ -165,11 +165,11 @@ func freePort(t *testing.T) string {
 }
 
 // startAS starts devas (DCR, auto-approve) on loopback for resource.
-func startAS(t *testing.T, resource string) (*devas.Server, string) {
+func startAS(t *testing.T, resource string) (*devmint.Server, string) {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + ts.Listener.Addr().String()
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope, echoScope},
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope, echoScope},
 		AutoApprove: true, EnableDCR: true,
 		Clients: []cimd.Client{{Document: cimd.Document{ClientID: preregistered, RedirectURIs: []string{redirectURI}}}}})
 	if err != nil {
@@ -701,7 +701,7 @@ func TestCaddyRedisSessions(t *testing.T) {
 	startCaddy(t, d, portB, "json", jsonSite(portB, cfg))
 	hc := d.client(t)
 	a, b := resource, "https://127.0.0.1:"+portB+"/mcp"
-	mint := devmint.Of(as)
+	mint := as
 	alice, err := mint.IssueToken("alice", "acme", "caddy-client", resource, []string{baseScope})
 	if err != nil {
 		t.Fatal(err)

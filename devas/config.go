@@ -21,8 +21,6 @@ const (
 	// development user.
 	defaultSubject = "dev-user"
 	defaultTenant  = "tenant-a"
-	// defaultTokenTTL is the access token lifetime.
-	defaultTokenTTL = time.Hour
 	// defaultRefreshTokenTTL is the refresh token lifetime.
 	defaultRefreshTokenTTL = 24 * time.Hour
 	// codeTTL is the authorization code lifetime (RFC 6749 §4.1.2
@@ -199,9 +197,6 @@ func (c Config) withDefaults() Config {
 	if c.Tenant == "" {
 		c.Tenant = defaultTenant
 	}
-	if c.TokenTTL == 0 {
-		c.TokenTTL = defaultTokenTTL
-	}
 	if c.RefreshTokenTTL == 0 {
 		c.RefreshTokenTTL = defaultRefreshTokenTTL
 	}
@@ -210,9 +205,6 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RegistrationTTL == 0 {
 		c.RegistrationTTL = defaultRegistrationTTL
-	}
-	if c.SigningAlgorithm == "" {
-		c.SigningAlgorithm = jose.ES256
 	}
 	if c.Now == nil {
 		c.Now = time.Now

@@ -19,7 +19,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/validate/dpop", // token-request proofs (RFC 9449 §5)
 			deptest.Module + "/internal/scopetoken",
 			deptest.Module + "/internal/clientrecord",
-			deptest.Module + "/internal/devmint",    // the sealed minting capability
+			deptest.Module + "/internal/devtoken",   // the access token signer, shared with internal/devmint
 			deptest.Module + "/internal/strictjson", // assertion claims (jwtbearer.go)
 			"github.com/go-jose/go-jose/v4/...",
 		},

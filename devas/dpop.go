@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 
-	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/validate/dpop"
 )
 
@@ -20,11 +18,6 @@ import (
 // (§10): its code is then exchanged only with a proof by the key of that
 // thumbprint (else invalid_grant), so a stolen code is useless without
 // the key, as PKCE makes it useless without the verifier.
-
-// confirmation is the access token's "cnf" claim (RFC 7800, RFC 9449 §6.1).
-type confirmation struct {
-	JKT string `json:"jkt"`
-}
 
 type jktKey struct{}
 
@@ -81,17 +74,4 @@ func tokenType(g grant) string {
 		return "DPoP"
 	}
 	return "Bearer"
-}
-
-// issueBoundToken is [Server.issueToken] for a token bound to the DPoP key
-// whose RFC 7638 thumbprint is jkt (cnf.jkt, RFC 9449 §6.1), for tests.
-func (s *Server) issueBoundToken(jkt, subject, tenant, clientID, resource string, scopes []string) (string, error) {
-	if jkt == "" || len(jkt) > maxParamBytes {
-		return "", fmt.Errorf("%w: jkt is required", devmint.ErrInvalidArgument)
-	}
-	if _, err := s.issueToken(subject, tenant, clientID, resource, scopes); err != nil { // the same checks
-		return "", err
-	}
-	tok, _, err := s.mint(grant{ClientID: clientID, Subject: subject, Tenant: tenant, Resource: resource, Scopes: slices.Clone(scopes), JKT: jkt})
-	return tok, err
 }

@@ -174,6 +174,14 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
+// newJTI returns 16 random bytes (128 bits), base64url-encoded: a
+// consent nonce or a refresh token family.
+func newJTI() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // never fails (crypto/rand, Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
 // hashKey is the store key for a bearer secret (code, refresh token,
 // consent id): its SHA-256, so that map lookups leak nothing useful about
 // the secret through timing.

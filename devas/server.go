@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/cimd"
-	"github.com/mcpguard/mcpguard/internal/devmint"
+	"github.com/mcpguard/mcpguard/internal/devtoken"
 	"github.com/mcpguard/mcpguard/validate/dpop"
 )
 
@@ -27,10 +27,9 @@ type Server struct {
 	cfg      Config
 	log      *slog.Logger
 	registry *cimd.Registry
-	dcr      http.Handler // nil when dynamic registration is off
-	signer   jose.Signer
-	pub      jose.JSONWebKey
-	methods  []string // token_endpoint_auth_methods_supported
+	dcr      http.Handler     // nil when dynamic registration is off
+	tokens   *devtoken.Signer // access tokens (internal/devtoken)
+	methods  []string         // token_endpoint_auth_methods_supported
 
 	metaJSON []byte
 	jwksJSON []byte
@@ -67,9 +66,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	_, _ = rand.Read(s.consentKey) // never fails (crypto/rand, Go 1.24+)
 	var err error
-	if s.signer, s.pub, err = newSigner(cfg); err != nil {
-		return nil, err
+	if s.tokens, err = devtoken.New(devtoken.Config{
+		Issuer: cfg.Issuer, Resources: cfg.Resources, Algorithm: cfg.SigningAlgorithm, Key: cfg.Key,
+		KeyID: cfg.KeyID, TTL: cfg.TokenTTL, Now: cfg.Now, Logger: cfg.Logger,
+	}); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	tc := s.tokens.Config() // the signer's defaults
+	s.cfg.SigningAlgorithm, s.cfg.Key, s.cfg.KeyID, s.cfg.TokenTTL = tc.Algorithm, tc.Key, tc.KeyID, tc.TTL
 	if s.dpop, err = newDPoPVerifier(cfg); err != nil {
 		return nil, err
 	}
@@ -87,7 +91,7 @@ func New(cfg Config) (*Server, error) {
 	if s.metaJSON, err = json.Marshal(s.metadata()); err != nil {
 		return nil, fmt.Errorf("%w: metadata: %w", ErrConfig, err)
 	}
-	if s.jwksJSON, err = json.Marshal(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{s.pub}}); err != nil {
+	if s.jwksJSON, err = json.Marshal(jose.JSONWebKeySet{Keys: s.PublicKeys()}); err != nil {
 		return nil, fmt.Errorf("%w: jwks: %w", ErrConfig, err)
 	}
 	if err := s.buildRoutes(); err != nil {
@@ -196,10 +200,6 @@ func (s *Server) issuerPath() string {
 // browser-based clients such as MCP Inspector's web UI can discover,
 // register and exchange codes. Anything else is 404.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if m := devmint.From(r.Context()); m != nil {
-		*m = devmint.Minter{IssueToken: s.issueToken, IssueBoundToken: s.issueBoundToken}
-		return
-	}
 	h, ok := s.routes[r.URL.Path]
 	if !ok {
 		http.NotFound(w, r)
@@ -252,7 +252,7 @@ func (s *Server) metadata() asmeta.Metadata {
 
 // PublicKeys returns the public signing key, as served at /jwks.
 func (s *Server) PublicKeys() []jose.JSONWebKey {
-	return []jose.JSONWebKey{s.pub}
+	return []jose.JSONWebKey{s.tokens.PublicKey()}
 }
 
 func (s *Server) serveMetadata(w http.ResponseWriter, r *http.Request) {

@@ -343,7 +343,7 @@ func (s *Server) accessToken(w http.ResponseWriter, r *http.Request, g grant, sc
 		s.tokenError(w, r, oerr)
 		return tokenResponse{}, false
 	}
-	at, _, err := s.mint(ag)
+	at, err := s.tokens.Sign(ag)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "devas: token: mint failed", "err", err)
 		writeJSON(w, http.StatusInternalServerError, &oauthError{"server_error", "could not issue a token"})

@@ -20,7 +20,6 @@ import (
 
 	"github.com/mcpguard/mcpguard/client"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
-	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/middleware"
 )
 
@@ -222,7 +221,7 @@ func TestDPoPHostileProofs(t *testing.T) {
 	ctx := testContext(t)
 	key, other := newHostileKey(t), newHostileKey(t)
 	scopes := []string{baseScope}
-	tok, err := devmint.Of(e.as).IssueBoundToken(key.jkt, "mallory", "tenant-m", rawClientID, e.mcpURL, scopes)
+	tok, err := e.as.IssueBoundToken(key.jkt, "mallory", "tenant-m", rawClientID, e.mcpURL, scopes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,7 +109,7 @@ type env struct {
 	metaURL  string // RFC 9728 metadata URL of the challenges
 	upstream string // with viaProxy: the example server's own URL
 	px       *proxy.Proxy
-	as       *devas.Server
+	as       *devmint.Server
 	cimdURL  string // a Client ID Metadata Document URL the AS can fetch
 	asCounts *counter
 }
@@ -185,7 +185,7 @@ func newEnv(t *testing.T, cfg envConfig) *env {
 	_, portStr, _ := strings.Cut(docTS.Listener.Addr().String(), ":")
 	port, _ := strconv.Atoi(portStr)
 
-	as, err := devas.New(devas.Config{
+	as, err := devmint.New(devas.Config{
 		Issuer:         e.issuer,
 		Resources:      []string{e.mcpURL},
 		Scopes:         []string{baseScope, server.ScopeNotesRead, server.ScopeNotesWrite},
@@ -280,7 +280,7 @@ func libraryRules(cfg envConfig) []middleware.Rule {
 // authorization server.
 func (e *env) token(t *testing.T, subject, tenant string, scopes ...string) string {
 	t.Helper()
-	tok, err := devmint.Of(e.as).IssueToken(subject, tenant, rawClientID, e.mcpURL, scopes)
+	tok, err := e.as.IssueToken(subject, tenant, rawClientID, e.mcpURL, scopes)
 	if err != nil {
 		t.Fatalf("IssueToken: %v", err)
 	}

@@ -168,7 +168,7 @@ var listFronts = []listFront{
 		pxTS := httptest.NewUnstartedServer(nil)
 		issuer := "http://" + asTS.Listener.Addr().String()
 		resource := "http://" + pxTS.Listener.Addr().String() + "/mcp"
-		as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope}, AutoApprove: true})
+		as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope}, AutoApprove: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ var listFronts = []listFront{
 		if err := px.WaitReady(ctx); err != nil {
 			t.Fatal(err)
 		}
-		tok, err := devmint.Of(as).IssueToken("alice", "acme", "list-client", resource, []string{baseScope})
+		tok, err := as.IssueToken("alice", "acme", "list-client", resource, []string{baseScope})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -74,7 +73,7 @@ func TestProxyTenantArgument(t *testing.T) {
 	}
 
 	// Another tenant's user may use its own tenant.
-	other, err := devmint.Of(p.as).IssueToken("bob", "globex", "proxied-client", p.resource, []string{baseScope})
+	other, err := p.as.IssueToken("bob", "globex", "proxied-client", p.resource, []string{baseScope})
 	if err != nil {
 		t.Fatal(err)
 	}

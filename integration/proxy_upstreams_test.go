@@ -119,7 +119,7 @@ func startProc(t *testing.T, dir string, env []string, name string, args ...stri
 // proxied is devas, the proxy and one upstream started by mk, given the
 // proxy's JWK Set URL, assertion issuer and the upstream's audience.
 type proxied struct {
-	as       *devas.Server
+	as       *devmint.Server
 	resource string
 	upstream string
 	px       *proxy.Proxy
@@ -137,7 +137,7 @@ func newProxiedWith(t *testing.T, cfg envConfig, mk func(jwksURL, issuer string)
 	pxTS := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + asTS.Listener.Addr().String()
 	p := &proxied{resource: "http://" + pxTS.Listener.Addr().String() + "/mcp"}
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{p.resource}, Scopes: []string{baseScope}, AutoApprove: true})
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{p.resource}, Scopes: []string{baseScope}, AutoApprove: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func newProxiedWith(t *testing.T, cfg envConfig, mk func(jwksURL, issuer string)
 
 func (p *proxied) token(t *testing.T, sub string) string {
 	t.Helper()
-	tok, err := devmint.Of(p.as).IssueToken(sub, "acme", "proxied-client", p.resource, []string{baseScope})
+	tok, err := p.as.IssueToken(sub, "acme", "proxied-client", p.resource, []string{baseScope})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
-	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/middleware"
 )
 
@@ -322,7 +321,7 @@ func TestRulesProxiedUpstreams(t *testing.T) {
 			}
 			ctx := testContext(t)
 			mint := func(scopes ...string) string {
-				tok, err := devmint.Of(p.as).IssueToken("alice", "acme", "proxied-client", p.resource, scopes)
+				tok, err := p.as.IssueToken("alice", "acme", "proxied-client", p.resource, scopes)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -95,7 +95,7 @@ func snippetPlainRoutes(m *middleware.Middleware, mcpHandler, notes, admin, hook
 // snippetEnv is a development authorization server and a middleware
 // trusting it, for a resource on mcpTS.
 type snippetEnv struct {
-	as       *devas.Server
+	as       *devmint.Server
 	resource string
 	issuer   string
 	m        *middleware.Middleware
@@ -106,7 +106,7 @@ func newSnippetEnv(t *testing.T, mcpTS *httptest.Server) *snippetEnv {
 	t.Helper()
 	asTS := httptest.NewUnstartedServer(nil)
 	e := &snippetEnv{issuer: "http://" + asTS.Listener.Addr().String(), resource: "http://" + mcpTS.Listener.Addr().String() + "/mcp"}
-	as, err := devas.New(devas.Config{Issuer: e.issuer, Resources: []string{e.resource},
+	as, err := devmint.New(devas.Config{Issuer: e.issuer, Resources: []string{e.resource},
 		Scopes: []string{baseScope, "admin", "hooks:write"}})
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +133,7 @@ func newSnippetEnv(t *testing.T, mcpTS *httptest.Server) *snippetEnv {
 
 func (e *snippetEnv) token(t *testing.T, subject, tenant string, scopes ...string) string {
 	t.Helper()
-	tok, err := devmint.Of(e.as).IssueToken(subject, tenant, "snippet-client", e.resource, scopes)
+	tok, err := e.as.IssueToken(subject, tenant, "snippet-client", e.resource, scopes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func TestDocSnippet(t *testing.T) {
 	mcpTS := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + asTS.Listener.Addr().String()
 	resource := "http://" + mcpTS.Listener.Addr().String() + "/mcp"
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{"mcp:tools"}})
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{"mcp:tools"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func TestDocSnippet(t *testing.T) {
 	if r.status != http.StatusUnauthorized {
 		t.Fatalf("without token: %d %s", r.status, r.body)
 	}
-	tok, err := devmint.Of(as).IssueToken("snippet-user", "", "c", resource, []string{"mcp:tools"})
+	tok, err := as.IssueToken("snippet-user", "", "c", resource, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}

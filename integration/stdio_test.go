@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -30,7 +31,7 @@ func newStdioProxied(t *testing.T, s proxy.Stdio) *proxied {
 	pxTS := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + asTS.Listener.Addr().String()
 	p := &proxied{resource: "http://" + pxTS.Listener.Addr().String() + "/mcp"}
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{p.resource}, Scopes: []string{baseScope}, AutoApprove: true})
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{p.resource}, Scopes: []string{baseScope}, AutoApprove: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,6 @@ import (
 	"testing"
 
 	mcpgoserver "github.com/mark3labs/mcp-go/server"
-
-	"github.com/mcpguard/mcpguard/internal/devmint"
 )
 
 // gzipJSON compresses h's JSON answers for clients that accept gzip, as
@@ -50,7 +48,7 @@ func TestTasksThroughProxy(t *testing.T) {
 	p := newProxied(t, func(string, string) string { return up.URL + "/mcp" })
 	tok := func(sub, tenant string) string {
 		t.Helper()
-		s, err := devmint.Of(p.as).IssueToken(sub, tenant, "proxied-client", p.resource, []string{baseScope})
+		s, err := p.as.IssueToken(sub, tenant, "proxied-client", p.resource, []string{baseScope})
 		if err != nil {
 			t.Fatal(err)
 		}

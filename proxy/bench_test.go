@@ -82,7 +82,7 @@ func newBenchTargets(b testing.TB, up *httptest.Server) *benchTargets {
 	pxTS := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + asTS.Listener.Addr().String()
 	resource := "http://" + pxTS.Listener.Addr().String() + "/mcp"
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope}})
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func newBenchTargets(b testing.TB, up *httptest.Server) *benchTargets {
 		FlushInterval: -1,
 	})
 	b.Cleanup(plain.Close)
-	tok, err := devmint.Of(as).IssueToken("bench", "acme", "bench-client", resource, []string{baseScope})
+	tok, err := as.IssueToken("bench", "acme", "bench-client", resource, []string{baseScope})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func (l *headerLog) all() []http.Header {
 // verifies the proxy's assertion with mcpguard, and the proxy in front of
 // it, all on loopback.
 type testEnv struct {
-	as          *devas.Server
+	as          *devmint.Server
 	issuer      string
 	resource    string // the proxy's public MCP URL
 	proxyURL    string // the proxy's origin
@@ -90,7 +90,7 @@ func newTestEnv(t *testing.T, o envOptions) *testEnv {
 		proxyTS:     pxTS,
 	}
 	e.resource = e.proxyURL + "/mcp"
-	as, err := devas.New(devas.Config{
+	as, err := devmint.New(devas.Config{
 		Issuer: e.issuer, Resources: []string{e.resource, e.upstreamURL}, Scopes: []string{baseScope, adminScope},
 		AutoApprove: true, EnableDCR: true,
 	})
@@ -209,7 +209,7 @@ func (b bearerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 
 func (e *testEnv) token(t *testing.T, subject string, scopes ...string) string {
 	t.Helper()
-	tok, err := devmint.Of(e.as).IssueToken(subject, "acme", testClient, e.resource, scopes)
+	tok, err := e.as.IssueToken(subject, "acme", testClient, e.resource, scopes)
 	if err != nil {
 		t.Fatalf("IssueToken: %v", err)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -67,7 +66,7 @@ func TestRefusals(t *testing.T) {
 		{"no token", nil, 401, `Bearer scope="mcp:tools", resource_metadata="` + meta + `"`, false},
 		{"bad token", http.Header{"Authorization": {"Bearer abc.def.ghi"}}, 401, `Bearer error="invalid_token"`, true},
 		{"token for another resource", http.Header{"Authorization": {"Bearer " + func() string {
-			tok, _ := devmint.Of(e.as).IssueToken("alice", "acme", testClient, e.upstreamURL, []string{baseScope})
+			tok, _ := e.as.IssueToken("alice", "acme", testClient, e.upstreamURL, []string{baseScope})
 			return tok
 		}()}}, 401, `Bearer error="invalid_token"`, true},
 		{"foreign origin", http.Header{"Origin": {"https://evil.example"}, "Authorization": {"Bearer " + e.token(t, "alice", baseScope)}}, 403, "", false},

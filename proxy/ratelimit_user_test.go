@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -29,7 +28,7 @@ func TestRateLimitPerUser(t *testing.T) {
 	bob := http.Header{"Authorization": {"Bearer " + e.token(t, "bob", baseScope)}}
 	passed := 0
 	for i := range clients {
-		tok, err := devmint.Of(e.as).IssueToken("mallory", "acme", fmt.Sprintf("https://mallory.example/app-%d", i), e.resource, []string{baseScope})
+		tok, err := e.as.IssueToken("mallory", "acme", fmt.Sprintf("https://mallory.example/app-%d", i), e.resource, []string{baseScope})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,7 +51,7 @@ func TestAssertionKeyRotation(t *testing.T) {
 	proxyURL := "http://" + pxTS.Listener.Addr().String()
 	resource := proxyURL + "/mcp"
 	upstream := "http://" + upTS.Listener.Addr().String() + "/mcp"
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope}, AutoApprove: true})
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope}, AutoApprove: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestAssertionKeyRotation(t *testing.T) {
 	})
 	t.Cleanup(upTS.Close)
 
-	tok, err := devmint.Of(as).IssueToken("alice", "acme", testClient, resource, []string{baseScope})
+	tok, err := as.IssueToken("alice", "acme", testClient, resource, []string{baseScope})
 	if err != nil {
 		t.Fatal(err)
 	}

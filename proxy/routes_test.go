@@ -37,7 +37,7 @@ func echoUpstream(t *testing.T, name string) (*httptest.Server, *headerLog) {
 
 // multiEnv is devas and a proxy with the given routes (their Issuers
 // filled with devas).
-func multiEnv(t *testing.T, pxTS *httptest.Server, cfg proxy.Config) (*devas.Server, *proxy.Proxy) {
+func multiEnv(t *testing.T, pxTS *httptest.Server, cfg proxy.Config) (*devmint.Server, *proxy.Proxy) {
 	t.Helper()
 	asTS := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + asTS.Listener.Addr().String()
@@ -46,7 +46,7 @@ func multiEnv(t *testing.T, pxTS *httptest.Server, cfg proxy.Config) (*devas.Ser
 		cfg.Routes[i].Issuers = []string{issuer}
 		resources = append(resources, cfg.Routes[i].Resource)
 	}
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: resources, Scopes: []string{baseScope, adminScope}})
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: resources, Scopes: []string{baseScope, adminScope}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestRoutes(t *testing.T) {
 			Validation: proxy.Validation{TenantClaim: "tenant"}},
 	}})
 	tok := func(resource string, scopes ...string) http.Header {
-		s, err := devmint.Of(as).IssueToken("alice", "acme", testClient, resource, scopes)
+		s, err := as.IssueToken("alice", "acme", testClient, resource, scopes)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +251,7 @@ func TestReplicasShareSessions(t *testing.T) {
 	var replicas []*httptest.Server
 	asTS := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + asTS.Listener.Addr().String()
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope}})
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestReplicasShareSessions(t *testing.T) {
 	}
 	lb.Close()
 	token := func(sub string) http.Header {
-		s, err := devmint.Of(as).IssueToken(sub, "acme", testClient, resource, nil)
+		s, err := as.IssueToken(sub, "acme", testClient, resource, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

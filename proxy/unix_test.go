@@ -73,7 +73,7 @@ func TestUnixSocketUpstream(t *testing.T) {
 	pxTS := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + asTS.Listener.Addr().String()
 	resource := "http://" + pxTS.Listener.Addr().String() + "/mcp"
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope}, AutoApprove: true})
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope}, AutoApprove: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,7 +96,7 @@ func TestUnixSocketUpstream(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tok, err := devmint.Of(as).IssueToken("alice", "acme", testClient, resource, []string{baseScope})
+	tok, err := as.IssueToken("alice", "acme", testClient, resource, []string{baseScope})
 	if err != nil {
 		t.Fatal(err)
 	}

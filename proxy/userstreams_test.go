@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -32,7 +31,7 @@ func TestStreamsPerUser(t *testing.T) {
 	})
 	ctx := testContext(t)
 	tokenOf := func(user, client string) string {
-		tok, err := devmint.Of(e.as).IssueToken(user, "acme", client, e.resource, []string{baseScope})
+		tok, err := e.as.IssueToken(user, "acme", client, e.resource, []string{baseScope})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
-
-	"github.com/mcpguard/mcpguard/internal/devmint"
 )
 
 // TestAuditTransportThroughProxy (issue 23 item 8, the audit's TR-*
@@ -37,7 +35,7 @@ assertion:
   key_file: %s
 `, resource, up.url, issuer, keyFile), nil)
 	tok := func(sub, tenant string) string {
-		tk, err := devmint.Of(as).IssueToken(sub, tenant, e2eClientID, resource, []string{"mcp:tools"})
+		tk, err := as.IssueToken(sub, tenant, e2eClientID, resource, []string{"mcp:tools"})
 		if err != nil {
 			t.Fatal(err)
 		}

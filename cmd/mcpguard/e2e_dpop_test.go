@@ -17,6 +17,7 @@ import (
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/client"
 	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/internal/redistest"
 )
 
@@ -30,11 +31,11 @@ const (
 // startDevAS starts the development authorization server for resources,
 // approving everyone (login_hint user@tenant), with the pre-registered
 // client e2eClientID.
-func startDevAS(t *testing.T, resources ...string) (*devas.Server, string) {
+func startDevAS(t *testing.T, resources ...string) (*devmint.Server, string) {
 	t.Helper()
 	ts := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + ts.Listener.Addr().String()
-	as, err := devas.New(devas.Config{
+	as, err := devmint.New(devas.Config{
 		Issuer: issuer, Resources: resources, Scopes: []string{"mcp:tools"},
 		AutoApprove: true, AllowLoginHint: true,
 		Clients: []cimd.Client{{Document: cimd.Document{

@@ -36,7 +36,7 @@ func TestExchangeDiscoveredTokenEndpoint(t *testing.T) {
 
 	asTS := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + asTS.Listener.Addr().String()
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{resource, resource2}, Scopes: []string{"mcp:tools"}, AutoApprove: true,
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{resource, resource2}, Scopes: []string{"mcp:tools"}, AutoApprove: true,
 		Clients: []cimd.Client{{Document: cimd.Document{ClientID: e2eClientID, RedirectURIs: []string{e2eRedirect}, TokenEndpointAuthMethod: "none"}}}})
 	if err != nil {
 		t.Fatal(err)
@@ -106,7 +106,7 @@ func TestExchangeDiscoveredTokenEndpoint(t *testing.T) {
 	afterStart := metadataGets // the key discovery's
 	mu.Unlock()
 
-	tok, err := devmint.Of(as).IssueToken("alice", "tenant-a", e2eClientID, resource, []string{"mcp:tools"})
+	tok, err := as.IssueToken("alice", "tenant-a", e2eClientID, resource, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestExchangeDiscoveredTokenEndpoint(t *testing.T) {
 	// called, no exchange sent.
 	startProxyCmd(t, addr2, cfg(resource2), env)
 	metadataDown.Store(true)
-	tok2, err := devmint.Of(as).IssueToken("bob", "tenant-b", e2eClientID, resource2, []string{"mcp:tools"})
+	tok2, err := as.IssueToken("bob", "tenant-b", e2eClientID, resource2, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}

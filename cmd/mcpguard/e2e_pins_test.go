@@ -16,7 +16,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/oauth2"
 
-	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/internal/redistest"
 )
 
@@ -68,7 +67,7 @@ func pinnedThroughProxy(t *testing.T, redisYAML string) {
 %s`, resource, up.url, issuer, redisYAML)
 	cfgFile := writeFile(t, "mcpguard.yaml", cfg)
 	logs := startProxyFile(t, addr, cfgFile, nil, "-watch-config", "100ms")
-	tok, err := devmint.Of(as).IssueToken("alice", "tenant-a", e2eClientID, resource, []string{"mcp:tools"})
+	tok, err := as.IssueToken("alice", "tenant-a", e2eClientID, resource, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -68,7 +68,7 @@ func TestAuditThroughProxy(t *testing.T) {
 
 	asTS := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + asTS.Listener.Addr().String()
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{"mcp:tools", "mcp:admin"}, AutoApprove: true})
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{"mcp:tools", "mcp:admin"}, AutoApprove: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ assertion:
 	}
 
 	tok := func(sub, tenant string) string {
-		tk, err := devmint.Of(as).IssueToken(sub, tenant, "audit-cli", resource, []string{"mcp:tools"})
+		tk, err := as.IssueToken(sub, tenant, "audit-cli", resource, []string{"mcp:tools"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -317,7 +317,7 @@ func TestRunExternalIssuer(t *testing.T) {
 	const resource = "http://127.0.0.1:1/mcp" // the public URL; never dialled
 	asTS := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + asTS.Listener.Addr().String()
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{"mcp:tools"}})
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{"mcp:tools"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +329,7 @@ func TestRunExternalIssuer(t *testing.T) {
 	if ep.DevAS || ep.Issuer != issuer || ep.MCP != resource {
 		t.Fatalf("endpoints = %+v", ep)
 	}
-	tok, err := devmint.Of(as).IssueToken("ext-user", "ext-tenant", "ext-client", resource, []string{"mcp:tools"})
+	tok, err := as.IssueToken("ext-user", "ext-tenant", "ext-client", resource, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -94,7 +94,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	var (
 		issuer  string
 		keys    validate.KeySource
-		dev     *devas.Server
+		dev     *devmint.Server
 		devLn   net.Listener
 		closers []io.Closer
 		health  []*jwks.Source // for /readyz
@@ -139,7 +139,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 			Logger: logger.With("component", "devas"),
 		}
 		ent.configure(&devCfg, o)
-		dev, err = devas.New(devCfg)
+		dev, err = devmint.New(devCfg)
 		if err != nil {
 			return fmt.Errorf("embedded authorization server: %w", err)
 		}
@@ -298,7 +298,7 @@ func union(a, b []string) []string {
 }
 
 // printWelcome prints the URLs and how to try the server.
-func printWelcome(w io.Writer, ep endpoints, o options, dev *devas.Server) {
+func printWelcome(w io.Writer, ep endpoints, o options, dev *devmint.Server) {
 	scopes := strings.Join(o.scopes, " ")
 	if scopes == "" {
 		scopes = "(none)"
@@ -329,7 +329,7 @@ and follow the resource_metadata URL of the 401. See docs/example.md.
 	if !o.devAutoApprove {
 		approve = "it shows a consent page for every authorization request"
 	}
-	tok, err := devmint.Of(dev).IssueToken("dev-user", "tenant-a", devCLIClientID, ep.MCP,
+	tok, err := dev.IssueToken("dev-user", "tenant-a", devCLIClientID, ep.MCP,
 		union(o.scopes, []string{server.ScopeNotesRead}))
 	if err != nil {
 		tok = "(could not mint a token: " + err.Error() + ")"

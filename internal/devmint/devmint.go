@@ -1,66 +1,62 @@
-// Package devmint mints tokens of a devas.Server directly, without the
-// authorization flow, for the command's -dev-as banner, the example and
-// the tests. A user's tests mint tokens with package authtest, or get
-// them from a devas.Server through the flow (issue #26 took minting out
-// of devas's public surface).
+// Package devmint builds a devas.Server together with a minter of its
+// access tokens, for the module's own code that needs tokens without the
+// authorization flow: the command's -dev-as banner, the example and the
+// tests. A user's tests mint tokens with package authtest, or get them
+// from a devas.Server through the flow (issue #26 took minting out of
+// devas's public surface).
 //
-// The server answers only a request whose context carries this
-// package's unexported key, which no package outside this module can
-// build.
+// Both sign with internal/devtoken: New builds the signer from the
+// devas.Config first (generating the key when Config.Key is nil) and hands
+// its key to devas.New, so the server's /jwks publishes the key the
+// minted tokens carry and the token endpoint issues the same tokens.
 package devmint
 
 import (
-	"context"
-	"errors"
-	"net/http"
+	"fmt"
+
+	"github.com/mcpguard/mcpguard/devas"
+	"github.com/mcpguard/mcpguard/internal/devtoken"
 )
 
-// The errors of the minting functions. The text is part of the API.
-var (
-	// ErrUnknownResource: the resource is not one of the server's
-	// Config.Resources (RFC 8707 §2 "invalid_target").
-	ErrUnknownResource = errors.New("devas: unknown resource")
-	// ErrInvalidArgument: an argument is empty or malformed.
-	ErrInvalidArgument = errors.New("devas: invalid argument")
-)
-
-// Minter is what a devas.Server fills in.
-type Minter struct {
-	// IssueToken mints an access token as one issued by the token
-	// endpoint: a compact JWS with header typ "at+jwt" and kid, and
-	// claims iss, sub, aud (resource, a string), client_id, scope
-	// (space-delimited, omitted when empty), tenant (omitted when empty),
-	// jti, iat, nbf and exp (RFC 9068 §2.2), valid for Config.TokenTTL.
-	// resource must be one of Config.Resources ([ErrUnknownResource]);
-	// subject and clientID must be non-empty and scopes must be scope
-	// tokens ([ErrInvalidArgument]); scopes are not checked against
-	// Config.Scopes, so tests can mint tokens the flows would refuse.
-	IssueToken func(subject, tenant, clientID, resource string, scopes []string) (string, error)
-	// IssueBoundToken is IssueToken for a token bound to the DPoP key
-	// whose RFC 7638 thumbprint is jkt (cnf.jkt, RFC 9449 §6.1).
-	IssueBoundToken func(jkt, subject, tenant, clientID, resource string, scopes []string) (string, error)
+// Server is a devas.Server (an http.Handler) that also mints its tokens.
+type Server struct {
+	*devas.Server
+	tokens *devtoken.Signer
 }
 
-type key struct{}
-
-// Of returns h's minter; its functions are nil when h is not a
-// devas.Server.
-func Of(h http.Handler) Minter {
-	m := &Minter{}
-	r, _ := http.NewRequestWithContext(context.WithValue(context.Background(), key{}, m), http.MethodGet, "/", nil)
-	h.ServeHTTP(discard{}, r)
-	return *m
+// New returns a Server for cfg, as devas.New does.
+func New(cfg devas.Config) (*Server, error) {
+	tokens, err := devtoken.New(devtoken.Config{
+		Issuer: cfg.Issuer, Resources: cfg.Resources, Algorithm: cfg.SigningAlgorithm, Key: cfg.Key,
+		KeyID: cfg.KeyID, TTL: cfg.TokenTTL, Now: cfg.Now, Logger: cfg.Logger,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", devas.ErrConfig, err)
+	}
+	tc := tokens.Config()
+	cfg.SigningAlgorithm, cfg.Key, cfg.KeyID = tc.Algorithm, tc.Key, tc.KeyID
+	as, err := devas.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{Server: as, tokens: tokens}, nil
 }
 
-// From returns the Minter a request asks the server to fill in, or nil
-// for every other request.
-func From(ctx context.Context) *Minter {
-	m, _ := ctx.Value(key{}).(*Minter)
-	return m
+// IssueToken mints an access token as one issued by the token endpoint:
+// a compact JWS with header typ "at+jwt" and kid, and claims iss, sub, aud
+// (resource, a string), client_id, scope (space-delimited, omitted when
+// empty), tenant (omitted when empty), jti, iat, nbf and exp (RFC 9068
+// §2.2), valid for Config.TokenTTL. resource must be one of
+// Config.Resources ([devtoken.ErrUnknownResource]); subject and clientID
+// must be non-empty and scopes must be scope tokens
+// ([devtoken.ErrInvalidArgument]); scopes are not checked against
+// Config.Scopes, so tests can mint tokens the flows would refuse.
+func (s *Server) IssueToken(subject, tenant, clientID, resource string, scopes []string) (string, error) {
+	return s.tokens.IssueToken(subject, tenant, clientID, resource, scopes)
 }
 
-type discard struct{}
-
-func (discard) Header() http.Header         { return http.Header{} }
-func (discard) Write(b []byte) (int, error) { return len(b), nil }
-func (discard) WriteHeader(int)             {}
+// IssueBoundToken is IssueToken for a token bound to the DPoP key whose
+// RFC 7638 thumbprint is jkt (cnf.jkt, RFC 9449 §6.1).
+func (s *Server) IssueBoundToken(jkt, subject, tenant, clientID, resource string, scopes []string) (string, error) {
+	return s.tokens.IssueBoundToken(jkt, subject, tenant, clientID, resource, scopes)
+}

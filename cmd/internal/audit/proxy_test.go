@@ -18,7 +18,6 @@ import (
 
 	"github.com/mcpguard/mcpguard/cmd/internal/audit"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
-	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/validate"
 )
@@ -95,7 +94,7 @@ func startUpstream(t *testing.T, e *env, kind upstreamKind, jwk jose.JSONWebKey)
 	case upstreamOpen, upstreamHeaders:
 		// An upstream that trusts its network, or the proxy's headers: it
 		// serves with a token of its own making.
-		good, err := devmint.Of(e.as).IssueToken("svc", "t1", clientID, e.mcpURL, []string{baseScope, readScope})
+		good, err := e.as.IssueToken("svc", "t1", clientID, e.mcpURL, []string{baseScope, readScope})
 		if err != nil {
 			t.Fatal(err)
 		}

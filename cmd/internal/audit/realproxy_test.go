@@ -52,7 +52,7 @@ func startProxied(t *testing.T, kind behind) *proxied {
 		public:   "http://" + pxTS.Listener.Addr().String() + "/mcp",
 		upstream: "http://" + upTS.Listener.Addr().String() + "/mcp",
 	}
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{p.public}, Scopes: []string{baseScope}, AutoApprove: true})
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{p.public}, Scopes: []string{baseScope}, AutoApprove: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func startProxied(t *testing.T, kind behind) *proxied {
 	if err := px.WaitReady(ctx); err != nil {
 		t.Fatalf("WaitReady: %v", err)
 	}
-	p.token, err = devmint.Of(as).IssueToken("alice", "t1", "cli", p.public, []string{baseScope})
+	p.token, err = as.IssueToken("alice", "t1", "cli", p.public, []string{baseScope})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ const (
 // audit, both on 127.0.0.1.
 type env struct {
 	issuer, mcpURL, metaURL string
-	as                      *devas.Server
+	as                      *devmint.Server
 	validator               middleware.TokenValidator
 	// tokA is alice of tenant t1, who may list notes but not write them;
 	// tokB is bob of tenant t2, who may also write (so that a server that
@@ -62,7 +62,7 @@ func newEnv(t *testing.T, build func(*env) http.Handler, asWrap func(http.Handle
 		mcpURL: "http://" + mcpTS.Listener.Addr().String() + "/mcp",
 	}
 	e.metaURL, _ = prm.MetadataURL(e.mcpURL)
-	as, err := devas.New(devas.Config{
+	as, err := devmint.New(devas.Config{
 		Issuer:      e.issuer,
 		Resources:   []string{e.mcpURL},
 		Scopes:      []string{baseScope, readScope, writeScope, adminScope},
@@ -103,7 +103,7 @@ func newEnv(t *testing.T, build func(*env) http.Handler, asWrap func(http.Handle
 
 func (e *env) token(t *testing.T, sub, tenant string, scopes ...string) string {
 	t.Helper()
-	tok, err := devmint.Of(e.as).IssueToken(sub, tenant, clientID, e.mcpURL, scopes)
+	tok, err := e.as.IssueToken(sub, tenant, clientID, e.mcpURL, scopes)
 	if err != nil {
 		t.Fatalf("IssueToken: %v", err)
 	}

@@ -29,7 +29,7 @@ func startExample(t *testing.T, wrap func(http.Handler) http.Handler) (endpoint,
 	mcpTS := httptest.NewUnstartedServer(nil)
 	issuer := "http://" + asTS.Listener.Addr().String()
 	endpoint = "http://" + mcpTS.Listener.Addr().String() + "/mcp"
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{endpoint}, Scopes: []string{"mcp:tools"}, AutoApprove: true})
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{endpoint}, Scopes: []string{"mcp:tools"}, AutoApprove: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func startExample(t *testing.T, wrap func(http.Handler) http.Handler) (endpoint,
 	mcpTS.Config.Handler = h
 	mcpTS.Start()
 	t.Cleanup(mcpTS.Close)
-	token, err = devmint.Of(as).IssueToken("alice", "t1", "cli", endpoint, []string{"mcp:tools"})
+	token, err = as.IssueToken("alice", "t1", "cli", endpoint, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,8 +6,6 @@ import (
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/mcpguard/mcpguard/internal/devmint"
 )
 
 // TestPrometheusMetrics: -metrics-addr serves otelguard's metrics at
@@ -26,7 +24,7 @@ func TestPrometheusMetrics(t *testing.T) {
 	if st.Metrics != "http://"+metricsAddr+"/metrics" {
 		t.Fatalf("metrics URL %q", st.Metrics)
 	}
-	tok, err := devmint.Of(st.DevAS).IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools"})
+	tok, err := st.DevAS.IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}

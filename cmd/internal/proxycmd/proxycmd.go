@@ -189,7 +189,7 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 type started struct {
 	Addr, Resource, Issuer string
 	Proxy                  *proxy.Proxy
-	DevAS                  *devas.Server
+	DevAS                  *devmint.Server
 	Reload                 func() error        // what SIGHUP does
 	Current                func() *proxy.Proxy // the generation serving
 	Metrics                string              // the /metrics URL, or ""
@@ -327,7 +327,7 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 		return fmt.Errorf("listen on -addr: %w", err)
 	}
 	defer ln.Close()
-	var dev *devas.Server
+	var dev *devmint.Server
 	var devSrv *http.Server
 	if o.devAS != "" {
 		dl, err := net.Listen("tcp", o.devAS)
@@ -350,7 +350,7 @@ func run(ctx context.Context, o options, getenv func(string) string, stdout, std
 			dl.Close()
 			return fmt.Errorf("dev_as %s: no route lists %s in its issuers", o.devAS, issuer)
 		}
-		dev, err = devas.New(devas.Config{
+		dev, err = devmint.New(devas.Config{
 			Issuer: issuer, Resources: resources, Scopes: scopes,
 			AutoApprove: true, EnableDCR: true, Logger: logger.With("component", "devas"),
 		})
@@ -584,7 +584,7 @@ func isLoopbackAddr(addr string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func printBanner(w io.Writer, scheme, addr string, cfg proxy.Config, px *proxy.Proxy, dev *devas.Server) {
+func printBanner(w io.Writer, scheme, addr string, cfg proxy.Config, px *proxy.Proxy, dev *devmint.Server) {
 	fmt.Fprintf(w, "\nmcpguard proxy listening on %s\n", addr)
 	for _, r := range cfg.Routes {
 		up := r.Upstream
@@ -609,7 +609,7 @@ func printBanner(w io.Writer, scheme, addr string, cfg proxy.Config, px *proxy.P
 				break
 			}
 		}
-		tok, err := devmint.Of(dev).IssueToken(devSubject, "tenant-a", "mcpguard-dev-cli", r.Resource, r.Scopes)
+		tok, err := dev.IssueToken(devSubject, "tenant-a", "mcpguard-dev-cli", r.Resource, r.Scopes)
 		if err != nil {
 			tok = "(none: " + err.Error() + ")"
 		}

@@ -22,8 +22,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpguard/mcpguard/internal/devmint"
 )
 
 // syncBuf is a goroutine-safe buffer for the command's stderr.
@@ -118,7 +116,7 @@ func TestFlagsMode(t *testing.T) {
 	if st.Resource != "http://"+addr+"/mcp" || st.Issuer != "http://"+devAddr {
 		t.Errorf("started = %+v", st)
 	}
-	tok, err := devmint.Of(st.DevAS).IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools"})
+	tok, err := st.DevAS.IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -377,7 +375,7 @@ func TestOpenTelemetry(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("not started")
 	}
-	tok, err := devmint.Of(st.DevAS).IssueToken("alice", "tenant-a", "cli", st.Resource, nil)
+	tok, err := st.DevAS.IssueToken("alice", "tenant-a", "cli", st.Resource, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpguard/mcpguard/internal/devmint"
 )
 
 // reloadFile writes a configuration with dev_as and one route whose tool
@@ -51,7 +49,7 @@ func TestReloadUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, stderr := startRun(t, o, nil)
-	tok, err := devmint.Of(st.DevAS).IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools", "tools:ping", "tools:ping2"})
+	tok, err := st.DevAS.IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools", "tools:ping", "tools:ping2"})
 	if err != nil {
 		t.Fatal(err)
 	}

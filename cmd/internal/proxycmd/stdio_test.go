@@ -10,7 +10,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/internal/stdiobridge/testserver"
 )
 
@@ -62,7 +61,7 @@ func TestStdioFlags(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("not started")
 	}
-	tok, err := devmint.Of(st.DevAS).IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools"})
+	tok, err := st.DevAS.IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mcpguard/mcpguard/internal/devmint"
 )
 
 // startRun runs the command with o until the test ends and returns what
@@ -78,7 +76,7 @@ func TestToolScopeStepUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := startRun(t, o, nil)
-	base, err := devmint.Of(st.DevAS).IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools"})
+	base, err := st.DevAS.IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +93,7 @@ func TestToolScopeStepUp(t *testing.T) {
 	if !strings.Contains(string(b), `"tools:ping"`) {
 		t.Errorf("authorization server metadata lacks tools:ping: %s", b)
 	}
-	up, err := devmint.Of(st.DevAS).IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools", "tools:ping"})
+	up, err := st.DevAS.IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools", "tools:ping"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,11 +126,11 @@ routes:
 	if st.DevAS == nil {
 		t.Fatal("dev_as: no development authorization server started")
 	}
-	base, _ := devmint.Of(st.DevAS).IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools"})
+	base, _ := st.DevAS.IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools"})
 	if code, wa := callTool(t, st.Resource, base, "ping"); code != http.StatusForbidden || !strings.Contains(wa, "insufficient_scope") {
 		t.Errorf("base token: %d %q, want 403 insufficient_scope", code, wa)
 	}
-	up, _ := devmint.Of(st.DevAS).IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools", "tools:ping"})
+	up, _ := st.DevAS.IssueToken("alice", "tenant-a", "cli", st.Resource, []string{"mcp:tools", "tools:ping"})
 	if code, wa := callTool(t, st.Resource, up, "ping"); code != http.StatusOK {
 		t.Errorf("token with tools:ping: %d %q, want 200", code, wa)
 	}
