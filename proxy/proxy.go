@@ -249,8 +249,7 @@ func (px *Proxy) keySources() (map[string]validate.KeySource, error) {
 				keys[iss] = &validate.StaticKeys{} // no JWT of it verifies; its tokens are introspected
 				continue
 			}
-			src, err := jwks.New(jwks.Config{Issuer: iss, JWKSURL: is.JWKSURL, RefreshInterval: is.RefreshInterval,
-				Observer: px.cfg.KeysObserver, Logger: px.log.With("component", "jwks"), Now: px.cfg.Now})
+			src, err := jwks.New(px.jwksConfig(iss, is))
 			if err != nil {
 				return nil, fmt.Errorf("%w: issuers[%s]: %w", ErrConfig, iss, err)
 			}
@@ -259,6 +258,12 @@ func (px *Proxy) keySources() (map[string]validate.KeySource, error) {
 		}
 	}
 	return keys, nil
+}
+
+// jwksConfig is the jwks.Config of the issuer iss, configured as is.
+func (px *Proxy) jwksConfig(iss string, is Issuer) jwks.Config {
+	return jwks.Config{Issuer: iss, JWKSURL: is.JWKSURL, RefreshInterval: is.RefreshInterval,
+		Observer: px.cfg.KeysObserver, Logger: px.log.With("component", "jwks"), Now: px.cfg.Now}
 }
 
 // newTransport is the transport to upstreams: no proxy from the
@@ -714,13 +719,29 @@ func (px *Proxy) introspection(r *Route, dpopOn bool) (func(*validate.Validator)
 	if iss == "" {
 		return nil, nil
 	}
+	ic, err := px.introspectConfig(r, iss, in, dpopOn)
+	if err != nil {
+		return nil, err
+	}
+	intro, err := introspect.New(ic)
+	if err != nil {
+		return nil, fmt.Errorf("%w: issuers[%s].introspection: %w", ErrConfig, iss, err)
+	}
+	return func(jwt *validate.Validator) (middleware.TokenValidator, error) {
+		return introspect.NewHybrid(jwt, intro)
+	}, nil
+}
+
+// introspectConfig is the introspect.Config of the route r for the
+// issuer iss, whose introspection is in; dpopOn: the route takes DPoP.
+func (px *Proxy) introspectConfig(r *Route, iss string, in Introspection, dpopOn bool) (introspect.Config, error) {
 	at := fmt.Sprintf("issuers[%s].introspection", iss)
 	m, _ := authMethod(in.AuthMethod)
 	key := in.PrivateKey
 	if key == nil && in.PrivateKeyFile != "" {
 		k, err := loadKey(at+".private_key_file", in.PrivateKeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+			return introspect.Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		key = k
 	}
@@ -735,13 +756,7 @@ func (px *Proxy) introspection(r *Route, dpopOn bool) (func(*validate.Validator)
 		MaxTokenBytes: r.Validation.MaxTokenBytes, Leeway: r.Validation.Leeway, TenantClaim: r.Validation.TenantClaim,
 		Observer: px.cfg.IntrospectionObserver, Now: px.cfg.Now, Logger: px.log.With("component", "introspect", "issuer", iss),
 	}
-	intro, err := introspect.New(ic)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, at, err)
-	}
-	return func(jwt *validate.Validator) (middleware.TokenValidator, error) {
-		return introspect.NewHybrid(jwt, intro)
-	}, nil
+	return ic, nil
 }
 
 // listMode parses Route.Lists (checked by checkRoute).
