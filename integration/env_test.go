@@ -90,6 +90,10 @@ type envConfig struct {
 	policy proxy.Policy
 	// forwardHeaders is the proxy route's forward_headers.
 	forwardHeaders []string
+	// proxyLists and rateLimit are the proxy route's lists and
+	// rate_limit (events_test.go).
+	proxyLists string
+	rateLimit  proxy.RateLimit
 	// rules are the example server's middleware rules (library), or with
 	// viaProxy the proxy route's (as policy.rules; events_test.go,
 	// rules_clients_test.go).

@@ -40,6 +40,8 @@ func startProxy(t *testing.T, ts *httptest.Server, resource, upstream, issuer st
 		Validation:     proxy.Validation{TenantClaim: "tenant"},
 		Policy:         policy,
 		ForwardHeaders: cfg.forwardHeaders,
+		Lists:          cfg.proxyLists,
+		RateLimit:      cfg.rateLimit,
 	}}})
 	if err != nil {
 		t.Fatalf("proxy.New: %v", err)

@@ -65,10 +65,17 @@ type Decision struct {
 	ArgumentsSHA256 string
 
 	// Rule is the name of the [Rule] that decided: the rule that denied
-	// (reason "rule_denied"), or the require-scopes rule whose scopes were
-	// missing (reason "insufficient_scope" or "step_up_exhausted"). Empty
-	// otherwise.
+	// (reason "rule_denied"), the require-scopes rule whose scopes were
+	// missing (reason "insufficient_scope" or "step_up_exhausted"), or
+	// the smallest name of the rules by which a list answer left entries
+	// out (reason "list_filtered"). Empty otherwise.
 	Rule string
+
+	// Hidden are the names (resource URIs, URI templates) of the entries
+	// a list answer left out, in answer order (reason "list_filtered":
+	// Config.Lists, rules, Config.Pins); nil otherwise. Server-chosen
+	// names: for logs and traces, never a label.
+	Hidden []string
 
 	// ID is the JSON-RPC "id" of the POST message as the client spelled
 	// it (raw JSON), when it is a string or a number of at most 256 bytes,
@@ -179,6 +186,10 @@ const (
 	// reasonTenant: Error "no_tenant" or "tenant_mismatch" passed to
 	// [Middleware.Challenge] (403).
 	reasonTenant Reason = "tenant"
+	// reasonListFiltered: a list answer left entries out (Status 0, the
+	// answer passes; Decision.Hidden names them). A decision of its own,
+	// after the list request's "authorized".
+	reasonListFiltered Reason = "list_filtered"
 )
 
 // unlistedLabel, "(unlisted)", is the value of [Decision.Method], [Decision.Name] and
@@ -232,6 +243,26 @@ func (m *Middleware) deliver(ctx context.Context, rec *Decision, d Decision) {
 	if m.onDecision != nil {
 		m.onDecision(ctx, d)
 	}
+}
+
+// Report delivers d, a decision about r made by code composed around the
+// middleware (mcpguard proxy's Host check, rate limit and upstream
+// identity, answered without or after the middleware's own decision), as
+// the middleware delivers its own: recorded where r's context asks
+// ([ContextWithDecision]) and passed to Config.OnDecision, one schema for
+// every decision (docs/operations.md, "Decision events"). When d leaves
+// them empty, ProtocolVersion and Session are read from r's header as the
+// middleware reads them; nothing else is filled in: what the caller does
+// not know stays empty.
+func (m *Middleware) Report(r *http.Request, d Decision) {
+	if d.ProtocolVersion == "" {
+		d.ProtocolVersion = versionLabel(r.Header)
+	}
+	if d.Session == "" {
+		d.Session, _ = sessionID(r.Header)
+	}
+	rec, _ := r.Context().Value(decisionKey{}).(*Decision)
+	m.deliver(r.Context(), rec, d)
 }
 
 // report delivers the decision of rf, if anyone asks for it (deliver).

@@ -93,6 +93,10 @@ type listVerdict struct {
 	// scope the operation needs (base, method and the entry's own, as the
 	// 403 of a call without them would name).
 	schemes []byte
+	// rule names the [Rule] why the entry is not listed, if one is: a
+	// rule by which no call of the principal could pass, or a
+	// require-scopes rule adding the scopes its token lacks.
+	rule string
 }
 
 // The entry lists (lists.go) the answer layer filters.
@@ -162,15 +166,19 @@ func (m *Middleware) listEntry(p *Principal, list, name string) listVerdict {
 	schemes := noAuthSchemes
 	if !public {
 		op := g.op
+		var require string
 		if m.rules != nil {
-			var denied bool
-			if op, denied = m.listRules(p, list, name, op); denied {
-				return listVerdict{} // no call of p could pass (rules.go)
+			var deny string
+			if op, deny, require = m.listRules(p, list, name, op); deny != "" {
+				return listVerdict{rule: deny} // no call of p could pass (rules.go)
 			}
 		}
 		schemes = op.schemes
 		permitted := p != nil && !p.Anonymous && m.missing(p.Scopes, op.scopes) == nil
 		if !permitted && (m.cfg.Lists == ListHide || !m.obtainable(op)) {
+			if require != "" && p != nil && !p.Anonymous && m.missing(p.Scopes, g.op.scopes) == nil {
+				return listVerdict{rule: require} // the scopes a rule adds are what p lacks
+			}
 			return listVerdict{}
 		}
 	}
@@ -377,18 +385,25 @@ func (t *answerWriter) filterEntries(result []byte) ([]byte, error) {
 			return nil, err
 		}
 	}
+	// The entries left out, for the decision event (reportHidden), when
+	// anyone asks for it.
+	var hidden *hiddenEntries
+	if t.m.onDecision != nil || t.ctx.Value(decisionKey{}) != nil {
+		hidden = &hiddenEntries{}
+	}
 	list := func(out []byte) ([]byte, error) {
 		out = append(out, '[')
 		n := 0
 		for i := range entries {
 			if hide != nil && hide[i] {
-				continue // its definition is not its pin (pins.go)
+				hidden.add(entries[i].name, "") // its definition is not its pin (pins.go)
+				continue
 			}
 			start := len(out)
 			if n > 0 {
 				out = append(out, ',')
 			}
-			kept, o, err := t.appendEntry(out, result, &entries[i])
+			kept, o, err := t.appendEntry(out, result, &entries[i], hidden)
 			if err != nil {
 				return nil, err
 			}
@@ -414,7 +429,53 @@ func (t *answerWriter) filterEntries(result []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.reportHidden(hidden)
 	return append(out, result[pos:]...), nil
+}
+
+// hiddenEntries are the names (URIs, templates) of the entries a list
+// answer left out, in answer order, and the smallest name of the rules
+// by which some were (nil: nobody asks for them).
+type hiddenEntries struct {
+	names []string
+	rule  string
+}
+
+// add notes the entry with the raw name left out (by rule, when a
+// [Rule] is why). An entry without a string name names nothing.
+func (h *hiddenEntries) add(raw []byte, rule string) {
+	if h == nil {
+		return
+	}
+	if name, ok := rpcanswer.String(raw); ok {
+		h.names = append(h.names, name)
+	}
+	if rule != "" && (h.rule == "" || rule < h.rule) {
+		h.rule = rule
+	}
+}
+
+// reportHidden delivers the decision event of a list answer that left
+// entries out (docs/operations.md, "Decision events"): one event per
+// answer, reason "list_filtered", Status 0 (the answer passes), with the
+// list request's labels, its principal and session, Hidden the names left
+// out and Rule the smallest name of the rules by which some were. An
+// answer that leaves nothing out is no event of its own: the list
+// request's "authorized" event is its decision.
+func (t *answerWriter) reportHidden(h *hiddenEntries) {
+	if h == nil || len(h.names) == 0 {
+		return
+	}
+	rec, _ := t.ctx.Value(decisionKey{}).(*Decision)
+	var g *grant
+	if t.p != nil {
+		g = t.p.grant
+	}
+	d := decision(t.hdr, reasonListFiltered, t.p, g)
+	d.ID = echoable(t.reqID)
+	d.Rule = h.rule
+	d.Hidden = h.names
+	t.m.deliver(t.ctx, rec, d)
 }
 
 // listEntrySpan is one element of a list answer's entries as
@@ -428,8 +489,9 @@ type listEntrySpan struct {
 }
 
 // appendEntry appends es, one entry of t's list in result, to out as
-// listEntry shows it, or reports false when it is left out.
-func (t *answerWriter) appendEntry(out, result []byte, es *listEntrySpan) (bool, []byte, error) {
+// listEntry shows it, or reports false when it is left out (noted in
+// hidden when listEntry left it out).
+func (t *answerWriter) appendEntry(out, result []byte, es *listEntrySpan, hidden *hiddenEntries) (bool, []byte, error) {
 	if !es.object {
 		return false, out, nil
 	}
@@ -440,6 +502,7 @@ func (t *answerWriter) appendEntry(out, result []byte, es *listEntrySpan) (bool,
 	}
 	v := t.m.listEntry(t.p, k.method, str)
 	if !v.listed {
+		hidden.add(es.name, v.rule)
 		return false, out, nil
 	}
 	elem := result[es.s:es.e]

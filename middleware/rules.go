@@ -644,26 +644,27 @@ func (m *Middleware) applyRules(w http.ResponseWriter, r *http.Request, p *Princ
 
 // listRules applies the rules to a list entry (list is the list method,
 // name the entry's name or URI) for p at list time, with op the
-// operation of a call of it: it reports whether no call of p could pass
-// (a rule that does not read arguments denies, or fails), and otherwise
-// returns the operation a call needs, op with the scopes of the rules that
-// add scopes whatever the arguments. Rules reading arguments decide
+// operation of a call of it: it returns the name of the rule by which no
+// call of p could pass (a rule that does not read arguments denies, or
+// fails) as deny, and otherwise the operation a call needs, op with the
+// scopes of the rules that add scopes whatever the arguments, and the
+// smallest name of those rules as require. Rules reading arguments decide
 // nothing here: such an entry is listed (docs/policy.md, "List time and
 // call time").
-func (m *Middleware) listRules(p *Principal, list, name string, op *operation) (*operation, bool) {
+func (m *Middleware) listRules(p *Principal, list, name string, op *operation) (_ *operation, deny, require string) {
 	if p == nil || p.Anonymous {
-		return op, false
+		return op, "", ""
 	}
 	msg, ok := callOf(list, name)
 	if !ok {
-		return op, false // a template names no one resource
+		return op, "", "" // a template names no one resource
 	}
 	v := m.rules.judgeAt(context.Background(), p, &msg, "", true)
 	switch {
 	case v.deny != nil:
-		return op, true
+		return op, v.deny.name, ""
 	case len(v.scopes) == 0:
-		return op, false
+		return op, "", ""
 	}
-	return m.newOperation(op.scopes, v.scopes), false
+	return m.newOperation(op.scopes, v.scopes), "", v.rule.name
 }

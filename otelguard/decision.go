@@ -30,6 +30,8 @@ const (
 	attrSession = "mcp.session.id"
 	attrArgs    = "mcpguard.arguments.sha256"
 	attrRule    = "mcpguard.rule.name"
+	attrHidden  = "mcpguard.list.hidden"
+	attrHiddenN = "mcpguard.list.hidden_count"
 )
 
 // eventName is the span event of a decision reported without a decision
@@ -77,6 +79,12 @@ func (t *Telemetry) onDecision(ctx context.Context, d middleware.Decision) {
 		return
 	}
 	if !ds.ended.CompareAndSwap(false, true) {
+		// A later decision of the request (a list answer's entries left
+		// out, a refusal by RequireScopes after Handler passed it): a
+		// span of its own under the ended decision span.
+		_, span := t.tracer.Start(ctx, eventName, spanStartOptions...)
+		span.SetAttributes(eventAttrs(k, d)...)
+		span.End()
 		return
 	}
 	span := ds.span
@@ -107,6 +115,9 @@ func eventAttrs(k decisionKey, d middleware.Decision) []attribute.KeyValue {
 	str(attrSession, d.Session)
 	str(attrArgs, d.ArgumentsSHA256)
 	str(attrRule, d.Rule)
+	if len(d.Hidden) > 0 {
+		kv = append(kv, attribute.StringSlice(attrHidden, d.Hidden), attribute.Int(attrHiddenN, len(d.Hidden)))
+	}
 	return kv
 }
 
@@ -119,8 +130,11 @@ func (t *Telemetry) stepUpOptions(d middleware.Decision) options {
 
 func decisionAttrs(k decisionKey) []attribute.KeyValue {
 	outcome := "authorized"
-	if k.status != 0 {
+	switch {
+	case k.status != 0:
 		outcome = "refused"
+	case k.reason == "list_filtered":
+		outcome = "filtered"
 	}
 	kv := []attribute.KeyValue{
 		attribute.String(attrOutcome, outcome),

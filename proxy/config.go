@@ -139,8 +139,11 @@ type Config struct {
 	IntrospectionObserver introspect.CallObserver `yaml:"-"`
 	// Instrument, if set, is called with each route's mcpguard.Config
 	// before the route is built, to add observers (otelguard's
-	// Telemetry.Instrument). The proxy's own decision hook runs after
-	// those it sets.
+	// Telemetry.Instrument). The OnDecision hook it sets gets one
+	// decision event per decision: the proxy holds the middleware's
+	// decision to pass a request until its own checks (rate limit,
+	// upstream identity) are done, and delivers it or the proxy's own
+	// refusal then (docs/operations.md, "Decision events").
 	Instrument func(*mcpguard.Config) `yaml:"-"`
 }
 

@@ -88,8 +88,13 @@ type reqState struct {
 	idHeaders       bool // the headers mode: set the X-Mcpguard-* headers
 	upstreamStatus  int
 	proxyErr        string                   // the class of a proxy error answer, for the log
-	refused         int                      // the status of a refusal before the middleware (the Host check)
+	errStatus       int                      // the status of the forwarder's error answer (errorHandler)
 	rc              *http.ResponseController // the client's, for per-write deadlines
+	// held: the middleware's decision to pass the request is held back
+	// from the route's OnDecision hook until the forwarder's own checks
+	// are done (route.release); released: they are, later decisions go
+	// to the hook at once.
+	held, released bool
 }
 
 type stateKey struct{}
@@ -151,14 +156,14 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		ra, err := l.allow(r.Context(), f.rt.cfg.Resource, p.UserID(), tool)
 		switch {
 		case errors.Is(err, errRateLimited):
-			st.proxyErr = "rate_limited"
+			f.rt.refuse(r, st, http.StatusTooManyRequests, "rate_limited", err)
 			w.Header().Set("Retry-After", strconv.Itoa(int((ra+time.Second-1)/time.Second)))
 			writeError(w, d.ID, http.StatusTooManyRequests)
 			return
 		case err != nil:
 			f.rt.log.Warn("proxy: rate-limit counters unavailable", "fail_closed", l.failClosed, "error", err.Error())
 			if l.failClosed {
-				st.proxyErr = "rate_limit_unavailable"
+				f.rt.refuse(r, st, http.StatusServiceUnavailable, "rate_limit_unavailable", err)
 				w.Header().Set("Retry-After", "1")
 				writeError(w, d.ID, http.StatusServiceUnavailable)
 				return
@@ -166,16 +171,57 @@ func (f *forwarder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err := f.rt.identity.set(r.Context(), st, p, r); err != nil {
-		st.proxyErr = "identity"
 		status := http.StatusBadGateway
 		if errors.Is(err, errIdentityUnavailable) {
 			status = http.StatusServiceUnavailable
 		}
 		f.rt.log.Warn("proxy: upstream identity failed", "route", f.rt.cfg.Resource, "error", err.Error())
+		f.rt.refuse(r, st, status, "identity", err)
 		writeError(w, d.ID, status)
 		return
 	}
+	f.rt.release(r.Context(), st)
 	f.rp.ServeHTTP(w, r)
+}
+
+// refuse makes the proxy's refusal of r (status, reason, the internal
+// cause err) its decision, in place of the middleware's decision to pass
+// it (held): the same request fields (principal, session, operation,
+// revision, arguments' digest, id), the proxy's status and reason,
+// delivered through the middleware's one path (middleware.Report), so
+// that the log line and the OnDecision hook carry it. st.proxyErr is
+// the reason too (the log line's level).
+func (x *route) refuse(r *http.Request, st *reqState, status int, reason string, err error) {
+	st.proxyErr = reason
+	d := st.decision
+	d.Status, d.Reason, d.Err = status, middleware.Reason(reason), err
+	d.RequiredScopes, d.MissingScopes = nil, nil
+	st.held, st.released = false, true
+	x.guard.Middleware().Report(r, d)
+}
+
+// release ends the hold of st's decision: a pass held from the route's
+// OnDecision hook (hold) goes to it now, and later decisions go at once.
+func (x *route) release(ctx context.Context, st *reqState) {
+	st.released = true
+	if st.held {
+		st.held = false
+		x.onDecision(ctx, st.decision)
+	}
+}
+
+// hold is the route's Config.OnDecision around the hook Config.Instrument
+// set (next): a decision to pass a request the proxy serves is held until
+// the forwarder's own checks are done (release), so that a request the
+// proxy then refuses yields one event, the refusal (refuse).
+func hold(next func(context.Context, middleware.Decision)) func(context.Context, middleware.Decision) {
+	return func(ctx context.Context, d middleware.Decision) {
+		if st := stateFrom(ctx); st != nil && d.Status == 0 && !st.released {
+			st.held = true // the decision itself is in st.decision (ContextWithDecision)
+			return
+		}
+		next(ctx, d)
+	}
 }
 
 // refuseUnread answers status with the proxy's JSON-RPC error, closing
@@ -415,7 +461,7 @@ func (f *forwarder) errorHandler(w http.ResponseWriter, r *http.Request, err err
 		status, class = http.StatusGatewayTimeout, "upstream_timeout"
 	}
 	if st != nil {
-		st.proxyErr = class
+		st.proxyErr, st.errStatus = class, status
 	}
 	if class == "user_streams" {
 		f.rt.log.Info("proxy: stream refused, the user holds the route's maximum", "route", f.rt.cfg.Resource)

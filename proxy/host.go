@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/http"
 	"net/netip"
@@ -88,6 +89,10 @@ func loopbackListener(ctx context.Context) bool {
 	}
 	return false
 }
+
+// errHostNotAllowed: the Host check refused the request (403; the
+// decision's internal cause, never sent).
+var errHostNotAllowed = errors.New("proxy: Host not allowed on a loopback listener")
 
 // refuseHost answers a request the rule refused: 403 with the proxy's
 // JSON-RPC error (id null: the body is never read) and nothing of the

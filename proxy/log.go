@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -11,54 +12,57 @@ import (
 // logRequest writes the one line of a request to a route, the decision
 // event of docs/operations.md ("Decision events"): who (issuer, subject,
 // client, tenant), in which session, which operation and revision, the
-// SHA-256 of its arguments, the decision, its reason and rule, what the
-// upstream answered and how long it took. Never a token or the arguments.
+// SHA-256 of its arguments, the decision (the middleware's, or the
+// proxy's own refusal: Host check, rate limit, upstream identity), its
+// reason and rule, the entries a list answer left out, what the upstream
+// answered and how long it took. Fields not known are left out; never a
+// token or the arguments.
 func (px *Proxy) logRequest(r *http.Request, st *reqState) {
 	d := &st.decision
 	status := d.Status
 	outcome := string(d.Reason)
 	switch {
-	case st.refused != 0: // before the middleware: no decision
-		outcome, status = st.proxyErr, st.refused
 	case d.Reason == "": // the middleware recorded no decision
 		outcome = "not_decided"
 	case st.proxyErr != "":
 		outcome = st.proxyErr
-	case d.Status == 0:
-		status = st.upstreamStatus
+	}
+	if status == 0 { // passed: what the client got
+		status = cmp.Or(st.errStatus, st.upstreamStatus)
 	}
 	level := slog.LevelInfo
 	if st.proxyErr != "" && st.proxyErr != "client_gone" {
 		level = slog.LevelWarn
 	}
-	attrs := make([]slog.Attr, 0, 20)
+	attrs := make([]slog.Attr, 0, 22)
 	attrs = append(attrs,
 		slog.String("route", st.route.cfg.Resource),
-		slog.String("http_method", r.Method),
-		slog.String("mcp_method", d.Method),
-		slog.String("name", d.Name),
-		slog.String("revision", d.ProtocolVersion))
+		slog.String("http_method", r.Method))
+	str := func(k, v string) {
+		if v != "" {
+			attrs = append(attrs, slog.String(k, v))
+		}
+	}
+	str("mcp_method", d.Method)
+	str("name", d.Name)
+	str("revision", d.ProtocolVersion)
 	if p := d.Principal; p != nil {
-		attrs = append(attrs,
-			slog.String("issuer", p.Issuer),
-			slog.String("subject", p.Subject),
-			slog.String("client_id", p.ClientID),
-			slog.String("tenant", p.Tenant))
+		str("issuer", p.Issuer)
+		str("subject", p.Subject)
+		str("client_id", p.ClientID)
+		str("tenant", p.Tenant)
 		if p.Anonymous {
 			attrs = append(attrs, slog.Bool("anonymous", true))
 		}
 	}
-	if d.Session != "" {
-		attrs = append(attrs, slog.String("session", d.Session))
+	str("session", d.Session)
+	str("arguments_sha256", d.ArgumentsSHA256)
+	str("rule", d.Rule)
+	if len(d.Hidden) > 0 {
+		attrs = append(attrs, slog.Any("hidden", d.Hidden), slog.Int("hidden_count", len(d.Hidden)))
 	}
-	if d.ArgumentsSHA256 != "" {
-		attrs = append(attrs, slog.String("arguments_sha256", d.ArgumentsSHA256))
-	}
-	if d.Rule != "" {
-		attrs = append(attrs, slog.String("rule", d.Rule))
-	}
+	str("reason", string(d.Reason))
 	attrs = append(attrs,
-		slog.String("reason", string(d.Reason)),
 		slog.String("outcome", outcome),
 		slog.Int("status", status),
 		slog.String("identity", st.route.identity.mode()),

@@ -67,6 +67,9 @@ type route struct {
 	bridge   *stdiobridge.Bridge // nil: not a stdio route
 	limits   *limiter            // nil: no rate limit
 	host     hostRule            // the DNS-rebinding check (host.go)
+	// onDecision is the OnDecision hook Config.Instrument set, which the
+	// route's middleware calls through hold; a no-op without one.
+	onDecision func(context.Context, middleware.Decision)
 }
 
 // New checks cfg and builds the proxy: one key source per distinct
@@ -309,6 +312,11 @@ func (px *Proxy) newRoute(i int, r *Route, keys map[string]validate.KeySource, r
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", at, err)
 	}
+	x.onDecision = func(context.Context, middleware.Decision) {}
+	if h := gc.Middleware.OnDecision; h != nil {
+		x.onDecision = h
+		gc.Middleware.OnDecision = hold(h)
+	}
 	g, err := mcpguard.New(gc)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %w", ErrConfig, at, err)
@@ -461,20 +469,27 @@ func (px *Proxy) newForwarder(x *route, r *Route, header string, rt http.RoundTr
 
 // ServeHTTP marks the request as the route's, refuses a foreign Host on
 // a loopback listener (host.go) with 403 before anything reads the
-// request, then runs the middleware.
+// request, then runs the middleware. Either way the request's decision
+// event is delivered by the time it returns.
 func (x *route) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	st := stateFrom(r.Context())
 	if st != nil {
 		st.route = x
 	}
 	if !x.host.allows(r) {
+		// Decided before the token and the body: the event has the
+		// request's revision and session header, nothing else known.
 		if st != nil {
-			st.proxyErr, st.refused = "host_not_allowed", http.StatusForbidden
+			st.proxyErr, st.released = "host_not_allowed", true
 		}
+		x.guard.Middleware().Report(r, middleware.Decision{Status: http.StatusForbidden, Reason: "host_not_allowed", Err: errHostNotAllowed})
 		refuseHost(w, r)
 		return
 	}
 	x.handler.ServeHTTP(w, r)
+	if st != nil {
+		x.release(r.Context(), st) // a pass the forwarder did not release
+	}
 }
 
 // stripLists returns the canonical header names and prefixes the
