@@ -55,10 +55,10 @@ type Config struct {
 	Window time.Duration
 
 	// ReplayStore remembers used proofs (§11.1). Nil means a new
-	// [MemoryReplayStore] of 100000 entries for this
-	// Verifier alone; replicas must share a store (the Redis one, or one
-	// MemoryReplayStore for several Verifiers in a process) for a replay
-	// to be refused on every replica.
+	// [NewMemoryReplayStore] of 100000 entries for this Verifier alone;
+	// replicas must share a store (the Redis one, or one in-memory store
+	// for several Verifiers in a process) for a replay to be refused on
+	// every replica.
 	ReplayStore ReplayStore
 
 	// ReplayMargin is how long a used jti is kept beyond the moment its

@@ -27,10 +27,10 @@
 //
 // # Replay store and nonces
 //
-// The default store is a bounded [MemoryReplayStore] per Verifier, whose
+// The default store is a bounded [NewMemoryReplayStore] per Verifier, whose
 // capacity is shared fairly between partitions ([Request.Partition]): one
 // principal filling it evicts only its own entries, never letting a replay
-// through (see [MemoryReplayStore]). Replicas
+// through (see [NewMemoryReplayStore]). Replicas
 // must share one store, or a proof refused by one replica is accepted by
 // the next. Server nonces are stateless (an HMAC of a time slot under a
 // shared secret), so they need no store at all.

@@ -129,7 +129,7 @@ var (
 	errUseNonce        error = Error{"use_nonce"}
 	errReplayStore     error = Error{"replay_store"}
 
-	// errStoreFull: a [MemoryReplayStore] holds its maximum of unexpired
+	// errStoreFull: a [NewMemoryReplayStore] store holds its maximum of unexpired
 	// entries. Claim returns it, so Verify wraps it in "replay_store".
 	errStoreFull = errors.New("dpop: replay store full")
 )

@@ -11,8 +11,8 @@ import (
 // ReplayStore remembers the proofs already used, so that each "jti" is
 // accepted once within the window in which the proof is valid (RFC 9449
 // §11.1). Share one store between the replicas of a resource server, or a
-// proof refused by one is accepted by another. [MemoryReplayStore] is the
-// in-process default.
+// proof refused by one is accepted by another. [NewMemoryReplayStore] is
+// the in-process default.
 type ReplayStore interface {
 	// Claim records key for ttl and reports true only for the first
 	// caller within ttl. partition names who the key belongs to (the
@@ -23,47 +23,46 @@ type ReplayStore interface {
 	Claim(ctx context.Context, partition, key string, ttl time.Duration) (fresh bool, err error)
 }
 
-// defaultMaxReplayEntries is the capacity of the [MemoryReplayStore]
-// [New] creates when Config.ReplayStore is nil.
+// defaultMaxReplayEntries is the capacity of the [NewMemoryReplayStore]
+// store [New] creates when Config.ReplayStore is nil.
 const defaultMaxReplayEntries = 100_000
 
-// floorSweep is how many stale partition floors a MemoryReplayStore
+// floorSweep is how many stale partition floors a memoryReplayStore
 // tolerates beyond its entries before it sweeps them.
 const floorSweep = 1024
 
-// MemoryReplayStore is an in-process [ReplayStore] holding at most a fixed
-// number of keys, shared fairly between partitions: when it is full, the
-// partition holding the most keys gives up its key that expires first.
-// Forgetting a key early must not let its replay through, so the store
-// then keeps that partition's floor, the expiry of the forgotten key, and
-// refuses as a replay (fresh=false) every later claim of the partition
-// that would expire no later than it: only proofs older than those the
-// partition already had dropped are refused, and only the partition that
-// filled the store. Claim fails with [errStoreFull] only when every key
-// held is the single key of its own partition. It is safe for concurrent
-// use; replicas in one process may share one.
-type MemoryReplayStore struct {
+// memoryReplayStore is the store of [NewMemoryReplayStore].
+type memoryReplayStore struct {
 	mu     sync.Mutex
 	now    func() time.Time
 	keys   *fairlru.Cache[string, struct{}]
 	floors map[string]time.Time // by partition
 }
 
-var _ ReplayStore = (*MemoryReplayStore)(nil)
-
-// NewMemoryReplayStore returns an empty store for at most maxEntries keys
-// (maxEntries < 1 means 100000). now is its clock; nil
-// means time.Now. Each entry costs roughly 200 bytes plus the key (the
+// NewMemoryReplayStore returns an empty in-process [ReplayStore] for at
+// most maxEntries keys (maxEntries < 1 means 100000). now is its clock;
+// nil means time.Now. Each entry costs roughly 200 bytes plus the key (the
 // Verifier's keys are 49 bytes) and its partition, so the default bounds
 // it near 30 MB.
-func NewMemoryReplayStore(maxEntries int, now func() time.Time) *MemoryReplayStore {
+//
+// The keys are shared fairly between partitions: when the store is full,
+// the partition holding the most keys gives up its key that expires
+// first. Forgetting a key early must not let its replay through, so the
+// store then keeps that partition's floor, the expiry of the forgotten
+// key, and refuses as a replay (fresh=false) every later claim of the
+// partition that would expire no later than it: only proofs older than
+// those the partition already had dropped are refused, and only the
+// partition that filled the store. Claim fails (Verify: "replay_store")
+// only when every key held is the single key of its own partition. It is
+// safe for concurrent use; replicas in one process may share one.
+func NewMemoryReplayStore(maxEntries int, now func() time.Time) ReplayStore {
 	if maxEntries < 1 {
 		maxEntries = defaultMaxReplayEntries
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &MemoryReplayStore{
+	return &memoryReplayStore{
 		now:    now,
 		keys:   fairlru.New[string, struct{}](fairlru.Config{MaxEntries: maxEntries, ByExpiry: true, KeepLast: true}),
 		floors: map[string]time.Time{},
@@ -71,7 +70,7 @@ func NewMemoryReplayStore(maxEntries int, now func() time.Time) *MemoryReplaySto
 }
 
 // Claim implements [ReplayStore].
-func (s *MemoryReplayStore) Claim(_ context.Context, partition, key string, ttl time.Duration) (bool, error) {
+func (s *memoryReplayStore) Claim(_ context.Context, partition, key string, ttl time.Duration) (bool, error) {
 	now := s.now()
 	exp := now.Add(ttl)
 	s.mu.Lock()
@@ -103,7 +102,7 @@ func (s *MemoryReplayStore) Claim(_ context.Context, partition, key string, ttl 
 // that still holds a key (its keys expire no earlier than its floor), so
 // after a sweep there are at most as many floors as keys: the sweeps cost
 // O(1) per Claim, amortized.
-func (s *MemoryReplayStore) sweepFloors(now time.Time) {
+func (s *memoryReplayStore) sweepFloors(now time.Time) {
 	if len(s.floors) <= s.keys.Len()+floorSweep {
 		return
 	}
@@ -116,7 +115,7 @@ func (s *MemoryReplayStore) sweepFloors(now time.Time) {
 
 // len returns the number of keys held, expired ones not yet dropped
 // included.
-func (s *MemoryReplayStore) len() int {
+func (s *memoryReplayStore) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.keys.Len()

@@ -18,7 +18,7 @@ func TestReplayEntryLifetime(t *testing.T) {
 		t.Run(off.String(), func(t *testing.T) {
 			clock := now
 			v := newTestVerifier(t, Config{Now: func() time.Time { return clock }})
-			st := v.cfg.ReplayStore.(*MemoryReplayStore)
+			st := v.cfg.ReplayStore.(*memoryReplayStore)
 			s := goodSpec(t)
 			iat := now.Add(off)
 			s.claims["iat"] = iat.Unix()
@@ -39,7 +39,7 @@ func TestReplayEntryLifetime(t *testing.T) {
 }
 
 // heldUntil returns the expiry of the only key st holds.
-func heldUntil(t *testing.T, st *MemoryReplayStore) time.Time {
+func heldUntil(t *testing.T, st *memoryReplayStore) time.Time {
 	t.Helper()
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -77,7 +77,7 @@ func TestReplayMargin(t *testing.T) {
 func TestMemoryReplayStoreFlood(t *testing.T) {
 	const bound = 16
 	clock := now
-	s := NewMemoryReplayStore(bound, func() time.Time { return clock })
+	s := NewMemoryReplayStore(bound, func() time.Time { return clock }).(*memoryReplayStore)
 	var flood []string
 	for i := range 10 * bound {
 		clock = clock.Add(time.Second) // fresh proofs, each dated now

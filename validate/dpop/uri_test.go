@@ -43,7 +43,7 @@ func TestNormalizeURI(t *testing.T) {
 
 func TestMemoryReplayStore(t *testing.T) {
 	clock := now
-	s := NewMemoryReplayStore(2, func() time.Time { return clock })
+	s := NewMemoryReplayStore(2, func() time.Time { return clock }).(*memoryReplayStore)
 	claim := func(k string) (bool, error) { return s.Claim(bg, k, k, time.Minute) }
 	if ok, err := claim("a"); !ok || err != nil {
 		t.Fatalf("first a: %v %v", ok, err)
