@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/validate/dpop"
 	"github.com/mcpguard/mcpguard/validate/introspect"
@@ -136,6 +138,12 @@ func fullRoute(t *testing.T) (*Proxy, *Route) {
 		ResourceName: "Example",
 		Lists:        "hide",
 		Sessions:     Sessions{Max: 5, PerPrincipal: 2, IdleTimeout: time.Minute, BindClient: true},
+		Identity: Identity{Mode: "exchange", Audience: "https://upstream.example.com", Header: "X-Token", TTL: time.Minute,
+			Exchange: Exchange{TokenEndpoint: iss + "/token", ClientID: "proxy", ClientSecretEnv: "E", ClientSecretFile: "/e",
+				Scopes: []string{"up"}, ClientSecret: "s"}},
+		MaxStreamsPerUser: 3,
+		RateLimit:         RateLimit{Principal: "10/s", Tools: map[string]string{"t": "1/s"}, FailClosed: true},
+		ForwardHeaders:    []string{"X-Trace"},
 		Stdio: Stdio{Command: []string{"server"}, Env: map[string]string{"A": "b"}, PassEnv: []string{"HOME"}, Dir: "/tmp",
 			MaxChildren: 3, MaxPerUser: 2, StartTimeout: time.Second, IdleTimeout: time.Minute, StopGrace: time.Second,
 			RequestTimeout: time.Minute, MaxMessageBytes: 1024, MaxQueued: 4, PerUser: true, ForwardRoots: true},
@@ -293,4 +301,42 @@ func TestBridgeConfigCarriesEveryField(t *testing.T) {
 		"LookupEnv": "the process environment (os.LookupEnv), the bridge's default",
 	})
 	sameNames(t, r.Stdio, bc)
+}
+
+// TestFileCarriesEveryField: every field of a route and an issuer, set to
+// a value other than its zero, survives the file: written as YAML and read
+// back by Parse, it is what it was, but the fields Go callers set
+// (yaml:"-"), which Parse fills from the *_env secrets.
+func TestFileCarriesEveryField(t *testing.T) {
+	px, r := fullRoute(t)
+	var zero []string
+	zeroPaths(reflect.ValueOf(*r), "", nil, &zero)
+	if len(zero) > 0 {
+		t.Fatalf("the test leaves Route fields %q zero", zero)
+	}
+	const env = "0123456789abcdef0123456789abcdef"
+	in := Config{Routes: []Route{*r}, Issuers: px.cfg.Issuers}
+	// One source per secret (env, not file); no Go-only field in the file.
+	rt := &in.Routes[0]
+	rt.DPoPProof.NonceSecretFile, rt.DPoPProof.NonceSecret = "", nil
+	rt.Identity.Exchange.ClientSecretFile, rt.Identity.Exchange.ClientSecret = "", ""
+	iss := r.Issuers[0]
+	is := in.Issuers[iss]
+	is.Introspection.ClientSecretFile, is.Introspection.ClientSecret, is.Introspection.PrivateKey = "", "", nil
+	in.Issuers = map[string]Issuer{iss: is}
+	data, err := yaml.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse("every.yaml", data, func(string) string { return env })
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	rt.DPoPProof.NonceSecret, rt.Identity.Exchange.ClientSecret, is.Introspection.ClientSecret = []byte(env), env, env
+	if len(got.Routes) != 1 || !reflect.DeepEqual(got.Routes[0], *rt) {
+		t.Errorf("route read back:\n%+v\nwant\n%+v", got.Routes, *rt)
+	}
+	if !reflect.DeepEqual(got.Issuers[iss], is) {
+		t.Errorf("issuer read back:\n%+v\nwant\n%+v", got.Issuers[iss], is)
+	}
 }
