@@ -252,7 +252,7 @@ func TestRefreshAfterStalePeriodicRefresh(t *testing.T) {
 	f.setGate(nil, nil)
 	done := make(chan error, 1)
 	go func() { done <- s.Refresh(context.Background()) }()
-	time.Sleep(100 * time.Millisecond) // Refresh joins the running periodic refresh
+	waitJoined(t, s, 1) // Refresh has joined the running periodic refresh
 	close(gate)
 	if err := <-done; err != nil {
 		t.Fatalf("Refresh = %v", err)
@@ -283,5 +283,24 @@ func TestRefreshWaitBoundAcrossAttempts(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("Refresh waited %v, want about WaitTimeout (200ms)", d)
+	}
+}
+
+// waitJoined waits until the running flight has been joined n times.
+func waitJoined(t *testing.T, s *Source, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(time.Millisecond) {
+		s.mu.Lock()
+		joined := -1
+		if s.running != nil {
+			joined = s.running.joined
+		}
+		s.mu.Unlock()
+		if joined >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("running flight joined %d times, want %d", joined, n)
+		}
 	}
 }

@@ -44,11 +44,13 @@ type Source struct {
 // flight is one refresh. err is written before done is closed; onDemand
 // is set when it starts (false for the loop's periodic refreshes), under
 // Source.mu. A deferred refresh's flight exists before it starts, so that
-// calls can wait for it (schedule.go).
+// calls can wait for it (schedule.go). joined counts the begin calls that
+// joined it rather than starting it (under Source.mu); only tests read it.
 type flight struct {
 	done     chan struct{}
 	err      error
 	onDemand bool
+	joined   int
 }
 
 // New validates cfg and starts the source. It never blocks on the network:
@@ -252,6 +254,7 @@ func (s *Source) begin(ctx context.Context, onDemand bool, seen *keySet) (f *fli
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.running != nil {
+		s.running.joined++
 		return s.running, false, nil
 	}
 	if s.closed {
