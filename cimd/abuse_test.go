@@ -154,7 +154,9 @@ func TestResolveSingleFlight(t *testing.T) {
 			errs <- err
 		})
 	}
-	time.Sleep(100 * time.Millisecond)
+	// All twenty wait on the one fetch the handler holds (with no
+	// single flight, twenty fetches would be held there instead).
+	waitUntil(t, "20 calls waiting on the fetch", func() bool { return r.waits.flight.Load() == 20 })
 	close(release)
 	wg.Wait()
 	close(errs)
@@ -193,10 +195,11 @@ func TestResolveConcurrencyCap(t *testing.T) {
 			}
 		})
 	}
-	for inFlight.Load() < 2 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // the other eight are queued now
+	// Two fetches reach the server and the other eight queue for a slot;
+	// a wider cap lets a third through, which ends the wait too.
+	waitUntil(t, "2 fetches in flight and 8 queued", func() bool {
+		return inFlight.Load() > 2 || inFlight.Load() == 2 && r.waits.slot.Load() == 8
+	})
 	if got := inFlight.Load(); got != 2 {
 		t.Errorf("in flight = %d, want 2", got)
 	}
@@ -317,5 +320,16 @@ func TestHostLimiterMapIsBounded(t *testing.T) {
 	}
 	if n := r.limits.keyed.Len(); n != 4 {
 		t.Errorf("per-host limiters = %d, want 4", n)
+	}
+}
+
+// waitUntil polls cond until it holds, failing after a deadline no loaded
+// machine reaches.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
 	}
 }

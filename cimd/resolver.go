@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -159,6 +160,10 @@ type Resolver struct {
 	limits *limiter
 	slots  chan struct{}
 	flight singleflight.Group
+	// waits counts Resolve calls waiting on a shared fetch and fetches
+	// waiting for a slot; only tests read them, to see that calls are
+	// queued rather than sleep.
+	waits struct{ flight, slot atomic.Int64 }
 }
 
 // NewResolver returns a Resolver for cfg (copied; see [ResolverConfig] for
@@ -215,6 +220,8 @@ func (r *Resolver) Resolve(ctx context.Context, clientID string) (*Document, err
 	ch := r.flight.DoChan(clientID, func() (any, error) {
 		return r.fetch(context.WithoutCancel(ctx), clientID)
 	})
+	r.waits.flight.Add(1)
+	defer r.waits.flight.Add(-1)
 	select {
 	case res := <-ch:
 		if res.Err != nil {
@@ -237,10 +244,13 @@ func (r *Resolver) fetch(ctx context.Context, clientID string) (*Document, error
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
 	defer cancel()
+	r.waits.slot.Add(1)
 	select {
 	case r.slots <- struct{}{}:
+		r.waits.slot.Add(-1)
 		defer func() { <-r.slots }()
 	case <-ctx.Done():
+		r.waits.slot.Add(-1)
 		return nil, fmt.Errorf("%w: no fetch slot before the deadline", errRateLimited)
 	}
 
