@@ -146,7 +146,7 @@ func TestFaultsMidRun(t *testing.T) {
 	for _, tc := range hxFaultCases {
 		t.Run(string(tc.fault), func(t *testing.T) {
 			base := runtime.NumGoroutine()
-			e := hxFaultEnv(t, nil)
+			e := hxFaultEnvNoWait(t) // a request that waits gets no answer
 			ctx := hxContext(t, 30*time.Second)
 			e.wantOK().check(t, e.whoami(ctx, t, e.tok(t)))
 			keys := e.keys.Health().Keys
@@ -165,19 +165,20 @@ func TestFaultsMidRun(t *testing.T) {
 				t.Errorf("Health = %+v, want LastError wrapping %v, Cause %q and %d keys", h, tc.wantErr, tc.wantCause, keys)
 			}
 
-			// Within the rate limit: no refresh at all, answers at once.
+			// Within the rate limit: no refresh at all, answers without
+			// waiting (one that waited WaitTimeout would get none).
 			s = e.fetchSnap()
 			reqs := []hxReq{
 				{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"}))},
 				{authz: hxBearer(e.tok(t, authtest.Token{KID: "another-unknown-kid"}))},
 				{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true}))}, // known kid, bad signature: Refresh is refused
 			}
-			worst = max(worst, checkBatch(t, "unknown kids", e.batch(t, reqs), e.wantInvalidToken(), hxFastBound))
+			worst = max(worst, checkBatch(t, "unknown kids", e.batch(t, reqs), e.wantInvalidToken(), 0))
 			valid := make([]hxReq, 6)
 			for i := range valid {
 				valid[i] = hxReq{authz: hxBearer(e.tok(t)), text: fmt.Sprint("mid-run ", i)}
 			}
-			worst = max(worst, checkBatch(t, "valid tokens", e.batch(t, valid), e.wantOK(), hxFastBound))
+			worst = max(worst, checkBatch(t, "valid tokens", e.batch(t, valid), e.wantOK(), 0))
 			e.checkFetches(t, "within the rate limit", s, 0, tc.fault)
 			if h := e.keys.Health(); h.Keys != keys {
 				t.Errorf("served keys = %d after the fault, want %d", h.Keys, keys)
@@ -281,7 +282,7 @@ func TestFaultHang(t *testing.T) {
 // within the limit it fails fast; tokens of the previous keys keep working.
 func TestFaultRotation(t *testing.T) {
 	base := runtime.NumGoroutine()
-	e := hxFaultEnv(t, nil)
+	e := hxFaultEnvNoWait(t) // a request that waits gets no answer
 	ctx := hxContext(t, 30*time.Second)
 	e.wantOK().check(t, e.whoami(ctx, t, e.tok(t)))
 	oldTok := e.tok(t) // es256-1, not yet used (not cached)
@@ -296,11 +297,8 @@ func TestFaultRotation(t *testing.T) {
 	e.iss.AddKey(authtest.GenerateKey(jose.ES256, kid)) // the new signing key
 	newTok := e.tok(t)
 	s = e.fetchSnap()
-	r := e.do(ctx, t, hxReq{authz: hxBearer(newTok), text: "rate limited"})
+	r := e.do(ctx, t, hxReq{authz: hxBearer(newTok), text: "rate limited"}) // answered: it did not wait WaitTimeout
 	e.wantInvalidToken().check(t, r)
-	if r.latency > hxFastBound {
-		t.Errorf("rate-limited new kid took %v, want <= %v", r.latency, hxFastBound)
-	}
 	e.checkFetches(t, "new kid "+kid+" within the rate limit", s, 0, "")
 
 	e.iss.Advance(hxFaultRateLimit)
@@ -321,7 +319,7 @@ func TestFaultRotation(t *testing.T) {
 // right after it.
 func TestFaultKeyRemoval(t *testing.T) {
 	base := runtime.NumGoroutine()
-	e := hxFaultEnv(t, nil)
+	e := hxFaultEnvNoWait(t) // a request that waits gets no answer
 	ctx := hxContext(t, 30*time.Second)
 	cached := e.tok(t)
 	e.wantOK().check(t, e.do(ctx, t, hxReq{authz: hxBearer(cached), text: "cached 1"}))
@@ -345,11 +343,8 @@ func TestFaultKeyRemoval(t *testing.T) {
 	}
 	s = e.fetchSnap()
 	for _, tok := range []string{cached, fresh, e.tok(t)} {
-		r := e.do(ctx, t, hxReq{authz: hxBearer(tok), text: "after removal"})
+		r := e.do(ctx, t, hxReq{authz: hxBearer(tok), text: "after removal"}) // answered: it did not wait WaitTimeout
 		e.wantInvalidToken().check(t, r)
-		if r.latency > hxFastBound {
-			t.Errorf("withdrawn key took %v, want <= %v", r.latency, hxFastBound)
-		}
 	}
 	e.checkFetches(t, "after the refresh", s, 0, "")
 	// Other keys are unaffected.
