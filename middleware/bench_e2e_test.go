@@ -114,8 +114,11 @@ func BenchmarkEndToEndGoSDK(b *testing.B) {
 			}
 			e2eMarkEnd()
 			for _, i := range c.targets {
-				if conns[i] != c0[i] {
-					b.Fatalf("%s: %d new connections: keep-alive lost", names[i], conns[i]-c0[i])
+				// A request sent before the transport has put the last
+				// one's connection back (it does so after the body's EOF)
+				// may dial: rare, but keep-alive lost would be every time.
+				if n := conns[i] - c0[i]; n > b.N/100 {
+					b.Fatalf("%s: %d new connections in %d requests: keep-alive lost", names[i], n, b.N)
 				}
 				b.ReportMetric(float64(cpu[i].Nanoseconds())/float64(b.N), names[i]+"-cpu-ns/op")
 				slices.Sort(wall[i])
