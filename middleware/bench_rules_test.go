@@ -57,15 +57,7 @@ func BenchmarkRules(b *testing.B) {
 	}
 	cfg := testConfig(v, env.iss)
 	run("rules=0", cfg, "tools/call", "get_weather")
-	conds := []string{
-		"mcp.args.location == 'Paris'", "has(mcp.args.tenant) && mcp.args.tenant != user.tenant", "user.subject == 'mallory'",
-		"mcp.name == 'delete_repo'", "user.client == 'blocked'", "mcp.args.location.startsWith('Secret')",
-		"'admin' in user.scopes && mcp.args.location == ''", "user.issuer == 'https://evil.example'",
-		"size(mcp.args) > 10", "mcp.method != 'tools/call'",
-	}
-	for i, c := range conds {
-		cfg.Rules = append(cfg.Rules, Rule{Name: fmt.Sprintf("r%d", i), Tools: []string{"get_*"}, DenyWhen: c})
-	}
+	cfg.Rules = benchRules()
 	run("rules=10", cfg, "tools/call", "get_weather")
 	pins := testConfig(v, env.iss)
 	pins.Pins = ToolPins{On: true, Store: NewMemoryPinStore()}
@@ -82,4 +74,20 @@ func BenchmarkRules(b *testing.B) {
 		cfg.Operations.Resources = append(cfg.Operations.Resources, ResourceRule{URI: "file:///projects/", Prefix: true, Scopes: []string{"files:read"}})
 		run(fmt.Sprintf("prefixes=%d", n), cfg, "resources/read", "file:///projects/myapp/readme.md")
 	}
+}
+
+// benchRules are the ten rules of rules=10: all select get_weather, none
+// denies it.
+func benchRules() []Rule {
+	conds := []string{
+		"mcp.args.location == 'Paris'", "has(mcp.args.tenant) && mcp.args.tenant != user.tenant", "user.subject == 'mallory'",
+		"mcp.name == 'delete_repo'", "user.client == 'blocked'", "mcp.args.location.startsWith('Secret')",
+		"'admin' in user.scopes && mcp.args.location == ''", "user.issuer == 'https://evil.example'",
+		"size(mcp.args) > 10", "mcp.method != 'tools/call'",
+	}
+	var rules []Rule
+	for i, c := range conds {
+		rules = append(rules, Rule{Name: fmt.Sprintf("r%d", i), Tools: []string{"get_*"}, DenyWhen: c})
+	}
+	return rules
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"slices"
 
@@ -77,6 +78,11 @@ func New(cfg Config) (*Middleware, error) {
 		return nil, err
 	}
 	m.policy = m.compilePolicy(&cfg)
+	if m.rules != nil {
+		// The values of mcp.method and mcp.name a request most likely
+		// has, and of user.issuer, are made once (rules_env.go).
+		m.rules.intern(maps.Keys(m.policy.methods), maps.Keys(m.policy.tools), maps.Keys(m.policy.prompts), slices.Values(cfg.Metadata.AuthorizationServers))
+	}
 	m.pins = newPins(&cfg)
 	m.public = m.newPublicSet(cfg.Operations.Public)
 	m.sessions = newSessions(cfg.Sessions)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"net/http"
@@ -98,17 +99,19 @@ type compiledRule struct {
 	loops bool
 }
 
-// namePattern is one Tools or Prompts pattern of a rule.
+// namePattern is one Tools or Prompts pattern and the rules it selects.
 type namePattern struct {
 	pattern string
-	r       *compiledRule
+	rules   []*compiledRule
 }
 
 // names are the Tools or Prompts selectors of the rules: exact names in
-// a map, patterns with "*" in a list.
+// a map, patterns with "*" in a list, each pattern once (rules sharing a
+// pattern, as "*" or "get_*" often is, cost one match).
 type names struct {
 	exact    map[string][]*compiledRule
 	patterns []namePattern
+	index    map[string]int // pattern to its place in patterns
 }
 
 func (n *names) add(pattern string, c *compiledRule) {
@@ -119,7 +122,15 @@ func (n *names) add(pattern string, c *compiledRule) {
 		n.exact[pattern] = append(n.exact[pattern], c)
 		return
 	}
-	n.patterns = append(n.patterns, namePattern{pattern, c})
+	if i, ok := n.index[pattern]; ok {
+		n.patterns[i].rules = append(n.patterns[i].rules, c)
+		return
+	}
+	if n.index == nil {
+		n.index = map[string]int{}
+	}
+	n.index[pattern] = len(n.patterns)
+	n.patterns = append(n.patterns, namePattern{pattern, []*compiledRule{c}})
 }
 
 // each calls fn with every rule whose selector matches name.
@@ -129,7 +140,9 @@ func (n *names) each(name string, fn func(*compiledRule)) {
 	}
 	for _, np := range n.patterns {
 		if matchName(np.pattern, name) {
-			fn(np.r)
+			for _, c := range np.rules {
+				fn(c)
+			}
 		}
 	}
 }
@@ -147,6 +160,31 @@ type ruleSet struct {
 	anyArgs  bool
 	user     *recordType // the types of user and mcp, which build a request's values
 	mcp      *recordType
+	// vals are CEL strings made once (intern): the methods, tool and
+	// prompt names of the policy and the issuers, which a request's
+	// mcp.method, mcp.name and user.issuer take without converting or
+	// allocating.
+	vals map[string]celref.Val
+}
+
+// intern makes the CEL string of every name, once.
+func (rs *ruleSet) intern(names ...iter.Seq[string]) {
+	if rs.vals == nil {
+		rs.vals = map[string]celref.Val{}
+	}
+	for _, seq := range names {
+		for n := range seq {
+			rs.vals[n] = types.String(n)
+		}
+	}
+}
+
+// str returns the CEL string of b (interned, or made).
+func (rs *ruleSet) str(b []byte) celref.Val {
+	if v, ok := rs.vals[string(b)]; ok {
+		return v
+	}
+	return types.String(string(b))
 }
 
 // compileRules checks and plans rules (and the TenantArgument shorthand)
@@ -194,7 +232,7 @@ func compileRules(rules []Rule, tenantArg string) (*ruleSet, error) {
 		}
 		c := &compiledRule{name: r.Name, deny: r.DenyWhen != "", scopes: appendUnique(nil, r.RequireScopes...)}
 		if expr := r.DenyWhen + r.When; expr != "" {
-			if c.prg, c.args, c.loops, err = compileCondition(env, expr, names); err != nil {
+			if c.prg, c.args, c.loops, err = compileCondition(env, expr, names, user, mcp); err != nil {
 				return nil, fmt.Errorf("%w: %s: %w", errConfig, at, err)
 			}
 			rs.anyArgs = rs.anyArgs || c.args
@@ -234,7 +272,7 @@ func compileRules(rules []Rule, tenantArg string) (*ruleSet, error) {
 // context ends). It reports whether expr reads mcp.args and whether it
 // has a comprehension (loops), and adds to names every field name and
 // string constant it uses (for the case-variant check of arguments).
-func compileCondition(env *cel.Env, expr string, names map[string]bool) (prg cel.Program, args, loops bool, err error) {
+func compileCondition(env *cel.Env, expr string, names map[string]bool, user, mcp *recordType) (prg cel.Program, args, loops bool, err error) {
 	checked, iss := env.Compile(expr)
 	if iss.Err() != nil {
 		return nil, false, false, fmt.Errorf("condition: %s", iss.Err().Error())
@@ -249,7 +287,7 @@ func compileCondition(env *cel.Env, expr string, names map[string]bool) (prg cel
 	if est.Max > maxRuleCost {
 		return nil, false, false, fmt.Errorf("condition may cost %d, over the bound %d", est.Max, maxRuleCost)
 	}
-	prg, err = env.Program(checked, cel.EvalOptions(cel.OptOptimize), cel.InterruptCheckFrequency(ruleInterruptCheck))
+	prg, err = env.Program(checked, ruleProgramOptions(user, mcp)...)
 	if err != nil {
 		return nil, false, false, fmt.Errorf("condition: %w", err)
 	}
@@ -325,14 +363,16 @@ type verdict struct {
 // ruleRequest is one request as the rules see it (the CEL activation):
 // built once, read by every rule.
 type ruleRequest struct {
-	p                           *Principal
-	method, name, uri, revision string
-	args                        celref.Val // mcp.args; nil: {}
-	user, mcp                   record
-	claims                      map[string]any
-	claimErr                    error
-	claimed                     bool
-	argsErr                     error // arguments that are not an object, or hold a case variant of a name the rules use
+	rs                *ruleSet
+	p                 *Principal
+	method, name, uri []byte // the message's, valid during the request (mcp.* reads them)
+	revision          string
+	args              celref.Val // mcp.args; nil: {}
+	user, mcp         record
+	claims            map[string]any
+	claimErr          error
+	claimed           bool
+	argsErr           error // arguments that are not an object, or hold a case variant of a name the rules use
 }
 
 // ResolveName implements interpreter.Activation.
@@ -495,14 +535,14 @@ func (v *verdict) require(c *compiledRule) {
 
 // request builds the activation of msg for p.
 func (rs *ruleSet) request(p *Principal, msg *message, revision string) *ruleRequest {
-	a := &ruleRequest{p: p, method: string(msg.method.v), revision: revision}
+	a := &ruleRequest{rs: rs, p: p, method: msg.method.v, revision: revision}
 	a.user = record{kind: rs.user, req: a}
 	a.mcp = record{kind: rs.mcp, req: a}
 	if msg.name.str {
-		a.name = string(msg.name.v)
+		a.name = msg.name.v
 	}
 	if msg.uri.str {
-		a.uri = string(msg.uri.v)
+		a.uri = msg.uri.v
 	}
 	if rs.anyArgs {
 		var args map[string]any

@@ -10,6 +10,7 @@ import (
 	"github.com/google/cel-go/common/types"
 	celref "github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
+	"github.com/google/cel-go/interpreter"
 )
 
 // The environment a [Rule] condition is checked against and evaluated in
@@ -88,12 +89,17 @@ func newUserType() *recordType {
 				if scopes == nil {
 					scopes = []string{}
 				}
-				return types.NewStringList(types.DefaultTypeAdapter, scopes)
+				return &stringList{elems: scopes}
 			}
 			if req == nil {
 				return types.String("")
 			}
 			p := req.p
+			if i == 0 {
+				if v, ok := req.rs.vals[p.Issuer]; ok {
+					return v
+				}
+			}
 			return types.String([...]string{p.Issuer, p.Subject, p.ClientID, p.Tenant}[i])
 		})
 }
@@ -112,10 +118,78 @@ func newMCPType() *recordType {
 				return types.DefaultTypeAdapter.NativeToValue(map[string]any{})
 			case req == nil:
 				return types.String("")
+			case i == 3:
+				if v, ok := req.rs.vals[req.revision]; ok {
+					return v
+				}
+				return types.String(req.revision)
 			}
-			return types.String([...]string{req.method, req.name, req.uri, req.revision}[i])
+			return req.rs.str([...][]byte{req.method, req.name, req.uri}[i])
 		})
 }
+
+// stringList is user.scopes: cel-go's list of Go strings
+// (types.NewStringList), made only when an operation needs it. Its
+// Contains (the "in" operator) converts every element to a CEL value, two
+// allocations each, before comparing it; a string is looked for here
+// without converting anything, with the same result (CEL equality of two
+// strings is byte equality). Size, Type and Value are cel-go's list's;
+// every other operation, and "in" with another operand, is done by
+// cel-go's list.
+type stringList struct {
+	elems []string
+	l     traits.Lister
+}
+
+func (l *stringList) list() traits.Lister {
+	if l.l == nil {
+		l.l = types.NewStringList(types.DefaultTypeAdapter, l.elems)
+	}
+	return l.l
+}
+
+// Contains implements traits.Container.
+func (l *stringList) Contains(elem celref.Val) celref.Val {
+	s, ok := elem.(types.String)
+	if !ok {
+		return l.list().Contains(elem)
+	}
+	return types.Bool(slices.Contains(l.elems, string(s)))
+}
+
+// Size implements traits.Sizer.
+func (l *stringList) Size() celref.Val { return types.Int(len(l.elems)) }
+
+// Type implements celref.Val.
+func (l *stringList) Type() celref.Type { return types.ListType }
+
+// Value implements celref.Val.
+func (l *stringList) Value() any { return l.elems }
+
+// Add implements traits.Adder.
+func (l *stringList) Add(other celref.Val) celref.Val { return l.list().Add(other) }
+
+// Get implements traits.Indexer.
+func (l *stringList) Get(i celref.Val) celref.Val { return l.list().Get(i) }
+
+// Iterator implements traits.Iterable.
+func (l *stringList) Iterator() traits.Iterator { return l.list().Iterator() }
+
+// ConvertToNative implements celref.Val.
+func (l *stringList) ConvertToNative(t reflect.Type) (any, error) { return l.list().ConvertToNative(t) }
+
+// ConvertToType implements celref.Val.
+func (l *stringList) ConvertToType(t celref.Type) celref.Val {
+	if t == types.TypeType {
+		return types.ListType
+	}
+	return l.list().ConvertToType(t)
+}
+
+// Equal implements celref.Val.
+func (l *stringList) Equal(other celref.Val) celref.Val { return l.list().Equal(other) }
+
+var _ traits.Lister = (*stringList)(nil)
 
 // record is a value of a recordType: user or mcp of one request (req), or
 // one a condition built (req nil, vals set).
@@ -300,6 +374,79 @@ func newRuleEnv() (*cel.Env, *recordType, *recordType, error) {
 		cel.Variable("claims", cel.MapType(cel.StringType, cel.DynType)),
 	)
 	return env, user, mcp, err
+}
+
+// ruleProgramOptions are the options of every condition's program:
+// cel-go's optimizations, the interrupt check of comprehensions, and
+// fieldReads.
+func ruleProgramOptions(user, mcp *recordType) []cel.ProgramOption {
+	return []cel.ProgramOption{
+		cel.EvalOptions(cel.OptOptimize),
+		cel.InterruptCheckFrequency(ruleInterruptCheck),
+		cel.CustomDecorator(fieldReads(user, mcp)),
+	}
+}
+
+// fieldReads is the decorator of a condition's plan that reads a field of
+// user or mcp (user.subject, mcp.args) straight from the request's record:
+// one lookup of the variable and the field's value, where cel-go's
+// attribute resolution passes it through its qualifier, the field's getter
+// and its type adapter, to the same value. Only a plain read is
+// decorated (cel-go's evalAttr: not a presence test, not an optional
+// selection, one variable name, one field of the record type); a select
+// on its result (mcp.args.tenant) qualifies it as cel-go qualifies any
+// value. Whatever is not a record of the type at evaluation time is left
+// to cel-go's plan. TestRuleEnvMatchesNativeTypes holds the results to
+// cel-go's native types.
+func fieldReads(user, mcp *recordType) interpreter.InterpretableDecorator {
+	kinds := map[string]*recordType{"user": user, "mcp": mcp}
+	return func(i interpreter.Interpretable) (interpreter.Interpretable, error) {
+		ia, ok := i.(interpreter.InterpretableAttribute)
+		if !ok || ia.IsOptional() || reflect.TypeOf(i).String() != "*interpreter.evalAttr" {
+			return i, nil
+		}
+		na, ok := ia.Attr().(interpreter.NamespacedAttribute)
+		if !ok || len(na.CandidateVariableNames()) != 1 || len(na.Qualifiers()) != 1 {
+			return i, nil
+		}
+		name := na.CandidateVariableNames()[0]
+		kind := kinds[name]
+		cq, ok := na.Qualifiers()[0].(interpreter.ConstantQualifier)
+		if kind == nil || !ok {
+			return i, nil
+		}
+		field, ok := cq.Value().(types.String)
+		idx := slices.Index(kind.names, string(field))
+		if !ok || idx < 0 {
+			return i, nil
+		}
+		return &fieldRead{InterpretableV2: ia, name: name, kind: kind, i: idx}, nil
+	}
+}
+
+// fieldRead reads field i of the record named name (fieldReads). It is
+// not an InterpretableAttribute, so that cel-go's planner never adds a
+// qualifier to it: a select on it is a relative attribute of its value.
+type fieldRead struct {
+	interpreter.InterpretableV2 // cel-go's plan of the read: its ID, and the fallback
+	name                        string
+	kind                        *recordType
+	i                           int
+}
+
+// Exec implements interpreter.InterpretableV2.
+func (f *fieldRead) Exec(frame *interpreter.ExecutionFrame) celref.Val {
+	if v, ok := frame.ResolveName(f.name); ok {
+		if r, ok := v.(*record); ok && r.kind == f.kind {
+			return r.field(f.i)
+		}
+	}
+	return f.InterpretableV2.Exec(frame)
+}
+
+// Eval implements interpreter.Interpretable.
+func (f *fieldRead) Eval(a interpreter.Activation) celref.Val {
+	return f.Exec(interpreter.AsFrame(a))
 }
 
 // sizeEstimator bounds the size of every input for the static cost

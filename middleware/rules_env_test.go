@@ -123,7 +123,7 @@ func TestRuleEnvMatchesNativeTypes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rPrg, err := env.Program(rAst, cel.EvalOptions(cel.OptOptimize))
+		rPrg, err := env.Program(rAst, ruleProgramOptions(userT, mcpT)...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +141,11 @@ func TestRuleEnvMatchesNativeTypes(t *testing.T) {
 					"user": &ruleUser{Issuer: p.Issuer, Subject: p.Subject, Client: p.ClientID, Tenant: p.Tenant, Scopes: scopes},
 					"mcp":  &ruleMCP{Method: rq.method, Name: rq.name, URI: rq.uri, Revision: rq.revision, Args: ruleArgs{types.DefaultTypeAdapter.NativeToValue(args).(traits.Mapper)}},
 				})
-				a := &ruleRequest{p: p, method: rq.method, name: rq.name, uri: rq.uri, revision: rq.revision}
+				// The method and issuer interned (ruleSet.intern), the
+				// name and URI made per request: both paths.
+				rs := &ruleSet{}
+				rs.intern(slices.Values([]string{rq.method, p.Issuer}))
+				a := &ruleRequest{rs: rs, p: p, method: []byte(rq.method), name: []byte(rq.name), uri: []byte(rq.uri), revision: rq.revision}
 				a.user, a.mcp = record{kind: userT, req: a}, record{kind: mcpT, req: a}
 				if rq.args != nil {
 					a.args = types.DefaultTypeAdapter.NativeToValue(rq.args)
