@@ -57,10 +57,11 @@ func TestStepUpIncrWindowAndReset(t *testing.T) {
 	}
 
 	// The window is Redis's: the counter expires by itself.
-	if n, _ := s.Incr(ctx, "part", "short", 50*time.Millisecond, now); n != 1 {
-		t.Fatalf("Incr(short) = %d", n)
-	}
-	time.Sleep(100 * time.Millisecond)
+	awaitExpiry(t, rdb, 50*time.Millisecond, func() {
+		if n, _ := s.Incr(ctx, "part", "short", 50*time.Millisecond, now); n != 1 {
+			t.Fatalf("Incr(short) = %d", n)
+		}
+	})
 	if n, err := s.Incr(ctx, "part", "short", 50*time.Millisecond, now); n != 1 || err != nil {
 		t.Errorf("Incr after the window = %d, %v; want 1 (a new window)", n, err)
 	}
