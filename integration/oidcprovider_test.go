@@ -231,13 +231,16 @@ func TestOIDCProvider(t *testing.T) {
 					t.Errorf("token for another resource: %d %q, want 401 %q", r.status, r.wwwAuth, invalidToken(p.metaURL()))
 				}
 				short := p.clientCredentials(t, "mcpguard-cc-short", p.ex.mcpURL)
+				// exp is 3 s after issuance, in whole seconds rounded down
+				// (oidc-provider's iat): before expBound, whatever the load.
+				expBound := time.Now().Add(3 * time.Second)
 				if r := p.whoami(t, short); r.status != http.StatusOK {
 					t.Errorf("3-second token, at once: %d %q", r.status, r.wwwAuth)
 				}
-				// exp is 3 s after issuance, in whole seconds; the server
-				// has no leeway, and must not serve the earlier (cached)
-				// validation past exp.
-				time.Sleep(4100 * time.Millisecond)
+				// The server has no leeway, and must not serve the earlier
+				// (cached) validation past exp. Both processes read this
+				// machine's clock: once it is past expBound, so is exp.
+				time.Sleep(time.Until(expBound) + 100*time.Millisecond)
 				if r := p.whoami(t, short); r.status != http.StatusUnauthorized || len(r.wwwAuth) != 1 || r.wwwAuth[0] != invalidToken(p.metaURL()) {
 					t.Errorf("expired token: %d %q, want 401 %q", r.status, r.wwwAuth, invalidToken(p.metaURL()))
 				}
