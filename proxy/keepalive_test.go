@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -15,12 +16,18 @@ import (
 const nodeKeepAlive = 5 * time.Second
 
 // keepAliveListener makes its connections act as Node.js's at the end of
-// their keep-alive: a request arriving on a connection idle for
-// nodeKeepAlive or more finds it closed (the close and the request cross
-// on the wire), without an answer.
+// their keep-alive: nodeKeepAlive after its last write, a connection's
+// keep-alive ends (a timer, as in Node.js), and a request arriving after
+// that finds it closed (the close and the request cross on the wire),
+// without an answer. Which ended an idle connection first, that timer or
+// the proxy closing it, is recorded per connection: both are timers of
+// this process, delayed alike on a loaded machine, so their order is
+// compared rather than a wall-clock duration.
 type keepAliveListener struct {
 	net.Listener
-	closed atomic.Int32 // connections closed for idleness
+	closed      atomic.Int32 // requests that found their connection closed for idleness
+	proxyFirst  atomic.Int32 // idle connections the proxy closed before their keep-alive ended
+	expireFirst atomic.Int32 // idle connections whose keep-alive ended while the proxy kept them
 }
 
 func (l *keepAliveListener) Accept() (net.Conn, error) {
@@ -33,14 +40,28 @@ func (l *keepAliveListener) Accept() (net.Conn, error) {
 
 type keepAliveConn struct {
 	net.Conn
-	l         *keepAliveListener
-	mu        sync.Mutex
-	lastWrite time.Time
+	l       *keepAliveListener
+	mu      sync.Mutex
+	timer   *time.Timer // the keep-alive, armed by each write
+	expired bool        // the keep-alive ended first
+	ended   bool        // the proxy closed it first
 }
 
 func (c *keepAliveConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
-	c.lastWrite = time.Now()
+	if !c.expired && !c.ended {
+		if c.timer != nil {
+			c.timer.Stop()
+		}
+		c.timer = time.AfterFunc(nodeKeepAlive, func() {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if !c.ended && !c.expired {
+				c.expired = true
+				c.l.expireFirst.Add(1)
+			}
+		})
+	}
 	c.mu.Unlock()
 	return c.Conn.Write(p)
 }
@@ -48,12 +69,20 @@ func (c *keepAliveConn) Write(p []byte) (int, error) {
 func (c *keepAliveConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	c.mu.Lock()
-	idle := !c.lastWrite.IsZero() && time.Since(c.lastWrite) >= nodeKeepAlive
-	c.mu.Unlock()
-	if n > 0 && idle {
+	defer c.mu.Unlock()
+	switch {
+	case n > 0 && c.expired:
 		c.l.closed.Add(1)
 		_ = c.Conn.Close()
 		return 0, io.EOF
+	case n > 0 && c.timer != nil:
+		c.timer.Stop() // a request: the connection is in use again
+	case n == 0 && errors.Is(err, io.EOF) && !c.expired && !c.ended && c.timer != nil:
+		// The proxy closed it while its keep-alive ran (the server's own
+		// aborted reads end with a deadline error, not EOF).
+		c.ended = true
+		c.timer.Stop()
+		c.l.proxyFirst.Add(1)
 	}
 	return n, err
 }
@@ -61,7 +90,9 @@ func (c *keepAliveConn) Read(p []byte) (int, error) {
 // TestUpstreamKeepAlive: a POST after the upstream's keep-alive has run
 // out goes out on a new connection, not on the one the upstream closed
 // (which the transport does not retry for a POST: the client would get a
-// 502). The proxy closes idle upstream connections before Node.js does.
+// 502). The proxy closes idle upstream connections before Node.js does:
+// the test waits until one of the two has ended the idle connection and
+// requires that it was the proxy.
 func TestUpstreamKeepAlive(t *testing.T) {
 	t.Parallel()
 	var l *keepAliveListener
@@ -78,7 +109,14 @@ func TestUpstreamKeepAlive(t *testing.T) {
 	auth := http.Header{"Authorization": {"Bearer " + e.token(t, "alice", baseScope)}}
 	for i := range 2 {
 		if i > 0 {
-			time.Sleep(nodeKeepAlive + 300*time.Millisecond)
+			for deadline := time.Now().Add(nodeKeepAlive + 30*time.Second); l.proxyFirst.Load()+l.expireFirst.Load() == 0; time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatal("the idle upstream connection was neither closed by the proxy nor expired")
+				}
+			}
+			if n := l.expireFirst.Load(); n != 0 {
+				t.Errorf("%d idle upstream connections outlived the upstream's keep-alive (%v)", n, nodeKeepAlive)
+			}
 		}
 		resp := do(t, "POST", e.resource, callBody, auth)
 		body := readAll(t, resp)
