@@ -191,7 +191,20 @@ func TestConformance(t *testing.T) {
 		}
 	}
 
-	caddyBin := buildCaddy(t, dir)
+	// MCPGUARD_CONFORMANCE_WAYS (comma-separated, e.g. "stdio+token")
+	// runs only those ways, for a developer's look at one way: each run's
+	// time and failing checks are logged, a request that timed out fails
+	// the test, and nothing else is checked (no baseline ran).
+	only := map[string]bool{}
+	for w := range strings.SplitSeq(os.Getenv("MCPGUARD_CONFORMANCE_WAYS"), ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			only[w] = true
+		}
+	}
+	caddyBin := ""
+	if len(only) == 0 || only["caddy"] {
+		caddyBin = buildCaddy(t, dir)
+	}
 
 	// Every run gets its own upstream, so that no scenario sees another's
 	// state (list_changed triggers, subscriptions), and all runs go at
@@ -202,6 +215,9 @@ func TestConformance(t *testing.T) {
 		stdioOf[s.name] = s.stdio
 		for _, rev := range s.revs {
 			for _, way := range s.waysOf() {
+				if len(only) > 0 && !only[way] {
+					continue
+				}
 				runs = append(runs, &run{server: s.name, rev: rev, way: way})
 			}
 		}
@@ -313,6 +329,23 @@ func TestConformance(t *testing.T) {
 			r.dump(t)
 			t.Fatalf("%s %s %s: %v", r.server, r.rev, r.way, r.err)
 		}
+	}
+	if len(only) > 0 {
+		for _, r := range runs {
+			for _, sc := range r.order {
+				o := r.results[sc]
+				for _, id := range slices.Sorted(maps.Keys(o.status)) {
+					if o.status[id] != "FAILURE" {
+						continue
+					}
+					t.Logf("%s %s %s %s %s: %s", r.server, r.rev, r.way, sc, id, o.message[id])
+					if strings.Contains(o.message[id], "timed out") || strings.Contains(o.message[id], "did not complete within") {
+						t.Errorf("%s %s %s %s: a request timed out: %s", r.server, r.rev, r.way, sc, o.message[id])
+					}
+				}
+			}
+		}
+		return
 	}
 
 	// A scenario whose checks differ between ways, or whose row is not
@@ -833,8 +866,20 @@ const stdioChildren = 256
 // forward is a reverse proxy to the URL u (its path replaces the
 // request's) that keeps the client's Host (the suite's DNS-rebinding
 // scenario sends its own) and streams SSE at once.
+//
+// It reads and writes at once (full duplex): the upstream may answer,
+// as the stdio bridge does with a POST's SSE header, while the
+// transport still reads the client's body (after the body's last byte
+// it reads once more, for io.EOF). Without full duplex, net/http's
+// HTTP/1 server closes the request body when the handler's header goes
+// out; that last read then fails ("invalid Read on closed Body"), the
+// transport closes the upstream connection as a failed write, and
+// ReverseProxy aborts the answer it had begun: an SSE stream cut after
+// its header, which a client without an event ID to resume from waits
+// on until its own timeout (60 s for the TypeScript SDK). It was the
+// stdio way's stalls (TestForwardFullDuplex).
 func forward(u *url.URL, edit func(*http.Request)) http.Handler {
-	return &httputil.ReverseProxy{
+	rp := &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.Out.URL.Scheme, pr.Out.URL.Host, pr.Out.URL.Path, pr.Out.URL.RawPath = u.Scheme, u.Host, u.Path, ""
 			pr.Out.Host = pr.In.Host
@@ -845,6 +890,11 @@ func forward(u *url.URL, edit func(*http.Request)) http.Handler {
 		FlushInterval: -1,
 		ErrorLog:      discardLog,
 	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// ErrNotSupported over HTTP/2, which is full duplex already.
+		_ = http.NewResponseController(w).EnableFullDuplex()
+		rp.ServeHTTP(w, r)
+	})
 }
 
 var scenarioDir = regexp.MustCompile(`^server-(.+)-\d{4}-\d\d-\d\dT[0-9-]+Z$`)
