@@ -117,11 +117,10 @@ func TestStreamsPerUser(t *testing.T) {
 	alice[0].cancel()
 	alice[0].resp.Body.Close()
 	const want = maxStreams // alice's two left and bob's one
-	for i := 0; proxy.UserStreams(e.px) != want; i++ {
-		if i == 1000 {
+	for deadline := time.Now().Add(30 * time.Second); proxy.UserStreams(e.px) != want; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
 			t.Fatalf("open streams %d after alice closed one, want %d", proxy.UserStreams(e.px), want)
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	if s := open("alice", testClient); s.resp.StatusCode != http.StatusOK {
 		t.Fatalf("alice after closing one: %d, want 200", s.resp.StatusCode)
@@ -242,11 +241,10 @@ func TestStreamsPerUserReleased(t *testing.T) {
 			case tt.query != "":
 				hold <- struct{}{}
 			}
-			for i := 0; proxy.UserStreams(e.px) != 0; i++ {
-				if i == 1000 {
+			for deadline := time.Now().Add(30 * time.Second); proxy.UserStreams(e.px) != 0; time.Sleep(5 * time.Millisecond) {
+				if time.Now().After(deadline) {
 					t.Fatalf("open streams %d after the end, want 0", proxy.UserStreams(e.px))
 				}
-				time.Sleep(5 * time.Millisecond)
 			}
 		})
 	}
