@@ -221,30 +221,31 @@ func TestSingleFlight(t *testing.T) {
 
 	impatient, cancel := context.WithCancel(t.Context())
 	var wg sync.WaitGroup
-	var entered atomic.Int64
 	errs := make([]error, n)
 	subs := make([]string, n)
-	for i := range n {
-		wg.Go(func() {
-			ctx := t.Context()
-			if i == 0 {
-				ctx = impatient
-			}
-			entered.Add(1)
-			c, err := in.Validate(ctx, tok)
-			errs[i] = err
-			if c != nil {
-				subs[i] = c.Subject
-			}
-		})
+	call := func(ctx context.Context, i int) {
+		c, err := in.Validate(ctx, tok)
+		errs[i] = err
+		if c != nil {
+			subs[i] = c.Subject
+		}
 	}
-	// Let every goroutine reach the flight, then have the first give up.
-	for entered.Load() < n || g.waiting.Load() < 1 {
-		time.Sleep(time.Millisecond)
+	// The impatient caller starts the flight (its request is held at the
+	// gate), every other caller joins it, then the impatient one gives up
+	// and has returned before the answer is let through: each step is
+	// waited for, none slept.
+	impatientDone := make(chan struct{})
+	go func() {
+		defer close(impatientDone)
+		call(impatient, 0)
+	}()
+	waitCount(t, "the impatient caller's request at the gate", g.waiting.Load, 1)
+	for i := 1; i < n; i++ {
+		wg.Go(func() { call(t.Context(), i) })
 	}
-	time.Sleep(100 * time.Millisecond)
+	waitCount(t, "every caller waiting on the flight", func() int64 { return introspect.FlightWaiters(in) }, n)
 	cancel()
-	time.Sleep(10 * time.Millisecond)
+	<-impatientDone
 	close(g.open)
 	wg.Wait()
 
@@ -359,4 +360,14 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// waitCount waits until get returns want, for at most 30 s.
+func waitCount(t *testing.T, what string, get func() int64, want int64) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); get() != want; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %d, want %d", what, get(), want)
+		}
+	}
 }

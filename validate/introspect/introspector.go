@@ -84,6 +84,7 @@ type Introspector struct {
 	cache      *resultCache
 	canonAud   []string // Config.Audiences with scheme and host lower-cased
 	flights    singleflight.Group
+	waiting    atomic.Int64 // callers waiting on a flight; read only by tests
 	discovered atomic.Pointer[string]
 
 	discMu     sync.Mutex // serializes discovery
@@ -179,6 +180,8 @@ func (i *Introspector) shared(ctx context.Context, raw string, key cacheKey) (*v
 	ch := i.flights.DoChan(string(key[:]), func() (any, error) {
 		return i.observed(context.WithoutCancel(ctx), raw, key) // observe.go
 	})
+	i.waiting.Add(1)
+	defer i.waiting.Add(-1)
 	select {
 	case r := <-ch:
 		if r.Err != nil {
