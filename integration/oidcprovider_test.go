@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -21,7 +22,11 @@ type oidcHost struct {
 	issuer string
 	mu     sync.Mutex
 	in     io.Writer
-	out    *bufio.Scanner
+	// lines carries the host's stdout lines, read by one goroutine; it
+	// is closed when stdout ends.
+	lines  chan string
+	proc   *exec.Cmd
+	stderr *syncBuf
 }
 
 // startOIDCHost starts oidc-host.mjs with args and waits for its issuer.
@@ -56,13 +61,52 @@ func startOIDCHost(t *testing.T, node string, args ...string) *oidcHost {
 			t.Logf("oidc-host.mjs stderr:\n%s", stderr)
 		}
 	})
-	h := &oidcHost{in: in, out: bufio.NewScanner(out)}
+	h := &oidcHost{in: in, lines: make(chan string, 1), proc: cmd, stderr: stderr}
+	stop := t.Context() // done before the cleanup above stops the host
+	go func() {
+		defer close(h.lines)
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			select {
+			case h.lines <- sc.Text():
+			case <-stop.Done():
+				return
+			}
+		}
+	}()
 	var hello struct{ Issuer string }
-	if !h.out.Scan() || json.Unmarshal(h.out.Bytes(), &hello) != nil || hello.Issuer == "" {
-		t.Fatalf("oidc-host.mjs did not start: %q\n%s", h.out.Text(), stderr)
+	line := h.next(t, "its issuer")
+	if json.Unmarshal([]byte(line), &hello) != nil || hello.Issuer == "" {
+		t.Fatalf("oidc-host.mjs did not start: %q\n%s", line, stderr)
 	}
 	h.issuer = hello.Issuer
 	return h
+}
+
+// oidcHostWait bounds the wait for a line of the host: its start (loading
+// oidc-provider, a key) and each command take well under a second on an
+// idle machine; a host that says nothing for this long is stuck, and the
+// test fails with its stderr instead of hanging until the package's
+// timeout.
+const oidcHostWait = 2 * time.Minute
+
+// next returns the host's next stdout line, failing the test when stdout
+// ends or nothing comes within oidcHostWait (the host is killed then).
+func (h *oidcHost) next(t *testing.T, what string) string {
+	t.Helper()
+	timer := time.NewTimer(oidcHostWait)
+	defer timer.Stop()
+	select {
+	case line, ok := <-h.lines:
+		if !ok {
+			t.Fatalf("oidc-host.mjs ended its output before %s:\n%s", what, h.stderr)
+		}
+		return line
+	case <-timer.C:
+		_ = h.proc.Process.Kill()
+		t.Fatalf("oidc-host.mjs did not write %s within %v (killed):\n%s", what, oidcHostWait, h.stderr)
+		return ""
+	}
 }
 
 // send sends a command and returns the kid of the current signing key.
@@ -78,8 +122,9 @@ func (h *oidcHost) send(t *testing.T, cmd map[string]string) string {
 		OK  bool
 		Kid string
 	}
-	if !h.out.Scan() || json.Unmarshal(h.out.Bytes(), &reply) != nil || !reply.OK {
-		t.Fatalf("oidc-host.mjs %v: %q", cmd, h.out.Text())
+	line := h.next(t, fmt.Sprintf("its answer to %v", cmd))
+	if json.Unmarshal([]byte(line), &reply) != nil || !reply.OK {
+		t.Fatalf("oidc-host.mjs %v: %q", cmd, line)
 	}
 	return reply.Kid
 }

@@ -44,9 +44,23 @@ const RESOURCE_SCOPES = 'mcp:tools notes:read notes:write';
 const OTHER_RESOURCE = 'https://other.example.com/mcp';
 let resource; // set by the "resource" command
 
+// The key is encoded as a JWK by the generation itself. Generating a
+// KeyObject and calling its export({ format: 'jwk' }) deadlocks Node 20
+// now and then (seen on v20.20.2, the machine's node): when the export's
+// string allocation starts a garbage collection, the collected key
+// generation job's destructor waits for the key's mutex, which the export
+// holds (gdb: ExportJWKEcKey -> ... -> Heap::CollectGarbage ->
+// ~KeyGenJob -> uv_mutex_lock). The host then never printed its issuer
+// and TestIntrospectionThroughProxy hung until the package timeout. A
+// loop of 20,000 generations with --max-semi-space-size=1 hangs within
+// the first few with export(), and completes in 2 s this way.
 function newKey() {
-  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  return { ...privateKey.export({ format: 'jwk' }), kid: randomUUID(), alg: 'ES256', use: 'sig' };
+  const { privateKey } = generateKeyPairSync('ec', {
+    namedCurve: 'P-256',
+    publicKeyEncoding: { format: 'jwk' },
+    privateKeyEncoding: { format: 'jwk' },
+  });
+  return { ...privateKey, kid: randomUUID(), alg: 'ES256', use: 'sig' };
 }
 let keys = [newKey()];
 
