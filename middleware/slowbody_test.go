@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -38,7 +39,12 @@ func TestSlowTokenlessBodyRefusedPromptly(t *testing.T) {
 			}
 			stop := make(chan struct{})
 			defer close(stop)
-			go func() { // one body byte every 50 ms, bounded to 10 s
+			// One body byte every 50 ms for 10 s: the answer must come
+			// while the body still trickles (a server that drains the body
+			// first answers only after the trickle, if ever). No latency is
+			// compared: a loaded machine delays the answer, not the bug.
+			var trickled atomic.Bool // all 200 bytes sent
+			go func() {
 				for i := 0; i < 200; i++ {
 					b := "{"
 					if tc.framing[0] == 'T' {
@@ -53,18 +59,22 @@ func TestSlowTokenlessBodyRefusedPromptly(t *testing.T) {
 					case <-time.After(50 * time.Millisecond):
 					}
 				}
+				trickled.Store(true)
 			}()
 			start := time.Now()
-			_ = conn.SetReadDeadline(start.Add(3 * time.Second))
+			_ = conn.SetReadDeadline(start.Add(30 * time.Second))
 			br := bufio.NewReader(conn)
 			resp, err := http.ReadResponse(br, nil)
 			if err != nil {
-				t.Fatalf("no answer within 3s while the body trickles: %v", err)
+				t.Fatalf("no answer while the body trickles: %v", err)
+			}
+			if trickled.Load() {
+				t.Fatalf("got %d after %v, only once the 10 s trickle had ended", resp.StatusCode, time.Since(start))
 			}
 			_, _ = io.Copy(io.Discard, resp.Body)
 			resp.Body.Close()
-			if d := time.Since(start); resp.StatusCode != http.StatusUnauthorized || d > time.Second {
-				t.Fatalf("got %d after %v, want 401 within 1s", resp.StatusCode, d)
+			if resp.StatusCode != http.StatusUnauthorized {
+				t.Fatalf("got %d after %v, want 401", resp.StatusCode, time.Since(start))
 			}
 			if resp.Header.Get("WWW-Authenticate") == "" || !resp.Close {
 				t.Errorf("401 headers %v (Close=%t), want a challenge and Connection: close", resp.Header, resp.Close)

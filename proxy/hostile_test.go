@@ -167,9 +167,12 @@ func call1MiB() string {
 	return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{"pad":"` + strings.Repeat("a", 1<<20) + `"}}}`
 }
 
-// trickle sends head, then a body of one byte every 50 ms, and wants the
-// answer status within a second (generous: the refusal needs no body), with
-// the connection closed after it (package middleware's helper).
+// trickle sends head, then a body of one byte every 50 ms for 10 s, and
+// wants the answer status while the body still trickles (the refusal needs
+// no body; a server that drains it first answers only after the trickle,
+// if ever), with the connection closed after it (package middleware's
+// helper). No latency is compared: a loaded machine delays the answer,
+// not the bug.
 func trickle(t *testing.T, addr, head string, chunked bool, status int) {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
@@ -182,6 +185,7 @@ func trickle(t *testing.T, addr, head string, chunked bool, status int) {
 	}
 	stop := make(chan struct{})
 	defer close(stop)
+	var trickled atomic.Bool // all 200 bytes sent
 	go func() {
 		for range 200 {
 			b := "{"
@@ -197,18 +201,22 @@ func trickle(t *testing.T, addr, head string, chunked bool, status int) {
 			case <-time.After(50 * time.Millisecond):
 			}
 		}
+		trickled.Store(true)
 	}()
 	start := time.Now()
-	_ = conn.SetReadDeadline(start.Add(3 * time.Second))
+	_ = conn.SetReadDeadline(start.Add(30 * time.Second))
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
-		t.Fatalf("no answer within 3s while the body trickles: %v", err)
+		t.Fatalf("no answer while the body trickles: %v", err)
+	}
+	if trickled.Load() {
+		t.Fatalf("got %d after %v, only once the 10 s trickle had ended", resp.StatusCode, time.Since(start))
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if d := time.Since(start); resp.StatusCode != status || d > time.Second {
-		t.Fatalf("got %d after %v, want %d within 1s", resp.StatusCode, d, status)
+	if resp.StatusCode != status {
+		t.Fatalf("got %d after %v, want %d", resp.StatusCode, time.Since(start), status)
 	}
 	if !resp.Close {
 		t.Errorf("%d without Connection: close (headers %v)", resp.StatusCode, resp.Header)
