@@ -137,8 +137,10 @@ func TestUnknownKidStorm(t *testing.T) {
 
 func TestHangingServer(t *testing.T) {
 	// The bound proven: a request waits about WaitTimeout, never the
-	// FetchTimeout of a minute. The margin absorbs a loaded -race machine.
-	const margin = 2 * time.Second
+	// FetchTimeout of a minute. No latency is compared: each call is seen
+	// to return while the hanging fetch is still running (the flight
+	// has not ended), so none waited for it, however loaded the machine;
+	// a call that did would return only after the fetch ended.
 	t.Run("mid-run", func(t *testing.T) {
 		clk := newClock()
 		f := newFake(t, ecJWK(t, "k1"))
@@ -149,46 +151,34 @@ func TestHangingServer(t *testing.T) {
 		waitFirst(t, s)
 		f.setMode(modeHang)
 
-		var (
-			wg    sync.WaitGroup
-			mu    sync.Mutex
-			worst time.Duration
-		)
+		var wg sync.WaitGroup
 		for i := range 50 {
 			wg.Go(func() {
 				if i%2 == 0 {
 					clk.Advance(cfg.RefreshRateLimit) // let some of them try to start refreshes
 				}
-				start := time.Now()
 				_, err := s.Keys(context.Background(), fmt.Sprintf("new-%d", i))
-				d := time.Since(start)
 				if !errors.Is(err, validate.Error{Reason: "unknown_key"}) {
 					t.Errorf("Keys(new) = %v, want %v", err, validate.Error{Reason: "unknown_key"})
 				}
-				mu.Lock()
-				worst = max(worst, d)
-				mu.Unlock()
 			})
 		}
 		wg.Wait()
-		t.Logf("worst Keys latency against a hanging server: %v (WaitTimeout %v)", worst, cfg.WaitTimeout)
-		if worst > cfg.WaitTimeout+margin {
-			t.Errorf("worst latency %v > WaitTimeout %v + %v", worst, cfg.WaitTimeout, margin)
-		}
-		// A known key never waits for the hanging refresh (it would
-		// wait FetchTimeout, a minute; WaitTimeout would be an error).
-		start := time.Now()
-		if _, err := s.Keys(t.Context(), "k1"); err != nil || time.Since(start) > cfg.FetchTimeout/3 {
-			t.Errorf("Keys(k1) = %v after %v, want a hit without waiting for the hanging refresh", err, time.Since(start))
+		if s.idle() {
+			t.Fatal("the hanging refresh ended before every Keys call had returned: a call may have waited for it")
 		}
 		if got := f.hits.Load(); got != 2 {
 			t.Errorf("fetches = %d, want 2 (one hanging refresh shared by all)", got)
 		}
-		start = time.Now()
+		// A known key never waits for the hanging refresh.
+		if _, err := s.Keys(t.Context(), "k1"); err != nil || s.idle() {
+			t.Errorf("Keys(k1) = %v (refresh ended: %t), want a hit without waiting for the hanging refresh", err, s.idle())
+		}
+		// Close aborts the hanging fetch rather than waiting for its
+		// FetchTimeout: the refresh ends cancelled, not timed out.
 		_ = s.Close()
-		t.Logf("Close with a hanging fetch took %v", time.Since(start))
-		if d := time.Since(start); d > margin {
-			t.Errorf("Close took %v with a hanging fetch", d)
+		if h := s.Health(); !errors.Is(h.LastError, context.Canceled) || errors.Is(h.LastError, context.DeadlineExceeded) {
+			t.Errorf("last error after Close = %v, want the fetch aborted (context.Canceled)", h.LastError)
 		}
 	})
 	t.Run("from start", func(t *testing.T) {
@@ -197,21 +187,17 @@ func TestHangingServer(t *testing.T) {
 		cfg := testConfig(t, f, newClock())
 		cfg.WaitTimeout = 150 * time.Millisecond
 		cfg.FetchTimeout = time.Minute
-		start := time.Now()
 		s := newSource(t, cfg)
-		if d := time.Since(start); d > margin {
-			t.Errorf("New took %v; it must not block on the network", d)
+		if s.idle() {
+			t.Fatal("New returned after its first fetch ended: it must not block on the network")
 		}
-		start = time.Now()
 		_, err := s.Keys(t.Context(), "k1")
-		d := time.Since(start)
 		if !errors.Is(err, validate.ErrKeysUnavailable) || !errors.Is(err, errWaitTimeout) {
 			t.Errorf("Keys = %v, want %v and %v", err, validate.ErrKeysUnavailable, errWaitTimeout)
 		}
-		if d > cfg.WaitTimeout+margin {
-			t.Errorf("Keys took %v, want <= %v", d, cfg.WaitTimeout+margin)
+		if s.idle() {
+			t.Error("the hanging first fetch ended before Keys returned: Keys may have waited for it")
 		}
-		t.Logf("Keys latency with no keys and a hanging server: %v", d)
 	})
 }
 
