@@ -6,6 +6,7 @@ package integration
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -31,7 +32,8 @@ const (
 	// wait at all (hxFaultEnvNoWait): longer than the client's Timeout
 	// (20 s) and the batch context (30 s), so a request that waited for
 	// it gets no answer and fails the test, whatever the load, while one
-	// that did not is never mistaken for it. No latency is compared.
+	// that did not is never mistaken for it; checkFast bounds any other
+	// wait against a baseline.
 	hxNoWait = 2 * hxEventWait
 	// hxWaitBound is the latency bound of a request that may wait for a
 	// running refresh: WaitTimeout plus slack for -race on two cores. The
@@ -167,6 +169,26 @@ func checkBatch(t *testing.T, what string, res []hxResult, want hxWant, bound ti
 		t.Errorf("%s: slowest answer took %v, want <= %v", what, worst, bound)
 	}
 	return worst
+}
+
+// checkFast sends reqs together with as many requests refused before key
+// selection (typ "JWT", 401), which never look at the key source, and
+// checks that every one of reqs gets want within hxFastBound beyond 3
+// times the slowest of those baselines (TestFaultsAtStart's bound): CPU
+// queueing on a loaded machine delays both alike. With hxNoWait a request
+// that waited for WaitTimeout gets no answer at all; this bounds any
+// other wait. It returns the largest latency of reqs.
+func (e *hxEnv) checkFast(t *testing.T, what string, reqs []hxReq, want hxWant) time.Duration {
+	t.Helper()
+	n := len(reqs)
+	all := append(slices.Clone(reqs), make([]hxReq, n)...)
+	for i := range n {
+		all[n+i] = hxReq{authz: hxBearer(e.tok(t, authtest.Token{Typ: "JWT"}))}
+	}
+	res := e.batch(t, all)
+	baseline := slowest(t, res[n:])
+	checkBatch(t, what+": baseline (refused before key selection)", res[n:], e.wantInvalidToken(), 0)
+	return checkBatch(t, what, res[:n], want, hxFastBound+3*baseline)
 }
 
 // fetchSnap is a snapshot of the key source's refresh attempts, those of
