@@ -94,8 +94,11 @@ func TestWaitForAuthorizationHonoursContext(t *testing.T) {
 		}
 		first <- err
 	}()
-	for len(a.scopes()) == 0 { // the first RoundTrip is inside Authorize
-		time.Sleep(time.Millisecond)
+	// The first RoundTrip is inside Authorize (bounded wait).
+	for deadline := time.Now().Add(30 * time.Second); len(a.scopes()) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first RoundTrip never reached Authorize")
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
