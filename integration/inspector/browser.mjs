@@ -34,7 +34,16 @@ const out = {
   fieldRestored: '',  // the value of the text field after the redirect back
   result: null,       // the tools/call result the protocol view shows
   error: '',
+  // For the diagnosis of a failure: the page's navigations (origin and
+  // path), console errors and warnings, uncaught exceptions, failed
+  // requests and answers >= 400 it saw, and the notifications the UI
+  // showed, each list bounded.
+  navigations: [],
+  console: [],
+  notices: [],
+  url: '',
 };
+const bounded = (list, entry) => { if (list.length < 50) list.push(entry); };
 
 const browser = await puppeteer.launch({
   executablePath: env.CHROMIUM || '/usr/bin/chromium',
@@ -50,11 +59,40 @@ page.setDefaultNavigationTimeout(stepTimeout);
 await page.setViewport({ width: 1400, height: 900 });
 page.on('request', (r) => {
   const u = new URL(r.url());
+  if (r.isNavigationRequest() && r.frame() === page.mainFrame()) bounded(out.navigations, `${u.origin}${u.pathname}`);
   if (u.origin === inspectorOrigin || u.protocol === 'data:') return;
   out.crossOrigin.push(`${r.resourceType()} ${r.method()} ${u.origin}${u.pathname}`);
   if (u.pathname.endsWith('/authorize') && r.isNavigationRequest()) {
     out.authorizations.push(u.searchParams.get('scope') ?? '');
   }
+});
+
+page.on('console', (m) => {
+  if (m.type() === 'error' || m.type() === 'warn') bounded(out.console, `console.${m.type()}: ${m.text()}`);
+});
+page.on('pageerror', (e) => bounded(out.console, `uncaught: ${e && e.message || e}`));
+page.on('requestfailed', (r) => bounded(out.console, `request failed: ${r.method()} ${r.url().split('?')[0]}: ${r.failure()?.errorText}`));
+page.on('response', (r) => {
+  if (r.status() >= 400) bounded(out.console, `answer ${r.status()}: ${r.request().method()} ${r.url().split('?')[0]}`);
+});
+// In every document the page loads: the targets of the clicks the page
+// receives (click() checks that its click landed on its element), and the
+// text of every notification the UI shows (they close by themselves after
+// a few seconds; waiting for one must not depend on polling it in time).
+await page.evaluateOnNewDocument(() => {
+  window.__clicks = [];
+  document.addEventListener('click', (e) => { if (e.isTrusted) window.__clicks.push(e.target); }, true);
+  window.__notices = [];
+  new MutationObserver((records) => {
+    for (const r of records) {
+      for (const n of r.addedNodes) {
+        if (!(n instanceof Element)) continue;
+        for (const a of [n, ...n.querySelectorAll('[role=alert]')]) {
+          if (a.matches('[role=alert]') && window.__notices.length < 50) window.__notices.push(a.textContent);
+        }
+      }
+    }
+  }).observe(document, { childList: true, subtree: true });
 });
 
 const step = (name) => out.steps.push(name);
@@ -86,23 +124,84 @@ async function until(fn, arg, timeout = stepTimeout) {
   }
 }
 const bodyHas = (text) => until((t) => document.body.innerText.includes(t), text);
-// React may replace an element between finding and clicking it; puppeteer
-// then refuses the click before it is sent ("Node is detached from
-// document", seen in CI right after the page opened), so the element is
-// looked up again, a bounded number of times. A click that was sent is
-// never repeated here.
-const detached = (e) => /detached|not clickable|not an Element|Cannot find context/i.test(String(e && e.message || e));
-async function click(selector) {
-  for (let i = 0; ; i++) {
-    const el = await page.waitForSelector(selector, { visible: true });
-    try {
-      await el.click();
-      return;
-    } catch (e) {
-      if (i >= 4 || !detached(e)) throw e;
-      await new Promise((r) => setTimeout(r, 200));
-    }
+// notice waits until the UI has shown a notification with text in it and
+// returns the notification's text from there on.
+const notice = (text) => until((t) => window.__notices?.map((n) => n.slice(n.indexOf(t))).find((n) => n.startsWith(t)), text);
+// untilHere waits, in this process, until fn() is true.
+async function untilHere(what, fn, timeout = stepTimeout) {
+  const deadline = Date.now() + timeout;
+  while (!fn()) {
+    if (Date.now() >= deadline) throw new Error(`waited ${timeout} ms for ${what}`);
+    await sleep(100);
   }
+}
+
+// clickable tells whether element e can take a click now, and where: it
+// is attached and enabled, its ancestors are fully opaque (e itself may be
+// an input drawn by its label), neither e nor an ancestor runs an
+// animation or transition (the UI's dialogs fade and slide in for
+// 200 ms), and the element at its centre is e, inside e or inside one of
+// its labels.
+// A click sent while e still moves lands beside it: CI lost the step-up
+// dialog's Authorize click that way (its point taken 28 px above the
+// button's final place, the click hit the dialog's text, no navigation).
+function clickable(e) {
+  if (!e.isConnected) return { gone: true };
+  if (e.closest(':disabled, [aria-disabled=true], [data-disabled]')) return { why: 'disabled' };
+  const moving = new Set(document.getAnimations().filter((a) => a.playState === 'running').map((a) => a.effect?.target));
+  for (let n = e; n; n = n.parentElement) {
+    if (moving.has(n)) return { why: `animating: ${n.tagName.toLowerCase()}.${n.className}` };
+    if (n !== e && getComputedStyle(n).opacity !== '1') return { why: `opacity ${getComputedStyle(n).opacity}: ${n.tagName.toLowerCase()}.${n.className}` };
+  }
+  const r = e.getBoundingClientRect();
+  if (r.bottom <= 0 || r.right <= 0 || r.top >= innerHeight || r.left >= innerWidth) {
+    e.scrollIntoView({ block: 'center', inline: 'center' });
+    return { why: 'scrolled into view' };
+  }
+  const x = r.left + r.width / 2;
+  const y = r.top + r.height / 2;
+  const hit = document.elementFromPoint(x, y);
+  if (!hit || ![e, ...(e.labels ?? [])].some((l) => l.contains(hit))) return { why: `covered by ${hit?.tagName.toLowerCase()}.${hit?.className}: ${hit?.textContent.slice(0, 60)}` };
+  window.__clicks = [];
+  return { ok: true, x, y, box: [r.left, r.top, r.width, r.height].join() };
+}
+
+// click clicks the element selector names, as a user would, once it can
+// take the click (clickable, and at the same place in two checks 100 ms
+// apart). React may replace the element meanwhile; then it is looked up
+// again. The click is sent once and never repeated: if the page shows
+// that it landed on another element, click fails and says where.
+async function click(selector) {
+  const deadline = Date.now() + stepTimeout;
+  let el = null;
+  let prev = '';
+  let why = '';
+  let s;
+  for (;;) {
+    el ??= await page.waitForSelector(selector, { visible: true, timeout: Math.max(1, deadline - Date.now()) });
+    s = await el.evaluate(clickable).catch((e) => ({ gone: true, why: String(e && e.message || e) }));
+    if (s.gone) {
+      el = null;
+      prev = '';
+      why = s.why || 'detached';
+    } else if (s.ok && s.box === prev) {
+      break;
+    } else {
+      prev = s.ok ? s.box : '';
+      why = s.why || 'moving';
+    }
+    if (Date.now() >= deadline) throw new Error(`${selector} could not take a click in ${stepTimeout} ms: ${why}`);
+    await sleep(100);
+  }
+  await page.mouse.click(s.x, s.y);
+  // Where the click landed (unknown when a navigation replaced the
+  // document or React the element).
+  const miss = await el.evaluate((e) => {
+    const t = window.__clicks[0];
+    if (!t || !e.isConnected || [e, ...(e.labels ?? [])].some((l) => l.contains(t))) return '';
+    return `${t.tagName.toLowerCase()}.${t.className}: ${t.textContent.slice(0, 80)}`;
+  }).catch(() => '');
+  if (miss) throw new Error(`the click on ${selector} at ${Math.round(s.x)},${Math.round(s.y)} landed on ${miss}`);
 }
 // fill replaces the value of the input labelled label: it selects and
 // deletes what is there (a field the UI restored after the redirect is
@@ -110,14 +209,10 @@ async function click(selector) {
 // React may re-render the input while typing; then it tries again, a
 // bounded number of times.
 async function fill(label, text) {
+  const selector = `::-p-aria(${label})`;
   for (let i = 0; i < 5; i++) {
-    const el = await page.waitForSelector(`::-p-aria(${label})`, { visible: true });
-    try {
-      await el.click();
-    } catch (e) {
-      if (!detached(e)) throw e;
-      continue;
-    }
+    await click(selector);
+    const el = await page.waitForSelector(selector, { visible: true });
     await page.keyboard.down('Control');
     await page.keyboard.press('KeyA');
     await page.keyboard.up('Control');
@@ -146,10 +241,13 @@ try {
   out.version = await until(() => /\bConnected\b/.test(document.body.innerText) && document.body.innerText.match(/MCP (\d{4}-\d{2}-\d{2})/)?.[1]);
   step('connected');
 
-  // The Tools tab: a click that lands while React re-renders the page
-  // right after connecting is lost (seen on a clean run: "Connected", then
-  // 90 s without the list), so it is clicked again, a bounded number of
-  // times, until the list shows; the list itself must still say 3 tools.
+  // The Tools tab: a click lost right after connecting was seen once (a
+  // clean run: "Connected", then 90 s without the list), most likely sent
+  // while the tab bar still moved, which click() now waits out and
+  // detects. A tab the UI did not switch to is still clicked again, a
+  // bounded number of times, until the list shows (no request is involved,
+  // nothing can be refused); each time is a step in the report. The list
+  // itself must still say 3 tools.
   for (let i = 0; ; i++) {
     await click(xText('*', 'Tools'));
     try {
@@ -157,6 +255,7 @@ try {
       break;
     } catch (e) {
       if (i >= 4) throw e;
+      step('Tools clicked again');
     }
   }
   await bodyHas('Tools (3)');
@@ -188,12 +287,12 @@ try {
   await bodyHas('Additional permissions required');
   out.stepUpDialog = await page.evaluate(() => document.querySelector('[role=dialog]')?.innerText ?? '');
   step('step-up offered');
-  await Promise.all([
-    page.waitForNavigation({ url: (u) => u.includes('/oauth/callback') }),
-    click('xpath/.//*[@role="dialog"]//button[normalize-space(.)="Authorize"]'),
-  ]);
-  await bodyHas('Step-up authorization succeeded');
-  out.stepUpNotice = await page.evaluate(() => document.body.innerText.match(/Step-up authorization succeeded[^\n]*/)[0]);
+  // Authorize: the browser goes to /authorize (the request listener sees
+  // it) and back to the Inspector's /oauth/callback, which exchanges the
+  // code and says so in a notification.
+  await click('xpath/.//*[@role="dialog"]//button[normalize-space(.)="Authorize"]');
+  await untilHere('the step-up /authorize navigation', () => out.authorizations.length >= 2);
+  out.stepUpNotice = await notice('Step-up authorization succeeded');
   step('stepped up');
 
   // Back on the tool (the UI restores it and the text typed before the
@@ -217,6 +316,8 @@ try {
 } catch (e) {
   out.error = String(e && e.stack || e);
   out.page = await page.evaluate(() => document.body.innerText).catch(() => '');
+  out.url = page.url().split('?')[0];
+  out.notices = await page.evaluate(() => window.__notices).catch(() => []);
 }
 await page.screenshot({ path: env.SCREENSHOT }).catch((e) => { out.error += `\nscreenshot: ${e}`; });
 await browser.close();

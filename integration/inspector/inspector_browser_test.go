@@ -158,6 +158,11 @@ type browserRun struct {
 	} `json:"result"`
 	Error string `json:"error"`
 	Page  string `json:"page"`
+	// For the diagnosis of a failure.
+	URL         string   `json:"url"`
+	Navigations []string `json:"navigations"`
+	Console     []string `json:"console"`
+	Notices     []string `json:"notices"`
 }
 
 // TestInspectorBrowser drives the MCP Inspector's web UI (2.12.0, from
@@ -222,7 +227,8 @@ func TestInspectorBrowser(t *testing.T) {
 			}
 			t.Logf("screenshot: %s (%s)", screenshot, elapsed.Round(time.Second))
 			if r.Error != "" || err != nil {
-				t.Fatalf("driver failed after steps %q: %v %s\npage text:\n%s\nstderr: %s", r.Steps, err, r.Error, r.Page, &stderr)
+				t.Fatalf("driver failed after steps %q: %v %s\npage %s, text:\n%s\nnavigations: %q\nauthorizations: %q\nnotifications: %q\nconsole, failed requests, answers >= 400:\n%s\nstderr: %s",
+					r.Steps, err, r.Error, r.URL, r.Page, r.Navigations, r.Authorizations, r.Notices, strings.Join(r.Console, "\n"), &stderr)
 			}
 			check := func(name string, ok bool, format string, args ...any) {
 				t.Helper()
