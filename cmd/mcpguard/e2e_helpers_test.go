@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -30,6 +29,7 @@ import (
 	"github.com/mcpguard/mcpguard/asmeta"
 	"github.com/mcpguard/mcpguard/client"
 	"github.com/mcpguard/mcpguard/gosdk"
+	"github.com/mcpguard/mcpguard/internal/heldport"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/jwks"
 )
@@ -43,13 +43,7 @@ import (
 // probe and the bind makes the proxy exit, which startProxyCmd reports).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
+	return heldport.New(t, 1).Take()
 }
 
 // writeFile writes a file of the test's temporary directory.

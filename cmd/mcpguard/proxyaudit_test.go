@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -57,12 +56,7 @@ func TestAuditThroughProxy(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs the whole audit (about 50 requests, 50 ms apart)")
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxyAddr := ln.Addr().String()
-	ln.Close()
+	proxyAddr := freeAddr(t)
 	origin := "http://" + proxyAddr
 	resource := origin + "/mcp"
 

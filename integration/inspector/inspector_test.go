@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -18,6 +17,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/heldport"
 )
 
 // inspectorDir, this package's directory, holds the MCP Inspector's
@@ -86,15 +87,10 @@ func newInspectorCLI(t *testing.T, node, inspector, mcpURL, scopes string) *insp
 	if err := os.WriteFile(config, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// A free loopback port for the CLI's OAuth callback listener.
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	// A free loopback port for the CLI's OAuth callback listener, outside
+	// the ephemeral range (an outgoing connection cannot take it meanwhile).
 	return &inspectorCLI{node: node, inspector: inspector, home: home, config: config,
-		callback: fmt.Sprintf("http://127.0.0.1:%d/oauth/callback", port)}
+		callback: "http://" + heldport.New(t, 1).Take() + "/oauth/callback"}
 }
 
 // run runs `mcp-inspector --cli` with args for the server entry.

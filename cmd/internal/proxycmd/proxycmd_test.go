@@ -22,6 +22,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpguard/mcpguard/internal/heldport"
 )
 
 // syncBuf is a goroutine-safe buffer for the command's stderr.
@@ -44,12 +46,7 @@ func (s *syncBuf) String() string {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return heldport.New(t, 1).Take()
 }
 
 // plainUpstream is a go-sdk MCP server with no authorization of its own,
