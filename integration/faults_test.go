@@ -49,8 +49,12 @@ func TestFaultsAtStart(t *testing.T) {
 			bound, gap := hxFastBound, hxFaultRateLimit
 			switch tc.fault {
 			case "hang":
-				// They wait for the running first fetch, at most WaitTimeout.
-				bound, gap = hxWaitBound, hxFaultFetch
+				// They wait for the running first fetch, at most
+				// WaitTimeout: TestFaultHang/at_start shows it without a
+				// clock (they are answered while that fetch still hangs,
+				// past any client timeout). Here the fetch ends at
+				// FetchTimeout so that the source can recover.
+				bound, gap = 0, hxFaultFetch
 			case "too-many-requests":
 				gap = time.Second // authtest's Retry-After
 			}
@@ -71,7 +75,9 @@ func TestFaultsAtStart(t *testing.T) {
 			res := e.batch(t, reqs)
 			baseline := slowest(t, res[n:])
 			checkBatch(t, "baseline (refused before key selection)", res[n:], e.wantInvalidToken(), 30*time.Second)
-			bound += 3 * baseline
+			if bound > 0 {
+				bound += 3 * baseline
+			}
 			outageWorst := checkBatch(t, "during outage", res[:n], e.wantUnavailable(), bound)
 			worst := outageWorst
 
@@ -203,7 +209,8 @@ func TestFaultsMidRun(t *testing.T) {
 // TestFaultHang: the JWKS endpoint hangs after a good key set was
 // fetched. Requests with an unknown kid share one refresh and give up
 // after WaitTimeout with 401; requests with known keys are answered at
-// once while the refresh hangs. Neither is timed against the wall clock:
+// once while the refresh hangs. Before any key set was fetched, requests
+// wait for the hung first fetch up to WaitTimeout and get 503. Neither is timed against the wall clock:
 // the hung refresh's FetchTimeout (hxNoWait) outlasts the client's Timeout
 // and the batch context, so a request that waited for it instead of
 // giving up gets no answer at all, and both are checked to be answered
@@ -214,27 +221,38 @@ func TestFaultsMidRun(t *testing.T) {
 //   - wait_1s, default_wait_2s (the package default the example server
 //     uses): unknown kids are answered 401, none before WaitTimeout (they
 //     did wait for the refresh), all while it still hangs.
+//   - at_start: the endpoint hangs from the start; valid tokens get 503
+//     (no key set yet), none before WaitTimeout, all while the first
+//     fetch still hangs.
 func TestFaultHang(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		wait time.Duration
+		name    string
+		wait    time.Duration
+		atStart bool
 	}{
-		{"valid_tokens", hxNoWait},
-		{"wait_1s", hxFaultWait},
-		{"default_wait_2s", 2 * time.Second},
+		{"valid_tokens", hxNoWait, false},
+		{"wait_1s", hxFaultWait, false},
+		{"default_wait_2s", 2 * time.Second, false},
+		{"at_start", hxFaultWait, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base := runtime.NumGoroutine()
+			var before func(iss *authtest.Issuer)
+			if tc.atStart {
+				before = func(iss *authtest.Issuer) { iss.SetFault("hang", iss.JWKSURL) }
+			}
 			e := newHxEnv(t, hxEnvConfig{JWKS: jwks.Config{
 				RefreshRateLimit: hxFaultRateLimit, WaitTimeout: tc.wait, FetchTimeout: hxNoWait,
-			}})
+			}, BeforeStart: before})
 			wait := e.jwksCfg.WaitTimeout
 			ctx := hxContext(t, 30*time.Second)
-			e.wantOK().check(t, e.whoami(ctx, t, e.tok(t)))
-
-			e.iss.SetFault("hang", e.iss.JWKSURL)
-			e.iss.Advance(hxFaultRateLimit)
-			s := e.fetchSnap()
+			var s fetchSnap // at_start: every fetch since the source started
+			if !tc.atStart {
+				e.wantOK().check(t, e.whoami(ctx, t, e.tok(t)))
+				e.iss.SetFault("hang", e.iss.JWKSURL)
+				e.iss.Advance(hxFaultRateLimit)
+				s = e.fetchSnap()
+			}
 			// hung reports whether the refresh started since s still hangs.
 			hung := func() bool { return e.refreshes.ended.Load() < e.refreshes.started.Load() }
 			reached := func() bool { return e.iss.Requests(e.iss.JWKSURL) > s.issuer }
@@ -266,15 +284,22 @@ func TestFaultHang(t *testing.T) {
 				e.checkFetches(t, "hang", s, 1, "hang")
 				t.Logf("valid tokens during the hang: at most %v", worst.Round(time.Millisecond))
 			} else {
-				unknown := make([]hxReq, 4)
-				for i := range unknown {
-					unknown[i] = hxReq{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"}))}
+				what, want := "unknown kids during the hang", e.wantInvalidToken()
+				waiters := make([]hxReq, 4)
+				for i := range waiters {
+					waiters[i] = hxReq{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true, KID: "unknown-kid"}))}
 				}
-				unknown = append(unknown, hxReq{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true}))}) // joins the hung refresh via Refresh
-				res := e.batch(t, unknown)
-				worst := checkBatch(t, "unknown kids during the hang", res, e.wantInvalidToken(), 0)
+				waiters = append(waiters, hxReq{authz: hxBearer(e.tok(t, authtest.Token{ForeignKey: true}))}) // joins the hung refresh via Refresh
+				if tc.atStart {
+					what, want = "valid tokens before any key set", e.wantUnavailable()
+					for i := range waiters {
+						waiters[i] = hxReq{authz: hxBearer(e.tok(t)), text: "down"}
+					}
+				}
+				res := e.batch(t, waiters)
+				worst := checkBatch(t, what, res, want, 0)
 				if !hung() {
-					t.Errorf("the refresh ended before the unknown kids were answered: they waited for it, not WaitTimeout: %+v", e.keys.Health())
+					t.Errorf("the refresh ended before the %s were answered: they waited for it, not WaitTimeout: %+v", what, e.keys.Health())
 				}
 				fastest := time.Hour
 				for _, r := range res {
@@ -283,14 +308,14 @@ func TestFaultHang(t *testing.T) {
 					}
 				}
 				if fastest < wait-100*time.Millisecond {
-					t.Errorf("an unknown kid was answered after %v, before WaitTimeout (%v): the hung refresh was not waited for", fastest, wait)
+					t.Errorf("%s: one was answered after %v, before WaitTimeout (%v): the hung refresh was not waited for", what, fastest, wait)
 				}
 				if !hxWaitFor(hxEventWait, reached) {
-					t.Fatal("the unknown kids started no fetch")
+					t.Fatalf("%s: no fetch reached the issuer", what)
 				}
 				_ = e.keys.Close() // ends the hung refresh
 				e.checkFetches(t, "hang", s, 1, "hang")
-				t.Logf("WaitTimeout %v: unknown kids answered after %v-%v", wait, fastest.Round(time.Millisecond), worst.Round(time.Millisecond))
+				t.Logf("WaitTimeout %v: %s answered after %v-%v", wait, what, fastest.Round(time.Millisecond), worst.Round(time.Millisecond))
 			}
 
 			e.close()
