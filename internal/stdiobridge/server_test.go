@@ -16,5 +16,9 @@ func TestMain(m *testing.M) {
 		testserver.Main()
 		return
 	}
+	if os.Getenv(hostileEnv) != "" {
+		hostileMain() // attack_test.go
+		return
+	}
 	os.Exit(m.Run())
 }
