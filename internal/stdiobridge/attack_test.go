@@ -604,3 +604,32 @@ func TestAttackFDs(t *testing.T) {
 	h.srv.CloseClientConnections()
 	waitFor(t, func() bool { return count() <= before })
 }
+
+// TestAttackNULInIdentity: a user field holding a NUL cannot reach a
+// child's environment as it is (an environment string ends at NUL), and
+// removing it would give the child another user's name ("adm\x00in" as
+// "admin"): such a user gets 403, no child.
+func TestAttackNULInIdentity(t *testing.T) {
+	users := map[string]User{
+		"admin": {Key: "u-admin", Issuer: "https://as.example", Subject: "admin"},
+		"nul":   {Key: "u-nul", Issuer: "https://as.example", Subject: "adm\x00in"},
+		"nulc":  {Key: "u-nulc", Issuer: "https://as.example", Subject: "x", Client: "c\x00"},
+		"nulst": {Key: "u-nult", Issuer: "https://as.example", Subject: "y", Tenant: "\x00"},
+		"nuli":  {Key: "u-nuli", Issuer: "https://as.example\x00", Subject: "z"},
+	}
+	h := newHostile(t, Config{}, users)
+	sid := open(t, h, "admin")
+	if got := tool(t, h, "admin", sid, "env", "").text(); got != `"admin"` {
+		t.Fatalf("admin's child: subject %s", got)
+	}
+	for _, u := range []string{"nul", "nulc", "nulst", "nuli"} {
+		a := post(t, h, u, "", initBody)
+		if a.status != http.StatusForbidden {
+			sid := a.header.Get("Mcp-Session-Id")
+			t.Fatalf("%s: initialize %d, want 403 (its child sees subject %s)", u, a.status, tool(t, h, u, sid, "env", "").text())
+		}
+	}
+	if n := h.b.Children(); n != 1 {
+		t.Fatalf("children = %d, want 1", n)
+	}
+}

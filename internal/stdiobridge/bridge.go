@@ -311,9 +311,21 @@ func (b *Bridge) env(u User) []string {
 	for _, k := range slices.Sorted(mapKeys(b.cfg.Env)) {
 		env = append(env, k+"="+b.cfg.Env[k])
 	}
-	clean := func(v string) string { return strings.ReplaceAll(v, "\x00", "") }
-	return append(env, EnvIssuer+"="+clean(u.Issuer), EnvSubject+"="+clean(u.Subject),
-		EnvTenant+"="+clean(u.Tenant), EnvClient+"="+clean(u.Client))
+	return append(env, EnvIssuer+"="+u.Issuer, EnvSubject+"="+u.Subject,
+		EnvTenant+"="+u.Tenant, EnvClient+"="+u.Client)
+}
+
+// representable reports whether u's fields can reach a child's
+// environment as they are: an environment string ends at a NUL, and
+// dropping it would tell the child another user's name ("adm\x00in" as
+// "admin"), so a user with one gets no child.
+func representable(u User) bool {
+	for _, v := range [...]string{u.Issuer, u.Subject, u.Tenant, u.Client} {
+		if strings.IndexByte(v, 0) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 func mapKeys(m map[string]string) func(func(string) bool) {
@@ -429,7 +441,7 @@ func (b *Bridge) dropView(id string, s *session) bool {
 // sessions): POST, GET and DELETE.
 func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	u, ok := b.cfg.User(r)
-	if !ok || u.Key == "" {
+	if !ok || u.Key == "" || !representable(u) {
 		writeJSONError(w, http.StatusForbidden, nil, -32600, "Forbidden")
 		return
 	}
