@@ -633,3 +633,72 @@ func TestAttackNULInIdentity(t *testing.T) {
 		t.Fatalf("children = %d, want 1", n)
 	}
 }
+
+// TestAttackDirSymlink: a symbolic link placed in the base (by an
+// operator, a backup restore, another child) that makes one user's
+// directory another's is refused: the child is not started in it.
+func TestAttackDirSymlink(t *testing.T) {
+	base := t.TempDir()
+	h := newHostile(t, Config{Dir: base + "/{tenant}/{subject}"}, nil)
+	sid := open(t, h, "alice")
+	aliceDir := tool(t, h, "alice", sid, "cwd", "").text()
+	if aliceDir != base+"/t1/alice" {
+		t.Fatalf("alice's cwd %q", aliceDir)
+	}
+	for _, target := range []string{"alice", aliceDir} {
+		_ = os.Remove(base + "/t1/bob")
+		if err := os.Symlink(target, base+"/t1/bob"); err != nil {
+			t.Fatal(err)
+		}
+		a := post(t, h, "bob", "", initBody)
+		if a.status == http.StatusOK {
+			t.Fatalf("bob's initialize through a link to %s: 200, his child's cwd %q, want no child", target,
+				tool(t, h, "bob", a.header.Get("Mcp-Session-Id"), "cwd", "").text())
+		}
+		if a.status != http.StatusBadGateway {
+			t.Fatalf("bob: %d %v, want 502", a.status, a.msgs)
+		}
+	}
+	// A link above the user's directory is refused as well.
+	if err := os.Symlink(base+"/t1", base+"/t2"); err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]User{"mallory": {Key: "u-m", Issuer: "https://as.example", Subject: "alice", Tenant: "t2"}}
+	h2 := newHostile(t, Config{Dir: base + "/{tenant}/{subject}"}, users)
+	if a := post(t, h2, "mallory", "", initBody); a.status != http.StatusBadGateway {
+		t.Fatalf("mallory through a tenant link: %d, want 502", a.status)
+	}
+}
+
+// TestAttackDirShared: a dir template that gives two users one directory
+// (clients acting for themselves have no subject, so {subject} is "~"
+// for all of them; a template without {issuer} in front of two issuers)
+// serves the directory to the first user only: the second is refused,
+// logged, never started in it, also after a restart of the proxy.
+func TestAttackDirShared(t *testing.T) {
+	base := t.TempDir()
+	users := map[string]User{
+		"app1":   {Key: "c-app1", Issuer: "https://as.example", Tenant: "t1", Client: "app1"},
+		"app2":   {Key: "c-app2", Issuer: "https://as.example", Tenant: "t1", Client: "app2"},
+		"alice1": {Key: "u-alice-1", Issuer: "https://one.example", Subject: "alice", Tenant: "t1"},
+		"alice2": {Key: "u-alice-2", Issuer: "https://two.example", Subject: "alice", Tenant: "t1"},
+	}
+	for i := range 2 { // the second round: a new bridge on the same base, as after a restart
+		h := newHostile(t, Config{Dir: base + "/{tenant}/{subject}"}, users)
+		for _, pair := range [][2]string{{"app1", "app2"}, {"alice1", "alice2"}} {
+			sid := open(t, h, pair[0])
+			dir := tool(t, h, pair[0], sid, "cwd", "").text()
+			a := post(t, h, pair[1], "", initBody)
+			if a.status == http.StatusOK {
+				t.Fatalf("round %d: %s and %s: 200, cwd %q and %q; want one directory per user", i, pair[0], pair[1], dir,
+					tool(t, h, pair[1], a.header.Get("Mcp-Session-Id"), "cwd", "").text())
+			}
+			if a.status != http.StatusBadGateway {
+				t.Fatalf("%s: %d, want 502", pair[1], a.status)
+			}
+		}
+		if !strings.Contains(h.log.String(), "belongs to another user") {
+			t.Fatalf("log: %s", h.log.String())
+		}
+	}
+}

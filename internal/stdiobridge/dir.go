@@ -1,9 +1,12 @@
 package stdiobridge
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -98,9 +101,24 @@ func (d *dirTemplate) render(u User) string {
 	return filepath.Join(parts...)
 }
 
+// ownersDir is the directory under the base that records which user
+// each user directory belongs to. A rendered directory's first component
+// is a placeholder's value, which never starts with a dot, so it is
+// never a user's.
+const ownersDir = ".mcpguard-owners"
+
+// errDirOwned is a user's directory that another user's child used
+// first: the template renders both users to one directory.
+var errDirOwned = errors.New("the directory belongs to another user: the dir template does not tell these users apart (add {user}, or {issuer} and {client})")
+
 // make creates the user's directory under the base, mode 0700, through
-// an os.Root on the base (no symbolic link leads out of it), and
-// returns its path.
+// an os.Root on the base, and returns its path. No component under the
+// base may be a symbolic link (os.Root keeps a link inside the base,
+// not inside the user's own directory), and the directory must not be
+// another user's: the first user whose child uses it owns it (a record
+// in ownersDir), so that a template that renders two users alike (a
+// {subject} without {issuer} in front of two issuers; "~", the empty
+// subject of every client acting for itself) serves the second none.
 func (d *dirTemplate) make(u User) (string, error) {
 	if err := os.MkdirAll(d.base, 0o700); err != nil {
 		return "", err
@@ -114,11 +132,71 @@ func (d *dirTemplate) make(u User) (string, error) {
 		return "", err
 	}
 	defer root.Close()
-	if err := root.MkdirAll(rel, 0o700); err != nil {
-		return "", err
+	p := ""
+	for _, c := range strings.Split(rel, string(filepath.Separator)) {
+		p = filepath.Join(p, c)
+		if err := mkdirNoLink(root, p); err != nil {
+			return "", err
+		}
 	}
 	if err := root.Chmod(rel, 0o700); err != nil {
 		return "", err
 	}
+	if err := claim(root, rel, u); err != nil {
+		return "", fmt.Errorf("%s: %w", filepath.Join(d.base, rel), err)
+	}
 	return filepath.Join(d.base, rel), nil
+}
+
+// mkdirNoLink makes directory p under root unless it is one, and fails
+// when p is a symbolic link or not a directory.
+func mkdirNoLink(root *os.Root, p string) error {
+	if err := root.Mkdir(p, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	fi, err := root.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if fi.Mode()&fs.ModeSymlink != 0 || !fi.IsDir() {
+		return fmt.Errorf("%s under the base is a symbolic link or not a directory", p)
+	}
+	return nil
+}
+
+// claim records u as the owner of directory rel, or checks that it is.
+// The record appears whole or not at all (a link to a written file).
+func claim(root *os.Root, rel string, u User) error {
+	if err := mkdirNoLink(root, ownersDir); err != nil {
+		return err
+	}
+	hr := sha256.Sum256([]byte(rel))
+	name := filepath.Join(ownersDir, hex.EncodeToString(hr[:16]))
+	hu := sha256.Sum256([]byte(u.Key))
+	owner := hex.EncodeToString(hu[:])
+	got, err := root.ReadFile(name)
+	if errors.Is(err, fs.ErrNotExist) {
+		var rb [8]byte
+		_, _ = rand.Read(rb[:])
+		tmp := name + ".tmp" + hex.EncodeToString(rb[:])
+		if err := root.WriteFile(tmp, []byte(owner), 0o600); err != nil {
+			return err
+		}
+		err = root.Link(tmp, name)
+		_ = root.Remove(tmp)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+		got, err = root.ReadFile(name) // another start claimed it first
+	}
+	if err != nil {
+		return err
+	}
+	if string(got) != owner {
+		return errDirOwned
+	}
+	return nil
 }
