@@ -284,7 +284,9 @@ type Stdio struct {
 	// one ends the child. Zero means 4 MiB.
 	MaxMessageBytes int `yaml:"max_message_bytes"`
 	// MaxQueued bounds, per session, the requests in flight and the
-	// child's messages waiting for a client. Zero means 256.
+	// child's messages waiting for a client, and with PerUser the
+	// sessions of a child (a further initialize ends the oldest). Zero
+	// means 256.
 	MaxQueued int `yaml:"max_queued"`
 	// PerUser shares one child between the sessions (2025-11-25) of a
 	// user instead of starting one per session; it is never shared

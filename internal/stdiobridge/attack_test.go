@@ -702,3 +702,30 @@ func TestAttackDirShared(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackViewsBounded: with PerUser, one user opening sessions
+// without end (initialize, never DELETE) keeps at most max_queued of them
+// on the child; the oldest ends (404), the newest work.
+func TestAttackViewsBounded(t *testing.T) {
+	h := newHostile(t, Config{PerUser: true, MaxQueued: 4}, nil)
+	var sids []string
+	for range 10 {
+		a := post(t, h, "alice", "", initBody)
+		if a.status != http.StatusOK {
+			t.Fatalf("initialize: %d", a.status)
+		}
+		sids = append(sids, a.header.Get("Mcp-Session-Id"))
+	}
+	h.b.mu.Lock()
+	n := len(h.b.views)
+	h.b.mu.Unlock()
+	if n > 4 {
+		t.Fatalf("%d sessions on alice's child, want at most max_queued 4", n)
+	}
+	for i, sid := range sids {
+		a := tool(t, h, "alice", sid, "pid", "")
+		if want := map[bool]int{true: http.StatusNotFound, false: http.StatusOK}[i < 6]; a.status != want {
+			t.Errorf("session %d: %d, want %d", i, a.status, want)
+		}
+	}
+}

@@ -96,7 +96,9 @@ type Config struct {
 	// the child. Zero means DefaultMaxMessageBytes.
 	MaxMessageBytes int
 	// MaxQueued bounds the messages waiting for a client in one session
-	// and the requests in flight in it. Zero means DefaultMaxQueued.
+	// and the requests in flight in it, and with PerUser the client
+	// sessions of a child (a further initialize ends the oldest). Zero
+	// means DefaultMaxQueued.
 	MaxQueued int
 	// PerUser shares one child between the sessions of a user: the
 	// first session's initialize starts it, later sessions of the same
@@ -210,6 +212,7 @@ type Bridge struct {
 	sessions map[string]*session
 	shared   map[string]*sharedChild // children shared by a user's requests, by key
 	views    map[string]*session     // client sessions of shared children, by session id
+	viewIDs  map[*session][]string   // the client sessions of each shared child, oldest first
 	perUser  map[string]int
 	running  int
 	closed   bool
@@ -230,7 +233,7 @@ func New(cfg Config) (*Bridge, error) {
 		return nil, fmt.Errorf("%w: command %q: %w", ErrConfig, cfg.Command[0], err)
 	}
 	dir, _ := parseDir(cfg.Dir)
-	b := &Bridge{cfg: cfg, path: path, dir: dir, log: cfg.Logger, sessions: map[string]*session{}, shared: map[string]*sharedChild{}, views: map[string]*session{}, perUser: map[string]int{},
+	b := &Bridge{cfg: cfg, path: path, dir: dir, log: cfg.Logger, sessions: map[string]*session{}, shared: map[string]*sharedChild{}, views: map[string]*session{}, viewIDs: map[*session][]string{}, perUser: map[string]int{},
 		stopJanitor: make(chan struct{}), janitorDone: make(chan struct{})}
 	go b.janitor()
 	return b, nil
@@ -399,11 +402,10 @@ func (b *Bridge) remove(s *session) {
 	if sc := b.shared[s.sharedKey]; s.sharedKey != "" && sc != nil && sc.s == s {
 		delete(b.shared, s.sharedKey)
 	}
-	for id, v := range b.views {
-		if v == s {
-			delete(b.views, id)
-		}
+	for _, id := range b.viewIDs[s] {
+		delete(b.views, id)
 	}
+	delete(b.viewIDs, s)
 	b.mu.Unlock()
 }
 
@@ -429,12 +431,9 @@ func (b *Bridge) dropView(id string, s *session) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	delete(b.views, id)
-	for _, v := range b.views {
-		if v == s {
-			return false
-		}
-	}
-	return true
+	ids := slices.DeleteFunc(b.viewIDs[s], func(v string) bool { return v == id })
+	b.viewIDs[s] = ids
+	return len(ids) == 0
 }
 
 // ServeHTTP serves the Streamable HTTP endpoint (MCP 2025-11-25

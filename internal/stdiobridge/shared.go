@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"net/http"
+	"slices"
 )
 
 // With Config.PerUser, the sessions of one user share one child: the
@@ -15,7 +16,9 @@ import (
 // names a request of its own session; a notification of the child goes
 // to every open GET stream of its sessions, a request of the child to
 // the oldest request in flight (a child asks while it serves one) or one
-// GET stream. Deleting a session ends the child with the last one.
+// GET stream. Deleting a session ends the child with the last one. A
+// child keeps at most MaxQueued sessions: a later initialize ends the
+// oldest (404 next).
 
 // sessionKey is the key of a user's shared session child in b.shared.
 func sessionKey(u User) string { return "session\x00" + u.Key }
@@ -37,13 +40,26 @@ func (b *Bridge) initializeShared(w http.ResponseWriter, r *http.Request, u User
 	s.mu.Lock()
 	init, ended := s.initResult, s.ended
 	s.mu.Unlock()
+	evicted := ""
 	b.mu.Lock()
 	if !ended && b.sessions[s.id] == s {
 		b.views[id] = s
+		ids := append(b.viewIDs[s], id)
+		if len(ids) > b.cfg.MaxQueued {
+			// A user who opens sessions without end (a client that never
+			// sends DELETE reconnects with a new one) keeps the newest.
+			evicted = ids[0]
+			delete(b.views, evicted)
+			ids = slices.Delete(ids, 0, 1)
+		}
+		b.viewIDs[s] = ids
 	} else {
 		ended = true
 	}
 	b.mu.Unlock()
+	if evicted != "" {
+		s.log.Info("stdio: the oldest session of the user's child ended: max_queued sessions", "ended", evicted[:8])
+	}
 	if ended {
 		writeJSONError(w, http.StatusBadGateway, m.id, -32603, "Server unavailable")
 		return
