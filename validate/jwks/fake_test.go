@@ -2,6 +2,7 @@ package jwks
 
 import (
 	"bytes"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -261,6 +262,33 @@ func (s *Source) idle() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.running == nil
+}
+
+// eventWait bounds a wait for something the source does by itself, or
+// for a call that must return: generous, so that only a bug, never a
+// loaded machine, exhausts it.
+const eventWait = 30 * time.Second
+
+// eventCtx is a context that ends after eventWait. With noWait, a call
+// that waited (for a deferred refresh or its WaitTimeout) rather than
+// returning at once ends with its error instead of hanging the test.
+func eventCtx(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), eventWait)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// noWait makes every wait of cfg outlast eventWait: a deferred refresh
+// armed by a refusal fires an hour later at the earliest, and WaitTimeout
+// is an hour, so a call that waits at all is told apart from one that
+// does not by its outcome (its eventCtx ends), not by its latency. The
+// pinned clock opens the rate limit when the test advances it by
+// RefreshRateLimit.
+func noWait(cfg Config) Config {
+	cfg.RefreshRateLimit = time.Hour
+	cfg.WaitTimeout = time.Hour
+	return cfg
 }
 
 // eventually polls cond every 5 ms for at most d.

@@ -61,13 +61,12 @@ func TestRekeyTwiceWithinRateLimit(t *testing.T) {
 	if _, err := v.Validate(t.Context(), iss.Token(t, authtest.Token{})); err != nil {
 		t.Fatalf("token by the second new key, on first presentation: %v", err)
 	}
-	// Accepted at all means the deferred refresh came within the wait
-	// (the rate limit, then WaitTimeout, 2 s); the bound adds slack for a
-	// loaded machine's request overhead.
+	// Accepted at all means the deferred refresh ended the wait, within
+	// its bound (the armed timer, then WaitTimeout, 2 s; a wait that ran
+	// out is errWaitTimeout, a refusal). That the timer is armed for when
+	// the limit opens is TestDeferredRefreshArmedForLimit's, on a pinned
+	// clock; the latency is not timed here.
 	took := time.Since(start)
-	if took > 4*time.Second+2*time.Second+10*time.Second {
-		t.Errorf("second new key accepted after %v, want at most about %v", took, 4*time.Second)
-	}
 	if got := iss.Requests(iss.JWKSURL); got != 3 {
 		t.Errorf("fetches = %d, want 3 (initial, on-demand, deferred)", got)
 	}
@@ -157,14 +156,14 @@ func TestRotationAcceptedOnFirstPresentation(t *testing.T) {
 			}
 			before := iss.Requests(iss.JWKSURL)
 
+			// Accepted at all means the deferred refresh ended the wait
+			// within its bound (see TestRekeyTwiceWithinRateLimit).
 			tok := iss.Token(t, tt.rotate(iss))
 			start := time.Now()
 			if _, err := v.Validate(t.Context(), tok); err != nil {
 				t.Fatalf("new token on first presentation: %v", err)
 			}
-			if d := time.Since(start); d > limit+2*time.Second {
-				t.Errorf("new token accepted after %v, want about %v at most", d, limit)
-			}
+			t.Logf("new token accepted after %v (limit %v)", time.Since(start), limit)
 			if got := iss.Requests(iss.JWKSURL); got != before+1 {
 				t.Errorf("fetches after rotation = %d, want %d", got, before+1)
 			}

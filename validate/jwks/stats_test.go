@@ -29,3 +29,14 @@ func (s *Source) stats() stats {
 
 // FetchesOf is stats().Fetches for the external tests (package jwks_test).
 func FetchesOf(s *Source) int { return int(s.fetches.Load()) }
+
+// RunningJoins reports, for the external tests, whether a refresh is
+// running and how many calls joined it rather than starting it.
+func RunningJoins(s *Source) (running bool, joined int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running == nil {
+		return false, 0
+	}
+	return true, s.running.joined
+}
