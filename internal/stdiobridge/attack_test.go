@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -727,5 +729,75 @@ func TestAttackViewsBounded(t *testing.T) {
 		if want := map[bool]int{true: http.StatusNotFound, false: http.StatusOK}[i < 6]; a.status != want {
 			t.Errorf("session %d: %d, want %d", i, a.status, want)
 		}
+	}
+}
+
+// childrenOf returns the processes whose parent is this test process:
+// live ones and zombies (not reaped).
+func childrenOf(t *testing.T) (live, zombies []int) {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skip("no /proc")
+	}
+	me := strconv.Itoa(os.Getpid())
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so after the last ')'.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 2 || f[1] != me {
+			continue
+		}
+		if f[0] == "Z" {
+			zombies = append(zombies, pid)
+		} else {
+			live = append(live, pid)
+		}
+	}
+	return live, zombies
+}
+
+// TestAttackCloseWhileStarting: Close while users' children are being
+// started leaves none running and none unreaped when it returns (this
+// test process's children, counted in /proc).
+func TestAttackCloseWhileStarting(t *testing.T) {
+	users := map[string]User{}
+	for i := range 2 {
+		users["u"+strconv.Itoa(i)] = User{Key: "u" + strconv.Itoa(i), Subject: "s" + strconv.Itoa(i)}
+	}
+	for round := range 20 {
+		h := newHostile(t, Config{StopGrace: 100 * time.Millisecond}, users)
+		var wg sync.WaitGroup
+		started := make(chan struct{}, len(users))
+		for u := range users {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				started <- struct{}{}
+				resp := rawPost(t, h.srv.URL, u, "", initBody)
+				resp.Body.Close()
+			}()
+		}
+		for range len(users) {
+			<-started
+		}
+		// Close as a start is under way: the bridge has the request once
+		// it counts a child (Children counts from the reservation).
+		for deadline := time.Now().Add(10 * time.Second); h.b.Children() == 0 && round%2 == 0 && time.Now().Before(deadline); {
+			runtime.Gosched()
+		}
+		_ = h.b.Close()
+		live, zombies := childrenOf(t)
+		if len(live)+len(zombies) > 0 {
+			t.Fatalf("round %d: after Close, children %v running and %v not reaped", round, live, zombies)
+		}
+		wg.Wait()
 	}
 }

@@ -219,7 +219,7 @@ type Bridge struct {
 
 	stopJanitor chan struct{}
 	janitorDone chan struct{}
-	wg          sync.WaitGroup // sessions' goroutines
+	wg          sync.WaitGroup // sessions' goroutines and starts under way
 }
 
 // New checks cfg, looks up the command and starts the idle janitor.
@@ -354,7 +354,11 @@ func (b *Bridge) start(u User, stateless bool, sharedKey string) (*session, erro
 	}
 	b.running++
 	b.perUser[u.Key]++
+	// Close waits for a start under way as for a session: one that sees
+	// Close below stops its child before Close returns.
+	b.wg.Add(1)
 	b.mu.Unlock()
+	defer b.wg.Done()
 	release := func() {
 		b.mu.Lock()
 		b.running--
