@@ -801,3 +801,25 @@ func TestAttackCloseWhileStarting(t *testing.T) {
 		wg.Wait()
 	}
 }
+
+// TestAttackSharedChildClient: a child shared by a user's clients (per
+// user, or stateless) was told the client of the request that started
+// it, and serves the user's other clients as well (docs/proxy.md,
+// Environment); another user's never.
+func TestAttackSharedChildClient(t *testing.T) {
+	users := map[string]User{
+		"app1": {Key: "u-alice", Issuer: "https://as.example", Subject: "alice", Client: "app1"},
+		"app2": {Key: "u-alice", Issuer: "https://as.example", Subject: "alice", Client: "app2"},
+		"bob":  {Key: "u-bob", Issuer: "https://as.example", Subject: "bob", Client: "app2"},
+	}
+	h := newHostile(t, Config{PerUser: true}, users)
+	s1, s2, s3 := open(t, h, "app1"), open(t, h, "app2"), open(t, h, "bob")
+	for _, tc := range []struct{ user, sid, want string }{{"app1", s1, "app1"}, {"app2", s2, "app1"}, {"bob", s3, "app2"}} {
+		if got := tool(t, h, tc.user, tc.sid, "client", "").text(); got != tc.want {
+			t.Errorf("%s: the child was told client %q, want %q", tc.user, got, tc.want)
+		}
+	}
+	if tool(t, h, "app2", s2, "pid", "").text() == tool(t, h, "bob", s3, "pid", "").text() {
+		t.Fatal("bob reached alice's child")
+	}
+}

@@ -120,6 +120,8 @@ func (h *hostile) tool(id json.RawMessage, name string, args map[string]any) {
 	case "cwd":
 		wd, _ := os.Getwd()
 		h.answer(id, wd)
+	case "client":
+		h.answer(id, os.Getenv(EnvClient))
 	case "env":
 		h.answer(id, fmt.Sprintf("%q", os.Getenv(EnvSubject)))
 	case "wrong_id":
