@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/mcpguard/mcpguard/internal/strictjson"
@@ -117,6 +119,46 @@ func FuzzStatelessRewrite(f *testing.F) {
 		m, err := parseMessage(&pool, out)
 		if err != nil || m.kind != kindResponse || string(m.id) != "7" {
 			t.Fatalf("discoverResponse(%q) = %q: %v", in, out, err)
+		}
+	})
+}
+
+// FuzzDirRender: whatever the user's claims (the token's, untrusted), the
+// directory rendered from a template is one path below the base: each
+// placeholder one component, never empty, ".", ".." or with a separator
+// or NUL, kept only when safe, and two different values never render
+// alike.
+func FuzzDirRender(f *testing.F) {
+	for _, s := range [][2]string{
+		{"alice", "t1"}, {"../../etc", ""}, {"a/b", "."}, {"..", "~"}, {"Alice", "alice"}, {"\x00", "%2e%2e"},
+		{"\u2024\u2024", "\uff0f"}, {"~0123456789abcdef0123456789abcdef", "x"}, {strings.Repeat("a", 65), strings.Repeat("a", 64)},
+	} {
+		f.Add(s[0], s[1])
+	}
+	d, err := parseDir("/srv/mcp/{tenant}/{subject}/{user}")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		for _, v := range []string{a, b} {
+			c := component(v)
+			if c == "" || c == "." || c == ".." || strings.ContainsAny(c, "/\x00") || len(c) > 64 {
+				t.Fatalf("component(%q) = %q", v, c)
+			}
+			if c != v && (!strings.HasPrefix(c, "~") || len(c) != 33) && (v != "" || c != "~") {
+				t.Fatalf("component(%q) = %q: neither the value nor its hash", v, c)
+			}
+			if c == v && strings.ToLower(v) != v {
+				t.Fatalf("component(%q) kept a value with upper case", v)
+			}
+		}
+		if a != b && component(a) == component(b) {
+			t.Fatalf("component(%q) == component(%q)", a, b)
+		}
+		rel := d.render(User{Key: a + "|" + b, Subject: a, Tenant: b})
+		full := filepath.Join(d.base, rel)
+		if !strings.HasPrefix(full, d.base+"/") || strings.Count(rel, "/") != 2 || filepath.Clean(full) != full {
+			t.Fatalf("render(%q, %q) = %q", a, b, full)
 		}
 	})
 }
