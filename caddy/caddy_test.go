@@ -30,6 +30,7 @@ import (
 	"github.com/mcpguard/mcpguard/cimd"
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/internal/devmint"
+	"github.com/mcpguard/mcpguard/internal/heldport"
 	"github.com/mcpguard/mcpguard/internal/redistest"
 )
 
@@ -153,14 +154,12 @@ func startEverything(t *testing.T, node string) string {
 	return ""
 }
 
+// freePort is a loopback port for a Caddy process, outside the ephemeral
+// range (heldport): a port that a closed port-0 listener gave back could
+// be taken by any outgoing connection on the machine before Caddy binds it.
 func freePort(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	_, p, _ := net.SplitHostPort(l.Addr().String())
+	_, p, _ := net.SplitHostPort(heldport.New(t, 1).Take())
 	return p
 }
 

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"time"
 
 	"github.com/mcpguard/mcpguard/authtest"
+	"github.com/mcpguard/mcpguard/internal/heldport"
 )
 
 // bridgeBenchEnv enables TestStdioBridgeBench; its value is the number of
@@ -296,13 +296,9 @@ func startMcpguardBridge(ctx context.Context, t *testing.T, dir string, child []
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	// The resource names the proxy's address, so the port is chosen
-	// first (a benchmark run by hand; the window is tiny).
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	// first: outside the ephemeral range (heldport), which no outgoing
+	// connection or port-0 listener is given meanwhile.
+	addr := heldport.New(t, 1).Take()
 	resource := "http://" + addr + "/mcp"
 	iss := authtest.NewIssuer(t, authtest.IssuerConfig{Audience: resource, Now: time.Now})
 	cfg, err := json.Marshal(map[string]any{"routes": []any{map[string]any{

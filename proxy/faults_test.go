@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/heldport"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -91,9 +91,10 @@ func TestUpstreamFailures(t *testing.T) {
 		})
 	}
 	t.Run("down", func(t *testing.T) {
-		ln, _ := net.Listen("tcp", "127.0.0.1:0")
-		dead := "http://" + ln.Addr().String() + "/mcp"
-		ln.Close()
+		// Nothing listens there: a port outside the ephemeral range
+		// (heldport), which no outgoing connection or port-0 listener is
+		// given meanwhile.
+		dead := "http://" + heldport.New(t, 1).Take() + "/mcp"
 		e := newTestEnv(t, envOptions{route: func(r *proxy.Route) { r.Upstream = dead }})
 		resp := do(t, "GET", e.resource, "", http.Header{"Authorization": {"Bearer " + e.token(t, "alice", baseScope)}, "Accept": {"text/event-stream"}})
 		body := readAll(t, resp)

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpguard/mcpguard/internal/heldport"
 )
 
 // chromiumPath is Debian's chromium (apt-get install chromium); no test
@@ -54,8 +56,8 @@ func requireChromium(t *testing.T) {
 // the CLI) for one server and protocol era, with its own home directory
 // (stored OAuth state and secrets), and returns the page's address with
 // its API token. The web UI needs a fixed port (CLIENT_PORT; 0 is
-// refused): a free one is picked and, if another process takes it first,
-// another, up to three times.
+// refused): one outside the ephemeral range is picked (heldport) and, if
+// another process takes it first, another, up to three times.
 func startInspectorWeb(t *testing.T, node, inspector, mcpURL, era string) string {
 	t.Helper()
 	token := make([]byte, 16)
@@ -65,15 +67,10 @@ func startInspectorWeb(t *testing.T, node, inspector, mcpURL, era string) string
 	home := t.TempDir()
 	var log syncBuf
 	for attempt := range 3 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		_ = l.Close()
+		_, port, _ := net.SplitHostPort(heldport.New(t, 1).Take())
 		cmd := exec.Command(node, inspector, "--web", "--transport", "http", "--server-url", mcpURL, "--protocol-era", era)
 		cmd.Env = append(os.Environ(), "HOME="+home,
-			fmt.Sprintf("CLIENT_PORT=%d", port),
+			"CLIENT_PORT="+port,
 			"MCP_SANDBOX_PORT=0", "MCP_APP_ORIGIN_PORT=0", // OS-assigned: the MCP Apps sandbox is not used
 			"MCP_INSPECTOR_API_TOKEN="+hex.EncodeToString(token),
 			"MCP_AUTO_OPEN_ENABLED=false", // the test opens the page in its own browser
@@ -119,13 +116,13 @@ func startInspectorWeb(t *testing.T, node, inspector, mcpURL, era string) string
 						t.Logf("inspector web output:\n%s", &log)
 					}
 				})
-				return fmt.Sprintf("http://127.0.0.1:%d/?MCP_INSPECTOR_API_TOKEN=%s", port, hex.EncodeToString(token))
+				return "http://127.0.0.1:" + port + "/?MCP_INSPECTOR_API_TOKEN=" + hex.EncodeToString(token)
 			}
 			stop()
 			if !strings.Contains(log.String(), "PORT IS IN USE") {
 				t.Fatalf("inspector web exited before it was ready:\n%s", &log)
 			}
-			t.Logf("attempt %d: port %d was taken, trying another", attempt+1, port)
+			t.Logf("attempt %d: port %s was taken, trying another", attempt+1, port)
 		case <-time.After(60 * time.Second):
 			stop()
 			t.Fatalf("inspector web not ready after 60s:\n%s", &log)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -17,6 +16,7 @@ import (
 	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/examples/mcpserver/server"
 	"github.com/mcpguard/mcpguard/internal/devmint"
+	"github.com/mcpguard/mcpguard/internal/heldport"
 	"github.com/mcpguard/mcpguard/validate"
 )
 
@@ -88,12 +88,9 @@ func runCmd(t *testing.T, env map[string]string, args ...string) (int, string, s
 func TestExitCodes(t *testing.T) {
 	good, _ := startExample(t, nil)
 	bad, _ := startExample(t, noErrorCode)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := "http://" + ln.Addr().String() + "/mcp"
-	ln.Close()
+	// Nothing listens there: a port outside the ephemeral range (heldport),
+	// which no outgoing connection or port-0 listener is given meanwhile.
+	closed := "http://" + heldport.New(t, 1).Take() + "/mcp"
 
 	tests := []struct {
 		name string
