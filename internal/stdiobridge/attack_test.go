@@ -823,3 +823,30 @@ func TestAttackSharedChildClient(t *testing.T) {
 		t.Fatal("bob reached alice's child")
 	}
 }
+
+// TestAttackChildRequestFlood: a child that sends requests the bridge
+// refuses itself (roots/list without forward_roots; any request of a
+// stateless child) and does not read its stdin holds the bridge to one
+// refusal at a time: no goroutine or buffer per request.
+func TestAttackChildRequestFlood(t *testing.T) {
+	h := newHostile(t, Config{RequestTimeout: 2 * time.Second, StopGrace: 100 * time.Millisecond}, nil)
+	sid := open(t, h, "alice")
+	base := runtime.NumGoroutine()
+	done := make(chan answer, 1)
+	go func() { done <- tool(t, h, "alice", sid, "flood_requests", `{"n":20000}`) }()
+	peak := 0
+	for {
+		peak = max(peak, runtime.NumGoroutine()-base)
+		if peak > 1000 {
+			t.Fatalf("%d goroutines more than before the flood, want a bounded few", peak)
+		}
+		select {
+		case a := <-done:
+			if a.last() != `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Server process ended"}}` {
+				t.Fatalf("flooding child's call: %v", a.msgs)
+			}
+			return
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

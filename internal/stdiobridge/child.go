@@ -86,9 +86,9 @@ func (c *child) write(msg []byte, timeout time.Duration) error {
 // waits until it is reaped or ctx ends.
 func (c *child) stop(ctx context.Context) {
 	c.stopOnce.Do(func() {
-		c.wmu.Lock()
+		// Not under wmu: a write blocked on a child that does not read
+		// (up to writeTimeout, and more behind it) ends with the close.
 		_ = c.stdin.Close()
-		c.wmu.Unlock()
 		select {
 		case <-c.exited:
 		default:

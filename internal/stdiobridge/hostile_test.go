@@ -95,6 +95,12 @@ func hostileMain() {
 			h.mu.Unlock()
 		case m.Method == "initialize":
 			h.line(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"hostile","version":"1"}}}`)
+		case m.Method == "tools/call" && m.Params.Name == "flood_requests":
+			// Requests to the client without end, and stdin never read again.
+			for i := range argInt(m.Params.Arguments, "n", 20000) {
+				h.line(`{"jsonrpc":"2.0","id":"r` + strconv.Itoa(i) + `","method":"roots/list"}`)
+			}
+			select {}
 		case m.Method == "tools/call":
 			go h.tool(m.ID, m.Params.Name, m.Params.Arguments)
 		default:

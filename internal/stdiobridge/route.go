@@ -35,10 +35,28 @@ read:
 			reason = "a line on stdout that is not a JSON-RPC message"
 			break
 		}
-		s.fromChild(m)
+		if !s.refused(m) {
+			s.fromChild(m)
+		}
 	}
 	close(s.readerDone)
 	go s.end(reason)
+}
+
+// refused answers a child's request that no client may receive (any
+// request of a stateless child: a stateless client receives none;
+// roots/list unless ForwardRoots) with -32601, and reports whether m was
+// one. It writes from the reader itself: a child that sends such
+// requests without reading its stdin stops its own output, instead of
+// costing the bridge a goroutine and a buffer per request.
+func (s *session) refused(m message) bool {
+	if m.kind != kindRequest || !s.stateless && (m.method != "roots/list" || s.b.cfg.ForwardRoots) {
+		return false
+	}
+	if err := s.ch.write(errorResponse(m.id, -32601, "Method not found"), writeTimeout); err != nil {
+		go s.end("stdin not writable: " + err.Error())
+	}
+	return true
 }
 
 // readStderr logs the child's stderr, line by line, tagged with the
@@ -84,11 +102,6 @@ func (s *session) fromChild(m message) {
 		close(c.fin)
 		return
 	case kindRequest:
-		if s.stateless || m.method == "roots/list" && !s.b.cfg.ForwardRoots {
-			// A stateless client receives no server-to-client request.
-			go func() { _ = s.ch.write(errorResponse(m.id, -32601, "Method not found"), writeTimeout) }()
-			return
-		}
 		if len(s.serverReqs) >= s.b.cfg.MaxQueued {
 			s.log.Warn("stdio: child request dropped: too many waiting for the client", "method", m.method)
 			return
