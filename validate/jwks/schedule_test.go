@@ -119,12 +119,16 @@ func TestDeferredRefreshArmedForLimit(t *testing.T) {
 // waiter whose context ends stops waiting. A call is told apart by its
 // outcome, not its latency: a waiter gets the deferred refresh's outcome
 // (unknown_key alone: the refresh succeeded without the kid), a refused
-// call errRateLimited. The limit is long enough that the whole flood,
-// released together, arrives within it on a loaded machine.
+// call errRateLimited. Nothing is timed: on the pinned clock with a limit
+// (and WaitTimeout) of an hour the deferred refresh's timer never fires
+// during the test, so the whole flood arrives within the limit however
+// loaded the machine; once 8 calls were refused and 4 wait, the test opens
+// the limit and starts a refresh, which any start adopts as the deferred
+// one, and its outcome releases the waiters.
 func TestDeferredWaitersBounded(t *testing.T) {
-	const limit = 2 * time.Second
+	clk := newClock()
 	f := newFake(t, ecJWK(t, "k1"))
-	cfg := realClockConfig(t, f, limit)
+	cfg := noWait(testConfig(t, f, clk))
 	cfg.DeferredWaiters = 4
 	s := newSource(t, cfg)
 	waitFirst(t, s)
@@ -150,12 +154,19 @@ func TestDeferredWaitersBounded(t *testing.T) {
 		})
 	}
 	close(start)
+	if !waitFor(func() bool { return fast.Load() == 8 && s.deferredWaiters() == 4 }) {
+		t.Errorf("%d calls refused at once and %d waiting, want 8 and DeferredWaiters (4)", fast.Load(), s.deferredWaiters())
+	}
+	clk.Advance(cfg.RefreshRateLimit)
+	if err := s.Refresh(t.Context()); err != nil { // fetch 3, the deferred one
+		t.Fatalf("Refresh = %v", err)
+	}
 	wg.Wait()
 	if e := unexpectedErr.Load(); e != nil {
 		t.Fatalf("Keys(flood) = %v, want %v", e, validate.Error{Reason: "unknown_key"})
 	}
-	if waited.Load() > 4 || waited.Load() == 0 {
-		t.Errorf("%d calls waited, want 1 to DeferredWaiters (4)", waited.Load())
+	if waited.Load() != 4 || fast.Load() != 8 {
+		t.Errorf("%d calls waited and %d were refused at once, want DeferredWaiters (4) and 8", waited.Load(), fast.Load())
 	}
 	if got := f.hits.Load(); got != 3 {
 		t.Errorf("fetches = %d, want 3 (one deferred refresh for the whole flood)", got)
@@ -167,7 +178,24 @@ func TestDeferredWaitersBounded(t *testing.T) {
 	if _, err := s.Keys(ctx, "late"); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Keys with a short context = %v, want %v", err, context.DeadlineExceeded)
 	}
-	t.Logf("%d waited, %d refused at once", waited.Load(), fast.Load())
+}
+
+// deferredWaiters is the number of calls waiting for the deferred refresh.
+func (s *Source) deferredWaiters() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sched.waiters
+}
+
+// waitFor polls cond every millisecond for at most eventWait and reports
+// whether it became true.
+func waitFor(cond func() bool) bool {
+	for deadline := time.Now().Add(eventWait); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+	return true
 }
 
 // TestUnknownKidFloodRealClock floods unknown kids for a bounded time with
