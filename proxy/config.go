@@ -283,11 +283,15 @@ type Stdio struct {
 	// MaxMessageBytes bounds one line a child writes on stdout; a longer
 	// one ends the child. Zero means 4 MiB.
 	MaxMessageBytes int `yaml:"max_message_bytes"`
-	// MaxQueued bounds, per session, the requests in flight and the
-	// child's messages waiting for a client, and with PerUser the
-	// sessions of a child (a further initialize ends the oldest). Zero
-	// means 256.
+	// MaxQueued bounds, per session, the requests in flight, the child's
+	// messages waiting for a client and the events kept for resumption
+	// (with 4 × max_message_bytes bytes), and with PerUser the sessions of
+	// a child (a further initialize ends the oldest). Zero means 256.
 	MaxQueued int `yaml:"max_queued"`
+	// ResumeWindow keeps the SSE stream of a request whose client went
+	// away resumable with Last-Event-ID for this long once the child has
+	// answered (2025-11-25 sessions; "Resuming a stream"). Zero means 1m.
+	ResumeWindow time.Duration `yaml:"resume_window"`
 	// PerUser shares one child between the sessions (2025-11-25) of a
 	// user instead of starting one per session; it is never shared
 	// between users. Stateless (2026-07-28) requests of a user always

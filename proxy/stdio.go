@@ -24,7 +24,7 @@ func (x *route) bridgeConfig() stdiobridge.Config {
 		Command: s.Command, Env: s.Env, PassEnv: s.PassEnv, Dir: s.Dir,
 		MaxChildren: s.MaxChildren, MaxPerUser: s.MaxPerUser, StartTimeout: s.StartTimeout, IdleTimeout: s.IdleTimeout,
 		StopGrace: s.StopGrace, RequestTimeout: s.RequestTimeout, MaxMessageBytes: s.MaxMessageBytes, MaxQueued: s.MaxQueued,
-		ForwardRoots: s.ForwardRoots, PerUser: s.PerUser,
+		ResumeWindow: s.ResumeWindow, ForwardRoots: s.ForwardRoots, PerUser: s.PerUser,
 		User: stdioUser, Logger: x.log.With("component", "stdio"),
 	}
 }
@@ -53,7 +53,8 @@ func checkStdio(at string, r *Route) error {
 	}{{"max_children", int64(r.Stdio.MaxChildren)}, {"max_per_user", int64(r.Stdio.MaxPerUser)},
 		{"start_timeout", int64(r.Stdio.StartTimeout)}, {"idle_timeout", int64(r.Stdio.IdleTimeout)},
 		{"stop_grace", int64(r.Stdio.StopGrace)}, {"request_timeout", int64(r.Stdio.RequestTimeout)},
-		{"max_message_bytes", int64(r.Stdio.MaxMessageBytes)}, {"max_queued", int64(r.Stdio.MaxQueued)}} {
+		{"max_message_bytes", int64(r.Stdio.MaxMessageBytes)}, {"max_queued", int64(r.Stdio.MaxQueued)},
+		{"resume_window", int64(r.Stdio.ResumeWindow)}} {
 		if f.v < 0 {
 			return fmt.Errorf("%w: %s.stdio.%s must not be negative", ErrConfig, at, f.name)
 		}

@@ -1072,7 +1072,12 @@ checks.
 	for _, k := range slices.Sorted(maps.Keys(betterBehind)) {
 		fmt.Fprintf(&b, "- %s: %s\n", k, betterBehind[k])
 	}
-	b.WriteString("\n## Checks that differ behind the stdio bridge\n\nThe stdio way differs from the server's own Streamable HTTP mode in these checks only (the test allows exactly these):\n\n")
+	b.WriteString("\n## Checks that differ behind the stdio bridge\n\n")
+	if len(stdioDiffers) == 0 {
+		b.WriteString("None: every check of the stdio way has the status it has against the server's own Streamable HTTP mode (the test fails on any difference).\n")
+	} else {
+		b.WriteString("The stdio way differs from the server's own Streamable HTTP mode in these checks only (the test allows exactly these):\n\n")
+	}
 	for _, k := range slices.Sorted(maps.Keys(stdioDiffers)) {
 		fmt.Fprintf(&b, "- %s: %s\n", k, stdioDiffers[k])
 	}

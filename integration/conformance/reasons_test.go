@@ -83,6 +83,4 @@ var overTLS = map[string]string{
 // and its stdio mode behind mcpguard's stdio bridge (the stdio way), and
 // why: what the bridge does not do that the server's own HTTP transport
 // does. The test fails when a listed check no longer differs.
-var stdioDiffers = map[string]string{
-	"typescript 2025-11-25 server-sse-polling server-sse-priming-event": "a SHOULD of SEP-1699 (a WARNING, not a failure): the server's own HTTP transport keeps an event store, so it opens a POST's SSE stream with a priming event (an event ID, empty data) and replays after Last-Event-ID; the stdio bridge offers no resumption (its events carry no IDs, and a GET with Last-Event-ID opens the session's GET stream and replays nothing), so it sends no priming event, which would invite a resumption it cannot serve",
-}
+var stdioDiffers = map[string]string{}

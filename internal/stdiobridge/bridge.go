@@ -33,6 +33,7 @@ const (
 	DefaultRequestTimeout  = 10 * time.Minute
 	DefaultMaxMessageBytes = 4 << 20
 	DefaultMaxQueued       = 256
+	DefaultResumeWindow    = time.Minute
 	// writeTimeout bounds one line written to a child's stdin.
 	writeTimeout = 10 * time.Second
 	// retryAfter is the Retry-After of a 503 at the process bound.
@@ -95,11 +96,16 @@ type Config struct {
 	// MaxMessageBytes bounds one line a child writes: a longer one ends
 	// the child. Zero means DefaultMaxMessageBytes.
 	MaxMessageBytes int
-	// MaxQueued bounds the messages waiting for a client in one session
-	// and the requests in flight in it, and with PerUser the client
-	// sessions of a child (a further initialize ends the oldest). Zero
-	// means DefaultMaxQueued.
+	// MaxQueued bounds the messages waiting for a client in one session,
+	// the events a session keeps for resumption (with 4×MaxMessageBytes
+	// bytes; docs/proxy.md, "Resuming a stream") and the requests in
+	// flight in it, and with PerUser the client sessions of a child (a
+	// further initialize ends the oldest). Zero means DefaultMaxQueued.
 	MaxQueued int
+	// ResumeWindow is how long the SSE stream of a request whose client
+	// went away stays resumable (Last-Event-ID) once its response has
+	// come. Zero means DefaultResumeWindow.
+	ResumeWindow time.Duration
 	// PerUser shares one child between the sessions of a user: the
 	// first session's initialize starts it, later sessions of the same
 	// user are answered from its initialize result and reach the same
@@ -140,6 +146,7 @@ func (c Config) withDefaults() Config {
 	defD(&c.IdleTimeout, DefaultIdleTimeout)
 	defD(&c.StopGrace, DefaultStopGrace)
 	defD(&c.RequestTimeout, DefaultRequestTimeout)
+	defD(&c.ResumeWindow, DefaultResumeWindow)
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -489,6 +496,8 @@ func (b *Bridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.end("session deleted by the client")
 		} else if b.dropView(scope, s) {
 			s.end("the user's last session deleted by the client")
+		} else {
+			s.dropScope(scope)
 		}
 		w.WriteHeader(http.StatusNoContent)
 	default:
@@ -552,7 +561,7 @@ func (b *Bridge) initialize(w http.ResponseWriter, r *http.Request, u User, m me
 			m = m2
 		}
 	}
-	c, err := s.send(m, "")
+	c, err := s.send(m, "", false)
 	if err != nil {
 		s.end("initialize not written: " + err.Error())
 		writeJSONError(w, http.StatusBadGateway, m.id, -32603, "Server unavailable")

@@ -162,3 +162,26 @@ func FuzzDirRender(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLastEventID: parseEventID accepts exactly the IDs the bridge
+// writes (a 32-digit lowercase hex stream, '-', a canonical int64) and
+// gives back their parts.
+func FuzzLastEventID(f *testing.F) {
+	id := "0123456789abcdef0123456789abcdef"
+	for _, s := range []string{id + "-0", id + "-1", id + "-9223372036854775807", id + "-9223372036854775808",
+		id + "-01", id + "-", id, "", "-1", id + "-1\n", strings.ToUpper(id) + "-2", id + "-+1", id + "--1", "x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		stream, seq, err := parseEventID(v)
+		if err != nil {
+			return
+		}
+		if seq < 0 || len(stream) != streamIDLen {
+			t.Fatalf("%q: stream %q seq %d", v, stream, seq)
+		}
+		if again := string(appendEvent(nil, stream, seq, nil)); again != "id: "+v+"\ndata: \n\n" {
+			t.Fatalf("%q is not what the bridge writes: %q", v, again)
+		}
+	})
+}

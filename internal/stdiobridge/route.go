@@ -99,6 +99,15 @@ func (s *session) fromChild(m message) {
 		}
 		s.forget(c)
 		c.resp = m.withID(c.clientID)
+		if st := c.log; st != nil {
+			s.appendEvent(st, c.resp)
+			st.done = true
+			if st.lost && !st.reader {
+				s.freeLog(st)
+			} else {
+				s.expireLater(st)
+			}
+		}
 		close(c.fin)
 		return
 	case kindRequest:
@@ -124,24 +133,25 @@ func (s *session) fromChild(m message) {
 			return
 		}
 	}
-	// A notification goes to every GET stream (the client sessions of a
-	// shared child are one user's), a request to one.
-	sent := false
-	for _, g := range s.gets {
-		select {
-		case g.out <- m.raw:
-			sent = true
-		default:
-		}
-		if sent && m.kind == kindRequest {
-			break
-		}
-	}
-	if sent {
-		return
-	}
 	if s.stateless {
 		return // no stream outlives a stateless request
+	}
+	// A notification goes to every GET stream with a reader (the client
+	// sessions of a shared child are one user's), a request to one; with
+	// no reader, to the GET streams kept for resumption, else to the queue
+	// the first GET stream gets.
+	for _, gets := range []map[string]*sseLog{s.gets, s.getLogs} {
+		sent := false
+		for _, g := range gets {
+			s.appendEvent(g, m.raw)
+			sent = true
+			if m.kind == kindRequest {
+				break
+			}
+		}
+		if sent {
+			return
+		}
 	}
 	if len(s.queue) >= s.b.cfg.MaxQueued {
 		s.log.Warn("stdio: child message dropped: queue full", "method", m.method)
@@ -150,9 +160,13 @@ func (s *session) fromChild(m message) {
 	s.queue = append(s.queue, m.raw)
 }
 
-// toCall puts msg on c's stream, dropping it if the client does not
-// keep up (bounded).
+// toCall puts msg on c's stream: its log (resume.go) or, dropping it if
+// the client does not keep up (bounded), its channel.
 func (s *session) toCall(c *call, msg []byte) {
+	if c.log != nil {
+		s.appendEvent(c.log, msg)
+		return
+	}
 	select {
 	case c.out <- msg:
 	default:

@@ -16,16 +16,15 @@ type call struct {
 	clientID []byte // the client's raw id
 	scope    string // the client session of a shared child, or ""
 	method   string
-	childKey string // the id the child sees
-	progress string // the raw progress token, or ""
-	out      chan []byte
+	childKey string        // the id the child sees
+	progress string        // the raw progress token, or ""
+	out      chan []byte   // what the child sends for it, when log is nil
+	log      *sseLog       // its resumable SSE stream (resume.go), or nil
+	timer    *time.Timer   // the request timeout
 	fin      chan struct{} // closed with resp set (nil: the child ended)
 	resp     []byte
 	dropped  int
 }
-
-// stream is an open GET stream.
-type stream struct{ out chan []byte }
 
 // session is one MCP session: one child, one user.
 type session struct {
@@ -48,9 +47,14 @@ type session struct {
 	progress   map[string]*call   // by raw progress token
 	serverReqs map[string]bool    // the child's requests waiting for the client
 	inflight   []*call            // in order
-	gets       map[string]*stream // open GET streams, by scope
-	queue      [][]byte
-	initResult []byte // the child's initialize result, for a shared child
+	streams    map[string]*sseLog // SSE streams, by stream id (resume.go)
+	getLogs    map[string]*sseLog // GET streams, by scope
+	gets       map[string]*sseLog // GET streams with a reader, by scope
+	ord        uint64             // events added to streams
+	evN        int                // events kept in streams
+	evBytes    int                // their bytes
+	queue      [][]byte           // for the first GET stream
+	initResult []byte             // the child's initialize result, for a shared child
 	last       time.Time
 	ended      bool
 	endedCh    chan struct{}
@@ -61,7 +65,7 @@ type session struct {
 
 func newSession(b *Bridge, id string, u User, ch *child, log *slog.Logger, release func(), stateless bool, sharedKey string) *session {
 	s := &session{b: b, id: id, user: u, ch: ch, log: log.With("session", id[:8]), release: release, stateless: stateless, sharedKey: sharedKey,
-		gets: map[string]*stream{}, pending: map[string]*call{}, byClient: map[string]*call{}, progress: map[string]*call{}, serverReqs: map[string]bool{},
+		streams: map[string]*sseLog{}, getLogs: map[string]*sseLog{}, gets: map[string]*sseLog{}, pending: map[string]*call{}, byClient: map[string]*call{}, progress: map[string]*call{}, serverReqs: map[string]bool{},
 		last: time.Now(), endedCh: make(chan struct{}), readerDone: make(chan struct{})}
 	b.wg.Add(3)
 	go s.readStdout()
@@ -110,6 +114,14 @@ func (s *session) end(reason string) {
 		calls := s.inflight
 		s.inflight = nil
 		s.pending, s.byClient, s.progress = map[string]*call{}, map[string]*call{}, map[string]*call{}
+		for _, c := range calls {
+			c.timer.Stop()
+			if st := c.log; st != nil {
+				// Its stream's reader writes why before the stream ends.
+				s.appendEvent(st, errorResponse(c.clientID, -32603, "Server process ended"))
+				st.done = true
+			}
+		}
 		s.mu.Unlock()
 		for _, c := range calls {
 			close(c.fin) // resp nil: the child ended
@@ -130,6 +142,12 @@ func (s *session) end(reason string) {
 		case <-time.After(streamEndDelay):
 		}
 		close(s.endedCh)
+		s.mu.Lock()
+		for _, st := range s.streams {
+			s.freeLog(st)
+		}
+		s.queue = nil
+		s.mu.Unlock()
 		s.log.Info("stdio: child ended", "reason", reason, "exit", s.ch.exitReason())
 		s.release()
 	})
@@ -144,8 +162,9 @@ func (s *session) isEnded() bool {
 }
 
 // send registers a client request and writes it to the child with the
-// bridge's id.
-func (s *session) send(m message, scope string) (*call, error) {
+// bridge's id; resumable gives it an SSE stream with its connection
+// attached (resume.go), else what the child sends for it goes to c.out.
+func (s *session) send(m message, scope string, resumable bool) (*call, error) {
 	s.mu.Lock()
 	if s.ended {
 		s.mu.Unlock()
@@ -157,7 +176,20 @@ func (s *session) send(m message, scope string) (*call, error) {
 	}
 	s.next++
 	id := itoa(s.next)
-	c := &call{clientID: append([]byte(nil), m.id...), scope: scope, method: m.method, childKey: string(id), out: make(chan []byte, 16), fin: make(chan struct{})}
+	c := &call{clientID: append([]byte(nil), m.id...), scope: scope, method: m.method, childKey: string(id), fin: make(chan struct{})}
+	if resumable {
+		c.log = s.newLog(scope, c)
+	} else {
+		c.out = make(chan []byte, 16)
+	}
+	c.timer = time.AfterFunc(s.b.cfg.RequestTimeout, func() {
+		s.mu.Lock()
+		live := s.pending[c.childKey] == c
+		s.mu.Unlock()
+		if live {
+			s.end("no answer within the request timeout: hung")
+		}
+	})
 	if tok := m.progressToken(&s.b.pool); tok != nil {
 		c.progress = string(tok)
 		s.progress[c.progress] = c
@@ -186,6 +218,7 @@ func (s *session) done(c *call) {
 }
 
 func (s *session) forget(c *call) {
+	c.timer.Stop()
 	delete(s.pending, c.childKey)
 	if k := c.scope + "\x00" + string(c.clientID); s.byClient[k] == c {
 		delete(s.byClient, k)
@@ -269,11 +302,15 @@ func (s *session) cancelLine(m message, scope string) []byte {
 }
 
 // request serves a client request: the answer is an SSE stream carrying
-// what the child sends for it, then its response.
+// what the child sends for it, then its response; in a stateful session
+// that stream is resumable (resume.go), and the client going away does
+// not cancel the request. A client that does not take SSE gets the
+// response alone, as JSON.
 func (s *session) request(w http.ResponseWriter, r *http.Request, m message, scope string) {
 	s.active.Add(1)
 	defer s.active.Done()
-	c, err := s.send(m, scope)
+	sse := acceptsSSE(r)
+	c, err := s.send(m, scope, sse && !s.stateless)
 	switch {
 	case errors.Is(err, errBusy):
 		w.Header().Set("Retry-After", retryAfter)
@@ -288,7 +325,10 @@ func (s *session) request(w http.ResponseWriter, r *http.Request, m message, sco
 		writeJSONError(w, http.StatusNotFound, nil, -32001, "Session not found")
 		return
 	}
-	sse := acceptsSSE(r)
+	if c.log != nil {
+		s.serveLog(w, r, c.log, 1, c.log.first, primes(r))
+		return
+	}
 	fl, _ := w.(http.Flusher)
 	if sse {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -299,8 +339,6 @@ func (s *session) request(w http.ResponseWriter, r *http.Request, m message, sco
 			fl.Flush()
 		}
 	}
-	t := time.NewTimer(s.b.cfg.RequestTimeout)
-	defer t.Stop()
 	for {
 		select {
 		case msg := <-c.out:
@@ -319,11 +357,8 @@ func (s *session) request(w http.ResponseWriter, r *http.Request, m message, sco
 			resp := c.resp
 			if resp == nil {
 				resp = errorResponse(c.clientID, -32603, "Server process ended")
-			} else {
-				s.done(c)
-				if s.stateless {
-					resp = modernResult(&s.b.pool, c.method, resp)
-				}
+			} else if s.stateless {
+				resp = modernResult(&s.b.pool, c.method, resp)
 			}
 			if sse {
 				_ = writeEvent(w, fl, resp)
@@ -333,9 +368,6 @@ func (s *session) request(w http.ResponseWriter, r *http.Request, m message, sco
 			w.WriteHeader(http.StatusOK)
 			_, _ = w.Write(resp)
 			return
-		case <-t.C:
-			go s.end("no answer within the request timeout: hung")
-			<-c.fin
 		case <-r.Context().Done():
 			s.abandon(c)
 			return
@@ -343,7 +375,10 @@ func (s *session) request(w http.ResponseWriter, r *http.Request, m message, sco
 	}
 }
 
-// abandon tells the child that the client of c left (MCP cancellation).
+// abandon tells the child that the client of c left, for a request
+// without a resumable stream: a stateless one (closing its stream is how
+// a 2026-07-28 client cancels), or one answered as JSON, whose answer
+// cannot reach the client any more (MCP cancellation).
 func (s *session) abandon(c *call) {
 	s.mu.Lock()
 	_, live := s.pending[c.childKey]
@@ -379,52 +414,48 @@ func writeEvent(w io.Writer, fl http.Flusher, msg []byte) error {
 	return nil
 }
 
-// serveGET is the session's stream of messages not tied to a request.
+// serveGET is the session's stream of messages not tied to a request,
+// one per client session (scope); with Last-Event-ID, the resumption of
+// a stream of the client session (resume.go). A Last-Event-ID header
+// with an empty value is no ID (as SSE clients send none).
 func (s *session) serveGET(w http.ResponseWriter, r *http.Request, scope string) {
 	if !acceptsSSE(r) {
 		writeJSONError(w, http.StatusNotAcceptable, nil, -32600, "Not Acceptable: text/event-stream required")
 		return
 	}
-	st := &stream{out: make(chan []byte, s.b.cfg.MaxQueued)}
+	if v := r.Header.Values("Last-Event-Id"); len(v) > 1 || len(v) == 1 && v[0] != "" {
+		if len(v) > 1 {
+			v = []string{""} // several: not resumable
+		}
+		s.resume(w, r, scope, v[0])
+		return
+	}
 	s.mu.Lock()
 	if s.gets[scope] != nil {
 		s.mu.Unlock()
 		writeJSONError(w, http.StatusConflict, nil, -32600, "Conflict: a stream is already open")
 		return
 	}
-	s.gets[scope] = st
-	queued := s.queue
-	s.queue = nil
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		if s.gets[scope] == st {
-			delete(s.gets, scope)
-		}
+	if s.ended {
 		s.mu.Unlock()
-	}()
-	fl, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	if fl != nil {
-		fl.Flush()
+		writeJSONError(w, http.StatusNotFound, nil, -32001, "Session not found")
+		return
 	}
-	for _, msg := range queued {
-		if writeEvent(w, fl, msg) != nil {
-			return
+	st := s.getLogs[scope]
+	var gen uint64
+	if st == nil {
+		st = s.newLog(scope, nil)
+		s.getLogs[scope] = st
+		s.gets[scope] = st
+		gen = st.gen
+		for _, msg := range s.queue {
+			s.appendEvent(st, msg)
 		}
+		s.queue = nil
+	} else {
+		gen = s.attach(st)
 	}
-	for {
-		select {
-		case msg := <-st.out:
-			if writeEvent(w, fl, msg) != nil {
-				return
-			}
-		case <-s.endedCh:
-			return
-		case <-r.Context().Done():
-			return
-		}
-	}
+	cursor := max(st.sent, st.first)
+	s.mu.Unlock()
+	s.serveLog(w, r, st, gen, cursor, false)
 }

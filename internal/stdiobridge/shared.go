@@ -58,6 +58,7 @@ func (b *Bridge) initializeShared(w http.ResponseWriter, r *http.Request, u User
 	}
 	b.mu.Unlock()
 	if evicted != "" {
+		s.dropScope(evicted)
 		s.log.Info("stdio: the oldest session of the user's child ended: max_queued sessions", "ended", evicted[:8])
 	}
 	if ended {

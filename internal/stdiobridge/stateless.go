@@ -169,7 +169,7 @@ func (s *session) initialize(body []byte) error {
 	if err != nil {
 		return err
 	}
-	c, err := s.send(m, "")
+	c, err := s.send(m, "", false)
 	if err != nil {
 		return err
 	}

@@ -21,6 +21,11 @@ const Env = "STDIOBRIDGE_TEST_SERVER"
 
 type empty struct{}
 
+type waitIn struct {
+	N   int `json:"n,omitempty"`   // progress notifications after the release
+	Pad int `json:"pad,omitempty"` // bytes of padding in each
+}
+
 type textOut struct {
 	Text string `json:"text"`
 }
@@ -30,7 +35,13 @@ type textOut struct {
 // the client and report progress.
 func Main() {
 	var n atomic.Int64
-	s := mcp.NewServer(&mcp.Implementation{Name: "counter", Version: "1"}, nil)
+	// A change of the client's roots makes it ask for them (a request of
+	// the server not tied to a client request: the GET stream's).
+	s := mcp.NewServer(&mcp.Implementation{Name: "counter", Version: "1"}, &mcp.ServerOptions{
+		RootsListChangedHandler: func(_ context.Context, r *mcp.RootsListChangedRequest) {
+			go func() { _, _ = r.Session.ListRoots(context.Background(), nil) }()
+		},
+	})
 	text := func(s string) (*mcp.CallToolResult, textOut, error) { return nil, textOut{Text: s}, nil }
 	mcp.AddTool(s, &mcp.Tool{Name: "incr"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
 		return text(fmt.Sprint(n.Add(1)))
@@ -74,6 +85,37 @@ func Main() {
 			_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i + 1), Total: 3})
 		}
 		return text("done")
+	})
+	// wait reports progress 1, then waits for a release (or its
+	// cancellation, which cancelled counts), then reports progress 2 to
+	// 1+n (n from its arguments) and answers "released".
+	release := make(chan struct{}, 64)
+	var cancelled atomic.Int64
+	mcp.AddTool(s, &mcp.Tool{Name: "wait"}, func(ctx context.Context, r *mcp.CallToolRequest, in waitIn) (*mcp.CallToolResult, textOut, error) {
+		tok := r.Params.GetProgressToken()
+		notify := func(p int) {
+			if tok != nil {
+				_ = r.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(p), Message: strings.Repeat("x", in.Pad)})
+			}
+		}
+		notify(1)
+		select {
+		case <-release:
+		case <-ctx.Done():
+			cancelled.Add(1)
+			return nil, textOut{}, ctx.Err()
+		}
+		for i := range max(in.N, 1) {
+			notify(2 + i)
+		}
+		return text("released")
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "release"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		release <- struct{}{}
+		return text("ok")
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "cancelled"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		return text(fmt.Sprint(cancelled.Load()))
 	})
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		fmt.Fprintln(os.Stderr, err)

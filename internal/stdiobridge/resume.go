@@ -1,0 +1,417 @@
+package stdiobridge
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"net/http"
+	"time"
+)
+
+// Resumption (MCP 2025-11-25 Streamable HTTP, "Resumability and
+// Redelivery"; docs/proxy.md, "Resuming a stream"). Every SSE stream of
+// a stateful session, the answer to each POSTed request and the GET
+// stream of each client session, has a stream ID of 128 random bits, and
+// its events the IDs "<stream>-<seq>", seq counting from 0. A POST's
+// stream opens with a priming event (its ID, empty data) for clients of
+// 2025-11-25 or later (SEP-1699). The events of a stream are kept in its
+// log; its connection is one reader of the log. When the connection
+// goes, the request goes on (a disconnection is not a cancellation:
+// notifications/cancelled is), and what the child sends for it is kept,
+// so that a GET with Last-Event-ID of the stream replays the events
+// after that ID and goes on live until the response, then ends. A
+// finished stream whose connection went stays resumable for
+// Config.ResumeWindow; one whose response was written on a connection is
+// forgotten at once. A session keeps at most MaxQueued events and
+// resumeBytes(MaxMessageBytes) bytes in all its streams: beyond, a
+// stream loses its oldest events first (the stream that adds them, then
+// the session's oldest), and a Last-Event-ID before a lost event, or of a
+// stream that lost an event it had not yet sent, is not resumable.
+// Stateless (2026-07-28) requests have no resumption: there, the client
+// closing its stream cancels the request.
+
+// streamIDLen is the length of a stream ID: 16 random bytes in hex.
+const streamIDLen = 32
+
+// maxEventIDLen bounds a Last-Event-ID: a stream ID, '-' and a seq of
+// at most 19 digits (an int64).
+const maxEventIDLen = streamIDLen + 1 + 19
+
+// errBadEventID: a Last-Event-ID that is malformed, names no stream of
+// the client session, or an event after which the stream's events are
+// no longer all kept (lost at the bounds, or the stream forgotten).
+var errBadEventID = errors.New("stdiobridge: Last-Event-ID not resumable")
+
+// parseEventID reads a Last-Event-ID value strictly: 32 lowercase hex
+// digits, '-', and a decimal seq without sign or leading zero that fits
+// an int64.
+func parseEventID(v string) (stream string, seq int64, err error) {
+	if len(v) < streamIDLen+2 || len(v) > maxEventIDLen || v[streamIDLen] != '-' {
+		return "", 0, errBadEventID
+	}
+	for i := range streamIDLen {
+		c := v[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return "", 0, errBadEventID
+		}
+	}
+	digits := v[streamIDLen+1:]
+	if len(digits) > 1 && digits[0] == '0' {
+		return "", 0, errBadEventID
+	}
+	for i := range len(digits) {
+		c := digits[i]
+		if c < '0' || c > '9' {
+			return "", 0, errBadEventID
+		}
+		d := int64(c - '0')
+		if seq > (1<<63-1-d)/10 {
+			return "", 0, errBadEventID
+		}
+		seq = seq*10 + d
+	}
+	return v[:streamIDLen], seq, nil
+}
+
+// sseEvent is one event of a stream's log.
+type sseEvent struct {
+	seq  int64
+	ord  uint64 // the session's order of events, for eviction
+	data []byte
+}
+
+// sseLog is one SSE stream of a stateful session: a POST's answer (c
+// set) or a client session's GET stream. Its fields are guarded by the
+// session's mu.
+type sseLog struct {
+	id     string
+	scope  string
+	c      *call // the request it answers; nil: a GET stream
+	next   int64 // the seq of the next event
+	first  int64 // the seq of events[0]: every earlier event is gone
+	events []sseEvent
+	bytes  int
+	sent   int64 // a GET stream's first event not yet written to a connection
+	done   bool  // its last event (the response) is in events
+	lost   bool  // it lost an event not yet sent: resumable from no ID a client has
+	freed  bool
+	gen    uint64        // bumped at each attach: the reader holding it is the one
+	reader bool          // a connection is attached
+	wake   chan struct{} // cap 1: an event was added, or the reader replaced
+	timer  *time.Timer   // forgets a finished stream with no reader
+}
+
+func newStreamID() string {
+	var b [streamIDLen / 2]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// newLog registers a stream of scope with a reader attached (the
+// connection that opens it). Called with s.mu held.
+func (s *session) newLog(scope string, c *call) *sseLog {
+	// seq 0 is a POST stream's priming event (a GET stream has none).
+	st := &sseLog{id: newStreamID(), scope: scope, c: c, next: 1, first: 1, sent: 1, gen: 1, reader: true, wake: make(chan struct{}, 1)}
+	s.streams[st.id] = st
+	return st
+}
+
+// resumeBytes is the bound of the bytes a session keeps in its streams'
+// logs: a few of the largest messages.
+func resumeBytes(maxMessage int) int { return 4 * maxMessage }
+
+// appendEvent adds data to st's log, within the session's bounds, and
+// wakes its reader. Called with s.mu held.
+func (s *session) appendEvent(st *sseLog, data []byte) {
+	if st.freed || st.lost && st.c != nil && !st.reader {
+		return // a request's stream no client can resume: nothing to keep
+	}
+	s.ord++
+	st.events = append(st.events, sseEvent{seq: st.next, ord: s.ord, data: data})
+	st.next++
+	st.bytes += len(data)
+	s.evN++
+	s.evBytes += len(data)
+	maxB := resumeBytes(s.b.cfg.MaxMessageBytes)
+	for s.evN > s.b.cfg.MaxQueued || s.evBytes > maxB {
+		v := st
+		if len(st.events) <= 1 {
+			if v = s.oldestOther(st); v == nil {
+				break
+			}
+		}
+		s.evictHead(v)
+	}
+	wakeup(st.wake)
+}
+
+func wakeup(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// oldestOther is the stream other than st holding the session's oldest
+// event, or nil. Called with s.mu held (at the bounds only).
+func (s *session) oldestOther(st *sseLog) *sseLog {
+	var v *sseLog
+	for _, o := range s.streams {
+		if o != st && len(o.events) > 0 && (v == nil || o.events[0].ord < v.events[0].ord) {
+			v = o
+		}
+	}
+	return v
+}
+
+// evictHead drops v's oldest event. A stream that loses an event not yet
+// sent on a connection can no longer be resumed from any ID its client
+// has (every such ID comes before the loss: fail closed, a client never
+// resumes past a gap unknowingly); a reader attached skips the gap, as a
+// client that does not keep up misses messages. A request's stream with
+// no reader is then emptied: no one can have what it would keep. Called
+// with s.mu held.
+func (s *session) evictHead(v *sseLog) {
+	e := v.events[0]
+	v.events[0] = sseEvent{}
+	v.events = v.events[1:]
+	v.first = e.seq + 1
+	v.bytes -= len(e.data)
+	s.evN--
+	s.evBytes -= len(e.data)
+	if e.seq >= v.sent {
+		if !v.lost {
+			s.log.Warn("stdio: child messages dropped: over the session's stream buffer bound", "stream", v.id[:8])
+		}
+		v.lost = true
+		if v.c != nil && !v.reader {
+			s.dropEvents(v)
+		}
+	}
+}
+
+// dropEvents empties st's log. Called with s.mu held.
+func (s *session) dropEvents(st *sseLog) {
+	for _, e := range st.events {
+		s.evN--
+		s.evBytes -= len(e.data)
+	}
+	st.events, st.bytes = nil, 0
+	st.first = st.next
+}
+
+// freeLog forgets st. Called with s.mu held.
+func (s *session) freeLog(st *sseLog) {
+	if st.freed {
+		return
+	}
+	st.freed = true
+	s.dropEvents(st)
+	if st.timer != nil {
+		st.timer.Stop()
+		st.timer = nil
+	}
+	if s.streams[st.id] == st {
+		delete(s.streams, st.id)
+	}
+	if st.c == nil && s.getLogs[st.scope] == st {
+		delete(s.getLogs, st.scope)
+	}
+	if st.c == nil && s.gets[st.scope] == st {
+		delete(s.gets, st.scope)
+	}
+	wakeup(st.wake)
+}
+
+// expireLater forgets finished POST stream st after the resume window
+// unless a reader attaches first. Called with s.mu held.
+func (s *session) expireLater(st *sseLog) {
+	if st.c == nil || st.freed || st.reader || !st.done || st.timer != nil {
+		return
+	}
+	st.timer = time.AfterFunc(s.b.cfg.ResumeWindow, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !st.reader {
+			s.freeLog(st)
+		}
+	})
+}
+
+// attach makes a new connection st's reader, replacing any other (whose
+// pump then ends). Called with s.mu held.
+func (s *session) attach(st *sseLog) uint64 {
+	st.gen++
+	st.reader = true
+	if st.timer != nil {
+		st.timer.Stop()
+		st.timer = nil
+	}
+	if st.c == nil {
+		s.gets[st.scope] = st
+	}
+	wakeup(st.wake)
+	return st.gen
+}
+
+// detach notes that reader gen of st has gone; a finished POST stream
+// then stays resumable for the resume window. Called with s.mu held.
+func (s *session) detach(st *sseLog, gen uint64) {
+	if st.gen != gen {
+		return
+	}
+	st.reader = false
+	if st.c == nil && s.gets[st.scope] == st {
+		delete(s.gets, st.scope)
+	}
+	if st.lost && st.c != nil {
+		// No client can resume it: what it keeps goes, and the whole
+		// stream once answered.
+		if st.done {
+			s.freeLog(st)
+		} else {
+			s.dropEvents(st)
+		}
+		return
+	}
+	s.expireLater(st)
+}
+
+// pump writes st's events from seq cursor on to w, live, until the
+// response is written (finished: true), the stream is freed,
+// another reader takes it, the session ends, the client goes or a
+// write fails.
+func (s *session) pump(w http.ResponseWriter, fl http.Flusher, r *http.Request, st *sseLog, gen uint64, cursor int64) (finished bool) {
+	var batch []sseEvent
+	buf := make([]byte, 0, 512)
+	for {
+		s.mu.Lock()
+		if st.gen != gen || st.freed {
+			if st.gen != gen {
+				// The wake this reader may have taken is its successor's.
+				wakeup(st.wake)
+			}
+			s.mu.Unlock()
+			return false
+		}
+		cursor = max(cursor, st.first) // past events lost at the bound
+		batch = append(batch[:0], st.events[cursor-st.first:]...)
+		done := st.done
+		s.mu.Unlock()
+		for _, e := range batch {
+			buf = appendEvent(buf[:0], st.id, e.seq, e.data)
+			if _, err := w.Write(buf); err != nil {
+				return false
+			}
+			cursor = e.seq + 1
+		}
+		if len(batch) > 0 {
+			if fl != nil {
+				fl.Flush()
+			}
+			s.mu.Lock()
+			if st.gen == gen {
+				st.sent = max(st.sent, cursor)
+			}
+			s.mu.Unlock()
+		}
+		clear(batch)
+		if done {
+			s.mu.Lock()
+			finished = st.gen == gen && cursor == st.next
+			s.mu.Unlock()
+			if finished {
+				return true
+			}
+		}
+		select {
+		case <-st.wake:
+		case <-s.endedCh:
+			return false
+		case <-r.Context().Done():
+			return false
+		}
+	}
+}
+
+// appendEvent appends one SSE event with ID stream-seq and data msg (a
+// JSON-RPC message on one line, or nothing for a priming event) to buf.
+func appendEvent(buf []byte, stream string, seq int64, msg []byte) []byte {
+	if msg != nil {
+		buf = append(buf, "event: message\n"...)
+	}
+	buf = append(buf, "id: "...)
+	buf = append(buf, stream...)
+	buf = append(buf, '-')
+	buf = appendInt(buf, seq)
+	buf = append(buf, "\ndata: "...)
+	buf = append(buf, msg...)
+	return append(buf, "\n\n"...)
+}
+
+// primes reports whether r's client takes a priming event (empty data):
+// clients of 2025-11-25 and later do; earlier ones may fail to parse it
+// (as the TypeScript SDK's server decides, by MCP-Protocol-Version).
+func primes(r *http.Request) bool {
+	v := r.Header.Get("Mcp-Protocol-Version")
+	return v >= "2025-11-25"
+}
+
+// resume serves a GET with Last-Event-ID v in client session scope.
+func (s *session) resume(w http.ResponseWriter, r *http.Request, scope, v string) {
+	id, seq, err := parseEventID(v)
+	s.mu.Lock()
+	var st *sseLog
+	if err == nil {
+		st = s.streams[id]
+	}
+	if st == nil || st.scope != scope || st.freed || seq >= st.next || seq+1 < st.first {
+		s.mu.Unlock()
+		writeJSONError(w, http.StatusBadRequest, nil, -32600, "Bad Request: Last-Event-ID is not resumable")
+		return
+	}
+	gen := s.attach(st)
+	s.mu.Unlock()
+	s.serveLog(w, r, st, gen, seq+1, false)
+}
+
+// serveLog answers an SSE stream of st's events from cursor on, as its
+// reader gen, opened by a priming event when prime is set, and forgets
+// a POST stream whose response it wrote.
+func (s *session) serveLog(w http.ResponseWriter, r *http.Request, st *sseLog, gen uint64, cursor int64, prime bool) {
+	s.active.Add(1)
+	defer s.active.Done()
+	fl, _ := w.(http.Flusher)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	var err error
+	if prime {
+		_, err = w.Write(appendEvent(make([]byte, 0, 64), st.id, 0, nil))
+	}
+	if fl != nil {
+		fl.Flush()
+	}
+	finished := err == nil && s.pump(w, fl, r, st, gen, cursor)
+	s.mu.Lock()
+	if finished && st.gen == gen {
+		s.freeLog(st)
+	} else {
+		s.detach(st, gen)
+	}
+	s.mu.Unlock()
+}
+
+// dropScope forgets the streams of client session scope, deleted (its
+// requests in flight go on; what the child sends for them is dropped).
+func (s *session) dropScope(scope string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, st := range s.streams {
+		if st.scope == scope {
+			s.freeLog(st)
+		}
+	}
+	delete(s.gets, scope)
+}

@@ -1,0 +1,431 @@
+package stdiobridge
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+)
+
+// sseEv is one event as a client reads it.
+type sseEv struct {
+	id, event, data string
+	hasID, retry    bool
+}
+
+type sseReader struct{ br *bufio.Reader }
+
+// next reads one event; io.EOF when the stream ends.
+func (r sseReader) next() (sseEv, error) {
+	var ev sseEv
+	seen := false
+	for {
+		line, err := r.br.ReadString('\n')
+		if err != nil {
+			return ev, io.EOF
+		}
+		line = strings.TrimSuffix(line, "\n")
+		if line == "" {
+			if seen {
+				return ev, nil
+			}
+			continue
+		}
+		seen = true
+		name, val, _ := strings.Cut(line, ":")
+		val = strings.TrimPrefix(val, " ")
+		switch name {
+		case "id":
+			ev.id, ev.hasID = val, true
+		case "event":
+			ev.event = val
+		case "data":
+			ev.data = val
+		case "retry":
+			ev.retry = true
+		}
+	}
+}
+
+// rawClient closes its connection with each answer's body.
+var rawClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
+// send sends one request of user in session sid with the given extra
+// headers (a key given twice: "Last-Event-ID" and "Last-Event-ID\x00").
+func send(t *testing.T, method, url, user, sid, body string, hdr ...string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set(userHeader, user)
+	if sid != "" {
+		req.Header.Set("Mcp-Session-Id", sid)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Add(hdr[i], hdr[i+1])
+	}
+	if method == http.MethodGet {
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	resp, err := rawClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+// rawSession initializes a session of user and returns its id.
+func rawSession(t *testing.T, h *harness, user string) string {
+	t.Helper()
+	resp := send(t, http.MethodPost, h.srv.URL, user, "", initBody)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	resp = send(t, http.MethodPost, h.srv.URL, user, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+	return sid
+}
+
+// events reads a whole SSE answer.
+func events(t *testing.T, resp *http.Response) []sseEv {
+	t.Helper()
+	defer resp.Body.Close()
+	var evs []sseEv
+	r := sseReader{bufio.NewReader(resp.Body)}
+	for {
+		ev, err := r.next()
+		if err != nil {
+			return evs
+		}
+		evs = append(evs, ev)
+	}
+}
+
+// toolCall answers a raw call of tool: its result's text, or "".
+func toolCall(t *testing.T, h *harness, user, sid, id, tool string) string {
+	t.Helper()
+	evs := events(t, send(t, http.MethodPost, h.srv.URL, user, sid, `{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"`+tool+`","arguments":{}}}`))
+	if len(evs) == 0 {
+		return ""
+	}
+	return evs[len(evs)-1].data
+}
+
+// detached reports whether stream id of session sid has no reader.
+func detached(h *harness, sid, id string) bool {
+	s, _ := h.b.lookup(sid)
+	if s == nil {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.streams[id]
+	return st != nil && !st.reader
+}
+
+const waitCall = `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"wait","arguments":{ARGS},"_meta":{"progressToken":"p1"}}}`
+
+// startWait POSTs the wait tool with args, reads its priming event and
+// first progress, and cuts the connection: it returns the two event IDs.
+func startWait(t *testing.T, h *harness, user, sid, args string) (priming, progress string) {
+	t.Helper()
+	resp := send(t, http.MethodPost, h.srv.URL, user, sid, strings.Replace(waitCall, "ARGS", args, 1))
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+		t.Fatalf("wait: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	defer resp.Body.Close() // also on failure, so that the server can close
+	r := sseReader{bufio.NewReader(resp.Body)}
+	p, err := r.next()
+	if err != nil || !p.hasID || p.data != "" || p.event != "" || p.retry {
+		t.Fatalf("first event %+v (%v), want a priming event: an id, empty data, no retry", p, err)
+	}
+	ev, err := r.next()
+	if err != nil || !ev.hasID || ev.event != "message" || !strings.Contains(ev.data, `"method":"notifications/progress"`) || !strings.Contains(ev.data, `"progress":1`) {
+		t.Fatalf("second event %+v (%v), want progress 1", ev, err)
+	}
+	resp.Body.Close()
+	stream, _, _ := strings.Cut(p.id, "-")
+	waitFor(t, func() bool { return detached(h, sid, stream) })
+	return p.id, ev.id
+}
+
+// TestResumeAfterDisconnect: a POST whose client goes mid-call is not
+// cancelled; a GET with the Last-Event-ID of its last event gets exactly
+// the events after it, the response last, and the stream ends; the
+// stream is then forgotten (400).
+func TestResumeAfterDisconnect(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		from  func(priming, progress string) string
+		wantN int // events replayed before the response
+	}{
+		{"after progress 1", func(_, p string) string { return p }, 1},
+		{"after the priming event", func(p, _ string) string { return p }, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, Config{})
+			sid := rawSession(t, h, "alice")
+			priming, progress := startWait(t, h, "alice", sid, "")
+			if got := toolCall(t, h, "alice", sid, "6", "release"); !strings.Contains(got, `"isError":false`) && !strings.Contains(got, `ok`) {
+				t.Fatalf("release: %s", got)
+			}
+			from := tc.from(priming, progress)
+			resp := send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", from)
+			if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != "text/event-stream" {
+				t.Fatalf("resume: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			evs := events(t, resp)
+			stream, _, _ := strings.Cut(priming, "-")
+			if len(evs) != tc.wantN+1 {
+				t.Fatalf("replayed %d events, want %d: %+v", len(evs), tc.wantN+1, evs)
+			}
+			for i, ev := range evs {
+				want := stream + "-" + itoaS(int64(3-len(evs)+i+1))
+				if ev.id != want || ev.event != "message" {
+					t.Errorf("event %d: id %q event %q, want %q message", i, ev.id, ev.event, want)
+				}
+			}
+			last := evs[len(evs)-1].data
+			if !strings.HasPrefix(last, `{"jsonrpc":"2.0","id":5,"result":`) || !strings.Contains(last, `released`) {
+				t.Fatalf("last event %s, want the response to id 5: released", last)
+			}
+			if !strings.Contains(evs[len(evs)-2].data, `"progress":2`) {
+				t.Errorf("event before the response: %s, want progress 2", evs[len(evs)-2].data)
+			}
+			if got := toolCall(t, h, "alice", sid, "7", "cancelled"); !strings.Contains(got, `"structuredContent":{"text":"0"}`) {
+				t.Errorf("the child saw a cancellation: cancelled = %s", got)
+			}
+			// Written on a connection: forgotten.
+			resp = send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", from)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || string(body) != notResumable {
+				t.Errorf("resume again: %d %s", resp.StatusCode, body)
+			}
+		})
+	}
+}
+
+func itoaS(n int64) string { return string(itoa(n)) }
+
+const notResumable = `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: Last-Event-ID is not resumable"}}`
+
+// TestResumeRefused: a Last-Event-ID that is malformed, unknown, beyond
+// the stream, of another client session or of another user is refused
+// with fixed answers, and the stream stays resumable by its owner.
+func TestResumeRefused(t *testing.T) {
+	h := newHarness(t, Config{PerUser: true})
+	sid := rawSession(t, h, "alice")
+	other := rawSession(t, h, "alice") // another client session of the same child
+	priming, _ := startWait(t, h, "alice", sid, "")
+	stream, _, _ := strings.Cut(priming, "-")
+	for _, tc := range []struct {
+		name, user, sid string
+		ids             []string
+		status          int
+	}{
+		{"not hex", "alice", sid, []string{"zz" + stream[2:] + "-1"}, 400},
+		{"upper case", "alice", sid, []string{strings.ToUpper(stream) + "-1"}, 400},
+		{"no seq", "alice", sid, []string{stream + "-"}, 400},
+		{"leading zero", "alice", sid, []string{stream + "-01"}, 400},
+		{"sign", "alice", sid, []string{stream + "-+1"}, 400},
+		{"overflow", "alice", sid, []string{stream + "-99999999999999999999"}, 400},
+		{"short stream", "alice", sid, []string{stream[1:] + "-1"}, 400},
+		{"unknown stream", "alice", sid, []string{strings.Repeat("ab", 16) + "-1"}, 400},
+		{"beyond the stream", "alice", sid, []string{stream + "-2"}, 400},
+		{"several", "alice", sid, []string{priming, priming}, 400},
+		{"another client session", "alice", other, []string{priming}, 400},
+		{"another user", "bob", sid, []string{priming}, 404},
+	} {
+		var hdr []string
+		for _, id := range tc.ids {
+			hdr = append(hdr, "Last-Event-ID", id)
+		}
+		resp := send(t, http.MethodGet, h.srv.URL, tc.user, tc.sid, "", hdr...)
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		want := notResumable
+		if tc.status == 404 {
+			want = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Session not found"}}`
+		}
+		if resp.StatusCode != tc.status || string(body) != want || resp.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("%s: %d %q %s, want %d %s", tc.name, resp.StatusCode, resp.Header.Get("Content-Type"), body, tc.status, want)
+		}
+	}
+	// Still its owner's.
+	toolCall(t, h, "alice", sid, "6", "release")
+	evs := events(t, send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", priming))
+	if len(evs) != 3 || !strings.Contains(evs[2].data, "released") {
+		t.Fatalf("owner's resume: %+v", evs)
+	}
+}
+
+// TestResumeOverflow: a detached stream that gets more events than the
+// session keeps is no longer resumable (fail closed), and its request
+// is not cancelled.
+func TestResumeOverflow(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		args string
+	}{
+		{"events", Config{MaxQueued: 4}, `"n":6`},
+		{"bytes", Config{MaxMessageBytes: 1 << 10}, `"n":5,"pad":850`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.cfg)
+			sid := rawSession(t, h, "alice")
+			startWait(t, h, "alice", sid, `"n":1,"pad":10`)
+			// A second call, detached and released with more than the bound.
+			p2, _ := startWait(t, h, "alice", sid, tc.args)
+			toolCall(t, h, "alice", sid, "6", "release")
+			toolCall(t, h, "alice", sid, "7", "release")
+			s, _ := h.b.lookup(sid)
+			waitFor(t, func() bool {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				return len(s.inflight) == 0
+			})
+			resp := send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", p2)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || string(body) != notResumable {
+				t.Errorf("overflowed stream: %d %s", resp.StatusCode, body)
+			}
+			if !strings.Contains(h.log.String(), "child messages dropped: over the session's stream buffer bound") {
+				t.Errorf("no overflow logged:\n%s", h.log.String())
+			}
+			if got := toolCall(t, h, "alice", sid, "8", "cancelled"); !strings.Contains(got, `"structuredContent":{"text":"0"}`) {
+				t.Errorf("cancelled = %s", got)
+			}
+			s.mu.Lock()
+			n, bytes := s.evN, s.evBytes
+			s.mu.Unlock()
+			if n > h.b.cfg.MaxQueued || bytes > resumeBytes(h.b.cfg.MaxMessageBytes) {
+				t.Errorf("session keeps %d events, %d bytes: over the bounds", n, bytes)
+			}
+		})
+	}
+}
+
+// TestResumeGETStream: the GET stream's events are resumable too: a
+// request of the child sent while no GET stream is open is kept and
+// replayed after the Last-Event-ID of the stream's last event read.
+func TestResumeGETStream(t *testing.T) {
+	h := newHarness(t, Config{ForwardRoots: true})
+	sid := rawSession(t, h, "alice")
+	changed := `{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`
+	resp := send(t, http.MethodGet, h.srv.URL, "alice", sid, "")
+	r := sseReader{bufio.NewReader(resp.Body)}
+	post := send(t, http.MethodPost, h.srv.URL, "alice", sid, changed)
+	post.Body.Close()
+	ev, err := r.next()
+	if err != nil || !ev.hasID || !strings.Contains(ev.data, `"method":"roots/list"`) {
+		t.Fatalf("GET event %+v %v, want roots/list", ev, err)
+	}
+	resp.Body.Close()
+	stream, _, _ := strings.Cut(ev.id, "-")
+	waitFor(t, func() bool { return detached(h, sid, stream) })
+	post = send(t, http.MethodPost, h.srv.URL, "alice", sid, changed)
+	post.Body.Close()
+	s, _ := h.b.lookup(sid)
+	waitFor(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.streams[stream] != nil && s.streams[stream].next == 3
+	})
+	resp = send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", ev.id)
+	r = sseReader{bufio.NewReader(resp.Body)}
+	ev2, err := r.next()
+	resp.Body.Close()
+	if err != nil || ev2.id != stream+"-2" || !strings.Contains(ev2.data, `"method":"roots/list"`) {
+		t.Fatalf("resumed GET event %+v %v, want %s-2 roots/list", ev2, err, stream)
+	}
+}
+
+// TestAbandonedStreamsFreed: streams whose clients go and never resume
+// are forgotten after the resume window, with no goroutine left; the
+// end of the session frees the rest.
+func TestAbandonedStreamsFreed(t *testing.T) {
+	h := newHarness(t, Config{ResumeWindow: 1})
+	sid := rawSession(t, h, "alice")
+	s, _ := h.b.lookup(sid)
+	base := runtime.NumGoroutine()
+	for range 20 {
+		startWait(t, h, "alice", sid, "")
+		toolCall(t, h, "alice", sid, "6", "release")
+		// Its progress token is the next call's: the call ends first.
+		waitFor(t, func() bool {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return len(s.inflight) == 0
+		})
+	}
+	waitFor(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.streams) == 0 && s.evN == 0 && s.evBytes == 0 && len(s.inflight) == 0
+	})
+	rawClient.CloseIdleConnections()
+	waitFor(t, func() bool { return runtime.NumGoroutine() <= base })
+	resp := send(t, http.MethodDelete, h.srv.URL, "alice", sid, "")
+	resp.Body.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.streams) != 0 || len(s.getLogs) != 0 || s.evN != 0 {
+		t.Errorf("after DELETE: %d streams, %d GET streams, %d events", len(s.streams), len(s.getLogs), s.evN)
+	}
+}
+
+// TestStreamsFreedAtSessionEnd: detached streams are freed at DELETE.
+func TestStreamsFreedAtSessionEnd(t *testing.T) {
+	h := newHarness(t, Config{})
+	sid := rawSession(t, h, "alice")
+	s, _ := h.b.lookup(sid)
+	startWait(t, h, "alice", sid, "")
+	resp := send(t, http.MethodGet, h.srv.URL, "alice", sid, "")
+	resp.Body.Close()
+	resp = send(t, http.MethodDelete, h.srv.URL, "alice", sid, "")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.streams) != 0 || len(s.getLogs) != 0 || s.evN != 0 || s.evBytes != 0 {
+		t.Errorf("after DELETE: %d streams, %d GET streams, %d events, %d bytes", len(s.streams), len(s.getLogs), s.evN, s.evBytes)
+	}
+}
+
+func TestParseEventID(t *testing.T) {
+	id := strings.Repeat("0123456789abcdef", 2)
+	for _, tc := range []struct {
+		in  string
+		seq int64
+		ok  bool
+	}{
+		{id + "-0", 0, true},
+		{id + "-1", 1, true},
+		{id + "-9223372036854775807", 1<<63 - 1, true},
+		{id + "-9223372036854775808", 0, false},
+		{id + "-00", 0, false},
+		{id + "-", 0, false},
+		{id + "1", 0, false},
+		{id[1:] + "-1", 0, false},
+		{id + "-1 ", 0, false},
+		{"", 0, false},
+		{strings.ToUpper(id) + "-1", 0, false},
+		{id + "--1", 0, false},
+	} {
+		stream, seq, err := parseEventID(tc.in)
+		if (err == nil) != tc.ok || tc.ok && (stream != id || seq != tc.seq) {
+			t.Errorf("parseEventID(%q) = %q, %d, %v", tc.in, stream, seq, err)
+		}
+	}
+}
