@@ -152,6 +152,11 @@ func TestStdioConfig(t *testing.T) {
 		{"partial placeholder", func(r *proxy.Route) { r.Stdio.Dir = "/srv/x-{subject}" }, "whole path component"},
 		{"user var", func(r *proxy.Route) { r.Stdio.Env = map[string]string{"MCPGUARD_USER_SUBJECT": "x"} }, "set by the proxy"},
 		{"NUL", func(r *proxy.Route) { r.Stdio.Command = []string{"env", "a\x00b"} }, "NUL"},
+		{"{dir} in env without dir", func(r *proxy.Route) { r.Stdio.Env = map[string]string{"MEMORY_FILE_PATH": "{dir}/memory.jsonl"} },
+			"routes[0].stdio: env: MEMORY_FILE_PATH names {dir}, which needs dir"},
+		{"{dir} in an argument without dir", func(r *proxy.Route) { r.Stdio.Command = []string{"env", "{dir}"} }, "routes[0].stdio: command: an argument names {dir}, which needs dir"},
+		{"{dir} in the program", func(r *proxy.Route) { r.Stdio.Command = []string{"{dir}/server"}; r.Stdio.Dir = "/srv/{subject}" },
+			"{dir} is not allowed in the program"},
 		{"missing command", func(r *proxy.Route) { r.Stdio.Command = []string{"/nonexistent/mcp-server"} }, `command "/nonexistent/mcp-server"`},
 	} {
 		r := base()

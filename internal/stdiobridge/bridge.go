@@ -62,10 +62,14 @@ type User struct {
 type Config struct {
 	// Command is the server's argv, run without a shell. Required; a
 	// first element without a slash is looked up in PATH once, by New.
+	// In the arguments after it, {dir} is the user's directory (Dir,
+	// rendered: an absolute path; dir.go's dirToken).
 	Command []string
-	// Env are variables set in the child's environment, by name. The
-	// child inherits nothing else but PassEnv and the EnvIssuer,
-	// EnvSubject, EnvTenant and EnvClient variables (which Env cannot set).
+	// Env are variables set in the child's environment, by name; in a
+	// value, {dir} is the user's directory, as in Command. The child
+	// inherits nothing else but PassEnv and the EnvIssuer, EnvSubject,
+	// EnvTenant and EnvClient variables (which Env cannot set). Empty
+	// means none.
 	Env map[string]string
 	// PassEnv names variables copied from the proxy's environment when
 	// set there (PATH, HOME). Empty means none.
@@ -73,7 +77,8 @@ type Config struct {
 	// Dir is the child's working directory, an absolute path template in
 	// which a whole component may be {issuer}, {subject}, {tenant},
 	// {client} (each escaped to one safe component) or {user} (a hash of
-	// the user key); it is created 0700. Empty means the proxy's own.
+	// the user key); it is created 0700. Empty means the proxy's own, and
+	// then {dir} in Command or Env is refused.
 	Dir string
 	// MaxChildren bounds the children running at once. Zero means
 	// DefaultMaxChildren.
@@ -199,6 +204,9 @@ func Check(cfg Config) error {
 	if _, err := parseDir(cfg.Dir); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
+	if err := checkDirToken(cfg); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
 	if cfg.User == nil {
 		return fmt.Errorf("%w: User is required", ErrConfig)
 	}
@@ -310,8 +318,8 @@ func (b *Bridge) janitor() {
 	}
 }
 
-// env builds the child's environment for u.
-func (b *Bridge) env(u User) []string {
+// env builds the child's environment for u, whose directory is dir.
+func (b *Bridge) env(u User, dir string) []string {
 	env := make([]string, 0, len(b.cfg.PassEnv)+len(b.cfg.Env)+4)
 	for _, k := range b.cfg.PassEnv {
 		if v, ok := b.cfg.LookupEnv(k); ok && strings.IndexByte(v, 0) < 0 {
@@ -319,7 +327,7 @@ func (b *Bridge) env(u User) []string {
 		}
 	}
 	for _, k := range slices.Sorted(mapKeys(b.cfg.Env)) {
-		env = append(env, k+"="+b.cfg.Env[k])
+		env = append(env, k+"="+withDir(b.cfg.Env[k], dir))
 	}
 	return append(env, EnvIssuer+"="+u.Issuer, EnvSubject+"="+u.Subject,
 		EnvTenant+"="+u.Tenant, EnvClient+"="+u.Client)
@@ -384,8 +392,11 @@ func (b *Bridge) start(u User, stateless bool, sharedKey string) (*session, erro
 		}
 		dir = d
 	}
-	argv := append([]string{b.path}, b.cfg.Command[1:]...)
-	ch, err := startChild(argv, b.env(u), dir, b.cfg.StopGrace, log)
+	argv := []string{b.path}
+	for _, a := range b.cfg.Command[1:] {
+		argv = append(argv, withDir(a, dir))
+	}
+	ch, err := startChild(argv, b.env(u, dir), dir, b.cfg.StopGrace, log)
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("stdiobridge: start: %w", err)

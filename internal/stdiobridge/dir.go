@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -199,4 +200,44 @@ func claim(root *os.Root, rel string, u User) error {
 		return errDirOwned
 	}
 	return nil
+}
+
+// dirToken in a value of Config.Env or an argument of Config.Command
+// after the first is replaced by the user's working directory (the
+// rendered Config.Dir, an absolute path), so that a server that keeps
+// state in files can be told to keep it there.
+const dirToken = "{dir}"
+
+// checkDirToken refuses dirToken where it cannot be rendered: without
+// a Dir, and in the program (looked up once, for every user).
+func checkDirToken(cfg Config) error {
+	if len(cfg.Command) > 0 && strings.Contains(cfg.Command[0], dirToken) {
+		return fmt.Errorf("command: %s is not allowed in the program (the first element), only in its arguments", dirToken)
+	}
+	if cfg.Dir != "" {
+		return nil
+	}
+	for _, a := range cfg.Command {
+		if strings.Contains(a, dirToken) {
+			return fmt.Errorf("command: an argument names %s, which needs dir (the user's working directory)", dirToken)
+		}
+	}
+	for _, k := range slices.Sorted(mapKeys(cfg.Env)) {
+		if strings.Contains(cfg.Env[k], dirToken) {
+			return fmt.Errorf("env: %s names %s, which needs dir (the user's working directory)", k, dirToken)
+		}
+	}
+	return nil
+}
+
+// withDir replaces every dirToken in s by dir, the user's rendered
+// directory. Only the exact token is replaced: no other brace sequence
+// has a meaning, and there is no escape (an argument cannot hold the
+// literal text {dir}). dir is "" only without Config.Dir, when Check
+// has refused every dirToken.
+func withDir(s, dir string) string {
+	if dir == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, dirToken, dir)
 }

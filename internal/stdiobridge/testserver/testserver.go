@@ -55,6 +55,9 @@ func Main() {
 		return text(fmt.Sprintf("sub=%s iss=%s tenant=%s client=%s cwd=%s env=%s", os.Getenv("MCPGUARD_USER_SUBJECT"), os.Getenv("MCPGUARD_USER_ISSUER"),
 			os.Getenv("MCPGUARD_USER_TENANT"), os.Getenv("MCPGUARD_USER_CLIENT"), wd, strings.Join(env, ",")))
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "args"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
+		return text(fmt.Sprintf("args=%q DATA_FILE=%q PASSED=%q", os.Args[1:], os.Getenv("DATA_FILE"), os.Getenv("STDIOBRIDGE_PASSED")))
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "admin_only"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
 		return text("admin:" + os.Getenv("MCPGUARD_USER_SUBJECT"))
 	})
