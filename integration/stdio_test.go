@@ -315,7 +315,9 @@ func TestStdioFilesystemServer(t *testing.T) {
 }
 
 // TestStdioFilesystemStateless: the same denials for 2026-07-28 clients,
-// each user's stateless requests served by that user's one child.
+// each user's stateless requests served by that user's one child, whose
+// allowed directory is given as "{dir}" (the user's directory as an
+// absolute path) rather than ".".
 func TestStdioFilesystemStateless(t *testing.T) {
 	node, entry := requireFilesystemServer(t)
 	t.Parallel()
@@ -323,7 +325,7 @@ func TestStdioFilesystemStateless(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := newStdioProxied(t, proxy.Stdio{Command: []string{node, entry, "."}, PassEnv: []string{"PATH", "HOME"},
+	p := newStdioProxied(t, proxy.Stdio{Command: []string{node, entry, "{dir}"}, PassEnv: []string{"PATH", "HOME"},
 		Dir: filepath.Join(base, "{tenant}", "{subject}")})
 	ctx := testContext(t)
 	aliceDir, bobDir := filepath.Join(base, "acme", "alice"), filepath.Join(base, "acme", "bob")

@@ -246,11 +246,16 @@ type Stdio struct {
 	// [npx, -y, @modelcontextprotocol/server-everything]. Setting it makes
 	// the route a stdio route; Upstream must then be empty. A first
 	// element without a slash is looked up in the proxy's PATH at start.
+	// In the arguments after it, {dir} is the child's directory (Dir as
+	// rendered for its user: an absolute path), such as
+	// [node, /opt/mcp/server-filesystem/dist/index.js, "{dir}"].
 	Command []string `yaml:"command"`
-	// Env are variables set in each child's environment, by name. A
-	// child inherits nothing else but PassEnv and MCPGUARD_USER_ISSUER,
-	// MCPGUARD_USER_SUBJECT, MCPGUARD_USER_TENANT and MCPGUARD_USER_CLIENT
-	// (its user, set by the proxy). Empty means none.
+	// Env are variables set in each child's environment, by name; in a
+	// value, {dir} is the child's directory, as in Command, such as
+	// {MEMORY_FILE_PATH: "{dir}/memory.jsonl"}. A child inherits nothing
+	// else but PassEnv and MCPGUARD_USER_ISSUER, MCPGUARD_USER_SUBJECT,
+	// MCPGUARD_USER_TENANT and MCPGUARD_USER_CLIENT (its user, set by the
+	// proxy). Empty means none.
 	Env map[string]string `yaml:"env"`
 	// PassEnv names variables copied from the proxy's environment when set
 	// there, such as PATH and HOME (npx needs both). Empty means none.
@@ -261,7 +266,8 @@ type Stdio struct {
 	// and ._@+- not starting with a dot, else "~" and a SHA-256 prefix) or
 	// {user} (a hash of the user), such as /srv/mcp/{tenant}/{subject};
 	// created mode 0700 under the part without placeholders. Empty means
-	// the proxy's own working directory.
+	// the proxy's own working directory, and {dir} in Command or Env is
+	// then refused.
 	Dir string `yaml:"dir"`
 	// MaxChildren bounds the children running at once for this route
 	// (503 with Retry-After beyond). Zero means 64.
