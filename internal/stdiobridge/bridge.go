@@ -62,8 +62,8 @@ type User struct {
 type Config struct {
 	// Command is the server's argv, run without a shell. Required; a
 	// first element without a slash is looked up in PATH once, by New.
-	// In the arguments after it, {dir} is the user's directory (Dir,
-	// rendered: an absolute path; dir.go's dirToken).
+	// In the arguments after it, {dir} is the user's directory (Dir as
+	// rendered for the user: an absolute path).
 	Command []string
 	// Env are variables set in the child's environment, by name; in a
 	// value, {dir} is the user's directory, as in Command. The child
