@@ -48,7 +48,7 @@ type harness struct {
 	log *syncBuffer
 }
 
-func newHarness(t *testing.T, cfg Config) *harness {
+func newHarness(t testing.TB, cfg Config) *harness {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -170,7 +170,7 @@ func TestEnvironmentAndDir(t *testing.T) {
 }
 
 // rawPost sends one JSON-RPC body as user with the session id.
-func rawPost(t *testing.T, url, user, sid, body string) *http.Response {
+func rawPost(t testing.TB, url, user, sid, body string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")

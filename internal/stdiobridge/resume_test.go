@@ -429,3 +429,39 @@ func TestParseEventID(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeTakeover: a newer resumption of a stream takes it over: the
+// older connection ends, the newer one gets the rest and the response.
+func TestResumeTakeover(t *testing.T) {
+	h := newHarness(t, Config{})
+	sid := rawSession(t, h, "alice")
+	priming, _ := startWait(t, h, "alice", sid, "")
+	stream, _, _ := strings.Cut(priming, "-")
+	first := send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", priming)
+	r1 := sseReader{bufio.NewReader(first.Body)}
+	if ev, err := r1.next(); err != nil || ev.id != stream+"-1" {
+		t.Fatalf("first resumption: %+v %v", ev, err)
+	}
+	second := send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", priming)
+	r2 := sseReader{bufio.NewReader(second.Body)}
+	if ev, err := r2.next(); err != nil || ev.id != stream+"-1" {
+		t.Fatalf("second resumption: %+v %v", ev, err)
+	}
+	if ev, err := r1.next(); err != io.EOF {
+		t.Fatalf("the first resumption goes on: %+v %v", ev, err)
+	}
+	first.Body.Close()
+	toolCall(t, h, "alice", sid, "6", "release")
+	var ids []string
+	for {
+		ev, err := r2.next()
+		if err != nil {
+			break
+		}
+		ids = append(ids, ev.id)
+	}
+	second.Body.Close()
+	if want := []string{stream + "-2", stream + "-3"}; strings.Join(ids, " ") != strings.Join(want, " ") {
+		t.Fatalf("second resumption after the release: %v, want %v", ids, want)
+	}
+}

@@ -326,7 +326,7 @@ func (s *session) request(w http.ResponseWriter, r *http.Request, m message, sco
 		return
 	}
 	if c.log != nil {
-		s.serveLog(w, r, c.log, 1, c.log.first, primes(r))
+		s.serveLog(w, r, c.log, 1, 1, primes(r)) // reader 1 from event 1 (newLog)
 		return
 	}
 	fl, _ := w.(http.Flusher)
