@@ -371,6 +371,12 @@ type sdkClient struct {
 	// extraScopes are added to the scopes of the first authorization,
 	// through the handler's ScopeFilter.
 	extraScopes []string
+	// base is the transport under the recorder; nil means
+	// http.DefaultTransport.
+	base http.RoundTripper
+	// retries is the transport's MaxRetries (resumption of a stream cut
+	// before its answer); zero means none.
+	retries int
 }
 
 // recorder is an http.RoundTripper under the SDK transport that records
@@ -474,11 +480,18 @@ func (e *env) tryConnect(ctx context.Context, c sdkClient) (*mcp.ClientSession, 
 		return nil, nil, err
 	}
 	rec := &recorder{base: http.DefaultTransport}
+	if c.base != nil {
+		rec.base = c.base
+	}
+	retries := -1
+	if c.retries > 0 {
+		retries = c.retries
+	}
 	tr := &mcp.StreamableClientTransport{
 		Endpoint:             e.mcpURL,
 		HTTPClient:           &http.Client{Transport: rec, Timeout: 20 * time.Second},
 		OAuthHandler:         h,
-		MaxRetries:           -1,
+		MaxRetries:           retries,
 		DisableStandaloneSSE: true,
 	}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "mcpguard-integration", Version: "0.0.0"}, &mcp.ClientOptions{
