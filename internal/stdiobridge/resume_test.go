@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // sseEv is one event as a client reads it.
@@ -463,5 +464,89 @@ func TestResumeTakeover(t *testing.T) {
 	second.Body.Close()
 	if want := []string{stream + "-2", stream + "-3"}; strings.Join(ids, " ") != strings.Join(want, " ") {
 		t.Fatalf("second resumption after the release: %v, want %v", ids, want)
+	}
+}
+
+// TestResumeServerRequest: a request of the child (sampling) sent for a
+// call whose client went is replayed on the resumed stream; the client's
+// answer reaches the child, and the call's result follows.
+func TestResumeServerRequest(t *testing.T) {
+	h := newHarness(t, Config{})
+	resp := send(t, http.MethodPost, h.srv.URL, "alice", "", strings.Replace(initBody, `"capabilities":{}`, `"capabilities":{"sampling":{}}`, 1))
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	resp = send(t, http.MethodPost, h.srv.URL, "alice", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	resp.Body.Close()
+	resp = send(t, http.MethodPost, h.srv.URL, "alice", sid, `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"sample","arguments":{}}}`)
+	p, err := sseReader{bufio.NewReader(resp.Body)}.next()
+	resp.Body.Close()
+	if err != nil || !p.hasID || p.data != "" {
+		t.Fatalf("priming event %+v %v", p, err)
+	}
+	stream, _, _ := strings.Cut(p.id, "-")
+	waitFor(t, func() bool { return detached(h, sid, stream) })
+	resp = send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", p.id)
+	r := sseReader{bufio.NewReader(resp.Body)}
+	defer resp.Body.Close()
+	ev, err := r.next()
+	if err != nil || ev.id != stream+"-1" || !strings.Contains(ev.data, `"method":"sampling/createMessage"`) {
+		t.Fatalf("replayed %+v %v, want the sampling request", ev, err)
+	}
+	_, idAt, _ := strings.Cut(ev.data, `"id":`)
+	id, _, _ := strings.Cut(idAt, ",")
+	answer := `{"jsonrpc":"2.0","id":` + id + `,"result":{"model":"m","role":"assistant","content":{"type":"text","text":"pong"}}}`
+	post := send(t, http.MethodPost, h.srv.URL, "alice", sid, answer)
+	post.Body.Close()
+	if post.StatusCode != http.StatusAccepted {
+		t.Fatalf("the client's answer: %d", post.StatusCode)
+	}
+	ev, err = r.next()
+	if err != nil || ev.id != stream+"-2" || !strings.HasPrefix(ev.data, `{"jsonrpc":"2.0","id":5,"result":`) || !strings.Contains(ev.data, "sampled:pong") {
+		t.Fatalf("after the answer: %+v %v, want the call's result", ev, err)
+	}
+	if _, err := r.next(); err != io.EOF {
+		t.Fatalf("the stream goes on after the response: %v", err)
+	}
+}
+
+// TestResumeCancelled: the client's notifications/cancelled still
+// cancels a call whose connection went (the child sees it); a call so
+// cancelled that the child never answers is forgotten at the request
+// timeout, with its stream, and the session lives on (it is not hung).
+func TestResumeCancelled(t *testing.T) {
+	h := newHarness(t, Config{RequestTimeout: 5 * time.Second})
+	sid := rawSession(t, h, "alice")
+	startWait(t, h, "alice", sid, "")
+	cancel := func(id string) {
+		resp := send(t, http.MethodPost, h.srv.URL, "alice", sid, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":`+id+`,"reason":"user"}}`)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("cancel: %d", resp.StatusCode)
+		}
+	}
+	cancel("5")
+	waitFor(t, func() bool {
+		return strings.Contains(toolCall(t, h, "alice", sid, "7", "cancelled"), `"structuredContent":{"text":"1"}`)
+	})
+	// hang ignores its cancellation: no answer ever comes.
+	resp := send(t, http.MethodPost, h.srv.URL, "alice", sid, `{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"hang","arguments":{}}}`)
+	p, err := sseReader{bufio.NewReader(resp.Body)}.next()
+	resp.Body.Close()
+	if err != nil || !p.hasID {
+		t.Fatalf("hang: %+v %v", p, err)
+	}
+	cancel("8")
+	hung, _, _ := strings.Cut(p.id, "-")
+	s, _ := h.b.lookup(sid)
+	waitFor(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.inflight) == 0 && s.streams[hung] == nil
+	})
+	if s.isEnded() {
+		t.Fatal("the session ended as hung for a cancelled request")
+	}
+	if got := toolCall(t, h, "alice", sid, "9", "incr"); !strings.Contains(got, `"structuredContent":{"text":"1"}`) {
+		t.Fatalf("the session after: %s", got)
 	}
 }

@@ -24,6 +24,8 @@ type call struct {
 	fin      chan struct{} // closed with resp set (nil: the child ended)
 	resp     []byte
 	dropped  int
+	// cancelled: the client sent notifications/cancelled for it.
+	cancelled bool
 }
 
 // session is one MCP session: one child, one user.
@@ -185,6 +187,15 @@ func (s *session) send(m message, scope string, resumable bool) (*call, error) {
 	c.timer = time.AfterFunc(s.b.cfg.RequestTimeout, func() {
 		s.mu.Lock()
 		live := s.pending[c.childKey] == c
+		if live && c.cancelled && c.log != nil {
+			// A child need not answer a cancelled request (MCP
+			// cancellation): the request and its stream are forgotten,
+			// the session goes on.
+			s.forget(c)
+			s.freeLog(c.log)
+			s.mu.Unlock()
+			return
+		}
 		s.mu.Unlock()
 		if live {
 			s.end("no answer within the request timeout: hung")
@@ -294,6 +305,9 @@ func (s *session) cancelLine(m message, scope string) []byte {
 	}
 	s.mu.Lock()
 	c := s.byClient[scope+"\x00"+string(v)]
+	if c != nil {
+		c.cancelled = true
+	}
 	s.mu.Unlock()
 	if c == nil {
 		return nil
