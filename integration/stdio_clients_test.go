@@ -163,3 +163,29 @@ func TestStdioGoSDKClient(t *testing.T) {
 		})
 	}
 }
+
+// TestStdioClientsWithoutDelete: the TypeScript SDK's v1 client closes
+// its connections and sends no DELETE, so every run of it leaves its
+// session and child behind until the idle timeout. Run more times than
+// max_per_user, one user's runs each get a session: the user's least
+// recently used idle child makes room (before, the run past the bound got
+// 503 for the idle timeout, 15 minutes by default).
+func TestStdioClientsWithoutDelete(t *testing.T) {
+	node := requireNode(t)
+	requireUpstreamsNode(t)
+	t.Parallel()
+	entry, err := filepath.Abs(filepath.Join(upstreamsDir, "node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const perUser = 2
+	resource, _ := newStdioClientsEnv(t, proxy.Stdio{Command: []string{node, entry, "stdio"}, PassEnv: []string{"PATH", "HOME"}, MaxPerUser: perUser}, "get-env")
+	for i := range perUser + 2 {
+		ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout)
+		r := runDriver(ctx, t, node, "--sdk", "v1", "--revision", rev20251125, "--url", resource, "--tool", "get-env")
+		cancel()
+		if !r.OK || r.Call == nil || r.Call.IsError || !strings.Contains(r.Call.Text, "MCPGUARD_USER_SUBJECT") {
+			t.Fatalf("run %d of the v1 client (max_per_user %d): ok %v error %q call %+v", i+1, perUser, r.OK, r.Error, r.Call)
+		}
+	}
+}

@@ -269,11 +269,12 @@ type Stdio struct {
 	// the proxy's own working directory, and {dir} in Command or Env is
 	// then refused.
 	Dir string `yaml:"dir"`
-	// MaxChildren bounds the children running at once for this route
-	// (503 with Retry-After beyond). Zero means 64.
+	// MaxChildren bounds the children running at once for this route:
+	// beyond, the requesting user's least recently used idle child is
+	// ended, else 503 with Retry-After. Zero means 64.
 	MaxChildren int `yaml:"max_children"`
-	// MaxPerUser bounds one user's children (sessions) at once. Zero
-	// means 4.
+	// MaxPerUser bounds one user's children (sessions) at once, the same
+	// way. Zero means 4.
 	MaxPerUser int `yaml:"max_per_user"`
 	// StartTimeout bounds a child's answer to initialize. Zero means 30s.
 	StartTimeout time.Duration `yaml:"start_timeout"`

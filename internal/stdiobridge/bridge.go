@@ -80,10 +80,12 @@ type Config struct {
 	// the user key); it is created 0700. Empty means the proxy's own, and
 	// then {dir} in Command or Env is refused.
 	Dir string
-	// MaxChildren bounds the children running at once. Zero means
-	// DefaultMaxChildren.
+	// MaxChildren bounds the children running at once: beyond, the
+	// requesting user's least recently used idle child is ended, else the
+	// start is refused (evict.go). Zero means DefaultMaxChildren.
 	MaxChildren int
-	// MaxPerUser bounds one user's children. Zero means DefaultMaxPerUser.
+	// MaxPerUser bounds one user's children, the same way. Zero means
+	// DefaultMaxPerUser.
 	MaxPerUser int
 	// StartTimeout bounds the answer to initialize. Zero means
 	// DefaultStartTimeout.
@@ -363,6 +365,22 @@ var errBusy = errors.New("stdiobridge: too many children")
 // sharedKey is its key in b.shared ("" for a session's own child).
 func (b *Bridge) start(u User, stateless bool, sharedKey string) (*session, error) {
 	b.mu.Lock()
+	// At a bound, the user's least recently used idle child makes room
+	// (evict.go): clients that leave without DELETE would otherwise hold
+	// the user's slots until the idle timeout.
+	for range b.cfg.MaxPerUser + 1 {
+		if b.closed || b.running < b.cfg.MaxChildren && b.perUser[u.Key] < b.cfg.MaxPerUser {
+			break
+		}
+		victim := b.idlestLocked(u.Key)
+		if victim == nil {
+			break
+		}
+		b.mu.Unlock()
+		victim.log.Info("stdio: the user's least recently used idle child ends to make room for another")
+		victim.end("ended for a new session of its user at a process bound (least recently used, idle)")
+		b.mu.Lock()
+	}
 	if b.closed || b.running >= b.cfg.MaxChildren || b.perUser[u.Key] >= b.cfg.MaxPerUser {
 		b.mu.Unlock()
 		return nil, errBusy

@@ -305,26 +305,6 @@ func TestHungChildStopped(t *testing.T) {
 	}
 }
 
-func TestProcessBounds(t *testing.T) {
-	h := newHarness(t, Config{MaxChildren: 3, MaxPerUser: 2})
-	for i, tc := range []struct {
-		user string
-		want int
-	}{
-		{"alice", 200}, {"alice", 200}, {"alice", 503}, {"bob", 200}, {"carol", 503},
-	} {
-		resp := rawPost(t, h.srv.URL, tc.user, "", initBody)
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != tc.want {
-			t.Fatalf("%d: %s: %d, want %d", i, tc.user, resp.StatusCode, tc.want)
-		}
-		if tc.want == 503 && resp.Header.Get("Retry-After") != retryAfter {
-			t.Errorf("503 without Retry-After")
-		}
-	}
-}
-
 func TestIdleTimeout(t *testing.T) {
 	h := newHarness(t, Config{IdleTimeout: 100 * time.Millisecond, StopGrace: 100 * time.Millisecond})
 	resp := rawPost(t, h.srv.URL, "alice", "", initBody)

@@ -160,8 +160,10 @@ func TestStateless(t *testing.T) {
 }
 
 // TestStatelessBoundsAndIdle: a user's stateless child counts against
-// max_per_user (503 beyond); it is stopped when idle and reaped, and the
-// next stateless request starts a fresh one.
+// max_per_user: idle, it makes room for the user's session (evict.go);
+// with the user's one child busy, a stateless request gets 503. It is
+// stopped when idle and reaped, and the next stateless request starts a
+// fresh one.
 func TestStatelessBoundsAndIdle(t *testing.T) {
 	call := modernBody("1", "tools/call", `"name":"incr","arguments":{},`)
 	alice := User{Key: "https://as.example|alice"}
@@ -171,11 +173,26 @@ func TestStatelessBoundsAndIdle(t *testing.T) {
 		if resp.StatusCode != http.StatusOK || !strings.Contains(body, `\"1\"`) {
 			t.Fatalf("first call: %d %s", resp.StatusCode, body)
 		}
-		// alice's one process is her stateless child: a session is refused.
-		r2 := rawPost(t, h.srv.URL, "alice", "", initBody)
-		r2.Body.Close()
-		if r2.StatusCode != http.StatusServiceUnavailable || r2.Header.Get("Retry-After") != retryAfter {
-			t.Fatalf("a second process of alice: %d Retry-After %q, want 503", r2.StatusCode, r2.Header.Get("Retry-After"))
+		// alice's one process is her idle stateless child: it is ended
+		// for her session.
+		sid := open(t, h, "alice")
+		if n := h.b.Children(); n != 1 {
+			t.Errorf("children after the session's initialize: %d, want 1", n)
+		}
+		// The session busy (its GET stream open), a stateless request
+		// finds no room.
+		get, _ := http.NewRequest(http.MethodGet, h.srv.URL, nil)
+		get.Header.Set("Accept", "text/event-stream")
+		get.Header.Set(userHeader, "alice")
+		get.Header.Set("Mcp-Session-Id", sid)
+		gresp, err := http.DefaultClient.Do(get)
+		if err != nil || gresp.StatusCode != http.StatusOK {
+			t.Fatalf("GET: %v %v", err, gresp)
+		}
+		defer gresp.Body.Close()
+		resp, body = modernPost(t, h.srv.URL, "alice", "tools/call", "", call)
+		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != retryAfter {
+			t.Fatalf("a second process of alice, her session busy: %d Retry-After %q %s, want 503", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 		}
 	})
 	t.Run("idle", func(t *testing.T) {
