@@ -38,15 +38,7 @@ func TestBoundsEvictIdle(t *testing.T) {
 		t.Errorf("a2 after the third initialize: %d, want 200", got)
 	}
 	// Busy: a2 with its GET stream open, a3 with a request in flight.
-	get, _ := http.NewRequest(http.MethodGet, h.srv.URL, nil)
-	get.Header.Set("Accept", "text/event-stream")
-	get.Header.Set(userHeader, "alice")
-	get.Header.Set("Mcp-Session-Id", a2)
-	gresp, err := http.DefaultClient.Do(get)
-	if err != nil || gresp.StatusCode != http.StatusOK {
-		t.Fatalf("a2 GET: %v %v", err, gresp)
-	}
-	defer gresp.Body.Close()
+	defer openGET(t, h, "alice", a2).Body.Close()
 	notifyInit := post(t, h, "alice", a3, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	if notifyInit.status != http.StatusAccepted {
 		t.Fatalf("a3 initialized: %d", notifyInit.status)
@@ -106,4 +98,22 @@ func TestBoundsEvictIdle(t *testing.T) {
 			t.Errorf("alice's busy session %s…: %d, want 200", sid[:8], got)
 		}
 	}
+}
+
+// openGET opens the GET stream of session sid of user.
+func openGET(t *testing.T, h *harness, user, sid string) *http.Response {
+	t.Helper()
+	get, _ := http.NewRequest(http.MethodGet, h.srv.URL, nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set(userHeader, user)
+	get.Header.Set("Mcp-Session-Id", sid)
+	resp, err := http.DefaultClient.Do(get)
+	if err != nil {
+		t.Fatalf("GET of %s: %v", user, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		t.Fatalf("GET of %s: %d", user, resp.StatusCode)
+	}
+	return resp
 }

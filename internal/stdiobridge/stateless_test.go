@@ -181,15 +181,7 @@ func TestStatelessBoundsAndIdle(t *testing.T) {
 		}
 		// The session busy (its GET stream open), a stateless request
 		// finds no room.
-		get, _ := http.NewRequest(http.MethodGet, h.srv.URL, nil)
-		get.Header.Set("Accept", "text/event-stream")
-		get.Header.Set(userHeader, "alice")
-		get.Header.Set("Mcp-Session-Id", sid)
-		gresp, err := http.DefaultClient.Do(get)
-		if err != nil || gresp.StatusCode != http.StatusOK {
-			t.Fatalf("GET: %v %v", err, gresp)
-		}
-		defer gresp.Body.Close()
+		defer openGET(t, h, "alice", sid).Body.Close()
 		resp, body = modernPost(t, h.srv.URL, "alice", "tools/call", "", call)
 		if resp.StatusCode != http.StatusServiceUnavailable || resp.Header.Get("Retry-After") != retryAfter {
 			t.Fatalf("a second process of alice, her session busy: %d Retry-After %q %s, want 503", resp.StatusCode, resp.Header.Get("Retry-After"), body)
