@@ -7,8 +7,8 @@ import "time"
 // leaves its session and child behind until the idle timeout; a user who
 // reconnected max_per_user times would then get 503 for that long. So a
 // start at a bound (the user's or all children's) first ends the user's
-// least recently used idle child: one with no request in flight and no
-// GET stream open, which its client can at most resume to find 404 and
+// least recently used idle child: one with no request in flight, no GET
+// stream open and no answer kept for a client to resume, which its client can at most resume to find 404 and
 // initialize again (MCP: a 404 session starts a new one). Only the
 // user's own children are candidates: one user never ends another's.
 
@@ -30,13 +30,20 @@ func (b *Bridge) idlestLocked(key string) *session {
 	return victim
 }
 
-// idle reports whether s has no request in flight and no GET stream open,
-// and when it was last used.
+// idle reports whether s has no request in flight, no GET stream open
+// and no answer kept for a client that went before it came (resumable
+// for the resume window: ending the session would lose an answer whose
+// effects happened), and when it was last used.
 func (s *session) idle() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended || len(s.inflight) > 0 || len(s.gets) > 0 {
 		return time.Time{}, false
+	}
+	for _, st := range s.streams {
+		if st.c != nil && st.done && !st.freed {
+			return time.Time{}, false
+		}
 	}
 	return s.last, true
 }
