@@ -263,3 +263,26 @@ func TestAttackDirTokenValues(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackQueueBytes: what a child sends with no request in flight
+// before the first GET stream is kept within the session's byte bound
+// too, not max_queued messages of max_message_bytes each (256 × 4 MiB,
+// a GiB per session by default).
+func TestAttackQueueBytes(t *testing.T) {
+	h := newHostile(t, Config{MaxMessageBytes: 1 << 10}, nil)
+	sid := open(t, h, "alice")
+	if a := tool(t, h, "alice", sid, "flood", `{"n":300,"size":900,"after":true}`); a.text() != "flooding" {
+		t.Fatalf("flood: %d %v", a.status, a.msgs)
+	}
+	waitFor(t, func() bool { return strings.Contains(h.log.String(), "child message dropped: queue full") })
+	s, _ := h.b.lookup(sid)
+	s.mu.Lock()
+	n, bytes := len(s.queue), 0
+	for _, m := range s.queue {
+		bytes += len(m)
+	}
+	s.mu.Unlock()
+	if max := resumeBytes(h.b.cfg.MaxMessageBytes); bytes > max {
+		t.Errorf("%d messages of %d bytes queued for the first GET stream, want at most %d bytes", n, bytes, max)
+	}
+}

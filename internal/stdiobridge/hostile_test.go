@@ -230,6 +230,9 @@ func (h *hostile) tool(id json.RawMessage, name string, args map[string]any) {
 	case "flood":
 		n, size := argInt(args, "n", 1000), argInt(args, "size", 10)
 		data := strings.Repeat("f", size)
+		if args["after"] == true { // answered first: no request in flight
+			h.answer(id, "flooding")
+		}
 		for i := range n {
 			h.line(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + data + strconv.Itoa(i) + `"}}`)
 		}

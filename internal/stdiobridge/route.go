@@ -153,11 +153,12 @@ func (s *session) fromChild(m message) {
 			return
 		}
 	}
-	if len(s.queue) >= s.b.cfg.MaxQueued {
+	if len(s.queue) >= s.b.cfg.MaxQueued || s.queueBytes+len(m.raw) > resumeBytes(s.b.cfg.MaxMessageBytes) {
 		s.log.Warn("stdio: child message dropped: queue full", "method", m.method)
 		return
 	}
 	s.queue = append(s.queue, m.raw)
+	s.queueBytes += len(m.raw)
 }
 
 // toCall puts msg on c's stream: its log (resume.go) or, dropping it if

@@ -56,6 +56,7 @@ type session struct {
 	evN        int                // events kept in streams
 	evBytes    int                // their bytes
 	queue      [][]byte           // for the first GET stream
+	queueBytes int                // their bytes, within resumeBytes
 	initResult []byte             // the child's initialize result, for a shared child
 	last       time.Time
 	ended      bool
@@ -148,7 +149,7 @@ func (s *session) end(reason string) {
 		for _, st := range s.streams {
 			s.freeLog(st)
 		}
-		s.queue = nil
+		s.queue, s.queueBytes = nil, 0
 		s.mu.Unlock()
 		s.log.Info("stdio: child ended", "reason", reason, "exit", s.ch.exitReason())
 		s.release()
@@ -465,7 +466,7 @@ func (s *session) serveGET(w http.ResponseWriter, r *http.Request, scope string)
 		for _, msg := range s.queue {
 			s.appendEvent(st, msg)
 		}
-		s.queue = nil
+		s.queue, s.queueBytes = nil, 0
 	} else {
 		gen = s.attach(st)
 	}
