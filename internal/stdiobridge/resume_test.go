@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 )
 
 // sseEv is one event as a client reads it.
@@ -512,9 +511,10 @@ func TestResumeServerRequest(t *testing.T) {
 // TestResumeCancelled: the client's notifications/cancelled still
 // cancels a call whose connection went (the child sees it); a call so
 // cancelled that the child never answers is forgotten at the request
-// timeout, with its stream, and the session lives on (it is not hung).
+// timeout (brought forward by the test), with its stream, and the
+// session lives on (it is not hung).
 func TestResumeCancelled(t *testing.T) {
-	h := newHarness(t, Config{RequestTimeout: 5 * time.Second})
+	h := newHarness(t, Config{})
 	sid := rawSession(t, h, "alice")
 	startWait(t, h, "alice", sid, "")
 	cancel := func(id string) {
@@ -538,6 +538,15 @@ func TestResumeCancelled(t *testing.T) {
 	cancel("8")
 	hung, _, _ := strings.Cut(p.id, "-")
 	s, _ := h.b.lookup(sid)
+	// Its request timeout, now.
+	s.mu.Lock()
+	c := s.byClient["\x008"]
+	if c == nil || !c.cancelled {
+		s.mu.Unlock()
+		t.Fatalf("the hung call: %+v", c)
+	}
+	c.timer.Reset(0)
+	s.mu.Unlock()
 	waitFor(t, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
