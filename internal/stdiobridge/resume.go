@@ -97,7 +97,7 @@ type sseLog struct {
 	freed  bool
 	gen    uint64        // bumped at each attach: the reader holding it is the one
 	reader bool          // a connection is attached
-	wake   chan struct{} // cap 1: an event was added, or the reader replaced
+	wake   chan struct{} // cap 1, the reader's: an event was added, or the stream freed
 	timer  *time.Timer   // forgets a finished stream with no reader
 }
 
@@ -250,7 +250,11 @@ func (s *session) attach(st *sseLog) uint64 {
 	if st.c == nil {
 		s.gets[st.scope] = st
 	}
+	// The reader replaced, if any, wakes on its own channel and ends; the
+	// new one gets a channel of its own, so that neither takes the
+	// other's wake.
 	wakeup(st.wake)
+	st.wake = make(chan struct{}, 1)
 	return st.gen
 }
 
@@ -287,13 +291,10 @@ func (s *session) pump(w http.ResponseWriter, fl http.Flusher, r *http.Request, 
 	for {
 		s.mu.Lock()
 		if st.gen != gen || st.freed {
-			if st.gen != gen {
-				// The wake this reader may have taken is its successor's.
-				wakeup(st.wake)
-			}
 			s.mu.Unlock()
 			return false
 		}
+		wake := st.wake
 		cursor = max(cursor, st.first) // past events lost at the bound
 		batch = append(batch[:0], st.events[cursor-st.first:]...)
 		done := st.done
@@ -325,7 +326,7 @@ func (s *session) pump(w http.ResponseWriter, fl http.Flusher, r *http.Request, 
 			}
 		}
 		select {
-		case <-st.wake:
+		case <-wake:
 		case <-s.endedCh:
 			return false
 		case <-r.Context().Done():
