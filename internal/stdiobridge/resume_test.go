@@ -550,7 +550,7 @@ func TestResumeCancelled(t *testing.T) {
 	waitFor(t, func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return len(s.inflight) == 0 && s.streams[hung] == nil
+		return s.pending[c.childKey] == nil && s.streams[hung] == nil
 	})
 	if s.isEnded() {
 		t.Fatal("the session ended as hung for a cancelled request")
