@@ -535,6 +535,9 @@ func TestResumeCancelled(t *testing.T) {
 	if err != nil || !p.hasID {
 		t.Fatalf("hang: %+v %v", p, err)
 	}
+	// Cancelled before its handler runs, the go-sdk server answers at
+	// once (an error, its stream then resumable): cancel once hang runs.
+	waitFor(t, func() bool { return strings.Contains(h.log.String(), "line=hanging") })
 	cancel("8")
 	hung, _, _ := strings.Cut(p.id, "-")
 	s, _ := h.b.lookup(sid)
