@@ -286,3 +286,33 @@ func TestAttackQueueBytes(t *testing.T) {
 		t.Errorf("%d messages of %d bytes queued for the first GET stream, want at most %d bytes", n, bytes, max)
 	}
 }
+
+// TestAttackGETNotRead: a client that opens its GET stream and never
+// reads it while the child floods notifications holds the session's
+// kept events within its bounds (the bridge does not buffer what TCP
+// does not take), and the session goes on serving calls.
+func TestAttackGETNotRead(t *testing.T) {
+	h := newHostile(t, Config{MaxMessageBytes: 1 << 10}, nil)
+	sid := open(t, h, "alice")
+	get := openGET(t, h, "alice", sid)
+	defer get.Body.Close() // never read
+	if a := tool(t, h, "alice", sid, "flood", `{"n":20000,"size":900,"after":true}`); a.text() != "flooding" {
+		t.Fatalf("flood: %d %v", a.status, a.msgs)
+	}
+	waitFor(t, func() bool {
+		return strings.Contains(h.log.String(), "child messages dropped: over the session's stream buffer bound")
+	})
+	s, _ := h.b.lookup(sid)
+	bound := resumeBytes(h.b.cfg.MaxMessageBytes)
+	for range 3 {
+		if a := tool(t, h, "alice", sid, "pid", ""); a.status != http.StatusOK || a.text() == "" {
+			t.Fatalf("a call during the flood: %d %v", a.status, a.msgs)
+		}
+		s.mu.Lock()
+		n, b, q := s.evN, s.evBytes, len(s.queue)
+		s.mu.Unlock()
+		if n > h.b.cfg.MaxQueued || b > bound || q != 0 {
+			t.Fatalf("kept %d events, %d bytes, %d queued: over max_queued %d, %d bytes", n, b, q, h.b.cfg.MaxQueued, bound)
+		}
+	}
+}
