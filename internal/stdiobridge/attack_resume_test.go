@@ -316,3 +316,25 @@ func TestAttackGETNotRead(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackStreamsBounded: answers whose clients went, pushed out of
+// the session's bound by later ones, are no longer resumable and are
+// forgotten with their streams then, not kept empty (each with its
+// timer) for resume_window: the streams a session holds stay within
+// max_queued however many calls its clients abandon.
+func TestAttackStreamsBounded(t *testing.T) {
+	h := newHarness(t, Config{MaxQueued: 4})
+	sid := rawSession(t, h, "alice")
+	s, _ := h.b.lookup(sid)
+	for range 12 {
+		startWait(t, h, "alice", sid, "")
+		toolCall(t, h, "alice", sid, "6", "release")
+		noInflight(t, h, sid)
+	}
+	s.mu.Lock()
+	n, evN := len(s.streams), s.evN
+	s.mu.Unlock()
+	if n > h.b.cfg.MaxQueued || evN > h.b.cfg.MaxQueued {
+		t.Errorf("the session holds %d streams, %d events after 12 abandoned answers, want at most max_queued %d", n, evN, h.b.cfg.MaxQueued)
+	}
+}

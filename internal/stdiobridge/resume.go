@@ -169,7 +169,8 @@ func (s *session) oldestOther(st *sseLog) *sseLog {
 // has (every such ID comes before the loss: fail closed, a client never
 // resumes past a gap unknowingly); a reader attached skips the gap, as a
 // client that does not keep up misses messages. A request's stream with
-// no reader is then emptied: no one can have what it would keep. Called
+// no reader is then emptied, and forgotten if answered: no one can have
+// what it would keep. Called
 // with s.mu held.
 func (s *session) evictHead(v *sseLog) {
 	e := v.events[0]
@@ -185,7 +186,11 @@ func (s *session) evictHead(v *sseLog) {
 		}
 		v.lost = true
 		if v.c != nil && !v.reader {
-			s.dropEvents(v)
+			if v.done {
+				s.freeLog(v) // answered: nothing more will come
+			} else {
+				s.dropEvents(v)
+			}
 		}
 	}
 }
