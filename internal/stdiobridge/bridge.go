@@ -40,6 +40,10 @@ const (
 	retryAfter = "5"
 	// maxStderrLine bounds one logged stderr line.
 	maxStderrLine = 4 << 10
+	// stderrBurst and stderrRate bound the stderr lines of one child
+	// that are logged: a burst, then so many a second.
+	stderrBurst = 100
+	stderrRate  = 10
 )
 
 // Environment variables that tell a child who its user is.

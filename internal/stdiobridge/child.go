@@ -24,6 +24,10 @@ type child struct {
 
 	exited  chan struct{} // closed when the process is reaped
 	waitErr error
+	// stderrDone is closed when stderr is read to its end: stop waits
+	// for it (up to the grace) before closing stderr, so that what a
+	// child wrote there just before it exited (why it crashed) is logged.
+	stderrDone chan struct{}
 
 	stopOnce sync.Once
 }
@@ -52,7 +56,7 @@ func startChild(argv []string, env []string, dir string, grace time.Duration, lo
 		return nil, err
 	}
 	closeAll(inR, outW, errW) // the child's ends
-	c := &child{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, log: log, grace: grace, exited: make(chan struct{})}
+	c := &child{cmd: cmd, stdin: inW, stdout: outR, stderr: errR, log: log, grace: grace, exited: make(chan struct{}), stderrDone: make(chan struct{})}
 	go func() {
 		c.waitErr = cmd.Wait()
 		// Whatever the group still holds (a server started by npx or a
@@ -109,6 +113,13 @@ func (c *child) stop(ctx context.Context) {
 	case <-ctx.Done():
 	}
 	_ = c.stdout.Close()
+	t := time.NewTimer(c.grace)
+	select {
+	case <-c.stderrDone:
+	case <-t.C: // a descendant that left the group holds it
+	case <-ctx.Done():
+	}
+	t.Stop()
 	_ = c.stderr.Close()
 }
 

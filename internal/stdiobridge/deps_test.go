@@ -16,6 +16,7 @@ func TestDeps(t *testing.T) {
 			deptest.Module + "/internal/strictjson",
 			deptest.Module + "/internal/mcprev",
 			"github.com/go-json-experiment/json/...",
+			"golang.org/x/time/rate",
 		},
 	}.Check(t, ".")
 	deptest.CheckNotImported(t, deptest.Module+"/internal/stdiobridge", deptest.Module+"/proxy")

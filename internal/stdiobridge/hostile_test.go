@@ -244,6 +244,17 @@ func (h *hostile) tool(id json.RawMessage, name string, args map[string]any) {
 		}
 		_, _ = os.Stderr.WriteString("\nafter the flood\n")
 		h.answer(id, "stderr flooded")
+	case "stderr_lines":
+		for i := range argInt(args, "n", 1000) {
+			_, _ = fmt.Fprintf(os.Stderr, "stderr line %d\n", i)
+		}
+		h.answer(id, "stderr written")
+	case "stderr_exit":
+		for i := range argInt(args, "n", 1000) {
+			_, _ = fmt.Fprintf(os.Stderr, "stderr line %d\n", i)
+		}
+		_, _ = os.Stderr.WriteString("last words on stderr\n")
+		os.Exit(3)
 	case "exit_buffered":
 		h.wmu.Lock()
 		_, _ = os.Stdout.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"content":[{"type":"text","text":"last words"}]}}` + "\n")

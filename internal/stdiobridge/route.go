@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"os"
+
+	"golang.org/x/time/rate"
 )
 
 // readStdout reads the child's messages until it ends; anything but
@@ -60,19 +62,38 @@ func (s *session) refused(m message) bool {
 }
 
 // readStderr logs the child's stderr, line by line, tagged with the
-// route (the bridge's logger) and the user.
+// route (the bridge's logger) and the user, at most stderrBurst lines at
+// once and stderrRate a second after: the lines beyond are counted, not
+// logged, so a child cannot flood the proxy's log; the count is logged
+// with the last line dropped (a crashing child's last words).
 func (s *session) readStderr() {
 	defer s.b.wg.Done()
+	defer close(s.ch.stderrDone)
 	sc := bufio.NewReaderSize(s.ch.stderr, maxStderrLine)
+	lim := rate.NewLimiter(stderrRate, stderrBurst)
+	dropped, last := 0, ""
+	flush := func() {
+		if dropped > 0 {
+			s.log.Warn("stdio: child stderr lines dropped", "dropped", dropped, "last", last)
+			dropped, last = 0, ""
+		}
+	}
 	for {
 		line, isPrefix, err := sc.ReadLine()
 		if len(line) > 0 {
-			s.log.Info("stdio: child stderr", "line", string(line), "truncated", isPrefix)
+			if lim.Allow() {
+				flush()
+				s.log.Info("stdio: child stderr", "line", string(line), "truncated", isPrefix)
+			} else {
+				dropped++
+				last = string(line)
+			}
 		}
 		for isPrefix && err == nil { // the rest of a long line is skipped
 			_, isPrefix, err = sc.ReadLine()
 		}
 		if err != nil {
+			flush()
 			return
 		}
 	}
