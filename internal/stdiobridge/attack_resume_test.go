@@ -338,3 +338,34 @@ func TestAttackStreamsBounded(t *testing.T) {
 		t.Errorf("the session holds %d streams, %d events after 12 abandoned answers, want at most max_queued %d", n, evN, h.b.cfg.MaxQueued)
 	}
 }
+
+// TestAttackEvictRace: concurrent initializes of one user at
+// max_per_user make room for each other (each gets 200 or 503 with
+// Retry-After, never another error), and the user never holds more
+// children than the bound.
+func TestAttackEvictRace(t *testing.T) {
+	h := newHarness(t, Config{MaxPerUser: 2})
+	const n = 8
+	type res struct {
+		status int
+		body   string
+	}
+	out := make(chan res, n)
+	for range n {
+		go func() {
+			resp := rawPost(t, h.srv.URL, "alice", "", initBody)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			out <- res{resp.StatusCode, string(body)}
+			if c := h.b.Children(); c > 2 {
+				t.Errorf("alice holds %d children, over max_per_user 2", c)
+			}
+		}()
+	}
+	for range n {
+		r := <-out
+		if r.status != http.StatusOK && r.status != http.StatusServiceUnavailable {
+			t.Errorf("a concurrent initialize: %d %s, want 200 or 503", r.status, r.body)
+		}
+	}
+}

@@ -30,14 +30,16 @@ func (b *Bridge) idlestLocked(key string) *session {
 	return victim
 }
 
-// idle reports whether s has no request in flight, no GET stream open
+// idle reports whether s has started (a child being initialized is not
+// idle before its initialize is written), has no request in flight, no
+// GET stream open
 // and no answer kept for a client that went before it came (resumable
 // for the resume window: ending the session would lose an answer whose
 // effects happened), and when it was last used.
 func (s *session) idle() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended || len(s.inflight) > 0 || len(s.gets) > 0 {
+	if s.ended || !s.started || len(s.inflight) > 0 || len(s.gets) > 0 {
 		return time.Time{}, false
 	}
 	for _, st := range s.streams {

@@ -59,6 +59,7 @@ type session struct {
 	queueBytes int                // their bytes, within resumeBytes
 	initResult []byte             // the child's initialize result, for a shared child
 	last       time.Time
+	started    bool // a request has left the flight (its initialize): before, it is starting, never idle (evict.go)
 	ended      bool
 	endedCh    chan struct{}
 	endOnce    sync.Once
@@ -245,6 +246,7 @@ func (s *session) forget(c *call) {
 		}
 	}
 	s.last = time.Now()
+	s.started = true
 }
 
 // post serves a client message in this session.
