@@ -369,3 +369,32 @@ func TestAttackEvictRace(t *testing.T) {
 		}
 	}
 }
+
+// TestAttackSharedDeleteScope: with per_user, a DELETE of one client
+// session of the user's child forgets that session's streams only:
+// another session's detached call goes on and is resumed by its client,
+// and the deleted session's stream is not resumable from the other.
+func TestAttackSharedDeleteScope(t *testing.T) {
+	h := newHarness(t, Config{PerUser: true})
+	keep := rawSession(t, h, "alice")
+	gone := rawSession(t, h, "alice")
+	kept, _ := startWait(t, h, "alice", keep, "")
+	resp := send(t, http.MethodPost, h.srv.URL, "alice", gone, `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"progress","arguments":{},"_meta":{"progressToken":"g"}}}`)
+	evs := events(t, resp)
+	if len(evs) == 0 {
+		t.Fatal("progress in the second session: no events")
+	}
+	resp = send(t, http.MethodDelete, h.srv.URL, "alice", gone, "")
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("DELETE of the second session: %d", resp.StatusCode)
+	}
+	if st, body := resumeStatus(t, h, "alice", keep, evs[0].id); st != http.StatusBadRequest || body != notResumable {
+		t.Errorf("the deleted session's stream from the kept one: %d %s", st, body)
+	}
+	toolCall(t, h, "alice", keep, "6", "release")
+	evs = events(t, send(t, http.MethodGet, h.srv.URL, "alice", keep, "", "Last-Event-ID", kept))
+	if len(evs) != 3 || !strings.Contains(evs[2].data, "released") {
+		t.Fatalf("the kept session's resumption after the other's DELETE: %+v", evs)
+	}
+}
