@@ -356,10 +356,10 @@ func TestAttackEvictRace(t *testing.T) {
 			resp := rawPost(t, h.srv.URL, "alice", "", initBody)
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
-			out <- res{resp.StatusCode, string(body)}
 			if c := h.b.Children(); c > 2 {
 				t.Errorf("alice holds %d children, over max_per_user 2", c)
 			}
+			out <- res{resp.StatusCode, string(body)}
 		}()
 	}
 	for range n {
