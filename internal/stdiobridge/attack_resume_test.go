@@ -353,7 +353,15 @@ func TestAttackEvictRace(t *testing.T) {
 	out := make(chan res, n)
 	for range n {
 		go func() {
-			resp := rawPost(t, h.srv.URL, "alice", "", initBody)
+			req, _ := http.NewRequest(http.MethodPost, h.srv.URL, strings.NewReader(initBody))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set(userHeader, "alice")
+			resp, err := http.DefaultClient.Do(req) // no t.Fatal off the test's goroutine
+			if err != nil {
+				out <- res{0, err.Error()}
+				return
+			}
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			if c := h.b.Children(); c > 2 {
