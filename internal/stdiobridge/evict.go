@@ -39,13 +39,20 @@ func (b *Bridge) idlestLocked(key string) *session {
 func (s *session) idle() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ended || !s.started || len(s.inflight) > 0 || len(s.gets) > 0 {
+	if s.ended || !s.started || len(s.inflight) > 0 || len(s.gets) > 0 || s.keepsAnswerLocked() {
 		return time.Time{}, false
 	}
+	return s.last, true
+}
+
+// keepsAnswerLocked reports whether s keeps the answer of a call whose
+// client went before it came (resumable for the resume window). Called
+// with s.mu held.
+func (s *session) keepsAnswerLocked() bool {
 	for _, st := range s.streams {
 		if st.c != nil && st.done && !st.freed {
-			return time.Time{}, false
+			return true
 		}
 	}
-	return s.last, true
+	return false
 }

@@ -3,6 +3,7 @@ package stdiobridge
 import (
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -116,4 +117,26 @@ func openGET(t *testing.T, h *harness, user, sid string) *http.Response {
 		t.Fatalf("GET of %s: %d", user, resp.StatusCode)
 	}
 	return resp
+}
+
+// TestIdleKeepsUndelivered: a session that keeps the answer of a call
+// whose client went is not idle for the idle janitor either, so that an
+// idle_timeout shorter than the resume window does not end it and lose
+// the answer; once the answer is delivered, its idle time counts again.
+func TestIdleKeepsUndelivered(t *testing.T) {
+	h := newHarness(t, Config{IdleTimeout: time.Hour})
+	sid := rawSession(t, h, "alice")
+	priming, _ := startWait(t, h, "alice", sid, "")
+	toolCall(t, h, "alice", sid, "6", "release")
+	noInflight(t, h, sid)
+	s, _ := h.b.lookup(sid)
+	later := time.Now().Add(24 * time.Hour)
+	if d := s.idleSince(later); d != 0 {
+		t.Errorf("idle for %v a day later while it keeps an undelivered answer, want 0", d)
+	}
+	evs := events(t, send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", priming))
+	if len(evs) != 3 || !strings.Contains(evs[2].data, "released") {
+		t.Fatalf("resumption of the answer: %+v", evs)
+	}
+	waitFor(t, func() bool { return s.idleSince(later) > 0 })
 }

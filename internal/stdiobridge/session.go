@@ -97,11 +97,13 @@ func (s *session) watch() {
 	go s.end("process exited")
 }
 
-// idleSince is how long the session has had no request in flight.
+// idleSince is how long the session has had no request in flight and
+// kept no answer for a client that went (an idle_timeout shorter than the
+// resume window must not lose it).
 func (s *session) idleSince(now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.inflight) > 0 {
+	if len(s.inflight) > 0 || s.keepsAnswerLocked() {
 		return 0
 	}
 	return now.Sub(s.last)
