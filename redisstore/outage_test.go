@@ -2,14 +2,18 @@ package redisstore_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"golang.org/x/time/rate"
 
 	"github.com/mcpguard/mcpguard/authtest"
@@ -24,10 +28,16 @@ import (
 // of each store: replay fails closed, the step-up bound fails open (the
 // ordinary challenge, uncounted, and a warning), the client store reports
 // an outage that is not "unknown client". Each call gives up within the
-// store's Timeout.
+// store's Timeout: every command reaches go-redis with a deadline at most
+// Timeout ahead (checked by a hook, not by timing the calls, which a
+// loaded machine would make flaky, and which a stopped server answers at
+// once whatever the deadline).
 func TestRedisDown(t *testing.T) {
 	srv, rdb := newRedis(t)
 	cfg := redisstore.Config{Client: rdb, Timeout: 300 * time.Millisecond}
+	deadlines := &deadlineHook{most: cfg.Timeout}
+	rdb.AddHook(deadlines)
+	t.Cleanup(func() { deadlines.check(t) })
 	replay, _ := redisstore.NewReplayStore(cfg)
 	steps, _ := redisstore.NewStepUpStore(cfg)
 	clients, _ := redisstore.NewClientStore(cfg)
@@ -52,7 +62,7 @@ func TestRedisDown(t *testing.T) {
 
 	srv.Stop()
 
-	start := time.Now()
+	before := deadlines.count()
 	fresh, err := replay.Claim(ctx, "p", "jti-1", time.Minute)
 	if fresh || !errors.Is(err, redisstore.ErrUnavailable) {
 		t.Errorf("Claim with Redis down = %v, %v; want false, ErrUnavailable (fail closed)", fresh, err)
@@ -70,8 +80,8 @@ func TestRedisDown(t *testing.T) {
 	if err := clients.Put(ctx, &cimd.Client{Document: cimd.Document{ClientID: "dcr_2"}}); !errors.Is(err, redisstore.ErrUnavailable) {
 		t.Errorf("Put with Redis down = %v", err)
 	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("five calls with Redis down took %v", d)
+	if got := deadlines.count() - before; got < 5 {
+		t.Errorf("%d commands with Redis down, want one for each of the five calls", got)
 	}
 
 	// The middleware: the ordinary challenge, uncounted, every time, and a
@@ -102,6 +112,65 @@ func TestRedisDown(t *testing.T) {
 	reg, _ := cimd.NewRegistry(cimd.RegistryConfig{Store: clients})
 	if _, err := reg.Lookup(ctx, "dcr_1"); errors.Is(err, cimd.ErrUnknownClient) || err == nil {
 		t.Errorf("Lookup with Redis down = %v, want an outage error", err)
+	}
+}
+
+// deadlineHook is a go-redis hook that records every command (and
+// pipeline) and whether its context had a deadline at most most ahead.
+// The check does not depend on the machine's speed: the time left before
+// a deadline only shrinks.
+type deadlineHook struct {
+	most time.Duration
+
+	mu   sync.Mutex
+	n    int
+	errs []string
+}
+
+func (h *deadlineHook) see(ctx context.Context, what string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	dl, ok := ctx.Deadline()
+	switch {
+	case !ok:
+		h.errs = append(h.errs, what+": no deadline")
+	case time.Until(dl) > h.most:
+		h.errs = append(h.errs, fmt.Sprintf("%s: deadline %v ahead, want at most %v", what, time.Until(dl), h.most))
+	}
+}
+
+func (h *deadlineHook) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+func (h *deadlineHook) check(t *testing.T) {
+	t.Helper()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n == 0 {
+		t.Error("no command seen by the hook")
+	}
+	for _, e := range h.errs {
+		t.Errorf("command %s", e)
+	}
+}
+
+func (h *deadlineHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *deadlineHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.see(ctx, cmd.Name())
+		return next(ctx, cmd)
+	}
+}
+
+func (h *deadlineHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.see(ctx, fmt.Sprintf("pipeline of %d", len(cmds)))
+		return next(ctx, cmds)
 	}
 }
 
