@@ -56,8 +56,8 @@ func whoamiStatus(t *testing.T, listen, tok string) int {
 // TestRunKeyRotation runs the example against an authtest issuer with a
 // short -jwks-refresh-rate-limit: right after a flood of unknown kids the
 // issuer rotates its key, and a token signed with the new key is accepted
-// on its first presentation, within about the rate limit (it waits for the
-// deferred refresh), with at most one JWKS fetch per rate limit.
+// on its first presentation (it waits for the deferred refresh), with at
+// most one JWKS fetch per rate limit.
 func TestRunKeyRotation(t *testing.T) {
 	const (
 		resource = "http://127.0.0.1:1/mcp"
@@ -84,16 +84,15 @@ func TestRunKeyRotation(t *testing.T) {
 	if got := whoamiStatus(t, ep.Listen, iss.Token(t, authtest.Token{})); got != http.StatusOK {
 		t.Fatalf("rotated token on first presentation: %d", got)
 	}
-	// The request waits for the deferred refresh (-jwks-wait-timeout is
-	// long, so that a loaded machine's slow fetch is still waited for);
-	// without it the key would come with the periodic refresh, 15 minutes
-	// on. The bound is generous for a loaded machine.
-	took := time.Since(first)
-	if took > limit+15*time.Second {
-		t.Errorf("rotated token accepted after %v, want about %v", took, limit)
-	}
+	// The 200 is the proof that the request waited for the deferred
+	// refresh: without it the key would come with the periodic refresh, 15
+	// minutes on, and a request waits at most until the rate limit opens
+	// plus -jwks-wait-timeout (long, so that a loaded machine's slow fetch
+	// is still waited for). How soon the deferred refresh runs is
+	// validate/jwks's to check; no bound on real time here, which a loaded
+	// machine could break.
 	n := iss.Requests(iss.JWKSURL)
-	t.Logf("rotated token accepted %v after first seen; %d JWKS fetches", took, n)
+	t.Logf("rotated token accepted %v after first seen; %d JWKS fetches", time.Since(first), n)
 	if most := 2 + int64(time.Since(start)/limit) + 1; n > most {
 		t.Errorf("JWKS fetches = %d, want at most %d (start, then one per rate limit)", n, most)
 	}
