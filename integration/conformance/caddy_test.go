@@ -38,29 +38,43 @@ func buildCaddy(t *testing.T, dir string) string {
 // startCaddy starts Caddy with the module in front of upstream, configured
 // by the proxy ways' file (every operation public), serving
 // https://127.0.0.1:port with a certificate of its local CA (tls
-// internal; no admin endpoint, no HTTP/3, nothing saved). It returns the
-// MCP endpoint's URL, the process and the CA certificate's path, which
-// exists once Caddy has started.
-func startCaddy(t *testing.T, bin, dir, name, upstream string, ports *heldport.Ports) (string, *proc, string) {
-	addr := ports.Take()
-	resource := "https://" + addr + "/mcp"
+// internal; no admin endpoint, no HTTP/3, nothing saved), and, for the
+// scenarios the suite cannot run over TLS (overTLS), http://127.0.0.1:port2
+// with the module configured alike for that resource. It returns the MCP
+// endpoint's URLs (https, http), the process and the CA certificate's
+// path, which exists once Caddy has started.
+func startCaddy(t *testing.T, bin, dir, name, upstream string, ports *heldport.Ports) (string, string, *proc, string) {
+	addr, plainAddr := ports.Take(), ports.Take()
+	resource, plain := "https://"+addr+"/mcp", "http://"+plainAddr+"/mcp"
 	file := writeProxyConfig(t, dir, name+"-caddy", resource, upstream, nil, newIssuer(t, resource).URL)
+	plainFile := writeProxyConfig(t, dir, name+"-caddy-plain", plain, upstream, nil, newIssuer(t, plain).URL)
+	// No host matcher: the suite's DNS-rebinding scenario sends another
+	// Host, which mcpguard must refuse itself.
+	routes := func(file string) []any {
+		return []any{map[string]any{"handle": []any{
+			map[string]any{"handler": "mcpguard", "config_file": file},
+			map[string]any{"handler": "static_response", "status_code": 418},
+		}}}
+	}
 	data := filepath.Join(dir, name+"-caddy-data")
 	cfg, err := json.Marshal(map[string]any{
 		"admin": map[string]any{"disabled": true, "config": map[string]any{"persist": false}},
 		"apps": map[string]any{
-			"http": map[string]any{"servers": map[string]any{"mcp": map[string]any{
-				"listen":                  []string{addr},
-				"protocols":               []string{"h1", "h2"},
-				"tls_connection_policies": []any{map[string]any{}},
-				"automatic_https":         map[string]any{"disable_redirects": true},
-				// No host matcher: the suite's DNS-rebinding scenario
-				// sends another Host, which mcpguard must refuse itself.
-				"routes": []any{map[string]any{"handle": []any{
-					map[string]any{"handler": "mcpguard", "config_file": file},
-					map[string]any{"handler": "static_response", "status_code": 418},
-				}}},
-			}}},
+			"http": map[string]any{"servers": map[string]any{
+				"mcp": map[string]any{
+					"listen":                  []string{addr},
+					"protocols":               []string{"h1", "h2"},
+					"tls_connection_policies": []any{map[string]any{}},
+					"automatic_https":         map[string]any{"disable_redirects": true},
+					"routes":                  routes(file),
+				},
+				"plain": map[string]any{
+					"listen":          []string{plainAddr},
+					"protocols":       []string{"h1"},
+					"automatic_https": map[string]any{"disable": true},
+					"routes":          routes(plainFile),
+				},
+			}},
 			"pki": map[string]any{"certificate_authorities": map[string]any{"local": map[string]any{"install_trust": false}}},
 			"tls": map[string]any{
 				"certificates": map[string]any{"automate": []string{"127.0.0.1"}},
@@ -78,12 +92,13 @@ func startCaddy(t *testing.T, bin, dir, name, upstream string, ports *heldport.P
 		t.Fatal(err)
 	}
 	p := startProc(t, "caddy "+name, "", []string{"XDG_DATA_HOME=" + data, "XDG_CONFIG_HOME=" + data, "HOME=" + data}, bin, "run", "--config", cfgFile)
-	p.addr, p.target = addr, resource
-	return resource, p, filepath.Join(data, "caddy", "pki", "authorities", "local", "root.crt")
+	p.addr, p.target, p.plain = addr, resource, plain
+	return resource, plain, p, filepath.Join(data, "caddy", "pki", "authorities", "local", "root.crt")
 }
 
 // throughCaddy is the probe of a Caddy: trusting only its CA ca, its
-// module is ready (/readyz 200 over TLS) and forwards to the upstream.
+// module is ready (/readyz 200 over TLS) and forwards to the upstream,
+// over TLS and over its plain-HTTP listener.
 func throughCaddy(ca string) func(*proc) error {
 	return func(p *proc) error {
 		pem, err := os.ReadFile(ca)
@@ -104,6 +119,11 @@ func throughCaddy(ca string) func(*proc) error {
 		if resp.StatusCode != http.StatusOK {
 			return fmt.Errorf("GET https://%s/readyz: %s", p.addr, resp.Status)
 		}
-		return forwards(c, p.target)
+		if err := forwards(c, p.target); err != nil {
+			return err
+		}
+		plain := &http.Client{Timeout: 5 * time.Second}
+		defer plain.CloseIdleConnections()
+		return forwards(plain, p.plain)
 	}
 }
