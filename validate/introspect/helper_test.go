@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpguard/mcpguard/internal/fetch"
 	"github.com/mcpguard/mcpguard/validate"
 	"github.com/mcpguard/mcpguard/validate/introspect"
 )
@@ -190,4 +192,37 @@ func checkErr(t testing.TB, err, want error) {
 			t.Errorf("err = %v also wraps %v", err, s)
 		}
 	}
+}
+
+// deadlineClient returns an HTTP client without a timeout of its own
+// (neither Client.Timeout nor ResponseHeaderTimeout) whose requests fail
+// at once, with errNoDeadline, unless their context has a deadline at
+// most most ahead. A test proves that Config.Timeout bounds a call by the
+// deadline the call carries, not by timing the call, which a loaded
+// machine stretches; and a call against a hanging server can then end
+// only by that deadline.
+func deadlineClient(most time.Duration) *http.Client {
+	c := fetch.NewClient(fetch.ClientConfig{})
+	tr := c.Transport.(*http.Transport)
+	tr.ResponseHeaderTimeout = 0
+	c.Timeout, c.Transport = 0, deadlineTransport{most: most, next: tr}
+	return c
+}
+
+var errNoDeadline = errors.New("test: request without a deadline within the bound")
+
+type deadlineTransport struct {
+	most time.Duration
+	next http.RoundTripper
+}
+
+func (d deadlineTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	dl, ok := r.Context().Deadline()
+	if !ok {
+		return nil, fmt.Errorf("%w: %s has none", errNoDeadline, r.URL)
+	}
+	if left := time.Until(dl); left > d.most {
+		return nil, fmt.Errorf("%w: %s has one %v ahead, want at most %v", errNoDeadline, r.URL, left, d.most)
+	}
+	return d.next.RoundTrip(r)
 }
