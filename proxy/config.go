@@ -295,9 +295,10 @@ type Stdio struct {
 	// (with 4 × max_message_bytes bytes), and with PerUser the sessions of
 	// a child (a further initialize ends the oldest). Zero means 256.
 	MaxQueued int `yaml:"max_queued"`
-	// ResumeWindow keeps the SSE stream of a request whose client went
-	// away resumable with Last-Event-ID for this long once the child has
-	// answered (2025-11-25 sessions; "Resuming a stream"). Zero means 1m.
+	// ResumeWindow keeps the SSE stream of a request resumable with
+	// Last-Event-ID for this long once the child has answered and the
+	// stream's connection has gone, whether or not the answer was written
+	// on it (2025-11-25 sessions; "Resuming a stream"). Zero means 1m.
 	ResumeWindow time.Duration `yaml:"resume_window"`
 	// PerUser shares one child between the sessions (2025-11-25) of a
 	// user instead of starting one per session; it is never shared

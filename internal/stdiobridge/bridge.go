@@ -113,9 +113,10 @@ type Config struct {
 	// flight in it, and with PerUser the client sessions of a child (a
 	// further initialize ends the oldest). Zero means DefaultMaxQueued.
 	MaxQueued int
-	// ResumeWindow is how long the SSE stream of a request whose client
-	// went away stays resumable (Last-Event-ID) once its response has
-	// come. Zero means DefaultResumeWindow.
+	// ResumeWindow is how long the SSE stream of a request stays
+	// resumable (Last-Event-ID) once its response has come and its
+	// connection has gone, whether or not the response was written on it
+	// (resume.go). Zero means DefaultResumeWindow.
 	ResumeWindow time.Duration
 	// PerUser shares one child between the sessions of a user: the
 	// first session's initialize starts it, later sessions of the same

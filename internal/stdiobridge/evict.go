@@ -46,11 +46,14 @@ func (s *session) idle() (time.Time, bool) {
 }
 
 // keepsAnswerLocked reports whether s keeps the answer of a call whose
-// client went before it came (resumable for the resume window). Called
-// with s.mu held.
+// client went before it came (resumable for the resume window). An answer
+// written on a connection is kept too (resume.go), but does not count:
+// its client most likely read it, and counting it would keep every
+// session that answered within the window from being idle. Called with
+// s.mu held.
 func (s *session) keepsAnswerLocked() bool {
 	for _, st := range s.streams {
-		if st.c != nil && st.done && !st.freed {
+		if st.c != nil && st.done && !st.delivered && !st.freed {
 			return true
 		}
 	}

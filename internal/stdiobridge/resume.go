@@ -20,13 +20,16 @@ import (
 // notifications/cancelled is), and what the child sends for it is kept,
 // so that a GET with Last-Event-ID of the stream replays the events
 // after that ID and goes on live until the response, then ends. A
-// finished stream whose connection went stays resumable for
-// Config.ResumeWindow; one whose response was written on a connection is
-// forgotten at once. A session keeps at most MaxQueued events and
-// resumeBytes(MaxMessageBytes) bytes in all its streams: beyond, a
-// stream loses its oldest events first (the stream that adds them, then
-// the session's oldest), and a Last-Event-ID before a lost event, or of a
-// stream that lost an event it had not yet sent, is not resumable.
+// finished stream stays resumable for Config.ResumeWindow after its
+// connection went, whether or not its response was written on it (the
+// bridge knows what it wrote, not what the client read: a connection
+// may fail after the last write, and the client then resumes). A session
+// keeps at most MaxQueued events and resumeBytes(MaxMessageBytes) bytes
+// in all its streams: beyond, finished streams whose response was
+// written go first, whole, the oldest first; then a stream loses its
+// oldest events (the stream that adds them, then the session's oldest),
+// and a Last-Event-ID before a lost event, or of a stream that lost an
+// event it had not yet sent, is not resumable.
 // Stateless (2026-07-28) requests have no resumption: there, the client
 // closing its stream cancels the request.
 
@@ -93,12 +96,16 @@ type sseLog struct {
 	bytes  int
 	sent   int64 // a GET stream's first event not yet written to a connection
 	done   bool  // its last event (the response) is in events
-	lost   bool  // it lost an event not yet sent: resumable from no ID a client has
-	freed  bool
-	gen    uint64        // bumped at each attach: the reader holding it is the one
-	reader bool          // a connection is attached
-	wake   chan struct{} // cap 1, the reader's: an event was added, or the stream freed
-	timer  *time.Timer   // forgets a finished stream with no reader
+	// delivered: its response was written on a connection (kept for
+	// resume_window all the same, but first to go at the bounds, and it
+	// keeps no session from ending: evict.go).
+	delivered bool
+	lost      bool // it lost an event not yet sent: resumable from no ID a client has
+	freed     bool
+	gen       uint64        // bumped at each attach: the reader holding it is the one
+	reader    bool          // a connection is attached
+	wake      chan struct{} // cap 1, the reader's: an event was added, or the stream freed
+	timer     *time.Timer   // forgets a finished stream with no reader
 }
 
 func newStreamID() string {
@@ -134,6 +141,10 @@ func (s *session) appendEvent(st *sseLog, data []byte) {
 	s.evBytes += len(data)
 	maxB := resumeBytes(s.b.cfg.MaxMessageBytes)
 	for s.evN > s.b.cfg.MaxQueued || s.evBytes > maxB {
+		if d := s.oldestDelivered(st); d != nil {
+			s.freeLog(d)
+			continue
+		}
 		v := st
 		if len(st.events) <= 1 {
 			if v = s.oldestOther(st); v == nil {
@@ -150,6 +161,29 @@ func wakeup(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// oldestDelivered is the finished stream other than st, with no reader,
+// whose response was written on a connection longest ago, or nil.
+// Called with s.mu held (at the bounds only).
+func (s *session) oldestDelivered(st *sseLog) *sseLog {
+	var (
+		v   *sseLog
+		ord uint64
+	)
+	for _, o := range s.streams {
+		if o == st || !o.delivered || o.reader || o.freed {
+			continue
+		}
+		var last uint64 // an emptied stream goes first
+		if n := len(o.events); n > 0 {
+			last = o.events[n-1].ord
+		}
+		if v == nil || last < ord {
+			v, ord = o, last
+		}
+	}
+	return v
 }
 
 // oldestOther is the stream other than st holding the session's oldest
@@ -382,8 +416,9 @@ func (s *session) resume(w http.ResponseWriter, r *http.Request, scope, v string
 }
 
 // serveLog answers an SSE stream of st's events from cursor on, as its
-// reader gen, opened by a priming event when prime is set, and forgets
-// a POST stream whose response it wrote.
+// reader gen, opened by a priming event when prime is set. A POST stream
+// whose response it wrote stays resumable for the resume window: the
+// connection may fail before the client reads what was written.
 func (s *session) serveLog(w http.ResponseWriter, r *http.Request, st *sseLog, gen uint64, cursor int64, prime bool) {
 	s.active.Add(1)
 	defer s.active.Done()
@@ -402,10 +437,9 @@ func (s *session) serveLog(w http.ResponseWriter, r *http.Request, st *sseLog, g
 	finished := err == nil && s.pump(w, fl, r, st, gen, cursor)
 	s.mu.Lock()
 	if finished && st.gen == gen {
-		s.freeLog(st)
-	} else {
-		s.detach(st, gen)
+		st.delivered = true
 	}
+	s.detach(st, gen)
 	s.mu.Unlock()
 }
 

@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // sseEv is one event as a client reads it.
@@ -158,7 +161,8 @@ func startWait(t *testing.T, h *harness, user, sid, args string) (priming, progr
 // TestResumeAfterDisconnect: a POST whose client goes mid-call is not
 // cancelled; a GET with the Last-Event-ID of its last event gets exactly
 // the events after it, the response last, and the stream ends; the
-// stream is then forgotten (400).
+// stream stays resumable for resume_window (a client may not have read
+// what was written).
 func TestResumeAfterDisconnect(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -201,12 +205,11 @@ func TestResumeAfterDisconnect(t *testing.T) {
 			if got := toolCall(t, h, "alice", sid, "7", "cancelled"); !strings.Contains(got, `"structuredContent":{"text":"0"}`) {
 				t.Errorf("the child saw a cancellation: cancelled = %s", got)
 			}
-			// Written on a connection: forgotten.
-			resp = send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", from)
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusBadRequest || string(body) != notResumable {
-				t.Errorf("resume again: %d %s", resp.StatusCode, body)
+			// Written on a connection, and still resumable for
+			// resume_window: the same events again, then the end.
+			again := events(t, send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", from))
+			if len(again) != len(evs) || again[len(again)-1].data != last {
+				t.Errorf("resume again: %+v, want the %d events again", again, len(evs))
 			}
 		})
 	}
@@ -560,5 +563,175 @@ func TestResumeCancelled(t *testing.T) {
 	}
 	if got := toolCall(t, h, "alice", sid, "9", "incr"); !strings.Contains(got, `"structuredContent":{"text":"1"}`) {
 		t.Fatalf("the session after: %s", got)
+	}
+}
+
+// cutAnswer is a RoundTripper whose POST answers lose the event that
+// holds a response to a tools/call: the bytes reach the client's end of
+// the connection (the bridge wrote them), then the connection fails
+// before the client reads them. It waits until the bridge has let go of
+// the stream (its writer gone), as a connection that fails after the
+// server's last write does.
+type cutAnswer struct {
+	h    *harness
+	user string
+	cut  chan string // the stream ID of each answer cut
+}
+
+func (c *cutAnswer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(userHeader, c.user)
+	var call bool
+	if r.Method == http.MethodPost && r.Body != nil {
+		body, _ := io.ReadAll(r.Body)
+		call = strings.Contains(string(body), `"method":"tools/call"`)
+		r.Body = io.NopCloser(strings.NewReader(string(body)))
+	}
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err != nil || !call {
+		return resp, err
+	}
+	resp.Body = &cutBody{c: c, sid: r.Header.Get("Mcp-Session-Id"), rc: resp.Body, br: bufio.NewReader(resp.Body)}
+	return resp, nil
+}
+
+// cutBody passes whole events until the one holding a response.
+type cutBody struct {
+	c      *cutAnswer
+	sid    string
+	rc     io.ReadCloser
+	br     *bufio.Reader
+	buf    []byte
+	stream string
+	err    error
+}
+
+func (b *cutBody) Read(p []byte) (int, error) {
+	for len(b.buf) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		var ev []byte
+		for {
+			line, err := b.br.ReadString('\n')
+			ev = append(ev, line...)
+			if err != nil {
+				b.err = err
+				break
+			}
+			if line == "\n" {
+				break
+			}
+		}
+		if id, ok := strings.CutPrefix(string(ev), "id: "); ok && b.stream == "" {
+			b.stream, _, _ = strings.Cut(id, "-")
+		}
+		if strings.Contains(string(ev), `"result":`) {
+			// The bridge wrote the answer: wait until it is done with the
+			// stream, then fail the connection before the client reads it.
+			s, _ := b.c.h.b.lookup(b.sid)
+			for range 1000 {
+				if s == nil || !writerAttached(s, b.stream) {
+					break
+				}
+				runtime.Gosched()
+				time.Sleep(10 * time.Millisecond)
+			}
+			b.rc.Close()
+			b.c.cut <- b.stream
+			b.err = io.ErrUnexpectedEOF
+			return 0, b.err
+		}
+		b.buf = ev
+	}
+	n := copy(p, b.buf)
+	b.buf = b.buf[n:]
+	return n, nil
+}
+
+func (b *cutBody) Close() error { return b.rc.Close() }
+
+// writerAttached reports whether stream id of s is kept with a reader.
+func writerAttached(s *session, id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.streams[id]
+	return st != nil && st.reader
+}
+
+// TestResumeDeliveredAnswer: an answer the bridge wrote on a connection
+// that then failed before the client read it is not lost: the go-sdk
+// client resumes the call's stream with GET and Last-Event-ID and gets
+// the answer; the stream stays resumable for resume_window (a second
+// resumption replays it again, then it ends), and the call ran once.
+func TestResumeDeliveredAnswer(t *testing.T) {
+	h := newHarness(t, Config{})
+	cut := &cutAnswer{h: h, user: "alice", cut: make(chan string, 4)}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	tr := &mcp.StreamableClientTransport{Endpoint: h.srv.URL, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: cut}}
+	ctx := ctxT(t)
+	cs, err := c.Connect(ctx, tr, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	got, err := callText(ctx, cs, "incr")
+	if err != nil || got != `{"text":"1"}` {
+		t.Fatalf("incr through a connection cut after the answer: %q, %v; want 1", got, err)
+	}
+	stream := <-cut.cut
+	sid := cs.ID()
+	// Resumable again from its start, for resume_window: the answer, then
+	// the end of the stream.
+	evs := events(t, send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", stream+"-0"))
+	if len(evs) != 1 || evs[0].id != stream+"-1" || !strings.Contains(evs[0].data, `"structuredContent":{"text":"1"}`) {
+		t.Fatalf("second resumption: %+v, want the answer alone", evs)
+	}
+	if got, err := callText(ctx, cs, "incr"); err != nil || got != `{"text":"2"}` {
+		t.Fatalf("next incr: %q, %v; want 2 (the call ran once)", got, err)
+	}
+	// At the end of resume_window (brought forward), it is forgotten.
+	s, _ := h.b.lookup(sid)
+	waitFor(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		st := s.streams[stream]
+		if st != nil && st.timer != nil {
+			st.timer.Reset(0)
+		}
+		return st == nil
+	})
+	if status, body := resumeStatus(t, h, "alice", sid, stream+"-0"); status != http.StatusBadRequest || body != notResumable {
+		t.Errorf("after resume_window: %d %s", status, body)
+	}
+}
+
+// TestResumeDeliveredGoFirst: at the session's bound, answers written on
+// a connection go first, the oldest first, whole: an answer whose client
+// went before it came stays resumable, and so does the newest delivered.
+func TestResumeDeliveredGoFirst(t *testing.T) {
+	h := newHarness(t, Config{MaxQueued: 4})
+	sid := rawSession(t, h, "alice")
+	priming, _ := startWait(t, h, "alice", sid, "") // progress 1, 2, the answer: 3 events
+	toolCall(t, h, "alice", sid, "6", "release")    // 1 event, delivered
+	noInflight(t, h, sid)
+	var delivered []string
+	for i := range 3 {
+		evs := events(t, send(t, http.MethodPost, h.srv.URL, "alice", sid, `{"jsonrpc":"2.0","id":`+itoaS(int64(10+i))+`,"method":"tools/call","params":{"name":"incr","arguments":{}}}`))
+		if len(evs) != 2 || !strings.Contains(evs[1].data, `"result"`) {
+			t.Fatalf("incr %d: %+v", i, evs)
+		}
+		delivered = append(delivered, evs[0].id)
+	}
+	if status, body := resumeStatus(t, h, "alice", sid, delivered[0]); status != http.StatusBadRequest || body != notResumable {
+		t.Errorf("the oldest delivered answer: %d %s, want it gone", status, body)
+	}
+	if evs := events(t, send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", delivered[2])); len(evs) != 1 || !strings.Contains(evs[0].data, `"text":"3"`) {
+		t.Errorf("the newest delivered answer: %+v", evs)
+	}
+	evs := events(t, send(t, http.MethodGet, h.srv.URL, "alice", sid, "", "Last-Event-ID", priming))
+	if len(evs) != 3 || !strings.Contains(evs[2].data, "released") {
+		t.Errorf("the answer whose client went: %+v, want its 3 events", evs)
 	}
 }
