@@ -331,8 +331,8 @@ func TestPerHostCap(t *testing.T) {
 }
 
 // TestDeadline: a server that drips its answers is cut by Deadline: the
-// run ends about then, the checks not reached are skipped, not failed,
-// and Run says why.
+// run ends then, the checks not reached are skipped, not failed, and Run
+// says why.
 func TestDeadline(t *testing.T) {
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("WWW-Authenticate", `Bearer scope="mcp:tools"`)
@@ -350,14 +350,11 @@ func TestDeadline(t *testing.T) {
 		}
 	}))
 	defer ts.Close()
-	start := time.Now()
+	// ErrDeadline says the run's Deadline ended it: without it, the run
+	// would go on (each request cut by its Timeout) until runRaw's 60 s
+	// context, whose end Run reports as that context's error. No bound on
+	// the elapsed real time, which a loaded machine stretches.
 	rep, err := runRaw(t, audit.Config{Endpoint: ts.URL + "/mcp", Timeout: time.Second, Deadline: 2500 * time.Millisecond})
-	// ErrDeadline below says the deadline ended the run; the time is a
-	// backstop, generous for a loaded machine: the server drips for a
-	// minute.
-	if d := time.Since(start); d > 2500*time.Millisecond+15*time.Second {
-		t.Errorf("the run took %v, want about the 2.5 s deadline", d)
-	}
 	if !errors.Is(err, audit.ErrDeadline) {
 		t.Errorf("Run: err %v, want ErrDeadline", err)
 	}
