@@ -288,7 +288,9 @@ type Stdio struct {
 	// does not answer in time is stopped as hung. Zero means 10m.
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 	// MaxMessageBytes bounds one line a child writes on stdout; a longer
-	// one ends the child. Zero means 4 MiB.
+	// one ends the child. An SSE event to a client is bounded to 4 MiB
+	// in front whatever it is (docs/proxy.md, "Bounds and faults").
+	// Zero means 4 MiB.
 	MaxMessageBytes int `yaml:"max_message_bytes"`
 	// MaxQueued bounds, per session, the requests in flight, the child's
 	// messages waiting for a client and the events kept for resumption

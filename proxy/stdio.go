@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/mcpguard/mcpguard/internal/answer"
 	"github.com/mcpguard/mcpguard/internal/stdiobridge"
 	"github.com/mcpguard/mcpguard/middleware"
 )
@@ -26,6 +27,8 @@ func (x *route) bridgeConfig() stdiobridge.Config {
 		StopGrace: s.StopGrace, RequestTimeout: s.RequestTimeout, MaxMessageBytes: s.MaxMessageBytes, MaxQueued: s.MaxQueued,
 		ResumeWindow: s.ResumeWindow, ForwardRoots: s.ForwardRoots, PerUser: s.PerUser,
 		User: stdioUser, Logger: x.log.With("component", "stdio"),
+		// The middleware's reader of answers removes a larger SSE event.
+		MaxEventBytes: answer.DefaultMaxMessageBytes,
 	}
 }
 

@@ -107,6 +107,13 @@ type Config struct {
 	// MaxMessageBytes bounds one line a child writes: a longer one ends
 	// the child. Zero means DefaultMaxMessageBytes.
 	MaxMessageBytes int
+	// MaxEventBytes is the bound on one SSE event of the reader in front
+	// of the bridge (the proxy's middleware removes a larger event): a
+	// response of the child that would make a larger event reaches its
+	// client as the error -32603 "Response too large" instead of being
+	// lost (event.go). A JSON answer is not bounded by it. Zero means no
+	// bound.
+	MaxEventBytes int
 	// MaxQueued bounds the messages waiting for a client in one session,
 	// the events a session keeps for resumption (with 4×MaxMessageBytes
 	// bytes; docs/proxy.md, "Resuming a stream") and the requests in

@@ -121,6 +121,7 @@ func (s *session) fromChild(m message) {
 		s.forget(c)
 		c.resp = m.withID(c.clientID)
 		if st := c.log; st != nil {
+			c.resp = s.fitEvent(c, c.resp)
 			s.appendEvent(st, c.resp)
 			st.done = true
 			if st.lost && !st.reader {

@@ -380,7 +380,7 @@ func (s *session) request(w http.ResponseWriter, r *http.Request, m message, sco
 				resp = modernResult(&s.b.pool, c.method, resp)
 			}
 			if sse {
-				_ = writeEvent(w, fl, resp)
+				_ = writeEvent(w, fl, s.fitEvent(c, resp))
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")

@@ -26,6 +26,10 @@ type waitIn struct {
 	Pad int `json:"pad,omitempty"` // bytes of padding in each
 }
 
+type bigIn struct {
+	N int `json:"n"` // bytes of text
+}
+
 type textOut struct {
 	Text string `json:"text"`
 }
@@ -116,6 +120,11 @@ func Main() {
 	mcp.AddTool(s, &mcp.Tool{Name: "release"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
 		release <- struct{}{}
 		return text("ok")
+	})
+	// big answers n bytes of text (twice in the answer: as content and
+	// as structured content).
+	mcp.AddTool(s, &mcp.Tool{Name: "big"}, func(ctx context.Context, r *mcp.CallToolRequest, in bigIn) (*mcp.CallToolResult, textOut, error) {
+		return text(strings.Repeat("x", in.N))
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "cancelled"}, func(ctx context.Context, r *mcp.CallToolRequest, _ empty) (*mcp.CallToolResult, textOut, error) {
 		return text(fmt.Sprint(cancelled.Load()))

@@ -1,0 +1,95 @@
+package proxy_test
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/mcpguard/mcpguard/internal/stdiobridge/testserver"
+	"github.com/mcpguard/mcpguard/proxy"
+)
+
+// TestStdioAnswerOverEventBound: the middleware in front removes an SSE
+// event over its answer bound (4 MiB, docs/policy.md), so a child's
+// answer within max_message_bytes but too large for one event would
+// leave its client with a stream that ends without an answer. It reaches
+// the client as -32603 "Response too large" instead, the session going
+// on; a client that takes JSON (no text/event-stream) gets it whole.
+func TestStdioAnswerOverEventBound(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv(t, envOptions{route: func(r *proxy.Route) {
+		r.Upstream = ""
+		r.Stdio = proxy.Stdio{Command: []string{exe}, Env: map[string]string{testserver.Env: "1"}, MaxMessageBytes: 16 << 20}
+	}})
+	tok := e.token(t, "alice", baseScope)
+	hdr := func(accept, sid string) http.Header {
+		h := http.Header{"Authorization": {"Bearer " + tok}, "Content-Type": {"application/json"}, "Accept": {accept},
+			"Mcp-Protocol-Version": {"2025-11-25"}}
+		if sid != "" {
+			h.Set("Mcp-Session-Id", sid)
+		}
+		return h
+	}
+	const both = "application/json, text/event-stream"
+	post := func(body string, h http.Header) *http.Response {
+		t.Helper()
+		req, err := http.NewRequest(http.MethodPost, e.resource, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header = h
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	resp := do(t, "POST", e.resource, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, hdr(both, ""))
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d, session %q", resp.StatusCode, sid)
+	}
+	resp = do(t, "POST", e.resource, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, hdr(both, sid))
+	resp.Body.Close()
+	// big's answer holds its text twice: about 6 MiB, within
+	// max_message_bytes, over the event bound.
+	big := `{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"big","arguments":{"n":3145728}}}`
+	resp = do(t, "POST", e.resource, big, hdr(both, sid))
+	var msgs []string
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 32<<20)
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok && d != "" {
+			msgs = append(msgs, d)
+		}
+	}
+	resp.Body.Close()
+	const want = `{"jsonrpc":"2.0","id":"big","error":{"code":-32603,"message":"Response too large"}}`
+	if resp.StatusCode != http.StatusOK || len(msgs) != 1 || msgs[0] != want {
+		short := make([]string, len(msgs))
+		for i, m := range msgs {
+			short[i] = m[:min(len(m), 100)]
+		}
+		t.Fatalf("SSE answer over the event bound: %d %q, want 200 with %s", resp.StatusCode, short, want)
+	}
+	resp = post(big, hdr("application/json", sid))
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || len(body) < 6<<20 || !strings.HasPrefix(string(body), `{"jsonrpc":"2.0","id":"big","result":`) {
+		t.Fatalf("JSON answer: %d, %d bytes %.100s, want 200 with the whole answer", resp.StatusCode, len(body), body)
+	}
+	resp = do(t, "POST", e.resource, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"incr","arguments":{}}}`, hdr("application/json", sid))
+	body, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"result"`) {
+		t.Fatalf("the session after: %d %s, want 200 with a result", resp.StatusCode, body)
+	}
+}
