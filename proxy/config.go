@@ -284,16 +284,19 @@ type Stdio struct {
 	// StopGrace is the time between SIGTERM and SIGKILL when a child is
 	// stopped. Zero means 5s.
 	StopGrace time.Duration `yaml:"stop_grace"`
-	// RequestTimeout bounds a child's answer to one request; a child that
-	// does not answer in time is stopped as hung. Zero means 10m.
+	// RequestTimeout bounds a child's answer to one request, and the
+	// writing of one line to its stdin (a sequential server reads nothing
+	// while it serves a call); a child that does not answer, or read, in
+	// time is stopped as hung. Zero means 10m.
 	RequestTimeout time.Duration `yaml:"request_timeout"`
 	// MaxMessageBytes bounds one line a child writes on stdout; a longer
 	// one ends the child. An SSE event to a client is bounded to 4 MiB
 	// in front whatever it is (docs/proxy.md, "Bounds and faults").
 	// Zero means 4 MiB.
 	MaxMessageBytes int `yaml:"max_message_bytes"`
-	// MaxQueued bounds, per session, the requests in flight, the child's
-	// messages waiting for a client and the events kept for resumption
+	// MaxQueued bounds, per session, the requests in flight, the client's
+	// notifications and answers waiting to be written to the child, the
+	// child's messages waiting for a client and the events kept for resumption
 	// (with 4 × max_message_bytes bytes), and with PerUser the sessions of
 	// a child (a further initialize ends the oldest). Zero means 256.
 	MaxQueued int `yaml:"max_queued"`

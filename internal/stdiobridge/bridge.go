@@ -34,8 +34,6 @@ const (
 	DefaultMaxMessageBytes = 4 << 20
 	DefaultMaxQueued       = 256
 	DefaultResumeWindow    = time.Minute
-	// writeTimeout bounds one line written to a child's stdin.
-	writeTimeout = 10 * time.Second
 	// retryAfter is the Retry-After of a 503 at the process bound.
 	retryAfter = "5"
 	// maxStderrLine bounds one logged stderr line.
@@ -100,9 +98,10 @@ type Config struct {
 	// StopGrace is the time between SIGTERM and SIGKILL. Zero means
 	// DefaultStopGrace.
 	StopGrace time.Duration
-	// RequestTimeout bounds the answer to one request: a child that does
-	// not answer in time is stopped as hung. Zero means
-	// DefaultRequestTimeout.
+	// RequestTimeout bounds the answer to one request, and the writing
+	// of one line to the child's stdin: a child that does not answer, or
+	// read, in time is stopped as hung (a sequential server reads nothing
+	// while it serves a call). Zero means DefaultRequestTimeout.
 	RequestTimeout time.Duration
 	// MaxMessageBytes bounds one line a child writes: a longer one ends
 	// the child. Zero means DefaultMaxMessageBytes.
@@ -116,8 +115,9 @@ type Config struct {
 	MaxEventBytes int
 	// MaxQueued bounds the messages waiting for a client in one session,
 	// the events a session keeps for resumption (with 4×MaxMessageBytes
-	// bytes; docs/proxy.md, "Resuming a stream") and the requests in
-	// flight in it, and with PerUser the client sessions of a child (a
+	// bytes; docs/proxy.md, "Resuming a stream"), the requests in
+	// flight in it and the client messages waiting to be written to the
+	// child, and with PerUser the client sessions of a child (a
 	// further initialize ends the oldest). Zero means DefaultMaxQueued.
 	MaxQueued int
 	// ResumeWindow is how long the SSE stream of a request stays

@@ -91,7 +91,8 @@ func (c *child) write(msg []byte, timeout time.Duration) error {
 func (c *child) stop(ctx context.Context) {
 	c.stopOnce.Do(func() {
 		// Not under wmu: a write blocked on a child that does not read
-		// (up to writeTimeout, and more behind it) ends with the close.
+		// (up to the request timeout, and more behind it) ends with the
+		// close.
 		_ = c.stdin.Close()
 		select {
 		case <-c.exited:

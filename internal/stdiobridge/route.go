@@ -55,7 +55,7 @@ func (s *session) refused(m message) bool {
 	if m.kind != kindRequest || !s.stateless && (m.method != "roots/list" || s.b.cfg.ForwardRoots) {
 		return false
 	}
-	if err := s.ch.write(errorResponse(m.id, -32601, "Method not found"), writeTimeout); err != nil {
+	if err := s.ch.write(errorResponse(m.id, -32601, "Method not found"), s.b.cfg.RequestTimeout); err != nil {
 		go s.end("stdin not writable: " + err.Error())
 	}
 	return true

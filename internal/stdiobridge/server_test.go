@@ -12,6 +12,10 @@ import (
 const serverEnv = testserver.Env
 
 func TestMain(m *testing.M) {
+	if os.Getenv(seqEnv) != "" { // before serverEnv, which newHarness sets
+		seqMain() // seq_test.go
+		return
+	}
 	if os.Getenv(serverEnv) != "" {
 		testserver.Main()
 		return

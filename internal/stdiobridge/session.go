@@ -49,6 +49,7 @@ type session struct {
 	progress   map[string]*call   // by raw progress token
 	serverReqs map[string]bool    // the child's requests waiting for the client
 	inflight   []*call            // in order
+	writing    int                // client notifications and answers being written (forward)
 	streams    map[string]*sseLog // SSE streams, by stream id (resume.go)
 	getLogs    map[string]*sseLog // GET streams, by scope
 	gets       map[string]*sseLog // GET streams with a reader, by scope
@@ -213,7 +214,7 @@ func (s *session) send(m message, scope string, resumable bool) (*call, error) {
 	s.byClient[scope+"\x00"+string(m.id)] = c
 	s.inflight = append(s.inflight, c)
 	s.mu.Unlock()
-	if err := s.ch.write(m.withID(id), writeTimeout); err != nil {
+	if err := s.ch.write(m.withID(id), s.b.cfg.RequestTimeout); err != nil {
 		go s.end("stdin not writable: " + err.Error())
 		return nil, err
 	}
@@ -292,8 +293,26 @@ func (s *session) post(w http.ResponseWriter, r *http.Request, m message, scope 
 	}
 }
 
+// forward writes a client's notification or answer to the child. A
+// child that reads nothing for a while (a sequential server serving a
+// long call) holds it until it reads or request_timeout; at most
+// MaxQueued of them wait in a session (503 beyond), each holding its
+// body.
 func (s *session) forward(w http.ResponseWriter, line []byte) {
-	if err := s.ch.write(line, writeTimeout); err != nil {
+	s.mu.Lock()
+	if s.writing >= s.b.cfg.MaxQueued {
+		s.mu.Unlock()
+		w.Header().Set("Retry-After", retryAfter)
+		writeJSONError(w, http.StatusServiceUnavailable, nil, -32603, "Server busy")
+		return
+	}
+	s.writing++
+	s.mu.Unlock()
+	err := s.ch.write(line, s.b.cfg.RequestTimeout)
+	s.mu.Lock()
+	s.writing--
+	s.mu.Unlock()
+	if err != nil {
 		go s.end("stdin not writable: " + err.Error())
 		writeJSONError(w, http.StatusNotFound, nil, -32001, "Session not found")
 		return
@@ -406,7 +425,7 @@ func (s *session) abandon(c *call) {
 	s.mu.Unlock()
 	if live && !ended {
 		line := []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + c.childKey + `,"reason":"client disconnected"}}`)
-		_ = s.ch.write(line, writeTimeout)
+		_ = s.ch.write(line, s.b.cfg.RequestTimeout)
 	}
 }
 

@@ -201,7 +201,7 @@ func (s *session) initialize(body []byte) error {
 	s.mu.Lock()
 	s.initResult = result
 	s.mu.Unlock()
-	return s.ch.write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), writeTimeout)
+	return s.ch.write([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), s.b.cfg.RequestTimeout)
 }
 
 var resultNames = []string{"result"}

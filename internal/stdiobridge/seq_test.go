@@ -1,0 +1,58 @@
+package stdiobridge
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"strconv"
+	"time"
+)
+
+// seqEnv makes the test binary a sequential stdio server (seqMain): it
+// reads one line, serves it, and only then reads the next, as simple
+// hand-written servers do, so that while it serves a long call it reads
+// nothing.
+const seqEnv = "STDIOBRIDGE_SEQ"
+
+// seqMain serves stdin until it ends: initialize, tools/call "busy"
+// (sleeps arguments.ms milliseconds, reading nothing meanwhile) and
+// "size" (answers the length of the line it came in); anything else with
+// an id gets an empty result.
+func seqMain() {
+	r := bufio.NewReaderSize(os.Stdin, 1<<16)
+	w := bufio.NewWriter(os.Stdout)
+	answer := func(id json.RawMessage, result string) {
+		_, _ = w.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + "}\n")
+		_ = w.Flush()
+	}
+	for {
+		line, err := r.ReadBytes('\n')
+		if err != nil {
+			return
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Name      string `json:"name"`
+				Arguments struct {
+					MS int `json:"ms"`
+				} `json:"arguments"`
+			} `json:"params"`
+		}
+		if json.Unmarshal(line, &m) != nil || m.ID == nil || m.Method == "" {
+			continue
+		}
+		switch {
+		case m.Method == "initialize":
+			answer(m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"seq","version":"1"}}`)
+		case m.Method == "tools/call" && m.Params.Name == "busy":
+			time.Sleep(time.Duration(m.Params.Arguments.MS) * time.Millisecond)
+			answer(m.ID, `{"content":[{"type":"text","text":"slept"}]}`)
+		case m.Method == "tools/call" && m.Params.Name == "size":
+			answer(m.ID, `{"content":[{"type":"text","text":"`+strconv.Itoa(len(line))+`"}]}`)
+		default:
+			answer(m.ID, `{}`)
+		}
+	}
+}
