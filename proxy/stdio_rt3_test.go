@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpguard/mcpguard/internal/stdiobridge/testserver"
 	"github.com/mcpguard/mcpguard/proxy"
@@ -91,5 +92,28 @@ func TestStdioAnswerOverEventBound(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"result"`) {
 		t.Fatalf("the session after: %d %s, want 200 with a result", resp.StatusCode, body)
+	}
+}
+
+// TestStdioStartTimeoutAnswer: what a client of the proxy gets when a
+// child never answers initialize within start_timeout (docs/proxy.md,
+// "Bounds and faults"): the proxy's 502, as for an upstream that
+// answered 5xx, not the bridge's own 504, and the child is stopped.
+func TestStdioStartTimeoutAnswer(t *testing.T) {
+	before := len(childPIDs(t))
+	e := newTestEnv(t, envOptions{route: func(r *proxy.Route) {
+		r.Upstream = ""
+		r.Stdio = proxy.Stdio{Command: []string{"/bin/sleep", "3600"}, StartTimeout: 200 * time.Millisecond, StopGrace: 100 * time.Millisecond}
+	}})
+	hdr := http.Header{"Authorization": {"Bearer " + e.token(t, "alice", baseScope)}, "Mcp-Protocol-Version": {"2025-11-25"}}
+	resp := do(t, "POST", e.resource, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, hdr)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	const want = `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Bad Gateway"}}`
+	if resp.StatusCode != http.StatusBadGateway || strings.TrimSpace(string(body)) != want || resp.Header.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("initialize past start_timeout: %d %s (session %q), want 502 %s", resp.StatusCode, body, resp.Header.Get("Mcp-Session-Id"), want)
+	}
+	if left := childPIDs(t); len(left) != before {
+		t.Fatalf("after the start timeout: children %v, want %d (the child stopped and reaped)", left, before)
 	}
 }
