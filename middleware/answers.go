@@ -84,6 +84,11 @@ func (m *Middleware) serveNext(w http.ResponseWriter, r *http.Request, next http
 			r.Header.Del("Accept-Encoding")
 		}
 	}
+	if r.Method == http.MethodPost && msg.method.present && msg.id != nil {
+		// A request: an SSE answer whose response is over the size bound
+		// ends with an error for it instead (answers.md, row 32).
+		aw.callID, opts.Oversize = msg.id, aw
+	}
 	if sid == "" {
 		// Without a session, the IDs of its events are bound here
 		// (events.go).
@@ -112,6 +117,7 @@ type answerWriter struct {
 	entries *listKind // an entry list: its response is filtered (lists.go)
 	scopes  string    // the creating request's scope key
 	reqID   []byte
+	callID  []byte // the request's id, for OversizeMessage; nil for none
 	path    string // the request's path, when its event IDs are recorded
 	env     rpcanswer.Message
 }
@@ -120,6 +126,24 @@ type answerWriter struct {
 // without a session sends an event with this ID (events.go).
 func (t *answerWriter) EventID(id []byte) {
 	t.m.events.record(t.path, id, t.ownerKey())
+}
+
+// bodyTooLargeTail ends the error that replaces a response over the size
+// bound of an SSE answer.
+const bodyTooLargeTail = `,"error":{"code":-32603,"message":"Response too large"}}`
+
+// OversizeMessage implements rpcanswer.OversizeAnswerer: an SSE answer to
+// a request whose last message was removed for its size (its response,
+// most likely: a server ends the stream after the response) ends with a
+// JSON-RPC error for the request's id, so that its client does not wait
+// for a response that will never come.
+func (t *answerWriter) OversizeMessage() []byte {
+	if t.callID == nil {
+		return nil
+	}
+	t.m.log.LogAttrs(t.ctx, slog.LevelWarn, "middleware: a message of an SSE answer was over the size bound; the answer ends with Response too large",
+		slog.Int("bound", rpcanswer.DefaultMaxMessageBytes))
+	return []byte(bodyMismatchHead + echoID(t.callID) + bodyTooLargeTail)
 }
 
 // answerWriterPool is a short free list of answerWriters.
@@ -141,7 +165,7 @@ func (tp *answerWriterPool) get() *answerWriter {
 
 func (tp *answerWriterPool) put(tw *answerWriter) {
 	// Keep the answer writer's buffers, drop the request's state.
-	tw.m, tw.ctx, tw.p, tw.hdr, tw.reqID, tw.entries = nil, nil, nil, nil, nil, nil
+	tw.m, tw.ctx, tw.p, tw.hdr, tw.reqID, tw.callID, tw.entries = nil, nil, nil, nil, nil, nil, nil
 	tw.owner, tw.scopes, tw.path, tw.known, tw.create, tw.list = "", "", "", false, false, false
 	tw.env = rpcanswer.Message{}
 	tp.mu.Lock()

@@ -3,6 +3,7 @@ package answer
 import (
 	"bytes"
 	"io"
+	"net/http"
 )
 
 // bom is U+FEFF in UTF-8, which an event stream may start with.
@@ -18,6 +19,7 @@ type sseState struct {
 	skipping bool // discarding an event over the bound until its end
 	rewrote  bool // the last event was not written as read (an LF completing its final CRLF is dropped)
 	wrote    bool // a byte of the stream has been written
+	dropped  bool // the last event with data was over the bound (or the stream ends in one)
 }
 
 // emit writes b on. A stream must not start with a BOM that was not the
@@ -115,7 +117,7 @@ func (w *Writer) add(b []byte) {
 		return
 	}
 	if len(w.body)+len(b) > w.max {
-		w.sse.skipping = true
+		w.sse.skipping, w.sse.dropped = true, true
 		w.body = w.body[:0]
 		if w.err == nil {
 			w.err = ErrTooLarge
@@ -254,6 +256,7 @@ func (w *Writer) judgeData(data []byte, n int) (verdict, []byte) {
 		// clients do not dispatch.
 		return keepEvent, nil
 	}
+	w.sse.dropped = false
 	out, err := w.rw.Rewrite(data)
 	switch {
 	case err != nil:
@@ -407,4 +410,24 @@ func indexEOL(b []byte) int {
 		return j
 	}
 	return i
+}
+
+// endOversize ends an SSE answer whose last message was removed for its
+// size with the message of Options.Oversize, as one event. Nothing of the
+// removed event was written (an event is written only once complete), so
+// the output is at an event's boundary, or after a lone CR that ended a
+// line.
+func (w *Writer) endOversize() {
+	if !w.sse.dropped || w.oversize == nil {
+		return
+	}
+	msg := w.oversize.OversizeMessage()
+	if len(msg) == 0 || bytes.IndexByte(msg, '\n') >= 0 || bytes.IndexByte(msg, '\r') >= 0 {
+		return
+	}
+	out := append(append(append(w.obuf[:0], "data: "...), msg...), "\n\n"...)
+	w.obuf = out
+	if w.emit(out, false) == nil {
+		_ = http.NewResponseController(w.w).Flush()
+	}
 }

@@ -66,6 +66,20 @@ type Options struct {
 	// retry fields kept), so that its caller can bind Last-Event-ID to the
 	// answer's recipient. Nil: event IDs are not reported.
 	EventIDs EventIDRecorder
+	// Oversize, if set, is asked at Finish for a message to end an SSE
+	// answer whose last message was removed for exceeding MaxMessageBytes
+	// (its whole event, or the stream ended within it), so that a client
+	// whose response was too large gets an error instead of a stream that
+	// ends without a response. Nil: nothing is added.
+	Oversize OversizeAnswerer
+}
+
+// OversizeAnswerer gives the message that ends an SSE answer whose last
+// message was too large ([Options]).
+type OversizeAnswerer interface {
+	// OversizeMessage returns the JSON text of one message (no CR or LF),
+	// written as the answer's last event, or nil to add nothing.
+	OversizeMessage() []byte
 }
 
 // EventIDRecorder is told the event IDs of an SSE answer ([Options]).
@@ -102,6 +116,7 @@ type Writer struct {
 	refuse   bool
 	sseOnly  bool
 	ids      EventIDRecorder
+	oversize OversizeAnswerer
 	mode     mode
 	status   int
 	finished bool
@@ -122,7 +137,7 @@ func (w *Writer) Reset(dst http.ResponseWriter, rw Rewriter, opts Options) {
 	if w.max <= 0 {
 		w.max = DefaultMaxMessageBytes
 	}
-	w.refuse, w.sseOnly, w.ids = opts.RefuseOther, opts.SSEOnly, opts.EventIDs
+	w.refuse, w.sseOnly, w.ids, w.oversize = opts.RefuseOther, opts.SSEOnly, opts.EventIDs, opts.Oversize
 	w.mode, w.status, w.finished, w.err = modeUndecided, 0, false, nil
 	w.body, w.scratch, w.obuf = keep(w.body), keep(w.scratch), keep(w.obuf)
 	w.sse = sseState{}
@@ -258,8 +273,10 @@ func (w *Writer) Finish() error {
 		w.w.WriteHeader(w.status)
 	case modeFailed:
 		w.write502()
+	case modeSSE:
+		w.endOversize()
 	}
-	w.rw = nil
+	w.rw, w.oversize = nil, nil
 	return w.err
 }
 

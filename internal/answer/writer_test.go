@@ -38,6 +38,11 @@ var dropSecret = rewriteFunc(func(m []byte) ([]byte, error) {
 	return m, nil
 })
 
+// tooLarge is an OversizeAnswerer giving msg.
+type tooLarge string
+
+func (m tooLarge) OversizeMessage() []byte { return []byte(m) }
+
 // serve runs handler behind a Writer with rw and opts, and returns the
 // recorded answer and Finish's error.
 func serve(t *testing.T, rw Rewriter, opts Options, handler func(http.ResponseWriter)) (*httptest.ResponseRecorder, error) {
@@ -160,6 +165,20 @@ func TestSSE(t *testing.T) {
 		{name: "incomplete last event dropped", rw: dropSecret, in: "data: a\n\ndata: b\n", want: "data: a\n\n"},
 		{name: "comment only", rw: dropAll, in: ":hi\n\n", want: ":hi\n\n"},
 		{name: "event too large skipped", rw: identity, opts: Options{MaxMessageBytes: 16}, in: "data: 0123456789abcdef\n\ndata: ok\n\n", want: "data: ok\n\n", wantErr: ErrTooLarge},
+		{name: "last event too large ends with the oversize message", rw: identity, opts: Options{MaxMessageBytes: 16, Oversize: tooLarge("E")},
+			in: "data: ok\n\nid: 9\ndata: 0123456789abcdef\n\n", want: "data: ok\n\ndata: E\n\n", wantErr: ErrTooLarge},
+		{name: "stream ending inside a too large event", rw: identity, opts: Options{MaxMessageBytes: 16, Oversize: tooLarge("E")},
+			in: "data: ok\r\rdata: 0123456789abcdef", want: "data: ok\r\rdata: E\n\n", wantErr: ErrTooLarge},
+		{name: "too large event followed by a message", rw: identity, opts: Options{MaxMessageBytes: 16, Oversize: tooLarge("E")},
+			in: "data: 0123456789abcdef\n\ndata: ok\n\n: bye\n\n", want: "data: ok\n\n: bye\n\n", wantErr: ErrTooLarge},
+		{name: "too large event followed by a comment", rw: identity, opts: Options{MaxMessageBytes: 16, Oversize: tooLarge("E")},
+			in: "data: 0123456789abcdef\n\n: bye\n\n", want: ": bye\n\ndata: E\n\n", wantErr: ErrTooLarge},
+		{name: "too large last event, nothing to add", rw: identity, opts: Options{MaxMessageBytes: 16, Oversize: tooLarge("")},
+			in: "data: 0123456789abcdef\n\n", want: "", wantErr: ErrTooLarge},
+		{name: "oversize message with a newline refused", rw: identity, opts: Options{MaxMessageBytes: 16, Oversize: tooLarge("a\nb")},
+			in: "data: 0123456789abcdef\n\n", want: "", wantErr: ErrTooLarge},
+		{name: "no event too large, nothing added", rw: identity, opts: Options{MaxMessageBytes: 16, Oversize: tooLarge("E")},
+			in: "data: ok\n\n", want: "data: ok\n\n"},
 		{name: "replaced message with newlines", rw: rewriteFunc(func([]byte) ([]byte, error) { return []byte("a\nb\r\nc"), nil }),
 			in: "data: x\n\n", want: "data: a\ndata: b\ndata: c\n\n"},
 	} {
