@@ -47,15 +47,29 @@ read:
 
 // refused answers a child's request that no client may receive (any
 // request of a stateless child: a stateless client receives none;
-// roots/list unless ForwardRoots) with -32601, and reports whether m was
-// one. It writes from the reader itself: a child that sends such
-// requests without reading its stdin stops its own output, instead of
-// costing the bridge a goroutine and a buffer per request.
+// roots/list unless ForwardRoots; any request before the child has
+// answered its initialize, which no client reads a stream of) with
+// -32601, or a ping before that with an empty result (MCP lets a server
+// ping then), and reports whether m was one. It writes from the reader
+// itself: a child that sends such requests without reading its stdin
+// stops its own output, instead of costing the bridge a goroutine and a
+// buffer per request.
 func (s *session) refused(m message) bool {
-	if m.kind != kindRequest || !s.stateless && (m.method != "roots/list" || s.b.cfg.ForwardRoots) {
+	if m.kind != kindRequest {
 		return false
 	}
-	if err := s.ch.write(errorResponse(m.id, -32601, "Method not found"), s.b.cfg.RequestTimeout); err != nil {
+	s.mu.Lock()
+	starting := !s.started
+	s.mu.Unlock()
+	answer := errorResponse(m.id, -32601, "Method not found")
+	switch {
+	case starting && m.method == "ping":
+		answer = append(append([]byte(`{"jsonrpc":"2.0","id":`), m.id...), `,"result":{}}`...)
+	case starting, s.stateless, m.method == "roots/list" && !s.b.cfg.ForwardRoots:
+	default:
+		return false
+	}
+	if err := s.ch.write(answer, s.b.cfg.RequestTimeout); err != nil {
 		go s.end("stdin not writable: " + err.Error())
 	}
 	return true

@@ -2,9 +2,11 @@ package stdiobridge
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -17,7 +19,10 @@ const seqEnv = "STDIOBRIDGE_SEQ"
 // seqMain serves stdin until it ends: initialize, tools/call "busy"
 // (sleeps arguments.ms milliseconds, reading nothing meanwhile) and
 // "size" (answers the length of the line it came in); anything else with
-// an id gets an empty result.
+// an id gets an empty result. With arguments, before it answers
+// initialize it sends each as the method of a request to the client
+// ("ping", "sampling/createMessage") and waits for its answer; tool
+// "early" then answers what they got.
 func seqMain() {
 	r := bufio.NewReaderSize(os.Stdin, 1<<16)
 	w := bufio.NewWriter(os.Stdout)
@@ -25,6 +30,7 @@ func seqMain() {
 		_, _ = w.WriteString(`{"jsonrpc":"2.0","id":` + string(id) + `,"result":` + result + "}\n")
 		_ = w.Flush()
 	}
+	var early []string
 	for {
 		line, err := r.ReadBytes('\n')
 		if err != nil {
@@ -45,10 +51,32 @@ func seqMain() {
 		}
 		switch {
 		case m.Method == "initialize":
+			for i, method := range os.Args[1:] {
+				id := `"early` + strconv.Itoa(i) + `"`
+				_, _ = w.WriteString(`{"jsonrpc":"2.0","id":` + id + `,"method":"` + method + `","params":{}}` + "\n")
+				_ = w.Flush()
+				for { // its answer; whatever else comes meanwhile is lost
+					l, err := r.ReadBytes('\n')
+					if err != nil {
+						return
+					}
+					var a struct {
+						ID     json.RawMessage `json:"id"`
+						Method string          `json:"method"`
+					}
+					if json.Unmarshal(l, &a) == nil && string(a.ID) == id && a.Method == "" {
+						early = append(early, string(bytes.TrimSpace(l)))
+						break
+					}
+				}
+			}
 			answer(m.ID, `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"seq","version":"1"}}`)
 		case m.Method == "tools/call" && m.Params.Name == "busy":
 			time.Sleep(time.Duration(m.Params.Arguments.MS) * time.Millisecond)
 			answer(m.ID, `{"content":[{"type":"text","text":"slept"}]}`)
+		case m.Method == "tools/call" && m.Params.Name == "early":
+			q, _ := json.Marshal(strings.Join(early, " "))
+			answer(m.ID, `{"content":[{"type":"text","text":`+string(q)+`}]}`)
 		case m.Method == "tools/call" && m.Params.Name == "size":
 			answer(m.ID, `{"content":[{"type":"text","text":"`+strconv.Itoa(len(line))+`"}]}`)
 		default:
