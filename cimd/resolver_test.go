@@ -62,7 +62,11 @@ func TestResolveAllowQuery(t *testing.T) {
 
 // TestResolveForbiddenLiteralAddresses runs the real guard on literal
 // special-purpose IPs. The guard refuses them before connect(2), so no
-// packet is sent and no DNS is needed.
+// packet is sent and no DNS is needed: fetch.ErrForbiddenAddress comes
+// from the dialer's Control, which runs before the connect; a request
+// that had connected or waited on a dial would end with another error (a
+// refusal, a timeout), so the error tells, with no bound on the elapsed
+// real time, which a loaded machine stretches.
 func TestResolveForbiddenLiteralAddresses(t *testing.T) {
 	r := mustResolver(t, ResolverConfig{})
 	for _, host := range []string{
@@ -75,12 +79,8 @@ func TestResolveForbiddenLiteralAddresses(t *testing.T) {
 		"[2001:db8::1]", "[2001::1]", "[100::1]",
 	} {
 		t.Run(host, func(t *testing.T) {
-			start := time.Now()
 			_, err := r.Resolve(context.Background(), "https://"+host+"/client.json")
 			wantErrs(t, err, errForbiddenAddress, fetch.ErrForbiddenAddress)
-			if el := time.Since(start); el > time.Second {
-				t.Errorf("took %v; the guard should refuse before connecting", el)
-			}
 		})
 	}
 	// A public address on a port that is not allowed.
