@@ -245,7 +245,9 @@ type Stdio struct {
 	// Command is the server's argv, such as
 	// [npx, -y, @modelcontextprotocol/server-everything]. Setting it makes
 	// the route a stdio route; Upstream must then be empty. A first
-	// element without a slash is looked up in the proxy's PATH at start.
+	// element without a slash is looked up in the proxy's PATH at start,
+	// a relative one is taken relative to the proxy's working directory
+	// then (never the child's).
 	// In the arguments after it, {dir} is the child's directory (Dir as
 	// rendered for its user: an absolute path), such as
 	// [node, /opt/mcp/server-filesystem/dist/index.js, "{dir}"].

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,7 +64,9 @@ type User struct {
 // Config configures a [Bridge].
 type Config struct {
 	// Command is the server's argv, run without a shell. Required; a
-	// first element without a slash is looked up in PATH once, by New.
+	// first element without a slash is looked up in PATH once, by New,
+	// and a relative one is taken relative to the proxy's working
+	// directory then (never the child's Dir).
 	// In the arguments after it, {dir} is the user's directory (Dir as
 	// rendered for the user: an absolute path).
 	Command []string
@@ -258,6 +261,12 @@ func New(cfg Config) (*Bridge, error) {
 	}
 	cfg = cfg.withDefaults()
 	path, err := exec.LookPath(cfg.Command[0])
+	if err == nil {
+		// A relative path is the proxy's, never the child's directory:
+		// exec.Cmd takes a relative Path relative to Dir, the user's,
+		// where a file of that name would be the user's program.
+		path, err = filepath.Abs(path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: command %q: %w", ErrConfig, cfg.Command[0], err)
 	}
