@@ -284,7 +284,7 @@ func TestAttackQueueBytes(t *testing.T) {
 	s.mu.Lock()
 	n, bytes := len(s.queue), 0
 	for _, m := range s.queue {
-		bytes += len(m)
+		bytes += len(m.msg)
 	}
 	s.mu.Unlock()
 	if max := resumeBytes(h.b.cfg.MaxMessageBytes); bytes > max {

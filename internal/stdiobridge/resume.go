@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"net/http"
+	"slices"
 	"time"
 )
 
@@ -454,4 +455,12 @@ func (s *session) dropScope(scope string) {
 		}
 	}
 	delete(s.gets, scope)
+	s.scopes = slices.DeleteFunc(s.scopes, func(v string) bool { return v == scope })
+	s.queue = slices.DeleteFunc(s.queue, func(q queued) bool {
+		if q.scope == scope && !q.any {
+			s.queueBytes -= len(q.msg)
+			return true
+		}
+		return false
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"slices"
 
 	"golang.org/x/time/rate"
 )
@@ -115,10 +116,9 @@ func (s *session) readStderr() {
 
 // fromChild routes one message of the child to its client: a response
 // to the request it answers (with the client's id), progress to the
-// request that asked for it, anything else to the oldest request in
-// flight (server-to-client requests, which a child sends while it
-// serves one) or the GET stream, else to the queue the next GET stream
-// gets.
+// request that asked for it, a request of the child to the oldest
+// request in flight (a child asks while it serves one) or else one GET
+// stream, any other notification to each client session once (notify).
 func (s *session) fromChild(m message) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -145,7 +145,6 @@ func (s *session) fromChild(m message) {
 			}
 		}
 		close(c.fin)
-		return
 	case kindRequest:
 		if len(s.serverReqs) >= s.b.cfg.MaxQueued {
 			s.log.Warn("stdio: child request dropped: too many waiting for the client", "method", m.method)
@@ -156,6 +155,18 @@ func (s *session) fromChild(m message) {
 			s.toCall(s.inflight[0], m.raw)
 			return
 		}
+		if s.stateless {
+			return // no stream outlives a stateless request
+		}
+		// One GET stream: one with a reader, else one kept for
+		// resumption, else the first to open.
+		for _, gets := range []map[string]*sseLog{s.gets, s.getLogs} {
+			for _, g := range gets {
+				s.appendEvent(g, m.raw)
+				return
+			}
+		}
+		s.enqueue("", true, m)
 	case kindNotification:
 		if m.method == "notifications/progress" {
 			tok, _, _ := m.paramMember(&s.b.pool, progressNames, "progressToken")
@@ -164,37 +175,86 @@ func (s *session) fromChild(m message) {
 				return
 			}
 		}
-		if len(s.gets) == 0 && len(s.inflight) > 0 {
-			s.toCall(s.inflight[0], m.raw)
-			return
-		}
-	}
-	if s.stateless {
-		return // no stream outlives a stateless request
-	}
-	// A notification goes to every GET stream with a reader (the client
-	// sessions of a shared child are one user's), a request to one; with
-	// no reader, to the GET streams kept for resumption, else to the queue
-	// the first GET stream gets.
-	for _, gets := range []map[string]*sseLog{s.gets, s.getLogs} {
-		sent := false
-		for _, g := range gets {
-			s.appendEvent(g, m.raw)
-			sent = true
-			if m.kind == kindRequest {
-				break
+		if s.stateless {
+			// Its client sessions are the requests in flight: the oldest.
+			if len(s.inflight) > 0 {
+				s.toCall(s.inflight[0], m.raw)
 			}
-		}
-		if sent {
 			return
 		}
+		if s.sharedKey == "" {
+			s.notify("", m)
+			return
+		}
+		// Before its first client session (its initialize), none: dropped,
+		// as an own child's are then (on the initialize's stream).
+		for _, scope := range s.scopes {
+			s.notify(scope, m)
+		}
 	}
-	if len(s.queue) >= s.b.cfg.MaxQueued || s.queueBytes+len(m.raw) > resumeBytes(s.b.cfg.MaxMessageBytes) {
-		s.log.Warn("stdio: child message dropped: queue full", "method", m.method)
+}
+
+// notify puts a notification of the child that is tied to no request on
+// one stream of client session scope: its GET stream with a reader, else
+// its oldest call in flight, else its GET stream kept for resumption,
+// else the queue its next GET stream gets. MCP (2025-11-25, Streamable
+// HTTP, "Multiple Connections") has a server send each message on only
+// one stream of a session; each client session of a shared child is a
+// session of its own to its client, so each gets one copy, on its own
+// streams, and never on a call of another session. Called with s.mu held.
+func (s *session) notify(scope string, m message) {
+	if g := s.gets[scope]; g != nil {
+		s.appendEvent(g, m.raw)
 		return
 	}
-	s.queue = append(s.queue, m.raw)
+	for _, c := range s.inflight {
+		if c.scope == scope {
+			s.toCall(c, m.raw)
+			return
+		}
+	}
+	if g := s.getLogs[scope]; g != nil {
+		s.appendEvent(g, m.raw)
+		return
+	}
+	s.enqueue(scope, false, m)
+}
+
+// queued is a message of the child kept for a GET stream not yet open:
+// that of client session scope, or with any the first of any session.
+type queued struct {
+	scope string
+	any   bool
+	msg   []byte
+}
+
+// enqueue keeps m for the next GET stream of scope (any: of any client
+// session), within the session's bounds (MaxQueued messages and
+// resumeBytes in all): beyond, the oldest kept messages go. Called with
+// s.mu held.
+func (s *session) enqueue(scope string, any bool, m message) {
+	maxB := resumeBytes(s.b.cfg.MaxMessageBytes)
+	for len(s.queue) > 0 && (len(s.queue) >= s.b.cfg.MaxQueued || s.queueBytes+len(m.raw) > maxB) {
+		s.queueBytes -= len(s.queue[0].msg)
+		s.queue[0] = queued{}
+		s.queue = s.queue[1:]
+		s.log.Warn("stdio: child message dropped: queue full (no GET stream open)", "method", m.method)
+	}
+	s.queue = append(s.queue, queued{scope: scope, any: any, msg: m.raw})
 	s.queueBytes += len(m.raw)
+}
+
+// takeQueued moves the messages kept for st's client session to st, a
+// GET stream being opened. Called with s.mu held.
+func (s *session) takeQueued(st *sseLog) {
+	s.queue = slices.DeleteFunc(s.queue, func(q queued) bool {
+		if q.any || q.scope == st.scope {
+			s.appendEvent(st, q.msg)
+			s.queueBytes -= len(q.msg)
+			return true
+		}
+		return false
+	})
 }
 
 // toCall puts msg on c's stream: its log (resume.go) or, dropping it if

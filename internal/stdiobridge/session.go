@@ -56,8 +56,9 @@ type session struct {
 	ord        uint64             // events added to streams
 	evN        int                // events kept in streams
 	evBytes    int                // their bytes
-	queue      [][]byte           // for the first GET stream
+	queue      []queued           // for GET streams not yet open (route.go)
 	queueBytes int                // their bytes, within resumeBytes
+	scopes     []string           // the client sessions of a shared child, oldest first
 	initResult []byte             // the child's initialize result, for a shared child
 	last       time.Time
 	started    bool // a request has left the flight (its initialize): before, it is starting, never idle (evict.go)
@@ -486,10 +487,7 @@ func (s *session) serveGET(w http.ResponseWriter, r *http.Request, scope string)
 		s.getLogs[scope] = st
 		s.gets[scope] = st
 		gen = st.gen
-		for _, msg := range s.queue {
-			s.appendEvent(st, msg)
-		}
-		s.queue, s.queueBytes = nil, 0
+		s.takeQueued(st)
 	} else {
 		gen = s.attach(st)
 	}

@@ -13,10 +13,10 @@ import (
 // bridge; every later initialize of the user gets the child's result
 // again, under a session id of its own. The child's request ids are the
 // bridge's, so the sessions' requests never collide; a cancellation
-// names a request of its own session; a notification of the child goes
-// to every open GET stream of its sessions, a request of the child to
-// the oldest request in flight (a child asks while it serves one) or one
-// GET stream. Deleting a session ends the child with the last one. A
+// names a request of its own session; a notification of the child not
+// tied to a request goes to each of its sessions once, on that session's
+// own streams (route.go), a request of the child to the oldest request in
+// flight (a child asks while it serves one) or one GET stream. Deleting a session ends the child with the last one. A
 // child keeps at most MaxQueued sessions: a later initialize ends the
 // oldest (404 next).
 
@@ -44,6 +44,9 @@ func (b *Bridge) initializeShared(w http.ResponseWriter, r *http.Request, u User
 	b.mu.Lock()
 	if !ended && b.sessions[s.id] == s {
 		b.views[id] = s
+		s.mu.Lock() // b.mu, then s.mu
+		s.scopes = append(s.scopes, id)
+		s.mu.Unlock()
 		ids := append(b.viewIDs[s], id)
 		if len(ids) > b.cfg.MaxQueued {
 			// A user who opens sessions without end (a client that never
