@@ -626,7 +626,14 @@ func (b *Bridge) initialize(w http.ResponseWriter, r *http.Request, u User, m me
 			return
 		}
 		s.done(c)
-		w.Header().Set("Mcp-Session-Id", s.id)
+		if res, err := parseMessage(&b.pool, c.resp); err != nil || !res.hasResult {
+			// No InitializeResult, no session (Streamable HTTP): the
+			// child's refusal reaches its client as sent, and the child
+			// goes.
+			go s.end("initialize refused by the child")
+		} else {
+			w.Header().Set("Mcp-Session-Id", s.id)
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write(c.resp)

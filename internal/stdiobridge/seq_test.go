@@ -19,7 +19,8 @@ const seqEnv = "STDIOBRIDGE_SEQ"
 // seqMain serves stdin until it ends: initialize, tools/call "busy"
 // (sleeps arguments.ms milliseconds, reading nothing meanwhile) and
 // "size" (answers the length of the line it came in); anything else with
-// an id gets an empty result. With arguments, before it answers
+// an id gets an empty result. With the argument "refuse", it answers
+// initialize with an error. With other arguments, before it answers
 // initialize it sends each as the method of a request to the client
 // ("ping", "sampling/createMessage") and waits for its answer; tool
 // "early" then answers what they got.
@@ -50,6 +51,9 @@ func seqMain() {
 			continue
 		}
 		switch {
+		case m.Method == "initialize" && len(os.Args) > 1 && os.Args[1] == "refuse":
+			_, _ = w.WriteString(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"error":{"code":-32602,"message":"Unsupported protocol version","data":{"supported":["2024-11-05"]}}}` + "\n")
+			_ = w.Flush()
 		case m.Method == "initialize":
 			for i, method := range os.Args[1:] {
 				id := `"early` + strconv.Itoa(i) + `"`
