@@ -117,3 +117,89 @@ func TestStdioStartTimeoutAnswer(t *testing.T) {
 		t.Fatalf("after the start timeout: children %v, want %d (the child stopped and reaped)", left, before)
 	}
 }
+
+// TestStdioAnswers: the answers of a stdio route a client of the proxy
+// sees, exactly (docs/proxy.md, "Answers of a stdio route"), for what
+// the other tests do not pin.
+func TestStdioAnswers(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newTestEnv(t, envOptions{route: func(r *proxy.Route) {
+		r.Upstream = ""
+		r.Stdio = proxy.Stdio{Command: []string{exe}, Env: map[string]string{testserver.Env: "1"}, MaxPerUser: 1}
+	}})
+	tok := e.token(t, "alice", baseScope)
+	req := func(method, body string, hdr map[string]string) *http.Response {
+		t.Helper()
+		r, err := http.NewRequest(method, e.resource, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Header.Set("Authorization", "Bearer "+tok)
+		if body != "" {
+			r.Header.Set("Content-Type", "application/json")
+		}
+		for k, v := range hdr {
+			r.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	const (
+		both   = "application/json, text/event-stream"
+		rev    = "2025-11-25"
+		initRq = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	)
+	resp := req(http.MethodPost, initRq, map[string]string{"Accept": both, "Mcp-Protocol-Version": rev})
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d, session %q", resp.StatusCode, sid)
+	}
+	// The session's GET stream, held open: the session is busy (not
+	// idle), and a second GET conflicts.
+	get := req(http.MethodGet, "", map[string]string{"Accept": "text/event-stream", "Mcp-Protocol-Version": rev, "Mcp-Session-Id": sid})
+	defer get.Body.Close()
+	if get.StatusCode != http.StatusOK {
+		t.Fatalf("GET: %d", get.StatusCode)
+	}
+	for _, tc := range []struct {
+		name, method, body string
+		hdr                map[string]string
+		status             int
+		want               string
+		retryAfter         string
+	}{
+		{"a second GET stream", http.MethodGet, "", map[string]string{"Accept": "text/event-stream", "Mcp-Protocol-Version": rev, "Mcp-Session-Id": sid},
+			http.StatusConflict, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Conflict: a stream is already open"}}`, ""},
+		{"GET without text/event-stream", http.MethodGet, "", map[string]string{"Accept": "application/json", "Mcp-Protocol-Version": rev, "Mcp-Session-Id": sid},
+			http.StatusNotAcceptable, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Not Acceptable: text/event-stream required"}}`, ""},
+		{"GET without a session", http.MethodGet, "", map[string]string{"Accept": "text/event-stream", "Mcp-Protocol-Version": rev},
+			http.StatusBadRequest, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Mcp-Session-Id required"}}`, ""},
+		{"DELETE without a session", http.MethodDelete, "", map[string]string{"Mcp-Protocol-Version": rev},
+			http.StatusBadRequest, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Mcp-Session-Id required"}}`, ""},
+		{"a request without a session", http.MethodPost, `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, map[string]string{"Accept": both, "Mcp-Protocol-Version": rev},
+			http.StatusBadRequest, `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Bad Request: initialize a session, or send a stateless request"}}`, ""},
+		{"initialize in a session", http.MethodPost, initRq, map[string]string{"Accept": both, "Mcp-Protocol-Version": rev, "Mcp-Session-Id": sid},
+			http.StatusBadRequest, `{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"Session already initialized"}}`, ""},
+		{"initialize at max_per_user, the user's child busy", http.MethodPost, initRq, map[string]string{"Accept": both, "Mcp-Protocol-Version": rev},
+			http.StatusServiceUnavailable, `{"jsonrpc":"2.0","id":1,"error":{"code":-32603,"message":"Service Unavailable"}}`, "5"},
+		{"a stateless GET", http.MethodGet, "", map[string]string{"Accept": "text/event-stream", "Mcp-Protocol-Version": "2026-07-28"},
+			http.StatusMethodNotAllowed, `{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Method not allowed"}}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := req(tc.method, tc.body, tc.hdr)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || strings.TrimSpace(string(body)) != tc.want || resp.Header.Get("Retry-After") != tc.retryAfter {
+				t.Fatalf("%d %s Retry-After %q, want %d %s %q", resp.StatusCode, body, resp.Header.Get("Retry-After"), tc.status, tc.want, tc.retryAfter)
+			}
+		})
+	}
+}
