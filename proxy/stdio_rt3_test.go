@@ -203,3 +203,51 @@ func TestStdioAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestStdioStepUpKeepsChild: a user who steps up mid-session (a new
+// token with more scope, the same session) keeps his child and its
+// state: the call refused with 403 insufficient_scope reaches the same
+// process once the token has the scope.
+func TestStdioStepUpKeepsChild(t *testing.T) {
+	e := stdioEnv(t, "")
+	post := func(tok, sid, body string) (*http.Response, string) {
+		t.Helper()
+		r, _ := http.NewRequest(http.MethodPost, e.resource, strings.NewReader(body))
+		r.Header.Set("Authorization", "Bearer "+tok)
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Accept", "application/json")
+		r.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if sid != "" {
+			r.Header.Set("Mcp-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	call := func(id, tool string) string {
+		return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`
+	}
+	base := e.token(t, "alice", baseScope)
+	resp, _ := post(base, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %q", resp.StatusCode, sid)
+	}
+	if _, body := post(base, sid, call("2", "incr")); !strings.Contains(body, `{\"text\":\"1\"}`) {
+		t.Fatalf("incr: %s", body)
+	}
+	if resp, _ := post(base, sid, call("3", "admin_only")); resp.StatusCode != http.StatusForbidden || !strings.Contains(resp.Header.Get("WWW-Authenticate"), `error="insufficient_scope"`) {
+		t.Fatalf("admin_only with the base scope: %d %q, want 403 insufficient_scope", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
+	}
+	admin := e.token(t, "alice", baseScope, adminScope)
+	if _, body := post(admin, sid, call("4", "admin_only")); !strings.Contains(body, `admin:alice`) {
+		t.Fatalf("admin_only after the step-up: %s", body)
+	}
+	if _, body := post(admin, sid, call("5", "incr")); !strings.Contains(body, `{\"text\":\"2\"}`) {
+		t.Fatalf("incr after the step-up: %s, want 2 (the same child)", body)
+	}
+}
