@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -154,14 +155,14 @@ func TestSlowBodyEveryPath(t *testing.T) {
 }
 
 // trickle sends head, then one body byte every 200 ms without ever
-// finishing the body (at most 50 bytes, 10 s, well past the answer's
-// bound), and returns the answer, which must be complete within a second
-// (plus the round trip of a complete request measured just before, so
-// that a loaded machine does not fail it) and carry Connection: close;
-// the server must then close the connection.
+// finishing the body (at most 150 bytes, 30 s), and returns the answer,
+// which must be complete while the body still trickles (a server that
+// drains the body first answers only after the trickle, if ever; that
+// order is the check, not a bound on the elapsed real time, which a loaded
+// machine stretches) and carry Connection: close; the server must then
+// close the connection.
 func trickle(t *testing.T, addr, head string, chunked bool) *http.Response {
 	t.Helper()
-	bound := time.Second + 4*roundTrip(t, addr)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -172,8 +173,9 @@ func trickle(t *testing.T, addr, head string, chunked bool) *http.Response {
 	}
 	stop := make(chan struct{})
 	defer close(stop)
+	var trickled atomic.Bool // all 150 bytes sent
 	go func() {
-		for range 50 {
+		for range 150 {
 			b := "{"
 			if chunked {
 				b = "1\r\n{\r\n"
@@ -187,9 +189,10 @@ func trickle(t *testing.T, addr, head string, chunked bool) *http.Response {
 			case <-time.After(200 * time.Millisecond):
 			}
 		}
+		trickled.Store(true)
 	}()
 	start := time.Now()
-	_ = conn.SetReadDeadline(start.Add(bound + 2*time.Second))
+	_ = conn.SetReadDeadline(start.Add(time.Minute))
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -197,8 +200,8 @@ func trickle(t *testing.T, addr, head string, chunked bool) *http.Response {
 	}
 	_, err = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if d := time.Since(start); err != nil || d > bound {
-		t.Fatalf("answer %d complete after %v (%v), want within %v", resp.StatusCode, d, err, bound)
+	if err != nil || trickled.Load() {
+		t.Fatalf("answer %d complete after %v (%v), want it while the body still trickles", resp.StatusCode, time.Since(start), err)
 	}
 	if !resp.Close {
 		t.Errorf("%d without Connection: close (headers %v)", resp.StatusCode, resp.Header)
@@ -209,27 +212,4 @@ func trickle(t *testing.T, addr, head string, chunked bool) *http.Response {
 		t.Fatalf("connection still open %v after the answer: %v", time.Since(start), err)
 	}
 	return resp
-}
-
-// roundTrip measures the baseline: a complete tokenless POST (401) to
-// addr, on a new connection.
-func roundTrip(t *testing.T, addr string) time.Duration {
-	t.Helper()
-	start := time.Now()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(start.Add(10 * time.Second))
-	if _, err := io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: mcp.example.com\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return time.Since(start)
 }
