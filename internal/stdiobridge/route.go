@@ -146,11 +146,16 @@ func (s *session) fromChild(m message) {
 		}
 		close(c.fin)
 	case kindRequest:
-		if len(s.serverReqs) >= s.b.cfg.MaxQueued {
-			s.log.Warn("stdio: child request dropped: too many waiting for the client", "method", m.method)
-			return
+		// Their ids are kept until the client answers: within max_queued
+		// and the session's byte bound, as the messages are.
+		if !s.serverReqs[string(m.id)] {
+			if len(s.serverReqs) >= s.b.cfg.MaxQueued || s.reqIDBytes+len(m.id) > resumeBytes(s.b.cfg.MaxMessageBytes) {
+				s.log.Warn("stdio: child request dropped: too many waiting for the client", "method", m.method)
+				return
+			}
+			s.serverReqs[string(m.id)] = true
+			s.reqIDBytes += len(m.id)
 		}
-		s.serverReqs[string(m.id)] = true
 		if len(s.inflight) > 0 {
 			s.toCall(s.inflight[0], m.raw)
 			return

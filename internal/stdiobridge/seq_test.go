@@ -17,8 +17,10 @@ import (
 const seqEnv = "STDIOBRIDGE_SEQ"
 
 // seqMain serves stdin until it ends: initialize, tools/call "busy"
-// (sleeps arguments.ms milliseconds, reading nothing meanwhile) and
-// "size" (answers the length of the line it came in); anything else with
+// (sleeps arguments.ms milliseconds, reading nothing meanwhile), "size"
+// (answers the length of the line it came in) and "bigids" (sends
+// arguments.n pings to the client, each with an id of arguments.size
+// bytes, then answers); anything else with
 // an id gets an empty result. With the argument "refuse", it answers
 // initialize with an error. With other arguments, before it answers
 // initialize it sends each as the method of a request to the client
@@ -43,7 +45,9 @@ func seqMain() {
 			Params struct {
 				Name      string `json:"name"`
 				Arguments struct {
-					MS int `json:"ms"`
+					MS   int `json:"ms"`
+					N    int `json:"n"`
+					Size int `json:"size"`
 				} `json:"arguments"`
 			} `json:"params"`
 		}
@@ -78,6 +82,14 @@ func seqMain() {
 		case m.Method == "tools/call" && m.Params.Name == "busy":
 			time.Sleep(time.Duration(m.Params.Arguments.MS) * time.Millisecond)
 			answer(m.ID, `{"content":[{"type":"text","text":"slept"}]}`)
+		case m.Method == "tools/call" && m.Params.Name == "bigids":
+			// n pings to the client, each with an id of size bytes.
+			args := m.Params.Arguments
+			for i := range args.N {
+				id := strconv.Itoa(i) + strings.Repeat("i", max(0, args.Size-8))
+				_, _ = w.WriteString(`{"jsonrpc":"2.0","id":"` + id + `","method":"ping"}` + "\n")
+			}
+			answer(m.ID, `{"content":[{"type":"text","text":"sent"}]}`)
 		case m.Method == "tools/call" && m.Params.Name == "early":
 			q, _ := json.Marshal(strings.Join(early, " "))
 			answer(m.ID, `{"content":[{"type":"text","text":`+string(q)+`}]}`)

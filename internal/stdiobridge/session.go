@@ -48,6 +48,7 @@ type session struct {
 	byClient   map[string]*call   // by scope, NUL and the client's raw id
 	progress   map[string]*call   // by raw progress token
 	serverReqs map[string]bool    // the child's requests waiting for the client
+	reqIDBytes int                // the bytes of their ids, within resumeBytes
 	inflight   []*call            // in order
 	writing    int                // client notifications and answers being written (forward)
 	streams    map[string]*sseLog // SSE streams, by stream id (resume.go)
@@ -280,7 +281,10 @@ func (s *session) post(w http.ResponseWriter, r *http.Request, m message, scope 
 	case kindResponse:
 		s.mu.Lock()
 		ok := s.serverReqs[string(m.id)]
-		delete(s.serverReqs, string(m.id))
+		if ok {
+			delete(s.serverReqs, string(m.id))
+			s.reqIDBytes -= len(m.id)
+		}
 		s.mu.Unlock()
 		if !ok {
 			// Not an answer to a request of this child: dropped.
