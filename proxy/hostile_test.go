@@ -167,15 +167,14 @@ func call1MiB() string {
 	return `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"whoami","arguments":{"pad":"` + strings.Repeat("a", 1<<20) + `"}}}`
 }
 
-// trickle sends head, then a body of one byte every 50 ms for 10 s, and
+// trickle sends head, then a body of one byte every 50 ms for 30 s, and
 // wants the answer status while the body still trickles (the refusal needs
 // no body; a server that drains it first answers only after the trickle,
 // if ever), with the connection closed after it (package middleware's
-// helper), within a second plus 4 round trips of a complete request
-// measured just before (a baseline: a loaded machine delays both).
+// helper). That order is the check, not a bound on the elapsed real time,
+// which a loaded machine stretches.
 func trickle(t *testing.T, addr, head string, chunked bool, status int) {
 	t.Helper()
-	bound := time.Second + 4*completeRoundTrip(t, addr)
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
@@ -186,9 +185,9 @@ func trickle(t *testing.T, addr, head string, chunked bool, status int) {
 	}
 	stop := make(chan struct{})
 	defer close(stop)
-	var trickled atomic.Bool // all 200 bytes sent
+	var trickled atomic.Bool // all 600 bytes sent
 	go func() {
-		for range 200 {
+		for range 600 {
 			b := "{"
 			if chunked {
 				b = "1\r\n{\r\n"
@@ -205,19 +204,19 @@ func trickle(t *testing.T, addr, head string, chunked bool, status int) {
 		trickled.Store(true)
 	}()
 	start := time.Now()
-	_ = conn.SetReadDeadline(start.Add(30 * time.Second))
+	_ = conn.SetReadDeadline(start.Add(time.Minute))
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
 		t.Fatalf("no answer while the body trickles: %v", err)
 	}
 	if trickled.Load() {
-		t.Fatalf("got %d after %v, only once the 10 s trickle had ended", resp.StatusCode, time.Since(start))
+		t.Fatalf("got %d after %v, only once the 30 s trickle had ended", resp.StatusCode, time.Since(start))
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if d := time.Since(start); resp.StatusCode != status || d > bound {
-		t.Fatalf("got %d after %v, want %d within %v", resp.StatusCode, d, status, bound)
+	if resp.StatusCode != status {
+		t.Fatalf("got %d after %v, want %d", resp.StatusCode, time.Since(start), status)
 	}
 	if !resp.Close {
 		t.Errorf("%d without Connection: close (headers %v)", resp.StatusCode, resp.Header)
@@ -227,29 +226,6 @@ func trickle(t *testing.T, addr, head string, chunked bool, status int) {
 	if err == nil || errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded) {
 		t.Fatalf("connection still open %v after the answer: %v", time.Since(start), err)
 	}
-}
-
-// completeRoundTrip is the time a complete tokenless POST takes to be
-// answered on a new connection to addr: a baseline for trickle's bound.
-func completeRoundTrip(t *testing.T, addr string) time.Duration {
-	t.Helper()
-	start := time.Now()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(start.Add(10 * time.Second))
-	if _, err := io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: "+addr+"\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}"); err != nil {
-		t.Fatal(err)
-	}
-	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	return time.Since(start)
 }
 
 // TestBodylessMethods: a method other than POST, GET and DELETE gets 405,
