@@ -96,7 +96,14 @@ type sseLog struct {
 	events []sseEvent
 	bytes  int
 	sent   int64 // a GET stream's first event not yet written to a connection
-	done   bool  // its last event (the response) is in events
+	// taken is the first event the attached reader has not copied to
+	// write: one before it that the bound drops, the reader still writes.
+	taken int64
+	// cut ends the attached reader's connection (its blocked write too);
+	// gapGen is the reader that missed an event (its pump ends).
+	cut    func()
+	gapGen uint64
+	done   bool // its last event (the response) is in events
 	// delivered: its response was written on a connection (kept for
 	// resume_window all the same, but first to go at the bounds, and it
 	// keeps no session from ending: evict.go).
@@ -119,7 +126,7 @@ func newStreamID() string {
 // connection that opens it). Called with s.mu held.
 func (s *session) newLog(scope string, c *call) *sseLog {
 	// seq 0 is a POST stream's priming event (a GET stream has none).
-	st := &sseLog{id: newStreamID(), scope: scope, c: c, next: 1, first: 1, sent: 1, gen: 1, reader: true, wake: make(chan struct{}, 1)}
+	st := &sseLog{id: newStreamID(), scope: scope, c: c, next: 1, first: 1, sent: 1, taken: 1, gen: 1, reader: true, wake: make(chan struct{}, 1)}
 	s.streams[st.id] = st
 	return st
 }
@@ -202,11 +209,18 @@ func (s *session) oldestOther(st *sseLog) *sseLog {
 // evictHead drops v's oldest event. A stream that loses an event not yet
 // sent on a connection can no longer be resumed from any ID its client
 // has (every such ID comes before the loss: fail closed, a client never
-// resumes past a gap unknowingly); a reader attached skips the gap, as a
-// client that does not keep up misses messages. A request's stream with
-// no reader is then emptied, and forgotten if answered: no one can have
-// what it would keep. Called
-// with s.mu held.
+// resumes past a gap unknowingly). A GET stream's reader that had not
+// taken the event does not skip the gap: its connection ends where the
+// gap begins (what it wrote has none), and its client, resuming, is
+// refused (400), so that a client that does not keep up learns that it
+// missed messages (list changes, resource updates: state it would
+// otherwise hold stale) instead of going on without them. A request's
+// stream skips the gap for its reader: what it loses is what the child
+// sent while serving the request (progress, logging), and its answer,
+// which comes last, is what its client needs (ending the connection
+// would lose it too). A request's stream with no reader is then
+// emptied, and forgotten if answered: no one can have what it would
+// keep. Called with s.mu held.
 func (s *session) evictHead(v *sseLog) {
 	e := v.events[0]
 	v.events[0] = sseEvent{}
@@ -215,7 +229,15 @@ func (s *session) evictHead(v *sseLog) {
 	v.bytes -= len(e.data)
 	s.evN--
 	s.evBytes -= len(e.data)
-	if e.seq >= v.sent {
+	if v.c == nil && v.reader && e.seq >= v.taken && v.gapGen != v.gen {
+		s.log.Warn("stdio: a client did not keep up: its stream ends at the messages lost", "stream", v.id[:8])
+		v.gapGen = v.gen
+		if v.cut != nil {
+			v.cut()
+		}
+		wakeup(v.wake)
+	}
+	if e.seq >= v.sent && (!v.reader || e.seq >= v.taken) {
 		if !v.lost {
 			s.log.Warn("stdio: child messages dropped: over the session's stream buffer bound", "stream", v.id[:8])
 		}
@@ -278,11 +300,14 @@ func (s *session) expireLater(st *sseLog) {
 	})
 }
 
-// attach makes a new connection st's reader, replacing any other (whose
-// pump then ends). Called with s.mu held.
-func (s *session) attach(st *sseLog) uint64 {
+// attach makes a new connection, which writes from event cursor on, st's
+// reader, replacing any other (whose pump then ends). Called with s.mu
+// held.
+func (s *session) attach(st *sseLog, cursor int64) uint64 {
 	st.gen++
 	st.reader = true
+	st.taken = cursor
+	st.cut = nil
 	if st.timer != nil {
 		st.timer.Stop()
 		st.timer = nil
@@ -330,13 +355,14 @@ func (s *session) pump(w http.ResponseWriter, fl http.Flusher, r *http.Request, 
 	buf := make([]byte, 0, 512)
 	for {
 		s.mu.Lock()
-		if st.gen != gen || st.freed {
+		if st.gen != gen || st.freed || st.gapGen == gen {
 			s.mu.Unlock()
 			return false
 		}
 		wake := st.wake
-		cursor = max(cursor, st.first) // past events lost at the bound
+		cursor = max(cursor, st.first) // past events lost before it was attached
 		batch = append(batch[:0], st.events[cursor-st.first:]...)
+		st.taken = st.next
 		done := st.done
 		s.mu.Unlock()
 		for _, e := range batch {
@@ -411,7 +437,7 @@ func (s *session) resume(w http.ResponseWriter, r *http.Request, scope, v string
 		writeJSONError(w, http.StatusBadRequest, nil, -32600, "Bad Request: Last-Event-ID is not resumable")
 		return
 	}
-	gen := s.attach(st)
+	gen := s.attach(st, seq+1)
 	s.mu.Unlock()
 	s.serveLog(w, r, st, gen, seq+1, false)
 }
@@ -428,6 +454,14 @@ func (s *session) serveLog(w http.ResponseWriter, r *http.Request, st *sseLog, g
 	w.Header().Set("Cache-Control", "no-cache")
 	w.Header().Set("X-Accel-Buffering", "no")
 	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	s.mu.Lock()
+	if st.gen == gen {
+		// A deadline passed makes a blocked write fail, and the
+		// connection end (pipeResponse: the pipe).
+		st.cut = func() { _ = rc.SetWriteDeadline(time.Now()) }
+	}
+	s.mu.Unlock()
 	var err error
 	if prime {
 		_, err = w.Write(appendEvent(make([]byte, 0, 64), st.id, 0, nil))

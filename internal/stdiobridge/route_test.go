@@ -2,9 +2,12 @@ package stdiobridge
 
 import (
 	"bufio"
+	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // notes returns the data of the notifications/message in msgs.
@@ -55,4 +58,103 @@ func TestNotificationEachSession(t *testing.T) {
 	}
 	resp := send(t, http.MethodDelete, h.srv.URL, "alice", c, "")
 	resp.Body.Close()
+}
+
+// TestSlowReaderCut: a client connected to its GET stream that does not
+// keep up while the child floods does not silently miss messages: when
+// the session's bound drops an event the connection has not had, the
+// connection ends there (what it got has no gap), a resumption from its
+// last event is refused (400: it cannot be resumed without the gap), the
+// session goes on and a new GET stream gets what comes next.
+func TestSlowReaderCut(t *testing.T) {
+	h := newHostile(t, Config{}, nil)
+	sid := open(t, h, "alice")
+	get := send(t, http.MethodGet, h.srv.URL, "alice", sid, "")
+	defer get.Body.Close()
+	r := sseReader{bufio.NewReader(get.Body)}
+	// One event read, then the client stops reading while the child
+	// sends more than TCP and the session's bound together hold.
+	if a := tool(t, h, "alice", sid, "flood", `{"n":1,"after":true}`); a.text() != "flooding" {
+		t.Fatalf("flood: %d %v", a.status, a.msgs)
+	}
+	first, err := r.next()
+	if err != nil {
+		t.Fatalf("first GET event: %v", err)
+	}
+	stream, last, _ := parseEventID(first.id)
+	if a := tool(t, h, "alice", sid, "flood", `{"n":40000,"size":900,"after":true}`); a.text() != "flooding" {
+		t.Fatalf("flood: %d %v", a.status, a.msgs)
+	}
+	waitFor(t, func() bool {
+		return strings.Contains(h.log.String(), "child messages dropped: over the session's stream buffer bound")
+	})
+	// Read what the connection got: consecutive IDs, then its end.
+	for {
+		ev, err := r.next()
+		if err != nil {
+			break
+		}
+		id, seq, perr := parseEventID(ev.id)
+		if perr != nil || id != stream || seq != last+1 {
+			t.Fatalf("GET event %q after %s-%d: a gap the client was not told of", ev.id, stream, last)
+		}
+		stream, last = id, seq
+	}
+	if status, body := resumeStatus(t, h, "alice", sid, stream+"-"+itoaS(last)); status != http.StatusBadRequest || body != notResumable {
+		t.Errorf("resuming past the gap: %d %s, want 400", status, body)
+	}
+	if !strings.Contains(h.log.String(), "stdio: a client did not keep up: its stream ends at the messages lost") {
+		t.Errorf("the cut is not logged:\n%.2000s", h.log.String())
+	}
+	// Once the flood is over (its second answer is dropped), the session
+	// serves calls, and a new GET stream gets what comes next.
+	waitFor(t, func() bool { return strings.Count(h.log.String(), "child answer to no request in flight dropped") == 2 })
+	if a := tool(t, h, "alice", sid, "pid", ""); a.status != http.StatusOK || a.text() == "" {
+		t.Fatalf("the session after: %d %v", a.status, a.msgs)
+	}
+	again := send(t, http.MethodGet, h.srv.URL, "alice", sid, "")
+	defer again.Body.Close()
+	if a := tool(t, h, "alice", sid, "flood", `{"n":1,"size":3,"after":true}`); a.text() != "flooding" {
+		t.Fatalf("flood: %d %v", a.status, a.msgs)
+	}
+	r = sseReader{bufio.NewReader(again.Body)}
+	for {
+		ev, err := r.next()
+		if err != nil {
+			t.Fatalf("new GET stream: %v before the new notification", err)
+		}
+		if strings.Contains(ev.data, `"data":"fff0"`) {
+			break
+		}
+	}
+}
+
+// TestTransportCut: through the in-process transport (the proxy's way
+// to the bridge), a write deadline that has passed ends the answer: the
+// write fails and its reader gets the cut, as on a connection.
+func TestTransportCut(t *testing.T) {
+	written := make(chan error, 1)
+	tr := handlerTransport{http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("a"))
+		if err := http.NewResponseController(w).SetWriteDeadline(time.Now()); err != nil {
+			written <- err
+			return
+		}
+		_, err := w.Write([]byte("b"))
+		written <- err
+	})}
+	req, _ := http.NewRequest(http.MethodGet, "http://bridge/", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if string(body) != "a" || !errors.Is(err, errCut) {
+		t.Errorf("the reader got %q, %v; want a, then the cut", body, err)
+	}
+	if err := <-written; !errors.Is(err, io.ErrClosedPipe) {
+		t.Errorf("the write after the deadline: %v, want it to fail", err)
+	}
 }

@@ -493,7 +493,7 @@ func (s *session) serveGET(w http.ResponseWriter, r *http.Request, scope string)
 		gen = st.gen
 		s.takeQueued(st)
 	} else {
-		gen = s.attach(st)
+		gen = s.attach(st, max(st.sent, st.first))
 	}
 	cursor := max(st.sent, st.first)
 	s.mu.Unlock()

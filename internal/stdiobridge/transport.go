@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 )
 
 // Transport returns a RoundTripper that serves each request with the
@@ -71,3 +72,16 @@ func (p *pipeResponse) Write(b []byte) (int, error) {
 
 // Flush is a no-op: every Write reaches the reader as it happens.
 func (p *pipeResponse) Flush() {}
+
+// errCut ends an in-process answer whose write deadline has passed.
+var errCut = errors.New("stdiobridge: answer cut")
+
+// SetWriteDeadline, for http.ResponseController: a deadline that has
+// passed ends the body at once (a blocked Write and later ones fail, the
+// reader gets errCut), as on a connection; a later one is not kept.
+func (p *pipeResponse) SetWriteDeadline(t time.Time) error {
+	if !t.IsZero() && !t.After(time.Now()) {
+		_ = p.pw.CloseWithError(errCut)
+	}
+	return nil
+}
