@@ -14,6 +14,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 	"golang.org/x/time/rate"
 
 	"github.com/mcpguard/mcpguard/cimd"
@@ -130,7 +131,7 @@ func TestSurvivesReopen(t *testing.T) {
 }
 
 // TestLocked: Open of a file another handle holds gives up after its
-// one-second lock timeout (bolt.ErrTimeout), not at once for another
+// one-second lock timeout (bbolt's ErrTimeout), not at once for another
 // reason and not after waiting on. The wait is compared with a baseline
 // from the same run, never with the wall clock alone: the worst of
 // sleepers of one second run alongside, which a loaded machine delays
@@ -150,8 +151,8 @@ func TestLocked(t *testing.T) {
 	start := time.Now()
 	_, err := Open(path)
 	el := time.Since(start)
-	if !errors.Is(err, bolt.ErrTimeout) {
-		t.Fatalf("Open of a file another handle holds = %v, want %v", err, bolt.ErrTimeout)
+	if !errors.Is(err, berrors.ErrTimeout) {
+		t.Fatalf("Open of a file another handle holds = %v, want %v", err, berrors.ErrTimeout)
 	}
 	var b time.Duration
 	for range sleepers {
