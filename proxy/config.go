@@ -163,7 +163,8 @@ type Route struct {
 	// Required: http or https, or a unix socket as
 	// "unix:///run/mcp/server.sock?path=/mcp" (an absolute socket path;
 	// path is the HTTP request path, default /mcp; the Host sent is
-	// localhost).
+	// localhost). In YAML, a mapping here is the stdio form, the same as
+	// Stdio: upstream: {command: [...], env: {...}, dir: ...}.
 	Upstream string `yaml:"upstream"`
 	// Stdio, when its Command is set, runs the MCP server as child
 	// processes speaking stdio instead of forwarding to Upstream, which

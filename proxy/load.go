@@ -55,6 +55,10 @@ func Parse(name string, data []byte, getenv func(string) string) (Config, error)
 	if err := inlineSecrets(name, &root); err != nil {
 		return c, err
 	}
+	data, err := stdioUpstreams(name, &root, data)
+	if err != nil {
+		return c, err
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
@@ -181,6 +185,75 @@ func walkKeys(root *yaml.Node, fn func(path string, k, v *yaml.Node) bool) {
 		return true
 	}
 	walk(root, "")
+}
+
+// routeKey matches the key path of a route's upstream or stdio.
+var routeKey = regexp.MustCompile(`^routes\[(\d+)\]\.(upstream|stdio)$`)
+
+// stdioUpstreams lets a route's upstream be a mapping, the stdio form:
+// upstream: {command: [...], env: {...}, dir: ...} is stdio: {...}. The
+// key is renamed in a copy of data, padded with blanks (a plain key may
+// be followed by blanks before its colon), so that the lines and columns
+// of later errors stay those of the file; errors name the key as
+// written, from root. A quoted key, or a route with both, is refused.
+func stdioUpstreams(name string, root *yaml.Node, data []byte) ([]byte, error) {
+	type key struct {
+		route string
+		k     *yaml.Node
+	}
+	var rename []key
+	stdio := map[string]bool{}
+	walkKeys(root, func(path string, k, v *yaml.Node) bool {
+		m := routeKey.FindStringSubmatch(path)
+		switch {
+		case m == nil:
+		case m[2] == "stdio":
+			stdio[m[1]] = true
+		case v.Kind == yaml.MappingNode:
+			rename = append(rename, key{m[1], k})
+		}
+		return true
+	})
+	if len(rename) == 0 {
+		return data, nil
+	}
+	out := bytes.Clone(data)
+	for _, r := range rename {
+		k := r.k
+		if stdio[r.route] {
+			return nil, fmt.Errorf("%w: %s:%d:%d: routes[%s]: upstream is a mapping (the stdio form) and stdio is set too; give one", ErrConfig, name, k.Line, k.Column, r.route)
+		}
+		off, ok := offset(out, k.Line, k.Column)
+		if !ok || k.Style != 0 || !bytes.HasPrefix(out[off:], []byte("upstream")) {
+			return nil, fmt.Errorf("%w: %s:%d:%d: upstream as a mapping must be a plain key; or write stdio: {command: [...]}", ErrConfig, name, k.Line, k.Column)
+		}
+		copy(out[off:], "stdio   ")
+	}
+	return out, nil
+}
+
+// offset is the byte offset in data of the 1-based line and column of a
+// yaml.v3 mark, ok when the line holds only ASCII up to it (columns count
+// characters).
+func offset(data []byte, line, col int) (int, bool) {
+	off := 0
+	for l := 1; l < line; l++ {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			return 0, false
+		}
+		off += i + 1
+	}
+	end := off + col - 1
+	if col < 1 || end > len(data) {
+		return 0, false
+	}
+	for _, b := range data[off:end] {
+		if b >= 0x80 || b == '\n' {
+			return 0, false
+		}
+	}
+	return end, true
 }
 
 // The messages of yaml.v3's decoding errors, reworded with the key.

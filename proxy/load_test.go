@@ -66,6 +66,14 @@ func TestParse(t *testing.T) {
 		{"both", "routes:\n  - identity:\n      exchange:\n        client_secret_env: EXCHANGE_SECRET\n        client_secret_file: " + secretFile + "\n",
 			`set routes[0].identity.exchange.client_secret_env or routes[0].identity.exchange.client_secret_file, not both`},
 		{"wrong duration", "timeouts:\n  dial: soon\n", `mcpguard.yaml:2:9: timeouts.dial: want time.Duration, got the string "soon"`},
+		{"upstream mapping and stdio", "routes:\n  - upstream: {command: [srv]}\n    stdio: {command: [srv]}\n",
+			`mcpguard.yaml:2:5: routes[0]: upstream is a mapping (the stdio form) and stdio is set too; give one`},
+		{"upstream mapping, quoted key", "routes:\n  - \"upstream\": {command: [srv]}\n",
+			`mcpguard.yaml:2:5: upstream as a mapping must be a plain key; or write stdio: {command: [...]}`},
+		{"upstream mapping after non-ASCII", "routes:\n  - {resource: \"https://ä.example/mcp\", upstream: {command: [srv]}}\n",
+			`upstream as a mapping must be a plain key; or write stdio: {command: [...]}`},
+		{"upstream mapping, unknown key named as written", "routes:\n  - upstream:\n      command: [srv]\n      comand: [x]\n",
+			`mcpguard.yaml:4:7: routes[0].upstream.comand: unknown key "comand" (docs/proxy.md lists every key)`},
 		{"two errors", "timeouts:\n  dial: 1s\n  dail: 2s\nstrip_headers: 3\n", "mcpguard.yaml:3:3: timeouts.dail: unknown key \"dail\" (docs/proxy.md lists every key)\nmcpguard.yaml:4:16: strip_headers: want []string, got the number \"3\""},
 	}
 	for _, tt := range tests {
@@ -79,5 +87,27 @@ func TestParse(t *testing.T) {
 	c, err = proxy.Parse("f", []byte("routes:\n  - identity:\n      exchange:\n        client_secret_file: "+secretFile+"\n"), env)
 	if err != nil || c.Routes[0].Identity.Exchange.ClientSecret != "from-file" {
 		t.Errorf("secret file: %v %q", err, c.Routes[0].Identity.Exchange.ClientSecret)
+	}
+}
+
+// TestParseUpstreamMapping: a route's upstream may be a mapping, the
+// stdio form (the same keys as stdio), block or flow style, beside a URL
+// upstream on another route.
+func TestParseUpstreamMapping(t *testing.T) {
+	for _, doc := range []string{
+		"routes:\n  - resource: http://127.0.0.1:1/a\n    upstream:\n      command: [npx, -y, srv]\n      env: {K: \"{dir}/v\"}\n      dir: /srv/{subject}\n      max_per_user: 2\n  - resource: http://127.0.0.1:1/b\n    upstream: http://127.0.0.1:2/mcp\n",
+		"routes:\n  - {resource: http://127.0.0.1:1/a, upstream: {command: [npx, -y, srv], env: {K: \"{dir}/v\"}, dir: \"/srv/{subject}\", max_per_user: 2}}\n  - {resource: http://127.0.0.1:1/b, upstream: http://127.0.0.1:2/mcp}\n",
+	} {
+		c, err := proxy.Parse("f", []byte(doc), nil)
+		if err != nil {
+			t.Fatalf("Parse:\n%s\n%v", doc, err)
+		}
+		a, b := c.Routes[0], c.Routes[1]
+		if a.Upstream != "" || strings.Join(a.Stdio.Command, " ") != "npx -y srv" || a.Stdio.Env["K"] != "{dir}/v" || a.Stdio.Dir != "/srv/{subject}" || a.Stdio.MaxPerUser != 2 {
+			t.Errorf("route a from\n%s= %+v", doc, a)
+		}
+		if b.Upstream != "http://127.0.0.1:2/mcp" || b.Stdio.Command != nil {
+			t.Errorf("route b from\n%s= %+v", doc, b)
+		}
 	}
 }
