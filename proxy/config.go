@@ -274,10 +274,12 @@ type Stdio struct {
 	Dir string `yaml:"dir"`
 	// MaxChildren bounds the children running at once for this route:
 	// beyond, the requesting user's least recently used idle child is
-	// ended, else 503 with Retry-After. Zero means 64.
+	// ended, else the least recently used child of any user idle for a
+	// minute, else 503 with Retry-After. Zero means 64.
 	MaxChildren int `yaml:"max_children"`
-	// MaxPerUser bounds one user's children (sessions) at once, the same
-	// way. Zero means 4.
+	// MaxPerUser bounds one user's children (sessions) at once: beyond,
+	// the user's least recently used idle child is ended, else 503 with
+	// Retry-After. Zero means 4.
 	MaxPerUser int `yaml:"max_per_user"`
 	// StartTimeout bounds a child's answer to initialize. Zero means 30s.
 	StartTimeout time.Duration `yaml:"start_timeout"`

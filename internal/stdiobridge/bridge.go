@@ -86,11 +86,13 @@ type Config struct {
 	// then {dir} in Command or Env is refused.
 	Dir string
 	// MaxChildren bounds the children running at once: beyond, the
-	// requesting user's least recently used idle child is ended, else the
-	// start is refused (evict.go). Zero means DefaultMaxChildren.
+	// requesting user's least recently used idle child is ended, else any
+	// user's idle for a minute, else the start is refused (evict.go). Zero
+	// means DefaultMaxChildren.
 	MaxChildren int
-	// MaxPerUser bounds one user's children, the same way. Zero means
-	// DefaultMaxPerUser.
+	// MaxPerUser bounds one user's children: beyond, the user's least
+	// recently used idle child is ended, else the start is refused. Zero
+	// means DefaultMaxPerUser.
 	MaxPerUser int
 	// StartTimeout bounds the answer to initialize. Zero means
 	// DefaultStartTimeout.
@@ -389,17 +391,20 @@ func (b *Bridge) start(u User, stateless bool, sharedKey string) (*session, erro
 	// At a bound, the user's least recently used idle child makes room
 	// (evict.go): clients that leave without DELETE would otherwise hold
 	// the user's slots until the idle timeout.
-	for range b.cfg.MaxPerUser + 1 {
+	for range b.cfg.MaxPerUser + 2 {
 		if b.closed || b.running < b.cfg.MaxChildren && b.perUser[u.Key] < b.cfg.MaxPerUser {
 			break
 		}
-		victim := b.idlestLocked(u.Key)
+		victim, why := b.idlestLocked(u.Key, time.Time{}), "of its user"
+		if victim == nil && b.perUser[u.Key] < b.cfg.MaxPerUser {
+			victim, why = b.idlestLocked("", time.Now().Add(-othersIdleAfter)), "of another user at max_children"
+		}
 		if victim == nil {
 			break
 		}
 		b.mu.Unlock()
-		victim.log.Info("stdio: the user's least recently used idle child ends to make room for another")
-		victim.end("ended for a new session of its user at a process bound (least recently used, idle)")
+		victim.log.Info("stdio: a least recently used idle child ends to make room for a new session " + why)
+		victim.end("ended for a new session " + why + " (least recently used, idle)")
 		b.mu.Lock()
 	}
 	if b.closed || b.running >= b.cfg.MaxChildren || b.perUser[u.Key] >= b.cfg.MaxPerUser {

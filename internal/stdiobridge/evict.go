@@ -9,21 +9,36 @@ import "time"
 // start at a bound (the user's or all children's) first ends the user's
 // least recently used idle child: one with no request in flight, no GET
 // stream open and no answer kept for a client to resume, which its client can at most resume to find 404 and
-// initialize again (MCP: a 404 session starts a new one). Only the
-// user's own children are candidates: one user never ends another's.
+// initialize again (MCP: a 404 session starts a new one).
+//
+// At max_children only, when the user has no idle child of their own and
+// is under max_per_user, the least recently used child of any user that
+// has been idle for othersIdleAfter ends instead: otherwise max_children
+// / max_per_user users whose clients left without DELETE (16 at the
+// defaults) would lock every other user out for the idle timeout. A child
+// in use (a request in flight, a GET stream open, an answer kept, used
+// within othersIdleAfter) never ends for another user, and a child is
+// never handed over: the new user gets a new one. One user can so end at
+// most max_per_user other users' idle children at a time.
 
-// idlestLocked returns the user's idle session that was used least
-// recently, or nil. Called with b.mu held.
-func (b *Bridge) idlestLocked(key string) *session {
+// othersIdleAfter is how long a child must have been idle before it may
+// end to make room for another user at max_children.
+const othersIdleAfter = time.Minute
+
+// idlestLocked returns the idle session of the user key ("" for any
+// user) that was used least recently, and not after before (zero for any
+// time), or nil. Called with b.mu held.
+func (b *Bridge) idlestLocked(key string, before time.Time) *session {
 	var (
 		victim *session
 		oldest time.Time
 	)
 	for _, s := range b.sessions {
-		if s.user.Key != key {
+		if key != "" && s.user.Key != key {
 			continue
 		}
-		if last, ok := s.idle(); ok && (victim == nil || last.Before(oldest)) {
+		last, ok := s.idle()
+		if ok && (before.IsZero() || !last.After(before)) && (victim == nil || last.Before(oldest)) {
 			victim, oldest = s, last
 		}
 	}

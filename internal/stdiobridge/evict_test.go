@@ -65,7 +65,7 @@ func TestBoundsEvictIdle(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		h.b.mu.Lock()
-		v := h.b.idlestLocked("https://as.example|alice")
+		v := h.b.idlestLocked("https://as.example|alice", time.Time{})
 		h.b.mu.Unlock()
 		if v == nil {
 			break
@@ -79,7 +79,8 @@ func TestBoundsEvictIdle(t *testing.T) {
 		t.Errorf("alice's initialize with both sessions busy: %d Retry-After %q, want 503 %q", st, ra, retryAfter)
 	}
 	// Bob takes the last child; carol, with nothing of hers to end, gets
-	// 503 and bob's idle session is not ended for her.
+	// 503 and bob's session, idle for less than othersIdleAfter, is not
+	// ended for her.
 	b1 := open(t, h, "bob")
 	if st, _, ra := initStatus("carol"); st != http.StatusServiceUnavailable || ra != retryAfter {
 		t.Errorf("carol at max_children: %d Retry-After %q, want 503 %q", st, ra, retryAfter)
@@ -99,6 +100,59 @@ func TestBoundsEvictIdle(t *testing.T) {
 			t.Errorf("alice's busy session %s…: %d, want 200", sid[:8], got)
 		}
 	}
+	// Bob's client leaves without DELETE: once his session has been idle
+	// for othersIdleAfter, it ends for carol at max_children (the busy
+	// ones of alice, used long ago too, do not).
+	b2 := bobsNewest(t, h, b1)
+	for _, sid := range []string{a2, a3, b2} {
+		backdate(t, h, sid, othersIdleAfter+time.Second)
+	}
+	st, c1, _ := initStatus("carol")
+	if st != http.StatusOK {
+		t.Fatalf("carol at max_children with bob's session idle for %v: %d, want 200", othersIdleAfter+time.Second, st)
+	}
+	if got := alive("bob", b2); got != http.StatusNotFound {
+		t.Errorf("bob's session idle for %v after carol's initialize: %d, want 404", othersIdleAfter+time.Second, got)
+	}
+	for _, sid := range []string{a2, a3} {
+		if got := alive("alice", sid); got != http.StatusOK {
+			t.Errorf("alice's busy session %s… after carol's initialize: %d, want 200", sid[:8], got)
+		}
+	}
+	// Carol's new session, idle but for less than othersIdleAfter, does
+	// not end for dave.
+	if st, _, ra := initStatus("dave"); st != http.StatusServiceUnavailable || ra != retryAfter {
+		t.Errorf("dave at max_children, carol's session just used: %d Retry-After %q, want 503 %q", st, ra, retryAfter)
+	}
+	if got := alive("carol", c1); got != http.StatusOK {
+		t.Errorf("carol's session after dave's refused initialize: %d, want 200", got)
+	}
+}
+
+// bobsNewest returns bob's one session other than old.
+func bobsNewest(t *testing.T, h *harness, old string) string {
+	t.Helper()
+	h.b.mu.Lock()
+	defer h.b.mu.Unlock()
+	for id, s := range h.b.sessions {
+		if id != old && s.user.Key == "https://as.example|bob" {
+			return id
+		}
+	}
+	t.Fatal("bob has no second session")
+	return ""
+}
+
+// backdate makes session sid last used d earlier.
+func backdate(t *testing.T, h *harness, sid string, d time.Duration) {
+	t.Helper()
+	s, _ := h.b.lookup(sid)
+	if s == nil {
+		t.Fatalf("no session %s", sid)
+	}
+	s.mu.Lock()
+	s.last = s.last.Add(-d)
+	s.mu.Unlock()
 }
 
 // openGET opens the GET stream of session sid of user.
