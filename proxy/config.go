@@ -323,6 +323,15 @@ type Stdio struct {
 	// directory. False (the default) hides them: the roots capability is
 	// removed from initialize and a child's roots/list gets -32601.
 	ForwardRoots bool `yaml:"forward_roots"`
+	// PIDNamespace starts each child as the first process of a PID
+	// namespace of its own (Linux, and the proxy needs CAP_SYS_ADMIN, as
+	// root has): when a child ends or is stopped, the kernel kills every
+	// process it left, also one that left its process group (setsid, a
+	// daemon), which is otherwise not stopped. The child is PID 1 there:
+	// SIGTERM without a handler of its own is ignored, so it is killed
+	// after stop_grace, and it inherits its orphans. False (the default)
+	// starts children in the proxy's namespace.
+	PIDNamespace bool `yaml:"pid_namespace"`
 }
 
 // Sessions bounds a route's session binding (middleware SessionConfig).

@@ -146,7 +146,7 @@ func fullRoute(t *testing.T) (*Proxy, *Route) {
 		ForwardHeaders:    []string{"X-Trace"},
 		Stdio: Stdio{Command: []string{"server"}, Env: map[string]string{"A": "b"}, PassEnv: []string{"HOME"}, Dir: "/tmp",
 			MaxChildren: 3, MaxPerUser: 2, StartTimeout: time.Second, IdleTimeout: time.Minute, StopGrace: time.Second,
-			RequestTimeout: time.Minute, MaxMessageBytes: 1024, MaxQueued: 4, ResumeWindow: 2 * time.Minute, PerUser: true, ForwardRoots: true},
+			RequestTimeout: time.Minute, MaxMessageBytes: 1024, MaxQueued: 4, ResumeWindow: 2 * time.Minute, PerUser: true, ForwardRoots: true, PIDNamespace: true},
 	}
 	return px, r
 }

@@ -25,7 +25,7 @@ func (x *route) bridgeConfig() stdiobridge.Config {
 		Command: s.Command, Env: s.Env, PassEnv: s.PassEnv, Dir: s.Dir,
 		MaxChildren: s.MaxChildren, MaxPerUser: s.MaxPerUser, StartTimeout: s.StartTimeout, IdleTimeout: s.IdleTimeout,
 		StopGrace: s.StopGrace, RequestTimeout: s.RequestTimeout, MaxMessageBytes: s.MaxMessageBytes, MaxQueued: s.MaxQueued,
-		ResumeWindow: s.ResumeWindow, ForwardRoots: s.ForwardRoots, PerUser: s.PerUser,
+		ResumeWindow: s.ResumeWindow, ForwardRoots: s.ForwardRoots, PerUser: s.PerUser, PIDNamespace: s.PIDNamespace,
 		User: stdioUser, Logger: x.log.With("component", "stdio"),
 		// The middleware's reader of answers removes a larger SSE event.
 		MaxEventBytes: answer.DefaultMaxMessageBytes,
@@ -62,7 +62,7 @@ func checkStdio(at string, r *Route) error {
 			return fmt.Errorf("%w: %s.stdio.%s must not be negative", ErrConfig, at, f.name)
 		}
 	}
-	cfg := stdiobridge.Config{Command: r.Stdio.Command, Env: r.Stdio.Env, PassEnv: r.Stdio.PassEnv, Dir: r.Stdio.Dir, User: stdioUser}
+	cfg := stdiobridge.Config{Command: r.Stdio.Command, Env: r.Stdio.Env, PassEnv: r.Stdio.PassEnv, Dir: r.Stdio.Dir, User: stdioUser, PIDNamespace: r.Stdio.PIDNamespace}
 	if err := stdiobridge.Check(cfg); err != nil {
 		return fmt.Errorf("%w: %s.stdio: %s", ErrConfig, at, strings.TrimPrefix(err.Error(), stdiobridge.ErrConfig.Error()+": "))
 	}

@@ -141,6 +141,14 @@ type Config struct {
 	// them), so that a user could point his child at another user's
 	// directory. False hides them (roots.go).
 	ForwardRoots bool
+	// PIDNamespace starts each child as the first process of a PID
+	// namespace of its own (Linux; it needs CAP_SYS_ADMIN): when the child
+	// ends, the kernel kills every process it left, also those that left
+	// its process group (setsid, a daemon), which are otherwise not
+	// stopped. The child is then PID 1 there: a signal it has no handler
+	// for is ignored (SIGTERM: it is killed after StopGrace), and it
+	// inherits its orphans. False starts children in the proxy's.
+	PIDNamespace bool
 	// User returns who a request is for; false answers 403. Required.
 	User func(*http.Request) (User, bool)
 	// Logger receives the children's stderr lines and the bridge's
@@ -228,6 +236,9 @@ func Check(cfg Config) error {
 	}
 	if cfg.User == nil {
 		return fmt.Errorf("%w: User is required", ErrConfig)
+	}
+	if cfg.PIDNamespace && !pidNamespaces {
+		return fmt.Errorf("%w: pid_namespace needs Linux", ErrConfig)
 	}
 	return nil
 }
@@ -440,7 +451,7 @@ func (b *Bridge) start(u User, stateless bool, sharedKey string) (*session, erro
 	for _, a := range b.cfg.Command[1:] {
 		argv = append(argv, withDir(a, dir))
 	}
-	ch, err := startChild(argv, b.env(u, dir), dir, b.cfg.StopGrace, log)
+	ch, err := startChild(argv, b.env(u, dir), dir, b.cfg.PIDNamespace, b.cfg.StopGrace, log)
 	if err != nil {
 		release()
 		return nil, fmt.Errorf("stdiobridge: start: %w", err)

@@ -33,8 +33,9 @@ type child struct {
 }
 
 // startChild starts argv with exactly env in dir, in its own process
-// group, its three standard streams pipes of the bridge's.
-func startChild(argv []string, env []string, dir string, grace time.Duration, log *slog.Logger) (*child, error) {
+// group (and with pidns in a PID namespace of its own), its three
+// standard streams pipes of the bridge's.
+func startChild(argv []string, env []string, dir string, pidns bool, grace time.Duration, log *slog.Logger) (*child, error) {
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -51,6 +52,9 @@ func startChild(argv []string, env []string, dir string, grace time.Duration, lo
 	}
 	cmd := &exec.Cmd{Path: argv[0], Args: argv, Env: env, Dir: dir, Stdin: inR, Stdout: outW, Stderr: errW}
 	setProcessGroup(cmd)
+	if pidns {
+		setPIDNamespace(cmd)
+	}
 	if err := cmd.Start(); err != nil {
 		closeAll(inR, inW, outR, outW, errR, errW)
 		return nil, err

@@ -217,7 +217,7 @@ func (h *hostile) tool(id json.RawMessage, name string, args map[string]any) {
 		// group) holding stdout, then the child exits.
 		exe, _ := os.Executable()
 		cmd := exec.Command(exe)
-		cmd.Env = []string{hostileEnv + "=sleeper"}
+		cmd.Env = []string{hostileEnv + "=sleeper", markEnv + "=" + os.Getenv(markEnv)}
 		cmd.Stdout = os.Stdout
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 		if err := cmd.Start(); err != nil {

@@ -1,0 +1,10 @@
+//go:build !linux
+
+package stdiobridge
+
+import "os/exec"
+
+// pidNamespaces is false: PID namespaces are Linux's.
+const pidNamespaces = false
+
+func setPIDNamespace(*exec.Cmd) {}
