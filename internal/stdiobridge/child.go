@@ -52,6 +52,7 @@ func startChild(argv []string, env []string, dir string, pidns bool, grace time.
 	}
 	cmd := &exec.Cmd{Path: argv[0], Args: argv, Env: env, Dir: dir, Stdin: inR, Stdout: outW, Stderr: errW}
 	setProcessGroup(cmd)
+	setParentDeath(cmd)
 	if pidns {
 		setPIDNamespace(cmd)
 	}

@@ -8,3 +8,6 @@ import "os/exec"
 const pidNamespaces = false
 
 func setPIDNamespace(*exec.Cmd) {}
+
+// setParentDeath does nothing: a parent-death signal is Linux's.
+func setParentDeath(*exec.Cmd) {}

@@ -20,6 +20,10 @@ func TestMain(m *testing.M) {
 		testserver.Main()
 		return
 	}
+	if os.Getenv(pdeathEnv) != "" {
+		pdeathMain() // pdeath_test.go
+		return
+	}
 	if os.Getenv(hostileEnv) != "" {
 		hostileMain() // attack_test.go
 		return
