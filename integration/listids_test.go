@@ -9,15 +9,12 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	mcpgomcp "github.com/mark3labs/mcp-go/mcp"
 	mcpgoserver "github.com/mark3labs/mcp-go/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpguard/mcpguard"
-	"github.com/mcpguard/mcpguard/devas"
-	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/middleware"
 	"github.com/mcpguard/mcpguard/proxy"
 )
@@ -164,38 +161,18 @@ var listFronts = []listFront{
 	{"proxy", func(t *testing.T, h http.Handler) (string, string) {
 		up := httptest.NewServer(h)
 		t.Cleanup(up.Close)
-		asTS := httptest.NewUnstartedServer(nil)
-		pxTS := httptest.NewUnstartedServer(nil)
-		issuer := "http://" + asTS.Listener.Addr().String()
-		resource := "http://" + pxTS.Listener.Addr().String() + "/mcp"
-		as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope}, AutoApprove: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		asTS.Config.Handler = as
-		asTS.Start()
-		t.Cleanup(asTS.Close)
 		res := make([]proxy.ResourceRule, 0, len(listIDPolicy.Resources))
 		for _, r := range listIDPolicy.Resources {
 			res = append(res, proxy.ResourceRule{URI: r.URI, Prefix: r.Prefix, Scopes: r.Scopes})
 		}
-		px, err := proxy.New(proxy.Config{Routes: []proxy.Route{{
-			Resource: resource, Upstream: up.URL + "/mcp", Issuers: []string{issuer}, Scopes: []string{baseScope},
-			Operations: proxy.Operations{Tools: listIDPolicy.Tools, Prompts: listIDPolicy.Prompts, Resources: res},
-			Lists:      "hide",
-		}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { px.Close() })
-		pxTS.Config.Handler = px
-		pxTS.Start()
-		t.Cleanup(pxTS.Close)
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := px.WaitReady(ctx); err != nil {
-			t.Fatal(err)
-		}
+		p, _ := newDevProxy(t, []string{baseScope}, false, func(resource, issuer string) proxy.Route {
+			return proxy.Route{
+				Resource: resource, Upstream: up.URL + "/mcp", Issuers: []string{issuer}, Scopes: []string{baseScope},
+				Operations: proxy.Operations{Tools: listIDPolicy.Tools, Prompts: listIDPolicy.Prompts, Resources: res},
+				Lists:      "hide",
+			}
+		})
+		as, resource := p.as, p.resource
 		tok, err := as.IssueToken("alice", "acme", "list-client", resource, []string{baseScope})
 		if err != nil {
 			t.Fatal(err)

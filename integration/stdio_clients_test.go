@@ -2,14 +2,11 @@ package integration
 
 import (
 	"context"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/mcpguard/mcpguard/devas"
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
@@ -22,33 +19,11 @@ const envScope = "env:read"
 // the base scope.
 func newStdioClientsEnv(t *testing.T, s proxy.Stdio, stepUp string) (resource, issuer string) {
 	t.Helper()
-	asTS := httptest.NewUnstartedServer(nil)
-	pxTS := httptest.NewUnstartedServer(nil)
-	issuer = "http://" + asTS.Listener.Addr().String()
-	resource = "http://" + pxTS.Listener.Addr().String() + "/mcp"
-	as, err := devas.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope, envScope},
-		AutoApprove: true, EnableDCR: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	asTS.Config.Handler = as
-	asTS.Start()
-	t.Cleanup(asTS.Close)
-	px, err := proxy.New(proxy.Config{Routes: []proxy.Route{{Resource: resource, Issuers: []string{issuer}, Scopes: []string{baseScope},
-		Operations: proxy.Operations{Tools: map[string][]string{stepUp: {envScope}}}, Stdio: s}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { px.Close() })
-	pxTS.Config.Handler = px
-	pxTS.Start()
-	t.Cleanup(pxTS.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := px.WaitReady(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return resource, issuer
+	p, issuer := newDevProxy(t, []string{baseScope, envScope}, true, func(resource, issuer string) proxy.Route {
+		return proxy.Route{Resource: resource, Issuers: []string{issuer}, Scopes: []string{baseScope},
+			Operations: proxy.Operations{Tools: map[string][]string{stepUp: {envScope}}}, Stdio: s}
+	})
+	return p.resource, issuer
 }
 
 // TestStdioTypeScriptClients: the TypeScript SDK clients (v1; v2 in

@@ -14,10 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/mcpguard/mcpguard/devas"
-	"github.com/mcpguard/mcpguard/internal/devmint"
 	"github.com/mcpguard/mcpguard/internal/ssecut"
 	"github.com/mcpguard/mcpguard/proxy"
 )
@@ -140,37 +137,17 @@ func TestStdioResumeTypeScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := t.TempDir()
-	asTS := httptest.NewUnstartedServer(nil)
-	pxTS := httptest.NewUnstartedServer(nil)
-	issuer := "http://" + asTS.Listener.Addr().String()
-	resource := "http://" + pxTS.Listener.Addr().String() + "/mcp"
-	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{resource}, Scopes: []string{baseScope}, AutoApprove: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	asTS.Config.Handler = as
-	asTS.Start()
-	t.Cleanup(asTS.Close)
 	// Each user's child reads its stdin through the tap, into its own
 	// directory.
-	px, err := proxy.New(proxy.Config{Routes: []proxy.Route{{Resource: resource, Issuers: []string{issuer}, Scopes: []string{baseScope},
-		Stdio: proxy.Stdio{
-			Command: []string{node, "--import", (&url.URL{Scheme: "file", Path: tap}).String(), entry, "stdio"},
-			PassEnv: []string{"PATH", "HOME"}, Dir: filepath.Join(base, "{subject}"), Env: map[string]string{"STDIN_TAP_FILE": "{dir}/stdin.jsonl"},
-		}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { px.Close() })
-	pxTS.Config.Handler = px
-	pxTS.Start()
-	t.Cleanup(pxTS.Close)
-	ready, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := px.WaitReady(ready); err != nil {
-		t.Fatal(err)
-	}
-	pxURL, err := url.Parse(pxTS.URL)
+	p, _ := newDevProxy(t, []string{baseScope}, false, func(resource, issuer string) proxy.Route {
+		return proxy.Route{Resource: resource, Issuers: []string{issuer}, Scopes: []string{baseScope},
+			Stdio: proxy.Stdio{
+				Command: []string{node, "--import", (&url.URL{Scheme: "file", Path: tap}).String(), entry, "stdio"},
+				PassEnv: []string{"PATH", "HOME"}, Dir: filepath.Join(base, "{subject}"), Env: map[string]string{"STDIN_TAP_FILE": "{dir}/stdin.jsonl"},
+			}}
+	})
+	as, resource := p.as, p.resource
+	pxURL, err := url.Parse(strings.TrimSuffix(resource, "/mcp"))
 	if err != nil {
 		t.Fatal(err)
 	}

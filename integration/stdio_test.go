@@ -24,14 +24,16 @@ import (
 	"github.com/mcpguard/mcpguard/proxy"
 )
 
-// newStdioProxied is devas and mcpguard proxy with one stdio route.
-func newStdioProxied(t *testing.T, s proxy.Stdio) *proxied {
+// newDevProxy is devas (auto-approve; DCR when dcr is set) for scopes
+// and mcpguard proxy with one route, route(resource, issuer), each on its
+// own loopback listener; the proxy is ready when it returns.
+func newDevProxy(t *testing.T, scopes []string, dcr bool, route func(resource, issuer string) proxy.Route) (p *proxied, issuer string) {
 	t.Helper()
 	asTS := httptest.NewUnstartedServer(nil)
 	pxTS := httptest.NewUnstartedServer(nil)
-	issuer := "http://" + asTS.Listener.Addr().String()
-	p := &proxied{resource: "http://" + pxTS.Listener.Addr().String() + "/mcp"}
-	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{p.resource}, Scopes: []string{baseScope}, AutoApprove: true})
+	issuer = "http://" + asTS.Listener.Addr().String()
+	p = &proxied{resource: "http://" + pxTS.Listener.Addr().String() + "/mcp"}
+	as, err := devmint.New(devas.Config{Issuer: issuer, Resources: []string{p.resource}, Scopes: scopes, AutoApprove: true, EnableDCR: dcr})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +41,7 @@ func newStdioProxied(t *testing.T, s proxy.Stdio) *proxied {
 	asTS.Config.Handler = as
 	asTS.Start()
 	t.Cleanup(asTS.Close)
-	px, err := proxy.New(proxy.Config{Routes: []proxy.Route{{Resource: p.resource, Issuers: []string{issuer}, Scopes: []string{baseScope},
-		Validation: proxy.Validation{TenantClaim: "tenant"}, Stdio: s}}})
+	px, err := proxy.New(proxy.Config{Routes: []proxy.Route{route(p.resource, issuer)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,6 +55,16 @@ func newStdioProxied(t *testing.T, s proxy.Stdio) *proxied {
 	if err := px.WaitReady(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return p, issuer
+}
+
+// newStdioProxied is devas and mcpguard proxy with one stdio route.
+func newStdioProxied(t *testing.T, s proxy.Stdio) *proxied {
+	t.Helper()
+	p, _ := newDevProxy(t, []string{baseScope}, false, func(resource, issuer string) proxy.Route {
+		return proxy.Route{Resource: resource, Issuers: []string{issuer}, Scopes: []string{baseScope},
+			Validation: proxy.Validation{TenantClaim: "tenant"}, Stdio: s}
+	})
 	return p
 }
 
