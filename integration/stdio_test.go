@@ -29,6 +29,13 @@ import (
 // own loopback listener; the proxy is ready when it returns.
 func newDevProxy(t *testing.T, scopes []string, dcr bool, route func(resource, issuer string) proxy.Route) (p *proxied, issuer string) {
 	t.Helper()
+	return newLoggedDevProxy(t, scopes, dcr, route, nil, nil)
+}
+
+// newLoggedDevProxy is newDevProxy whose authorization server and proxy
+// record what they answer in asLog and pxLog (nil: not recorded).
+func newLoggedDevProxy(t *testing.T, scopes []string, dcr bool, route func(resource, issuer string) proxy.Route, asLog, pxLog *serverLog) (p *proxied, issuer string) {
+	t.Helper()
 	asTS := httptest.NewUnstartedServer(nil)
 	pxTS := httptest.NewUnstartedServer(nil)
 	issuer = "http://" + asTS.Listener.Addr().String()
@@ -38,7 +45,7 @@ func newDevProxy(t *testing.T, scopes []string, dcr bool, route func(resource, i
 		t.Fatal(err)
 	}
 	p.as = as
-	asTS.Config.Handler = as
+	asTS.Config.Handler = asLog.wrap(as)
 	asTS.Start()
 	t.Cleanup(asTS.Close)
 	px, err := proxy.New(proxy.Config{Routes: []proxy.Route{route(p.resource, issuer)}})
@@ -47,7 +54,7 @@ func newDevProxy(t *testing.T, scopes []string, dcr bool, route func(resource, i
 	}
 	t.Cleanup(func() { px.Close() })
 	p.px = px
-	pxTS.Config.Handler = px
+	pxTS.Config.Handler = pxLog.wrap(px)
 	pxTS.Start()
 	t.Cleanup(pxTS.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
