@@ -182,7 +182,7 @@ func TestSessionsSurviveRestart(t *testing.T) {
 // closed), and the outage is logged once.
 func TestOwnerStoreOutage(t *testing.T) {
 	srv, rdb := newRedis(t)
-	store, err := redisstore.NewOwnerStore(redisstore.Config{Client: rdb, Timeout: 300 * time.Millisecond})
+	store, err := redisstore.NewOwnerStore(redisstore.Config{Client: rdb, Timeout: testTimeout}) // initialize must succeed before the outage, at any load
 	if err != nil {
 		t.Fatal(err)
 	}
