@@ -44,6 +44,10 @@ const out = {
   url: '',
 };
 const bounded = (list, entry) => { if (list.length < 50) list.push(entry); };
+// posts counts the page's POST requests (fetch, XHR), wherever they go: a
+// connection starts with one (to the server or through the Inspector's
+// own API).
+let posts = 0;
 
 const browser = await puppeteer.launch({
   executablePath: env.CHROMIUM || '/usr/bin/chromium',
@@ -58,6 +62,7 @@ page.setDefaultTimeout(stepTimeout);
 page.setDefaultNavigationTimeout(stepTimeout);
 await page.setViewport({ width: 1400, height: 900 });
 page.on('request', (r) => {
+  if (r.method() === 'POST' && ['fetch', 'xhr'].includes(r.resourceType())) posts++;
   const u = new URL(r.url());
   if (r.isNavigationRequest() && r.frame() === page.mainFrame()) bounded(out.navigations, `${u.origin}${u.pathname}`);
   if (u.origin === inspectorOrigin || u.protocol === 'data:') return;
@@ -237,7 +242,24 @@ try {
   // Connect: 401, discovery, registration, then the browser goes to the
   // authorization server's /authorize (it approves at once) and back to
   // the Inspector's /oauth/callback with the code.
-  await click('input[role=switch]');
+  // A click on the switch that the page took without acting on it (seen
+  // once in CI: the click landed on the switch, then 90 s of
+  // "Disconnected", not one request) is clicked again, at most 3 times,
+  // and only while nothing shows that the first was acted on: no POST of
+  // the page since, no /authorize, the switch off. A click that started a
+  // connection is never repeated (a second would end it).
+  for (let i = 0; ; i++) {
+    const before = posts;
+    await click('input[role=switch]');
+    try {
+      await untilHere('a request of the connection', () => posts > before || out.authorizations.length > 0, 15000);
+      break;
+    } catch (e) {
+      const off = await page.evaluate(() => !document.querySelector('input[role=switch]')?.checked).catch(() => false);
+      if (i >= 3 || posts > before || out.authorizations.length > 0 || !off) throw e;
+      step('Connect clicked again');
+    }
+  }
   out.version = await until(() => /\bConnected\b/.test(document.body.innerText) && document.body.innerText.match(/MCP (\d{4}-\d{2}-\d{2})/)?.[1]);
   step('connected');
 
