@@ -343,7 +343,7 @@ func (b *Bridge) janitor() {
 		var idle []*session
 		b.mu.Lock()
 		for _, s := range b.sessions {
-			if s.idleSince(now) >= b.cfg.IdleTimeout {
+			if s.claimIdleFor(now, b.cfg.IdleTimeout) {
 				idle = append(idle, s)
 			}
 		}
@@ -412,6 +412,9 @@ func (b *Bridge) start(u User, stateless bool, sharedKey string) (*session, erro
 		}
 		if victim == nil {
 			break
+		}
+		if !victim.claimIdle(time.Time{}) {
+			continue // a request came since idlestLocked looked: look again
 		}
 		b.mu.Unlock()
 		victim.log.Info("stdio: a least recently used idle child ends to make room for a new session " + why)

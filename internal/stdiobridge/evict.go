@@ -54,10 +54,32 @@ func (b *Bridge) idlestLocked(key string, before time.Time) *session {
 func (s *session) idle() (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.idleLocked()
+}
+
+func (s *session) idleLocked() (time.Time, bool) {
 	if s.ended || !s.started || len(s.inflight) > 0 || len(s.gets) > 0 || s.keepsAnswerLocked() {
 		return time.Time{}, false
 	}
 	return s.last, true
+}
+
+// claimIdle marks s ended if it is still idle and was last used not
+// after before (zero: any time), and reports whether it did; its caller
+// then ends it. The check and the mark are one step under s.mu: a
+// request that reaches s from then on gets 404 (send: errEnded) instead
+// of being written to a child about to be stopped, which would answer it
+// "Server process ended" after its effects may have happened. Called
+// with b.mu held.
+func (s *session) claimIdle(before time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last, ok := s.idleLocked()
+	if !ok || !before.IsZero() && last.After(before) {
+		return false
+	}
+	s.ended = true
+	return true
 }
 
 // keepsAnswerLocked reports whether s keeps the answer of a call whose

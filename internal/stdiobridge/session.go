@@ -106,10 +106,28 @@ func (s *session) watch() {
 func (s *session) idleSince(now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.idleSinceLocked(now)
+}
+
+func (s *session) idleSinceLocked(now time.Time) time.Duration {
 	if len(s.inflight) > 0 || s.keepsAnswerLocked() {
 		return 0
 	}
 	return now.Sub(s.last)
+}
+
+// claimIdleFor marks s ended if it has been idle for d at now, as
+// claimIdle (evict.go) does, and reports whether it did: a request
+// arriving as the idle timeout ends the session gets 404, not a child
+// stopped under it.
+func (s *session) claimIdleFor(now time.Time, d time.Duration) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.idleSinceLocked(now) < d {
+		return false
+	}
+	s.ended = true
+	return true
 }
 
 // end stops the child, answers every request in flight with an error
