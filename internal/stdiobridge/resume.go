@@ -28,7 +28,9 @@ import (
 // keeps at most MaxQueued events and resumeBytes(MaxMessageBytes) bytes
 // in all its streams: beyond, finished streams whose response was
 // written go first, whole, the oldest first; then a stream loses its
-// oldest events (the stream that adds them, then the session's oldest),
+// oldest events (the stream that adds them, unless its client has not
+// had that one and has had the session's oldest; then the session's
+// oldest),
 // and a Last-Event-ID before a lost event, or of a stream that lost an
 // event it had not yet sent, is not resumable.
 // Stateless (2026-07-28) requests have no resumption: there, the client
@@ -154,9 +156,17 @@ func (s *session) appendEvent(st *sseLog, data []byte) {
 			continue
 		}
 		v := st
-		if len(st.events) <= 1 {
-			if v = s.oldestOther(st); v == nil {
+		if len(st.events) <= 1 || !headHarmless(st) {
+			// The stream adding one loses its own first, unless that
+			// would lose an event its client has not had (a GET stream's
+			// reader keeping up would be cut) while the session's oldest
+			// event is one its client has had.
+			o := s.oldestOther(st)
+			if o == nil && len(st.events) <= 1 {
 				break
+			}
+			if o != nil && (len(st.events) <= 1 || headHarmless(o)) {
+				v = o
 			}
 		}
 		s.evictHead(v)
@@ -169,6 +179,17 @@ func wakeup(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// headHarmless reports whether dropping v's oldest event loses nothing
+// its client has not had (evictHead: no gap for its reader, no loss).
+// Called with s.mu held.
+func headHarmless(v *sseLog) bool {
+	seq := v.events[0].seq
+	if v.c == nil && v.reader && seq >= v.taken {
+		return false
+	}
+	return seq < v.sent || v.reader && seq < v.taken
 }
 
 // oldestDelivered is the finished stream other than st, with no reader,
