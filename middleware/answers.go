@@ -118,8 +118,11 @@ type answerWriter struct {
 	scopes  string    // the creating request's scope key
 	reqID   []byte
 	callID  []byte // the request's id, for OversizeMessage; nil for none
-	path    string // the request's path, when its event IDs are recorded
-	env     rpcanswer.Message
+	// answered: a message that may be a response went out (mayBeResponse),
+	// after which OversizeMessage adds nothing.
+	answered bool
+	path     string // the request's path, when its event IDs are recorded
+	env      rpcanswer.Message
 }
 
 // EventID implements rpcanswer.EventIDRecorder: the answer to a request
@@ -138,12 +141,23 @@ const bodyTooLargeTail = `,"error":{"code":-32603,"message":"Response too large"
 // JSON-RPC error for the request's id, so that its client does not wait
 // for a response that will never come.
 func (t *answerWriter) OversizeMessage() []byte {
-	if t.callID == nil {
+	if t.callID == nil || t.answered {
 		return nil
 	}
 	t.m.log.LogAttrs(t.ctx, slog.LevelWarn, "middleware: a message of an SSE answer was over the size bound; the answer ends with Response too large",
 		slog.Int("bound", rpcanswer.DefaultMaxMessageBytes))
 	return []byte(bodyMismatchHead + echoID(t.callID) + bodyTooLargeTail)
+}
+
+// mayBeResponse reports whether msg may be a JSON-RPC response: it has a
+// "result" or "error" member as JSON encoders write them. A response
+// written otherwise ("result" :) is missed, and its client may get the
+// error of OversizeMessage after it (which it ignores: its request is
+// answered); a notification with such a member is taken for a response,
+// and an oversize response after it ends the stream without one (as
+// without OversizeMessage).
+func mayBeResponse(msg []byte) bool {
+	return bytes.Contains(msg, []byte(`"result":`)) || bytes.Contains(msg, []byte(`"error":`))
 }
 
 // answerWriterPool is a short free list of answerWriters.
@@ -166,7 +180,7 @@ func (tp *answerWriterPool) get() *answerWriter {
 func (tp *answerWriterPool) put(tw *answerWriter) {
 	// Keep the answer writer's buffers, drop the request's state.
 	tw.m, tw.ctx, tw.p, tw.hdr, tw.reqID, tw.callID, tw.entries = nil, nil, nil, nil, nil, nil, nil
-	tw.owner, tw.scopes, tw.path, tw.known, tw.create, tw.list = "", "", "", false, false, false
+	tw.owner, tw.scopes, tw.path, tw.known, tw.create, tw.list, tw.answered = "", "", "", false, false, false, false
 	tw.env = rpcanswer.Message{}
 	tp.mu.Lock()
 	defer tp.mu.Unlock()
@@ -226,6 +240,9 @@ func isASCII(b []byte) bool {
 
 // Rewrite implements rpcanswer.Rewriter.
 func (t *answerWriter) Rewrite(msg []byte) ([]byte, error) {
+	if t.callID != nil && !t.answered && mayBeResponse(msg) {
+		t.answered = true
+	}
 	if !t.create && !t.list && t.entries == nil && !mayConcernTasks(msg) {
 		return msg, nil
 	}

@@ -2,7 +2,9 @@ package proxy_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -48,6 +50,55 @@ func TestAnswerOverSizeBound(t *testing.T) {
 			res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "small"})
 			if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != "xxxxxxxxxx" {
 				t.Fatalf("small after big: %+v, %v", res, err)
+			}
+		})
+	}
+}
+
+// TestAnswerOverSizeBoundAfterResponse: a server that sends its response
+// and then an event over the bound (a log, a misbehaving server) gives
+// its client that one response, not a second one, the error of
+// TestAnswerOverSizeBound, for the same request; a response over the
+// bound after a notification still ends with the error. Raw SSE from a
+// handler, read by the test.
+func TestAnswerOverSizeBoundAfterResponse(t *testing.T) {
+	big := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"` + strings.Repeat("x", 5<<20) + `"}}`
+	bigResult := `{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 5<<20) + `"}]}}`
+	for _, tc := range []struct {
+		name   string
+		events []string
+		want   []string
+	}{
+		{"response then oversize", []string{`{"jsonrpc":"2.0","id":7,"result":{}}`, big}, []string{`{"jsonrpc":"2.0","id":7,"result":{}}`}},
+		{"error response then oversize", []string{`{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"no"}}`, big}, []string{`{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"no"}}`}},
+		{"log then oversize response", []string{`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"error","data":"x"}}`, bigResult},
+			[]string{`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"error","data":"x"}}`, `{"jsonrpc":"2.0","id":7,"error":{"code":-32603,"message":"Response too large"}}`}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newTestEnv(t, envOptions{upstream: func(t *testing.T, _, _, _ string) http.Handler {
+				return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/event-stream")
+					w.WriteHeader(http.StatusOK)
+					for _, ev := range tc.events {
+						_, _ = io.WriteString(w, "event: message\ndata: "+ev+"\n\n")
+					}
+				})
+			}})
+			resp := do(t, http.MethodPost, e.resource, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"whoami"}}`,
+				http.Header{"Authorization": {"Bearer " + e.token(t, "alice", baseScope)}, "Mcp-Protocol-Version": {"2025-06-18"}})
+			defer resp.Body.Close()
+			body, err := io.ReadAll(resp.Body)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("%d %v", resp.StatusCode, err)
+			}
+			var got []string
+			for line := range strings.SplitSeq(string(body), "\n") {
+				if d, ok := strings.CutPrefix(line, "data: "); ok {
+					got = append(got, d)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("messages %.300q, want %q", got, tc.want)
 			}
 		})
 	}
