@@ -281,7 +281,8 @@ type Stdio struct {
 	// the user's least recently used idle child is ended, else 503 with
 	// Retry-After. Zero means 4.
 	MaxPerUser int `yaml:"max_per_user"`
-	// StartTimeout bounds a child's answer to initialize. Zero means 30s.
+	// StartTimeout bounds a child's answer to initialize (request_timeout
+	// does not apply to it). Zero means 30s.
 	StartTimeout time.Duration `yaml:"start_timeout"`
 	// IdleTimeout stops a child with no request for this long; its
 	// session ends. Zero means 15m.

@@ -94,8 +94,8 @@ type Config struct {
 	// recently used idle child is ended, else the start is refused. Zero
 	// means DefaultMaxPerUser.
 	MaxPerUser int
-	// StartTimeout bounds the answer to initialize. Zero means
-	// DefaultStartTimeout.
+	// StartTimeout bounds the answer to initialize (RequestTimeout does
+	// not). Zero means DefaultStartTimeout.
 	StartTimeout time.Duration
 	// IdleTimeout stops a child with no request for this long. Zero means
 	// DefaultIdleTimeout.

@@ -20,6 +20,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpguard/mcpguard/internal/stdiobridge/testserver"
 )
 
 const userHeader = "X-Test-User" // the tests' stand-in for the proxy's principal
@@ -477,5 +479,20 @@ func TestTransportStreams(t *testing.T) {
 	resp, err = rt.RoundTrip(httptest.NewRequest(http.MethodGet, "http://stdio.invalid/panic", nil))
 	if err != nil || resp.StatusCode != http.StatusInternalServerError {
 		t.Fatalf("panic: %v, %v", resp, err)
+	}
+}
+
+// TestSlowStartWithinStartTimeout: initialize is bounded by StartTimeout
+// only, so a child slower to start than RequestTimeout (npx fetching its
+// package, where tool calls are short) starts; it was ended as hung at
+// RequestTimeout.
+func TestSlowStartWithinStartTimeout(t *testing.T) {
+	h := newHarness(t, Config{RequestTimeout: 100 * time.Millisecond, StartTimeout: time.Minute,
+		Env: map[string]string{testserver.InitDelayEnv: "500ms"}})
+	resp := rawPost(t, h.srv.URL, "alice", "", initBody)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Mcp-Session-Id") == "" {
+		t.Fatalf("initialize of a child answering after 500 ms, request_timeout 100ms, start_timeout 1m: %d %s", resp.StatusCode, body)
 	}
 }

@@ -209,7 +209,14 @@ func (s *session) send(m message, scope string, resumable bool) (*call, error) {
 	} else {
 		c.out = make(chan []byte, 16)
 	}
-	c.timer = time.AfterFunc(s.b.cfg.RequestTimeout, func() {
+	// initialize is bounded by the start timeout (initialize, below), not
+	// by the request timeout, which a start may well exceed (npx fetching
+	// its package) where calls are short.
+	timeout := s.b.cfg.RequestTimeout
+	if m.method == "initialize" {
+		timeout = max(timeout, s.b.cfg.StartTimeout)
+	}
+	c.timer = time.AfterFunc(timeout, func() {
 		s.mu.Lock()
 		live := s.pending[c.childKey] == c
 		if live && c.cancelled && c.log != nil {

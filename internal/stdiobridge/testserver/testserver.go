@@ -19,6 +19,10 @@ import (
 // Env names the variable that makes a test binary this server.
 const Env = "STDIOBRIDGE_TEST_SERVER"
 
+// InitDelayEnv, a duration, makes the server wait that long before it
+// reads anything (a server slow to start: npx fetching its package).
+const InitDelayEnv = "STDIOBRIDGE_INIT_DELAY"
+
 type empty struct{}
 
 type waitIn struct {
@@ -38,6 +42,9 @@ type textOut struct {
 // who its user is, and tools that crash, hang, write garbage, sample
 // the client and report progress.
 func Main() {
+	if d, err := time.ParseDuration(os.Getenv(InitDelayEnv)); err == nil {
+		time.Sleep(d)
+	}
 	var n atomic.Int64
 	// A change of the client's roots makes it ask for them (a request of
 	// the server not tied to a client request: the GET stream's).
